@@ -1,0 +1,3 @@
+"""mtrbench: evaluation harness for multi-turn conversational retrieval and RAG."""
+
+__version__ = "0.1.0"

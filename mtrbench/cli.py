@@ -1,0 +1,209 @@
+"""``mtrbench`` command line. User errors print one line and exit 2; bugs keep their traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from mtrbench import __version__
+from mtrbench.errors import MtrbenchError
+
+
+def _add_eval(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate a retriever on a conversational task",
+                       description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
+                                   "offline sample (mtrbench-sample).")
+    p.add_argument("--model", default="minilm", help="alias (`mtrbench models`), HF id or local folder [minilm]")
+    p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
+    p.add_argument("--split", help="split to evaluate [the card's eval split]")
+    p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
+    p.add_argument("--history", default="full",
+                   help="current | full | window:K | questions | last-response | rewrite; comma list or 'all' [full]")
+    p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
+                   help="left keeps the current question and drops the oldest text; right = tokenizer default [left]")
+    p.add_argument("--user-prefix", default="User: ")
+    p.add_argument("--assistant-prefix", default="Agent: ")
+    p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
+    p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
+    p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, help="token limit for queries and documents [model's]")
+    p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
+    p.add_argument("--metrics", help="ndcg,recall,mrr,map,precision,hit [task card's]")
+    p.add_argument("--revision", help="model revision (commit) on the Hub")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
+    p.add_argument("--output-dir", default="results", help="where result files go [results]")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _cmd_eval(args) -> int:
+    from rich.console import Console
+
+    from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line, run_eval
+    from mtrbench.metrics.trec_metrics import parse_k_values
+    from mtrbench.results.table import strategies_table, turn_table
+    from mtrbench.serialize.history import QueryFormat
+
+    console = Console(stderr=False)
+    histories = [h.strip() for h in args.history.split(",") if h.strip()]
+    all_histories = histories == ["all"]
+    if all_histories:
+        histories = list(ALL_HISTORIES)
+    fmt = QueryFormat(user_prefix=_unescape(args.user_prefix), assistant_prefix=_unescape(args.assistant_prefix),
+                      separator=_unescape(args.separator), order=args.order)
+    config = EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
+                        k_values=parse_k_values(args.k_values) if args.k_values else None,
+                        metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
+                        data_dir=args.data_dir, output_dir=Path(args.output_dir), command=command_line(),
+                        skip_inapplicable=all_histories)
+    if args.batch_size < 1 or args.top_k < 1:
+        raise MtrbenchError("--batch-size and --top-k must be positive")
+    options = {"device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
+               "max_length": args.max_length, "trust_remote_code": args.trust_remote_code,
+               "revision": args.revision, "show_progress": not args.quiet}
+    say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    results = run_eval(args.model, args.task, config, options, progress=say)
+    first = results[0]
+    title = f"{args.task} · {args.model} · {first.n_evaluated} queries evaluated"
+    if first.n_excluded:
+        title += f", {first.n_excluded} without gold excluded"
+    strategies_table(title, results, console)
+    turn_table(results, console)
+    console.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
+                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True)
+    for r in results:
+        console.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True)
+    return 0
+
+
+def _add_score(sub) -> None:
+    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file (pytrec_eval)")
+    p.add_argument("--run", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
+    p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit")
+    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
+    p.add_argument("--output", help="write the scores as JSON here")
+
+
+def _cmd_score(args) -> int:
+    from rich.console import Console
+
+    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+    from mtrbench.metrics.trec_metrics import evaluate, parse_families, parse_k_values
+    from mtrbench.results.table import scores_table
+
+    qrels = read_qrels(args.qrels)
+    run = read_run(args.run)
+    unjudged_run_queries = sorted(set(run) - set(qrels))
+    evaluation = evaluate(qrels, run, parse_k_values(args.k_values), parse_families(args.metrics.split(",")))
+    scores = evaluation.mean()
+    if args.per_query:
+        for qid, values in evaluation.per_query.items():
+            print(json.dumps({"qid": qid, **values}))
+    console = Console()
+    scores_table(f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
+                 f"{len(evaluation.excluded)} without positives excluded, "
+                 f"{len(unjudged_run_queries)} run queries without qrels ignored", scores, console)
+    if args.output:
+        atomic_write_text(args.output, json.dumps({
+            "run": str(args.run), "qrels": str(args.qrels), "scores": scores,
+            "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
+                        "run_queries_without_qrels": len(unjudged_run_queries)},
+            "per_query": evaluation.per_query}, indent=2) + "\n")
+    return 0
+
+
+def _add_tasks(sub) -> None:
+    p = sub.add_parser("tasks", help="list task cards, or `tasks show NAME`")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
+    p.add_argument("name", nargs="?")
+
+
+def _cmd_tasks(args) -> int:
+    import yaml
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.data.cards import all_cards, get_card
+
+    console = Console()
+    if args.action == "show":
+        if not args.name:
+            raise MtrbenchError("usage: mtrbench tasks show NAME")
+        card = get_card(args.name)
+        print(yaml.safe_dump(card.to_dict(), sort_keys=False, allow_unicode=True, width=100), end="")
+        return 0
+    table = Table(title="mtrbench tasks", title_justify="left")
+    for column in ("name", "format", "source", "split", "main score"):
+        table.add_column(column)
+    for card in all_cards().values():
+        source = card.source.hub or f"(local) {card.source.path}"
+        if card.source.hub and card.source.revision:
+            source += f"@{card.source.revision[:7]}"
+        table.add_row(card.name, card.format, source, card.eval_split, card.main_score)
+    console.print(table)
+    return 0
+
+
+def _add_models(sub) -> None:
+    sub.add_parser("models", help="list model aliases and their prompts")
+
+
+def _cmd_models(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.retrieve.registry import REGISTRY
+
+    table = Table(title="model aliases (any HF id or local folder works too)", title_justify="left")
+    for column in ("alias", "checkpoint", "query prompt", "doc prompt", "notes"):
+        table.add_column(column)
+    for spec in REGISTRY.values():
+        query = repr(spec.query_prompt) if spec.query_prompt else (f"<{spec.query_prompt_name}>" if spec.query_prompt_name else "")
+        table.add_row(spec.alias, spec.model_id or "-", query, repr(spec.doc_prompt) if spec.doc_prompt else "",
+                      spec.description)
+    Console().print(table)
+    return 0
+
+
+def _unescape(text: str) -> str:
+    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models": _cmd_models}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
+    parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    for add in (_add_eval, _add_score, _add_tasks, _add_models):
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return COMMANDS[args.command](args)
+    except MtrbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

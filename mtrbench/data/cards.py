@@ -1,0 +1,117 @@
+"""Declarative task cards (one YAML file per task in ``tasks/``), in the spirit of mteb's TaskMetadata."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mtrbench.errors import MtrbenchError, unknown_name
+
+DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
+DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the data lives: a Hub dataset (pinned revision) and/or a local folder."""
+
+    hub: str | None = None
+    revision: str | None = None
+    path: str | None = None  # local folder; relative paths are relative to the card's folder
+
+    def __post_init__(self) -> None:
+        if not self.hub and not self.path:
+            raise ValueError("source needs 'hub' or 'path'")
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    name: str
+    description: str
+    format: str
+    source: Source
+    splits: tuple[str, ...]
+    eval_split: str
+    main_score: str = "ndcg_at_10"
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    k_values: tuple[int, ...] = DEFAULT_K_VALUES
+    type: str = "conversational-retrieval"
+    languages: tuple[str, ...] = ("eng",)
+    domains: tuple[str, ...] = ()
+    reference: str | None = None
+    license: str | None = None
+    citation: str | None = None
+    loader_options: dict[str, Any] = field(default_factory=dict)
+    card_path: str | None = None  # filled in on load, not written by authors
+
+    def local_path(self) -> Path | None:
+        if not self.source.path:
+            return None
+        path = Path(self.source.path).expanduser()
+        if not path.is_absolute() and self.card_path:
+            path = Path(self.card_path).parent / path
+        return path
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("card_path")
+        return data
+
+
+_TUPLE_FIELDS = {"splits", "metrics", "k_values", "languages", "domains"}
+
+
+def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
+    known = {f.name for f in fields(TaskCard)} - {"card_path"}
+    unknown = set(data) - known
+    if unknown:
+        raise MtrbenchError(f"{origin}: unknown task card field(s) {sorted(unknown)}; allowed: {sorted(known)}")
+    missing = {"name", "description", "format", "source", "splits", "eval_split"} - set(data)
+    if missing:
+        raise MtrbenchError(f"{origin}: task card lacks required field(s) {sorted(missing)}")
+    values = dict(data)
+    try:
+        values["source"] = Source(**values["source"])
+    except (TypeError, ValueError) as exc:
+        raise MtrbenchError(f"{origin}: bad 'source': {exc}") from None
+    for key in _TUPLE_FIELDS & set(values):
+        values[key] = tuple(values[key])
+    card = TaskCard(**values, card_path=origin)
+    if card.eval_split not in card.splits:
+        raise MtrbenchError(f"{origin}: eval_split '{card.eval_split}' is not one of splits {list(card.splits)}")
+    return card
+
+
+def load_card(path: Path) -> TaskCard:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise MtrbenchError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise MtrbenchError(f"{path}: a task card must be a YAML mapping")
+    return card_from_dict(data, str(path))
+
+
+def cards_dir() -> Path:
+    return Path(str(resources.files("mtrbench.tasks")))
+
+
+def all_cards() -> dict[str, TaskCard]:
+    cards: dict[str, TaskCard] = {}
+    for path in sorted(cards_dir().glob("*.yaml")):
+        card = load_card(path)
+        if card.name in cards:
+            raise MtrbenchError(f"{path}: task name '{card.name}' already defined by {cards[card.name].card_path}")
+        cards[card.name] = card
+    return cards
+
+
+def get_card(name: str) -> TaskCard:
+    cards = all_cards()
+    if name in cards:
+        return cards[name]
+    raise unknown_name("task", name, cards, hint="`mtrbench tasks` lists them; a folder path also works.")

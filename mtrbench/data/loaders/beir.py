@@ -1,0 +1,122 @@
+"""BEIR format: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv`` (header skipped).
+
+A query's ``text`` may be a plain string or a conversation: a list of ``{"role", "content"}``
+messages (last = current user question) or a list of strings (mteb's convention: all user turns).
+An optional ``conversations.jsonl`` sidecar (``{_id, conversation_id, turn_id, history, query,
+gold_rewrite, answers}``, written by ``mtrbench export``) restores full conversational structure.
+On the Hub, the same data follows mteb's layout: configs ``corpus``, ``queries`` and ``default``
+(qrels), selectable through the card's ``loader_options``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mtrbench.data.cards import TaskCard
+from mtrbench.data.loaders import register
+from mtrbench.data.loaders.common import corpus_from_rows, parse_messages
+from mtrbench.data.model import USER, ConversationalQuery, TaskData
+from mtrbench.data.validate import check_corpus, check_queries
+from mtrbench.errors import MtrbenchError
+from mtrbench.hub import load_split
+
+QRELS_COLUMNS = ("query-id", "corpus-id", "score")
+
+
+@register("beir")
+def load(card: TaskCard, split: str, data_dir: Path | None) -> TaskData:
+    folder = data_dir or card.local_path()
+    opts = card.loader_options
+    if folder is not None:
+        corpus_rows, query_rows, qrel_rows, sidecar = _read_local(Path(folder), split, opts)
+        origin = str(folder)
+        revision = None
+    else:
+        hub, revision = card.source.hub, card.source.revision
+        corpus_rows = load_split(hub, config=opts.get("corpus_config", "corpus"), split=opts.get("corpus_split", "corpus"),
+                                 revision=revision, what=f"{card.name} corpus")
+        query_rows = load_split(hub, config=opts.get("queries_config", "queries"),
+                                split=opts.get("queries_split", "queries"), revision=revision, what=f"{card.name} queries")
+        qrel_rows = load_split(hub, config=opts.get("qrels_config", "default"), split=split, revision=revision,
+                               what=f"{card.name} qrels ({split})")
+        sidecar = None
+        origin = hub
+    corpus = corpus_from_rows(corpus_rows, f"{origin} corpus")
+    check_corpus(corpus, f"{origin} corpus")
+    qrels = _group_qrels(qrel_rows, f"{origin} qrels/{split}.tsv")
+    queries = _queries(query_rows, qrels, sidecar, f"{origin} queries")
+    warnings: Counter = Counter()
+    check_queries(queries, corpus, origin, warnings)
+    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
+                    warnings=warnings)
+
+
+def _read_local(folder: Path, split: str, opts: dict[str, Any]):
+    import datasets
+
+    prefix = opts.get("prefix", "")
+    prefix = f"{prefix}-" if prefix else ""
+    corpus_file = folder / "corpus.jsonl"
+    query_file = folder / f"{prefix}queries.jsonl"
+    qrels_file = folder / f"{prefix}qrels" / f"{split}.tsv"
+    for path in (corpus_file, query_file, qrels_file):
+        if not path.is_file():
+            available = sorted(p.stem for p in (folder / f"{prefix}qrels").glob("*.tsv"))
+            extra = f" (qrels splits here: {available})" if path == qrels_file and available else ""
+            raise MtrbenchError(f"BEIR folder {folder}: missing {path.name}{extra}")
+    corpus = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train", what="corpus")
+    queries = load_split(query_file, builder="json", data_files=str(query_file), split="train", what="queries")
+    qrels = load_split(qrels_file, builder="csv", data_files=str(qrels_file), split="train", what="qrels",
+                       delimiter="\t", features=datasets.Features({
+                           "query-id": datasets.Value("string"), "corpus-id": datasets.Value("string"),
+                           "score": datasets.Value("int64")}))
+    sidecar_file = folder / "conversations.jsonl"
+    sidecar = None
+    if sidecar_file.is_file():
+        sidecar = load_split(sidecar_file, builder="json", data_files=str(sidecar_file), split="train",
+                             what="conversations sidecar")
+    return corpus, queries, qrels, sidecar
+
+
+def _group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    missing = [c for c in QRELS_COLUMNS if c not in rows.column_names]
+    if missing:
+        raise MtrbenchError(f"{origin}: qrels need columns {list(QRELS_COLUMNS)} (header row), missing {missing}")
+    for n, row in enumerate(rows):
+        if row["query-id"] is None or row["corpus-id"] is None or row["score"] is None:
+            raise MtrbenchError(f"{origin}: row {n + 2} is incomplete")
+        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
+    return qrels
+
+
+def _queries(rows, qrels, sidecar, origin: str) -> list[ConversationalQuery]:
+    structured = {str(r["_id"]): r for r in sidecar} if sidecar is not None else {}
+    queries = []
+    for n, row in enumerate(rows):
+        qid = row.get("_id")
+        if qid is None or row.get("text") is None:
+            raise MtrbenchError(f"{origin}: record {n} needs '_id' and 'text'")
+        qid = str(qid)
+        if qid not in qrels:  # BEIR keeps only queries that have qrels in the split
+            continue
+        where = f"{origin} record {n} ({qid})"
+        if qid in structured:
+            conv = structured[qid]
+            history = tuple(parse_messages(conv.get("history") or [], where))
+            queries.append(ConversationalQuery(
+                qid=qid, conversation_id=str(conv.get("conversation_id", qid)),
+                turn_id=int(conv.get("turn_id") or 1 + sum(m.role == USER for m in history)),
+                history=history, query=str(conv["query"]), gold_rewrite=conv.get("gold_rewrite") or None,
+                answers=tuple(conv.get("answers") or ()), qrels=qrels[qid], meta=dict(row.get("metadata") or {})))
+            continue
+        messages = parse_messages(row["text"], where)
+        if not messages or messages[-1].role != USER:
+            raise MtrbenchError(f"{where}: a conversational query must end with the user's question")
+        history = tuple(messages[:-1])
+        queries.append(ConversationalQuery(
+            qid=qid, conversation_id=qid, turn_id=1 + sum(m.role == USER for m in history), history=history,
+            query=messages[-1].content, qrels=qrels[qid], meta=dict(row.get("metadata") or {})))
+    return queries

@@ -1,0 +1,52 @@
+"""Pieces shared by loaders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
+from mtrbench.errors import MtrbenchError
+
+
+def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str = "_id") -> Corpus:
+    ids: list[str] = []
+    titles: list[str] = []
+    texts: list[str] = []
+    for n, row in enumerate(rows):
+        doc_id = row.get(id_field)
+        if doc_id is None:
+            raise MtrbenchError(f"{origin}: corpus record {n} has no '{id_field}'")
+        text = row.get("text")
+        if text is None:
+            raise MtrbenchError(f"{origin}: corpus record '{doc_id}' has no 'text'")
+        ids.append(str(doc_id))
+        titles.append(str(row.get("title") or ""))
+        texts.append(str(text))
+    return Corpus(ids=ids, titles=titles, texts=texts)
+
+
+_ROLE_ALIASES = {"user": USER, "human": USER, "question": USER, "assistant": ASSISTANT, "agent": ASSISTANT,
+                 "system": None, "bot": ASSISTANT, "model": ASSISTANT}
+
+
+def parse_messages(raw: Any, origin: str) -> list[Message]:
+    """Messages from ``[{"role", "content"}]`` or ``[str, ...]`` (mteb: plain strings are user turns)."""
+    if isinstance(raw, str):
+        return [Message(USER, raw)]
+    if not isinstance(raw, list):
+        raise MtrbenchError(f"{origin}: conversation must be a list of messages, got {type(raw).__name__}")
+    messages: list[Message] = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            messages.append(Message(USER, item))
+            continue
+        if not isinstance(item, dict) or "content" not in item:
+            raise MtrbenchError(f"{origin}: message {i} must be a string or have 'role' and 'content'")
+        role_name = str(item.get("role", "user")).lower()
+        if role_name not in _ROLE_ALIASES:
+            raise MtrbenchError(f"{origin}: message {i} has unknown role '{role_name}'")
+        role = _ROLE_ALIASES[role_name]
+        if role is not None:
+            messages.append(Message(role, str(item["content"] or "")))
+    return messages

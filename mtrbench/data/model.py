@@ -1,0 +1,95 @@
+"""The uniform conversational task model every loader emits (SCHEMAS.md §0).
+
+Ids are always strings. A query is one evaluated user turn: its ``history`` holds the
+messages strictly before it, ``query`` the raw current utterance.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+USER = "user"
+ASSISTANT = "assistant"
+ROLES = (USER, ASSISTANT)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"message role must be one of {ROLES}, got {self.role!r}")
+
+
+@dataclass
+class ConversationalQuery:
+    qid: str
+    conversation_id: str
+    turn_id: int
+    history: tuple[Message, ...]
+    query: str
+    gold_rewrite: str | None = None
+    answers: tuple[str, ...] = ()
+    qrels: dict[str, int] = field(default_factory=dict)
+    candidate_doc_ids: tuple[str, ...] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_positive(self) -> bool:
+        return any(grade > 0 for grade in self.qrels.values())
+
+    @property
+    def previous_questions(self) -> list[str]:
+        return [m.content for m in self.history if m.role == USER]
+
+
+@dataclass
+class Corpus:
+    """Column-oriented so a million passages cost three lists, not a million objects."""
+
+    ids: list[str]
+    titles: list[str]
+    texts: list[str]
+    _position: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not (len(self.ids) == len(self.titles) == len(self.texts)):
+            raise ValueError("corpus columns differ in length")
+        self._position = {doc_id: i for i, doc_id in enumerate(self.ids)}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, doc_id: str) -> bool:
+        return doc_id in self._position
+
+    def position(self, doc_id: str) -> int:
+        return self._position[doc_id]
+
+    def document_text(self, i: int, title_separator: str = " ") -> str:
+        """Title and text as mteb/beir feed documents to an encoder."""
+        title = self.titles[i]
+        return f"{title}{title_separator}{self.texts[i]}" if title else self.texts[i]
+
+
+@dataclass
+class TaskData:
+    """One split of a task, ready to evaluate."""
+
+    name: str
+    split: str
+    corpus: Corpus
+    queries: list[ConversationalQuery]
+    dataset_revision: str | None = None
+    warnings: Counter = field(default_factory=Counter)
+
+    def qrels(self) -> dict[str, dict[str, int]]:
+        return {q.qid: dict(q.qrels) for q in self.queries if q.qrels}
+
+    @property
+    def has_rewrites(self) -> bool:
+        return any(q.gold_rewrite for q in self.queries)

@@ -1,0 +1,39 @@
+"""Checks every loader's output goes through: hard errors name the record, skippable problems are
+counted into ``TaskData.warnings`` (which lands in the result JSON)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from mtrbench.data.model import ConversationalQuery, Corpus
+from mtrbench.errors import MtrbenchError
+
+
+def check_corpus(corpus: Corpus, origin: str) -> None:
+    if len(corpus._position) != len(corpus.ids):
+        dupes = [doc_id for doc_id, n in Counter(corpus.ids).items() if n > 1]
+        raise MtrbenchError(f"{origin}: {len(dupes)} duplicate document id(s), e.g. '{dupes[0]}'")
+
+
+def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: str, warnings: Counter) -> None:
+    seen: set[str] = set()
+    for q in queries:
+        if q.qid in seen:
+            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
+        seen.add(q.qid)
+        if not q.query.strip():
+            raise MtrbenchError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
+                                f"has an empty current question")
+        unknown = [d for d in q.qrels if d not in corpus]
+        if unknown:
+            warnings["qrels naming unknown documents (dropped)"] += len(unknown)
+            for doc_id in unknown:
+                del q.qrels[doc_id]
+        if q.candidate_doc_ids is not None:
+            kept = tuple(d for d in q.candidate_doc_ids if d in corpus)
+            if len(kept) != len(q.candidate_doc_ids):
+                warnings["candidate ids naming unknown documents (dropped)"] += len(q.candidate_doc_ids) - len(kept)
+                q.candidate_doc_ids = kept
+        empty_history = sum(1 for m in q.history if not m.content.strip())
+        if empty_history:
+            warnings["empty history messages (kept)"] += empty_history

@@ -1,0 +1,180 @@
+"""The main path: task -> serialize -> retrieve -> score -> result files."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.model import TaskData
+from mtrbench.errors import MtrbenchError
+from mtrbench.metrics.breakdown import by_topic_switch, by_turn
+from mtrbench.metrics.trec_io import Run
+from mtrbench.metrics.trec_metrics import evaluate, metric_key, parse_families
+from mtrbench.results.writer import hardware, result_document, result_paths, write_result
+from mtrbench.retrieve import build_retriever, resolve_model
+from mtrbench.retrieve.base import Retriever
+from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import Truncator
+
+DEFAULT_HISTORY = "full"
+DEFAULT_TRUNCATE = "left"
+ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
+
+
+@dataclass
+class EvalConfig:
+    histories: list[str] = field(default_factory=lambda: [DEFAULT_HISTORY])
+    truncate: str = DEFAULT_TRUNCATE
+    fmt: QueryFormat = field(default_factory=QueryFormat)
+    top_k: int = 100
+    k_values: list[int] | None = None  # None: the task card's
+    metrics: list[str] | None = None  # None: the task card's
+    split: str | None = None
+    data_dir: str | None = None
+    output_dir: Path = Path("results")
+    command: str | None = None
+    skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
+
+
+@dataclass
+class StrategyResult:
+    history: str
+    scores: dict[str, float]
+    main_score_key: str
+    evaluation: Any
+    breakdowns: dict[str, Any]
+    truncation: dict[str, Any]
+    paths: Any
+    n_evaluated: int
+    n_excluded: int
+
+
+def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool) -> str | None:
+    """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
+    parts = []
+    if history != DEFAULT_HISTORY:
+        parts.append(f"history={history.replace(':', '-')}")
+    if config.truncate != DEFAULT_TRUNCATE and retriever.tokenizer is not None:
+        parts.append(f"truncate={config.truncate}")
+    if config.fmt != QueryFormat():
+        digest = hashlib.sha256(json.dumps(asdict(config.fmt), sort_keys=True).encode()).hexdigest()[:8]
+        parts.append(f"format={digest}")
+    if max_length_set:
+        parts.append(f"maxlen={retriever.max_length}")
+    settings = retriever.settings()
+    if settings.get("dtype") not in (None, "fp32"):
+        parts.append(f"dtype={settings['dtype']}")
+    return "__".join(parts) or None
+
+
+def hits_to_run(task: TaskData, hits) -> Run:
+    ids = task.corpus.ids
+    return {q.qid: {ids[i]: float(s) for i, s in zip(*hits[n])} for n, q in enumerate(task.queries)}
+
+
+def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: dict[str, Any],
+             progress=None) -> list[StrategyResult]:
+    say = progress or (lambda message: None)
+    strategies = [get_strategy(h) for h in config.histories]
+    resolve_model(model)  # unknown names fail before anything slow starts
+    card = resolve_card(task_name)
+    families = parse_families(config.metrics or card.metrics)
+    k_values = list(config.k_values or card.k_values)
+    if config.top_k < max(k_values):
+        raise MtrbenchError(f"--top-k {config.top_k} is smaller than the largest k ({max(k_values)})")
+    main_key = card.main_score
+    if main_key not in {metric_key(f, k) for f in families for k in k_values}:
+        raise MtrbenchError(f"the task's main score {main_key} is not among the requested metrics/k values")
+
+    started = time.perf_counter()
+    say(f"Loading model {model}")
+    retriever = build_retriever(model, **retriever_options)
+    t_model = time.perf_counter() - started
+
+    t0 = time.perf_counter()
+    say(f"Loading task {card.name} ({config.split or card.eval_split})")
+    task = load_task(card, split=config.split, data_dir=config.data_dir)
+    t_load = time.perf_counter() - t0
+    if config.skip_inapplicable and not task.has_rewrites:
+        strategies = [s for s in strategies if s.name != "rewrite"]
+    for strategy in strategies:
+        check_strategy_applies(strategy, task.name, task.has_rewrites)
+
+    t0 = time.perf_counter()
+    say(f"Indexing {len(task.corpus):,} documents")
+    retriever.index(task.corpus)
+    t_index = time.perf_counter() - t0
+
+    candidates = None
+    if any(q.candidate_doc_ids is not None for q in task.queries):
+        candidates = [None if q.candidate_doc_ids is None else [task.corpus.position(d) for d in q.candidate_doc_ids]
+                      for q in task.queries]
+
+    results = []
+    for strategy in strategies:
+        t0 = time.perf_counter()
+        truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
+                              side=config.truncate)
+        texts = [truncator(strategy(q, config.fmt)) for q in task.queries]
+        say(f"Searching {len(texts):,} queries (history={strategy.name})")
+        hits = retriever.search(texts, config.top_k, candidates)
+        run = hits_to_run(task, hits)
+        t_search = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        evaluation = evaluate(task.qrels(), run, k_values, families)
+        scores = evaluation.mean()
+        breakdowns = {"turn": by_turn(evaluation, task.queries)}
+        switch = by_topic_switch(evaluation, task.queries)
+        if switch is not None:
+            breakdowns["topic_switch"] = switch
+        t_score = time.perf_counter() - t0
+
+        n_no_qrels = sum(1 for q in task.queries if not q.qrels)
+        experiment = experiment_name(strategy.name, config, retriever, "max_length" in retriever_options
+                                     and retriever_options["max_length"] is not None)
+        paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
+        settings = {
+            "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
+            "top_k": config.top_k, "k_values": k_values, "metrics": families, "split": task.split,
+            "retriever": retriever.settings(),
+        }
+        extra = {
+            "model": {"name": retriever.name, "revision": retriever.revision, "requested": model},
+            "settings": settings,
+            "experiment": experiment,
+            "queries": {"total": len(task.queries), "evaluated": len(evaluation.per_query),
+                        "excluded_without_positives": len(evaluation.excluded) + n_no_qrels},
+            "corpus_size": len(task.corpus),
+            "warnings": dict(task.warnings),
+            "truncation": truncator.stats.as_dict(),
+            "breakdowns": breakdowns,
+            "timings_s": {"load_model": round(t_model, 3), "load_task": round(t_load, 3),
+                          "index_corpus": round(t_index, 3), "serialize_and_search": round(t_search, 3),
+                          "score": round(t_score, 3)},
+            "hardware": hardware(),
+            "command": config.command,
+            "files": {"run": paths.run.name, "per_query": paths.per_query.name},
+        }
+        document = result_document(task_name=task.name, dataset_revision=task.dataset_revision, split=task.split,
+                                   languages=list(card.languages), main_score_key=main_key, scores=scores,
+                                   evaluation_time=t_load + t_index + t_search + t_score, extra=extra)
+        by_qid = {q.qid: q for q in task.queries}
+        per_query_rows = [{"qid": qid, "conversation_id": by_qid[qid].conversation_id, "turn_id": by_qid[qid].turn_id,
+                           **values} for qid, values in evaluation.per_query.items()]
+        write_result(paths, document, run, per_query_rows, run_tag=f"mtrbench-{strategy.name}")
+        results.append(StrategyResult(strategy.name, scores, main_key, evaluation, breakdowns,
+                                      truncator.stats.as_dict(), paths, len(evaluation.per_query),
+                                      len(evaluation.excluded) + n_no_qrels))
+    say(f"Done in {time.perf_counter() - started:.1f}s")
+    return results
+
+
+def command_line() -> str:
+    return "mtrbench " + " ".join(sys.argv[1:])

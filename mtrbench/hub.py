@@ -1,0 +1,109 @@
+"""Everything that may touch the Hugging Face Hub, with fast, one-line failures when it cannot.
+
+huggingface_hub retries a dead connection for more than a minute before giving up; we probe the
+endpoint once (a TCP connect with a short timeout) and, when it is unreachable, use only the local
+cache so the user gets an actionable message in seconds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from mtrbench.errors import HubUnavailableError, MtrbenchError
+
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def offline_mode() -> bool:
+    return any(os.environ.get(var, "").lower() in _TRUE for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout: float = 3.0) -> bool:
+    if offline_mode():
+        return False
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    parsed = urlparse(endpoint)
+    host = parsed.hostname or "huggingface.co"
+    port = parsed.port or (443 if parsed.scheme != "http" else 80)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _quiet_datasets() -> None:
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+
+
+def load_split(
+    location: str | Path,
+    *,
+    split: str,
+    config: str | None = None,
+    revision: str | None = None,
+    data_files: str | list[str] | None = None,
+    builder: str | None = None,
+    what: str = "dataset",
+    **kwargs: Any,
+):
+    """Load one split with ``datasets.load_dataset`` from a local folder/file or a Hub dataset id.
+
+    The same call serves both: a local folder laid out like the Hub repository (README ``configs``)
+    loads exactly as the Hub copy would. ``builder`` ("json", "csv") with ``data_files`` reads plain
+    files, local or remote.
+    """
+    import datasets
+
+    local = Path(location).expanduser()
+    is_local = local.exists() or builder is not None and data_files is not None and Path(str(data_files)).exists()
+    if is_local:
+        _quiet_datasets()
+        try:
+            if builder:
+                return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
+            return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
+        except (FileNotFoundError, ValueError) as exc:
+            raise MtrbenchError(f"could not read {what} from {local}: {_first_line(exc)}") from None
+        except datasets.exceptions.DatasetGenerationError as exc:
+            cause = exc.__cause__ or exc
+            raise MtrbenchError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
+
+    repo = str(location)
+    if "/" not in repo or repo.startswith((".", "/", "~")):
+        raise MtrbenchError(f"{what}: '{repo}' is neither an existing local path nor a Hub dataset id (org/name)")
+    if not hub_reachable():
+        if not offline_mode():
+            raise hub_error(repo, revision, kind="dataset", what=what)
+    try:
+        return datasets.load_dataset(repo, name=config, split=split, revision=revision, **kwargs)
+    except (ConnectionError, OSError, datasets.exceptions.DatasetNotFoundError) as exc:
+        if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
+            raise hub_error(repo, revision, kind="dataset", what=what) from None
+        raise MtrbenchError(f"could not load {what} {repo}@{revision or 'main'}: {_first_line(exc)}") from None
+
+
+def hub_error(repo: str, revision: str | None, *, kind: str, what: str) -> HubUnavailableError:
+    rev = f"@{revision}" if revision else ""
+    if kind == "model":
+        how = (f"download it where the Hub is reachable (`hf download {repo}{' --revision ' + revision if revision else ''} "
+               f"--local-dir DIR`) and pass `--model DIR`, or use `--model minilm`, which ships offline")
+    else:
+        how = (f"download it where the Hub is reachable (`hf download {repo} --repo-type dataset"
+               f"{' --revision ' + revision if revision else ''} --local-dir DIR`) and pass `--data-dir DIR`")
+    cached = " (if it is already in your HF cache, set HF_HUB_OFFLINE=1)" if not offline_mode() else ""
+    return HubUnavailableError(f"cannot fetch {what} {repo}{rev} from the Hugging Face Hub (unreachable): {how}{cached}.")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

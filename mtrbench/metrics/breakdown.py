@@ -1,0 +1,27 @@
+"""Per-turn and topic-switch breakdowns of per-query metrics."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from mtrbench.data.model import ConversationalQuery
+from mtrbench.metrics.trec_metrics import Evaluation
+
+
+def by_turn(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[str, dict[str, float]]:
+    groups: dict[int, list[str]] = defaultdict(list)
+    for q in queries:
+        if q.qid in evaluation.per_query:
+            groups[q.turn_id].append(q.qid)
+    return {str(turn): {"n": len(qids), **evaluation.mean(qids)} for turn, qids in sorted(groups.items())}
+
+
+def by_topic_switch(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[str, dict[str, float]] | None:
+    """Before / after a hard topic switch, for tasks whose queries carry ``meta['after_switch']``."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for q in queries:
+        if q.qid in evaluation.per_query and "after_switch" in q.meta:
+            groups["after_switch" if q.meta["after_switch"] else "before_switch"].append(q.qid)
+    if not groups:
+        return None
+    return {name: {"n": len(qids), **evaluation.mean(qids)} for name, qids in sorted(groups.items(), reverse=True)}

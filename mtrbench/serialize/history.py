@@ -1,0 +1,131 @@
+"""History strategies (``--history``): which parts of a conversation form the query.
+
+Every strategy yields the formatted history lines (oldest first) and the current question line
+separately, so truncation can drop history while keeping the question whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
+from mtrbench.errors import MtrbenchError, unknown_name
+
+HISTORY_FIRST = "history-first"
+CURRENT_FIRST = "current-first"
+
+
+@dataclass(frozen=True)
+class QueryFormat:
+    """Role prefixes (MTR-SUITE §6.3 uses ``User:``/``Agent:``), separator and order."""
+
+    user_prefix: str = "User: "
+    assistant_prefix: str = "Agent: "
+    separator: str = "\n"
+    order: str = HISTORY_FIRST
+
+    def __post_init__(self) -> None:
+        if self.order not in (HISTORY_FIRST, CURRENT_FIRST):
+            raise MtrbenchError(f"order must be '{HISTORY_FIRST}' or '{CURRENT_FIRST}', got '{self.order}'")
+
+    def line(self, message: Message) -> str:
+        prefix = self.user_prefix if message.role == USER else self.assistant_prefix
+        return f"{prefix}{message.content}"
+
+
+@dataclass(frozen=True)
+class Serialized:
+    history: tuple[str, ...]  # formatted lines, oldest first
+    current: str
+    fmt: QueryFormat
+
+    def text(self, history_text: str | None = None) -> str:
+        """The query string; ``history_text`` replaces the joined history (after truncation)."""
+        hist = self.history_text() if history_text is None else history_text
+        if not hist:
+            return self.current
+        if self.fmt.order == HISTORY_FIRST:
+            return f"{hist}{self.fmt.separator}{self.current}"
+        return f"{self.current}{self.fmt.separator}{hist}"
+
+    def history_text(self) -> str:
+        lines = self.history if self.fmt.order == HISTORY_FIRST else tuple(reversed(self.history))
+        return self.fmt.separator.join(lines)
+
+
+@dataclass(frozen=True)
+class HistoryStrategy:
+    """``select`` picks the history messages; ``prefixed`` says whether lines get role prefixes."""
+
+    name: str
+    select: Callable[[ConversationalQuery], tuple[list[Message], str]]
+    prefixed: bool = True
+
+    def __call__(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
+        history, current = self.select(query)
+        if not self.prefixed:
+            return Serialized(history=tuple(m.content for m in history), current=current, fmt=fmt)
+        return Serialized(history=tuple(fmt.line(m) for m in history),
+                          current=fmt.line(Message(USER, current)), fmt=fmt)
+
+
+def _current(q: ConversationalQuery) -> tuple[list[Message], str]:
+    return [], q.query
+
+
+def _full(q: ConversationalQuery) -> tuple[list[Message], str]:
+    return list(q.history), q.query
+
+
+def _window(k: int) -> Callable[[ConversationalQuery], tuple[list[Message], str]]:
+    # k counts the current question, as ChatQA's messages[-5:] does: window:5 = question + 4 before it.
+    def select(q: ConversationalQuery) -> tuple[list[Message], str]:
+        return (list(q.history[-(k - 1):]) if k > 1 else []), q.query
+
+    return select
+
+
+def _questions(q: ConversationalQuery) -> tuple[list[Message], str]:
+    return [m for m in q.history if m.role == USER], q.query
+
+
+def _last_response(q: ConversationalQuery) -> tuple[list[Message], str]:
+    # CORAL §4: all previous questions, then the last response, then the current question.
+    history = [m for m in q.history if m.role == USER]
+    last = next((m for m in reversed(q.history) if m.role == ASSISTANT), None)
+    return history + ([last] if last else []), q.query
+
+
+def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
+    if not q.gold_rewrite:
+        raise MtrbenchError(f"--history rewrite: query '{q.qid}' has no gold rewrite")
+    return [], q.gold_rewrite
+
+
+STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite")
+
+
+def get_strategy(spec: str) -> HistoryStrategy:
+    spec = spec.strip()
+    if spec.startswith("window"):
+        _, _, k = spec.partition(":")
+        if not k.isdigit() or int(k) < 1:
+            raise MtrbenchError(f"--history {spec}: use window:K with K >= 1 (messages, current question included)")
+        return HistoryStrategy(spec, _window(int(k)))
+    fixed = {
+        "current": HistoryStrategy("current", _current, prefixed=False),
+        "full": HistoryStrategy("full", _full),
+        "questions": HistoryStrategy("questions", _questions),
+        "last-response": HistoryStrategy("last-response", _last_response),
+        "rewrite": HistoryStrategy("rewrite", _rewrite, prefixed=False),
+    }
+    if spec not in fixed:
+        raise unknown_name("history strategy", spec, STRATEGY_NAMES)
+    return fixed[spec]
+
+
+def check_strategy_applies(strategy: HistoryStrategy, task_name: str, has_rewrites: bool) -> None:
+    if strategy.name == "rewrite" and not has_rewrites:
+        raise MtrbenchError(f"--history rewrite: task '{task_name}' has no gold rewrites; "
+                            f"use current, full, window:K, questions or last-response")
