@@ -68,6 +68,7 @@ def load_split(
     is_local = local.exists() or builder is not None and data_files is not None and Path(str(data_files)).exists()
     if is_local:
         _quiet_datasets()
+        kwargs.setdefault("cache_dir", str(local_cache_dir(local)))
         try:
             if builder:
                 return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
@@ -90,6 +91,24 @@ def load_split(
         if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what) from None
         raise MtrbenchError(f"could not load {what} {repo}@{revision or 'main'}: {_first_line(exc)}") from None
+
+
+def local_cache_dir(path: Path) -> Path:
+    """A datasets cache folder keyed by the files' paths, sizes and modification times.
+
+    datasets can reuse a stale Arrow cache for a local folder whose files were rewritten in place;
+    keying the cache folder on file stats makes any edit produce a fresh parse.
+    """
+    import hashlib
+
+    import datasets
+
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    digest = hashlib.sha256()
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return Path(datasets.config.HF_DATASETS_CACHE) / "mtrbench-local" / digest.hexdigest()[:16]
 
 
 def hub_error(repo: str, revision: str | None, *, kind: str, what: str) -> HubUnavailableError:

@@ -67,6 +67,9 @@ class DenseRetriever:
                  max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
                  show_progress: bool = True) -> None:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         self.spec = spec
         self.device = pick_device(device)

@@ -98,9 +98,11 @@ def _last_response(q: ConversationalQuery) -> tuple[list[Message], str]:
 
 
 def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
-    if not q.gold_rewrite:
+    if q.gold_rewrite:
+        return [], q.gold_rewrite
+    if q.has_positive:
         raise MtrbenchError(f"--history rewrite: query '{q.qid}' has no gold rewrite")
-    return [], q.gold_rewrite
+    return [], q.query  # never scored (no gold), so its text cannot change a metric
 
 
 STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite")

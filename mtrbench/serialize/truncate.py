@@ -49,7 +49,7 @@ class Truncator:
                 raise MtrbenchError(f"max length {self.max_length} leaves no room after the prompt {self.prompt!r}")
 
     def _ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
 
     def _count(self, text: str) -> int:
         return len(self._ids(text)) if text else 0
@@ -70,7 +70,8 @@ class Truncator:
 
     def _right(self, serialized: Serialized, full: str) -> str:
         prompt_len = len(self.prompt)
-        enc = self.tokenizer(self.prompt + full, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.tokenizer(self.prompt + full, add_special_tokens=False, return_offsets_mapping=True,
+                             verbose=False)
         end = enc["offset_mapping"][self.budget - 1][1] - prompt_len
         kept = full[:max(end, 0)]
         question_last = serialized.fmt.order == HISTORY_FIRST or not serialized.history
@@ -83,11 +84,13 @@ class Truncator:
         if self._fits(current) > 0:
             # The question alone is too long: keep its beginning, drop all history.
             self.stats.question_cut += 1
-            enc = self.tokenizer(self.prompt + current, add_special_tokens=False, return_offsets_mapping=True)
+            enc = self.tokenizer(self.prompt + current, add_special_tokens=False, return_offsets_mapping=True,
+                             verbose=False)
             end = enc["offset_mapping"][self.budget - 1][1] - len(self.prompt)
             return current[:end]
         history = serialized.history_text()
-        enc = self.tokenizer(history, add_special_tokens=False, return_offsets_mapping=True)
+        enc = self.tokenizer(history, add_special_tokens=False, return_offsets_mapping=True,
+                             verbose=False)
         offsets = enc["offset_mapping"]
         sep_cost = self._count(serialized.fmt.separator.strip()) if serialized.fmt.separator.strip() else 0
         keep = min(self.budget - self._count(self.prompt + current) - sep_cost, len(offsets))
