@@ -21,52 +21,50 @@ def ranked(docs: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
 
 
-def read_run(path: str | Path) -> Run:
+def _fields(path: str | Path, kind: str):
+    """(path, line number, whitespace-split fields) for each non-blank line."""
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"run file {path} does not exist")
-    run: Run = {}
+        raise MtrbenchError(f"{kind} file {path} does not exist")
     with path.open(encoding="utf-8") as handle:
         for n, line in enumerate(handle, 1):
             parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise MtrbenchError(f"{path}:{n}: a run line needs 6 fields 'qid Q0 docid rank score tag', got {len(parts)}")
-            qid, _, doc_id, _, score, _ = parts
-            try:
-                value = float(score)
-            except ValueError:
-                raise MtrbenchError(f"{path}:{n}: score '{score}' is not a number") from None
-            docs = run.setdefault(qid, {})
-            if doc_id in docs:
-                raise MtrbenchError(f"{path}:{n}: document '{doc_id}' appears twice for query '{qid}'")
-            docs[doc_id] = value
+            if parts:
+                yield path, n, parts
+
+
+def read_run(path: str | Path) -> Run:
+    run: Run = {}
+    for path, n, parts in _fields(path, "run"):
+        if len(parts) != 6:
+            raise MtrbenchError(f"{path}:{n}: a run line needs 6 fields 'qid Q0 docid rank score tag', got {len(parts)}")
+        qid, _, doc_id, _, score, _ = parts
+        try:
+            value = float(score)
+        except ValueError:
+            raise MtrbenchError(f"{path}:{n}: score '{score}' is not a number") from None
+        docs = run.setdefault(qid, {})
+        if doc_id in docs:
+            raise MtrbenchError(f"{path}:{n}: document '{doc_id}' appears twice for query '{qid}'")
+        docs[doc_id] = value
     return run
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    path = Path(path)
-    if not path.is_file():
-        raise MtrbenchError(f"qrels file {path} does not exist")
     qrels: Qrels = {}
-    with path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) == 3 and n == 1 and parts[0] == "query-id":
-                continue  # BEIR header
-            if len(parts) == 3:
-                qid, doc_id, grade = parts
-            elif len(parts) == 4:
-                qid, _, doc_id, grade = parts
-            else:
-                raise MtrbenchError(f"{path}:{n}: a qrels line needs 'qid iter docid grade' (or BEIR 'qid docid score')")
-            try:
-                qrels.setdefault(qid, {})[doc_id] = int(float(grade))
-            except ValueError:
-                raise MtrbenchError(f"{path}:{n}: grade '{grade}' is not an integer") from None
+    for path, n, parts in _fields(path, "qrels"):
+        if len(parts) == 3 and n == 1 and parts[0] == "query-id":
+            continue  # BEIR header
+        if len(parts) == 3:
+            qid, doc_id, grade = parts
+        elif len(parts) == 4:
+            qid, _, doc_id, grade = parts
+        else:
+            raise MtrbenchError(f"{path}:{n}: a qrels line needs 'qid iter docid grade' (or BEIR 'qid docid score')")
+        try:
+            qrels.setdefault(qid, {})[doc_id] = int(float(grade))
+        except ValueError:
+            raise MtrbenchError(f"{path}:{n}: grade '{grade}' is not an integer") from None
     return qrels
 
 
