@@ -20,6 +20,7 @@ def _add_eval(sub) -> None:
     p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--split", help="split to evaluate [the card's eval split]")
     p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
+    p.add_argument("--corpus", help="external corpus file/folder, for tasks that do not ship one (CAsT, QReCC)")
     p.add_argument("--history", default="full",
                    help="current | full | window:K | questions | last-response | rewrite; comma list or 'all' [full]")
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
@@ -59,7 +60,7 @@ def _cmd_eval(args) -> int:
     config = EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
                         k_values=parse_k_values(args.k_values) if args.k_values else None,
                         metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
-                        data_dir=args.data_dir, output_dir=Path(args.output_dir), command=command_line(),
+                        data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(),
                         skip_inapplicable=all_histories)
     if args.batch_size < 1 or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")

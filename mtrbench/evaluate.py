@@ -37,6 +37,7 @@ class EvalConfig:
     metrics: list[str] | None = None  # None: the task card's
     split: str | None = None
     data_dir: str | None = None
+    corpus_path: str | None = None
     output_dir: Path = Path("results")
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
@@ -99,7 +100,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
     t0 = time.perf_counter()
     say(f"Loading task {card.name} ({config.split or card.eval_split})")
-    task = load_task(card, split=config.split, data_dir=config.data_dir)
+    task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     t_load = time.perf_counter() - t0
     if config.skip_inapplicable and not task.has_rewrites:
         strategies = [s for s in strategies if s.name != "rewrite"]

@@ -43,8 +43,9 @@ def resolve_card(task: str) -> TaskCard:
     return get_card(task)
 
 
-def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Path | None = None) -> TaskData:
-    from mtrbench.data.loaders import get_loader
+def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Path | None = None,
+              corpus_path: str | Path | None = None, require_corpus: bool = True) -> TaskData:
+    from mtrbench.data.loaders import LoadRequest, get_loader
 
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     split = split or card.eval_split
@@ -53,4 +54,8 @@ def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Pa
     folder = Path(data_dir).expanduser() if data_dir else None
     if folder is not None and not folder.exists():
         raise MtrbenchError(f"--data-dir {folder} does not exist")
-    return get_loader(card.format)(card, split, folder)
+    corpus = Path(corpus_path).expanduser() if corpus_path else None
+    if corpus is not None and not corpus.exists():
+        raise MtrbenchError(f"--corpus {corpus} does not exist")
+    request = LoadRequest(split=split, data_dir=folder, corpus_path=corpus, require_corpus=require_corpus)
+    return get_loader(card.format)(card, request)

@@ -86,6 +86,8 @@ class TaskData:
     queries: list[ConversationalQuery]
     dataset_revision: str | None = None
     warnings: Counter = field(default_factory=Counter)
+    # Alternative judgment sets beside each query's qrels, e.g. BRIDGE {"original": ..., "refined": ...}.
+    extra_qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def qrels(self) -> dict[str, dict[str, int]]:
         return {q.qid: dict(q.qrels) for q in self.queries if q.qrels}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
-from mtrbench.data.loaders import register
+from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
@@ -26,7 +26,8 @@ QRELS_COLUMNS = ("query-id", "corpus-id", "score")
 
 
 @register("beir")
-def load(card: TaskCard, split: str, data_dir: Path | None) -> TaskData:
+def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    split, data_dir = request.split, request.data_dir
     folder = data_dir or card.local_path()
     opts = card.loader_options
     if folder is not None:

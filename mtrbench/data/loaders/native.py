@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
-from mtrbench.data.loaders import register
+from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
@@ -29,7 +29,8 @@ from mtrbench.hub import load_split
 
 
 @register("mtrbench")
-def load(card: TaskCard, split: str, data_dir: Path | None) -> TaskData:
+def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    split, data_dir = request.split, request.data_dir
     location = data_dir or card.local_path() or card.source.hub
     revision = None if (data_dir or card.local_path()) else card.source.revision
     corpus_rows = load_split(location, config="corpus", split="corpus", revision=revision, what=f"{card.name} corpus")
