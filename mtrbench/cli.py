@@ -18,9 +18,7 @@ def _add_eval(sub) -> None:
                                    "offline sample (mtrbench-sample).")
     p.add_argument("--model", default="minilm", help="alias (`mtrbench models`), HF id or local folder [minilm]")
     p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
-    p.add_argument("--split", help="split to evaluate [the card's eval split]")
-    p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
-    p.add_argument("--corpus", help="external corpus file/folder, for tasks that do not ship one (CAsT, QReCC)")
+    _add_data_options(p)
     p.add_argument("--history", default="full",
                    help="current | full | window:K | questions | last-response | rewrite; comma list or 'all' [full]")
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
@@ -121,9 +119,36 @@ def _cmd_score(args) -> int:
 
 
 def _add_tasks(sub) -> None:
-    p = sub.add_parser("tasks", help="list task cards, or `tasks show NAME`")
+    p = sub.add_parser("tasks", help="list task cards, or `tasks show NAME [--stats]`")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     p.add_argument("name", nargs="?")
+    p.add_argument("--stats", action="store_true", help="load the data and print descriptive statistics")
+    _add_data_options(p)
+
+
+def _add_data_options(p) -> None:
+    p.add_argument("--split", help="split [the card's eval split]")
+    p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
+    p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
+
+
+def _add_export(sub) -> None:
+    p = sub.add_parser("export", help="write a task as BEIR files or Hugging Face datasets")
+    p.add_argument("task")
+    p.add_argument("--format", required=True, choices=["beir", "hf"])
+    p.add_argument("--out", required=True)
+    _add_data_options(p)
+
+
+def _cmd_export(args) -> int:
+    from mtrbench.data import load_task
+    from mtrbench.data.export import export_beir, export_hf
+
+    task = load_task(args.task, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
+    paths = (export_beir if args.format == "beir" else export_hf)(task, Path(args.out))
+    print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents) to "
+          + ", ".join(str(p) for p in paths))
+    return 0
 
 
 def _cmd_tasks(args) -> int:
@@ -131,14 +156,23 @@ def _cmd_tasks(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from mtrbench.data.cards import all_cards, get_card
+    from mtrbench.data.cards import all_cards
 
     console = Console()
     if args.action == "show":
         if not args.name:
             raise MtrbenchError("usage: mtrbench tasks show NAME")
-        card = get_card(args.name)
+        from mtrbench.data import resolve_card
+
+        card = resolve_card(args.name)
         print(yaml.safe_dump(card.to_dict(), sort_keys=False, allow_unicode=True, width=100), end="")
+        if args.stats:
+            from mtrbench.data import load_task
+            from mtrbench.data.stats import task_stats
+
+            task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
+                             require_corpus=False)
+            print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
     table = Table(title="mtrbench tasks", title_justify="left")
     for column in ("name", "format", "source", "split", "main score"):
@@ -177,14 +211,15 @@ def _unescape(text: str) -> str:
     return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
 
 
-COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models": _cmd_models}
+COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models": _cmd_models,
+            "export": _cmd_export}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
     parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
     sub = parser.add_subparsers(dest="command")
-    for add in (_add_eval, _add_score, _add_tasks, _add_models):
+    for add in (_add_eval, _add_score, _add_tasks, _add_models, _add_export):
         add(sub)
     return parser
 

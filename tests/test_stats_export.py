@@ -1,0 +1,62 @@
+"""`tasks show --stats` and `export` (BEIR round trip, HF datasets)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import datasets
+import yaml
+
+from mtrbench.data import load_task
+
+
+def test_stats_of_native_mini(native_mini):
+    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "tasks", "show", str(native_mini), "--stats"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    stats = yaml.safe_load(proc.stdout)["stats"]  # the card's YAML followed by a `stats:` mapping
+    assert stats["conversations"] == 1 and stats["turns"] == 5 and stats["corpus_size"] == 4
+    assert stats["queries_without_gold"] == 1  # "thanks!"
+    assert stats["conversations_with_topic_switch"] == 1
+    # questions: 5, 4, 6, 4, 1 words
+    assert stats["words_per_question"] == {"mean": 4.0, "median": 4, "min": 1, "max": 6}
+    assert stats["relevant_per_query"]["max"] == 2
+
+
+def test_export_beir_round_trip(native_mini, tmp_path):
+    original = load_task(str(native_mini))
+    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "beir",
+                           "--out", str(tmp_path / "beir")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    lines = (tmp_path / "beir/qrels/test.tsv").read_text().splitlines()
+    assert lines[0] == "query-id\tcorpus-id\tscore" and "c1_4\torrin-design\t1" in lines
+    again = load_task(str(tmp_path / "beir"))
+    assert again.corpus.ids == original.corpus.ids and again.corpus.texts == original.corpus.texts
+    by_qid = {q.qid: q for q in again.queries}
+    for q in original.queries:
+        if not q.qrels:  # BEIR keeps only queries with judgments
+            assert q.qid not in by_qid
+            continue
+        r = by_qid[q.qid]
+        assert (r.conversation_id, r.turn_id, r.history, r.query, r.gold_rewrite, r.answers, r.qrels) == (
+            q.conversation_id, q.turn_id, q.history, q.query, q.gold_rewrite, q.answers, q.qrels)
+    # without the sidecar the conversation still comes back from the query text
+    (tmp_path / "beir/conversations.jsonl").unlink()
+    plain = {q.qid: q for q in load_task(str(tmp_path / "beir")).queries}
+    assert plain["c1_4"].history == original.queries[3].history and plain["c1_4"].query == "when did it open?"
+
+
+def test_export_hf(native_mini, tmp_path):
+    original = load_task(str(native_mini))
+    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "hf",
+                           "--out", str(tmp_path / "hf")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    queries = datasets.load_from_disk(str(tmp_path / "hf/queries"))["test"]
+    corpus = datasets.load_from_disk(str(tmp_path / "hf/corpus"))["corpus"]
+    assert len(queries) == len(original.queries) and len(corpus) == len(original.corpus)
+    row = queries[3]
+    assert row["qid"] == "c1_4" and row["query"] == "when did it open?"
+    assert {q["doc_id"]: q["score"] for q in row["qrels"]} == {"orrin-open": 2, "orrin-design": 1}
+    assert json.loads(row["meta"])["switch_turn"] == 2
