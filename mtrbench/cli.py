@@ -37,6 +37,7 @@ def _add_eval(sub) -> None:
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
+    _add_analysis_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
@@ -66,6 +67,8 @@ def _cmd_eval(args) -> int:
                "max_length": args.max_length, "trust_remote_code": args.trust_remote_code,
                "revision": args.revision, "show_progress": not args.quiet}
     say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    config.analyses = lambda qrels, run, evaluation, k_values, families: run_analyses(
+        args, qrels, run, evaluation, k_values, families)
     results = run_eval(args.model, args.task, config, options, progress=say)
     first = results[0]
     title = f"{args.task} · {args.model} · {first.n_evaluated} queries evaluated"
@@ -73,6 +76,10 @@ def _cmd_eval(args) -> int:
         title += f", {first.n_excluded} without gold excluded"
     strategies_table(title, results, console)
     turn_table(results, console)
+    for r in results:
+        if r.analyses:
+            console.print(f"[bold]{r.history}[/bold]")
+            _print_analyses(r.analyses, console)
     console.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
                   f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True)
     for r in results:
@@ -80,28 +87,60 @@ def _cmd_eval(args) -> int:
     return 0
 
 
+def _add_analysis_options(p) -> None:
+    p.add_argument("--refined-qrels", help="refined qrels (e.g. BRIDGE): scores on both, differences, BRIDGE Hole@k")
+    p.add_argument("--generation-judgments", help="per-query binary generation outcomes (JSONL qid/label or TSV) "
+                                                  "for RAGAlign")
+    p.add_argument("--ragalign-metric", default="hit_rate_at_10", help="binary retrieval metric for RAGAlign")
+    p.add_argument("--ragalign-continuous", default="ndcg_at_10", help="metric for point-biserial RAGAlign")
+
+
 def _add_score(sub) -> None:
     p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file (pytrec_eval)")
     p.add_argument("--run", required=True)
     p.add_argument("--qrels", required=True)
     p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
-    p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit")
+    p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
+                   help="also: hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
+    _add_analysis_options(p)
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
+
+
+def run_analyses(args, qrels, run, evaluation, k_values, families) -> dict:
+    """Refined-qrels comparison and RAGAlign, as asked for on the command line (shared by eval and score)."""
+    from mtrbench.metrics.ragalign import read_generation_judgments
+    from mtrbench.metrics.report import ragalign_report, refined_comparison
+    from mtrbench.metrics.trec_io import read_qrels
+
+    out: dict = {}
+    evaluations = {"qrels": evaluation}
+    refined_path = getattr(args, "refined_qrels", None)
+    if refined_path:
+        comparison = refined_comparison(qrels, read_qrels(refined_path), run, k_values, families)
+        evaluations = dict(zip(("original", "refined"), comparison.pop("_evaluations")))
+        out["refined_qrels"] = comparison
+    if getattr(args, "generation_judgments", None):
+        generation = read_generation_judgments(args.generation_judgments)
+        out["ragalign"] = ragalign_report(evaluations, generation, args.ragalign_metric, args.ragalign_continuous)
+    return out
 
 
 def _cmd_score(args) -> int:
     from rich.console import Console
 
+    from mtrbench.metrics.report import confidence_intervals
     from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
     from mtrbench.metrics.trec_metrics import evaluate, parse_families, parse_k_values
     from mtrbench.results.table import scores_table
 
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
+    k_values, families = parse_k_values(args.k_values), parse_families(args.metrics.split(","))
     unjudged_run_queries = sorted(set(run) - set(qrels))
-    evaluation = evaluate(qrels, run, parse_k_values(args.k_values), parse_families(args.metrics.split(",")))
-    scores = evaluation.mean()
+    evaluation = evaluate(qrels, run, k_values, families)
+    scores = evaluation.scores()
+    analyses = run_analyses(args, qrels, run, evaluation, k_values, families)
     if args.per_query:
         for qid, values in evaluation.per_query.items():
             print(json.dumps({"qid": qid, **values}))
@@ -109,12 +148,125 @@ def _cmd_score(args) -> int:
     scores_table(f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
                  f"{len(evaluation.excluded)} without positives excluded, "
                  f"{len(unjudged_run_queries)} run queries without qrels ignored", scores, console)
+    _print_analyses(analyses, console)
     if args.output:
         atomic_write_text(args.output, json.dumps({
             "run": str(args.run), "qrels": str(args.qrels), "scores": scores,
+            "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
             "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
                         "run_queries_without_qrels": len(unjudged_run_queries)},
-            "per_query": evaluation.per_query}, indent=2) + "\n")
+            **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
+    return 0
+
+
+def _print_analyses(analyses: dict, console) -> None:
+    from mtrbench.results.table import scores_table
+
+    if "refined_qrels" in analyses:
+        ref = analyses["refined_qrels"]
+        scores_table("BRIDGE Hole@k (share of the top-k that refinement newly found relevant)", ref["hole_bridge"],
+                     console)
+        headline = {k: v for k, v in ref["difference"].items() if k.endswith("_at_10")}
+        scores_table("refined minus original (at 10)", headline, console)
+    for label, parts in analyses.get("ragalign", {}).items():
+        for kind, r in parts.items():
+            p = f", p={r['p_value']:.3g}" if r["p_value"] is not None else ""
+            console.print(f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
+                          f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})")
+
+
+def _add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="paired significance tests between two result files of one task")
+    p.add_argument("result_a")
+    p.add_argument("result_b")
+    p.add_argument("--metrics", help="metric keys to compare [every per-query metric both have]")
+    p.add_argument("--output", help="write the comparison as JSON here")
+
+
+def _cmd_compare(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.metrics.significance import compare_paired
+    from mtrbench.metrics.trec_io import atomic_write_text
+    from mtrbench.metrics.trec_metrics import pretty_name
+    from mtrbench.results.compare import load_per_query
+
+    a_name, a = load_per_query(args.result_a)
+    b_name, b = load_per_query(args.result_b)
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise MtrbenchError("the two results share no evaluated query: are they the same task and split?")
+    only = len(set(a) ^ set(b))
+    keys = [k for k in next(iter(a.values())) if k in next(iter(b.values()))]
+    if args.metrics:
+        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        missing = [m for m in wanted if m not in keys]
+        if missing:
+            raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
+        keys = wanted
+    rows = [compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common]) for key in keys]
+    table = Table(title=f"B = {b_name} vs A = {a_name}: {len(common)} paired queries"
+                        + (f" ({only} not in both, left out)" if only else ""), title_justify="left")
+    for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "p(t)", "p(rand)", "d"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(pretty_name(r.metric), f"{r.mean_a:.4f}", f"{r.mean_b:.4f}", f"{r.diff:+.4f}",
+                      f"{r.diff_ci95[0]:+.3f},{r.diff_ci95[1]:+.3f}",
+                      "-" if r.t_p_value is None else f"{r.t_p_value:.3g}", f"{r.randomization_p_value:.3g}",
+                      "-" if r.effect_size is None else f"{r.effect_size:+.2f}")
+    Console().print(table)
+    if args.output:
+        atomic_write_text(args.output, json.dumps({"a": args.result_a, "b": args.result_b, "paired_queries": len(common),
+                                                   "unpaired_queries": only,
+                                                   "comparisons": [r.as_dict() for r in rows]}, indent=2) + "\n")
+    return 0
+
+
+def _add_pool(sub) -> None:
+    p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
+    p.add_argument("runs", nargs="+", help="TREC run files of one task")
+    p.add_argument("--qrels", required=True, help="original qrels")
+    p.add_argument("--refined-qrels", required=True, help="refined qrels (original + newly found relevant)")
+    p.add_argument("--k", type=int, default=10, help="pool depth and metric cutoff [10]")
+    p.add_argument("--metric", default="hit", choices=["hit", "ndcg", "recall"])
+    p.add_argument("--orders", type=int, default=10, help="random orders averaged [10]")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", help="write the analysis as JSON here")
+
+
+def _cmd_pool(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.metrics.pool import pool_analysis
+    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+
+    names = [Path(r).name for r in args.runs]
+    if len(set(names)) != len(names):
+        names = [str(r) for r in args.runs]
+    runs = dict(zip(names, (read_run(r) for r in args.runs)))
+    result = pool_analysis(runs, read_qrels(args.qrels), read_qrels(args.refined_qrels), k=args.k,
+                           metric=args.metric, n_orders=args.orders, seed=args.seed)
+    console = Console()
+    table = Table(title=f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})",
+                  title_justify="left")
+    for column in ("pool size m", "holes found", "growth rate GR(m)", f"MC(m) {args.metric}@{args.k}"):
+        table.add_column(column, justify="right")
+    for m in range(1, len(names) + 1):
+        gr = result.growth_rate[m - 1]
+        mc = result.marginal_contribution_by_size[m - 1] if m - 1 < len(result.marginal_contribution_by_size) else None
+        table.add_row(str(m), f"{result.holes_per_size[m - 1]:.1f}", "-" if gr is None else f"{gr:.4f}",
+                      "-" if mc is None else f"{mc:.4f}")
+    console.print(table)
+    table = Table(title="marginal contribution, leave-one-out", title_justify="left")
+    table.add_column("run")
+    table.add_column(f"MC {args.metric}@{args.k}", justify="right")
+    for name, value in result.marginal_contribution.items():
+        table.add_row(name, f"{value:.4f}")
+    console.print(table)
+    if args.output:
+        atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
     return 0
 
 
@@ -212,14 +364,14 @@ def _unescape(text: str) -> str:
 
 
 COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models": _cmd_models,
-            "export": _cmd_export}
+            "export": _cmd_export, "compare": _cmd_compare, "pool": _cmd_pool}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
     parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
     sub = parser.add_subparsers(dest="command")
-    for add in (_add_eval, _add_score, _add_tasks, _add_models, _add_export):
+    for add in (_add_eval, _add_score, _add_compare, _add_pool, _add_tasks, _add_models, _add_export):
         add(sub)
     return parser
 

@@ -14,6 +14,8 @@ from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
+from mtrbench.metrics.report import confidence_intervals, refined_comparison
+from mtrbench.results.table import summary_keys
 from mtrbench.metrics.trec_io import Run
 from mtrbench.metrics.trec_metrics import evaluate, metric_key, parse_families
 from mtrbench.results.writer import hardware, result_document, result_paths, write_result
@@ -41,6 +43,8 @@ class EvalConfig:
     output_dir: Path = Path("results")
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
+    # (qrels, run, evaluation, k_values, families) -> dict of extra analyses (refined qrels, RAGAlign)
+    analyses: Any = None
 
 
 @dataclass
@@ -54,6 +58,7 @@ class StrategyResult:
     paths: Any
     n_evaluated: int
     n_excluded: int
+    analyses: dict[str, Any] = field(default_factory=dict)
 
 
 def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool) -> str | None:
@@ -129,8 +134,15 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         t_search = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        evaluation = evaluate(task.qrels(), run, k_values, families)
-        scores = evaluation.mean()
+        qrels = task.qrels()
+        evaluation = evaluate(qrels, run, k_values, families)
+        scores = evaluation.scores()
+        analyses = config.analyses(qrels, run, evaluation, k_values, families) if config.analyses else {}
+        if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
+            comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run,
+                                            k_values, families)
+            comparison.pop("_evaluations")
+            analyses["refined_qrels"] = comparison
         breakdowns = {"turn": by_turn(evaluation, task.queries)}
         switch = by_topic_switch(evaluation, task.queries)
         if switch is not None:
@@ -156,6 +168,8 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
             "warnings": dict(task.warnings),
             "truncation": truncator.stats.as_dict(),
             "breakdowns": breakdowns,
+            "confidence_intervals": confidence_intervals(evaluation, summary_keys(evaluation.metric_keys, main_key)),
+            **analyses,
             "timings_s": {"load_model": round(t_model, 3), "load_task": round(t_load, 3),
                           "index_corpus": round(t_index, 3), "serialize_and_search": round(t_search, 3),
                           "score": round(t_score, 3)},
@@ -172,7 +186,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         write_result(paths, document, run, per_query_rows, run_tag=f"mtrbench-{strategy.name}")
         results.append(StrategyResult(strategy.name, scores, main_key, evaluation, breakdowns,
                                       truncator.stats.as_dict(), paths, len(evaluation.per_query),
-                                      len(evaluation.excluded) + n_no_qrels))
+                                      len(evaluation.excluded) + n_no_qrels, analyses))
     say(f"Done in {time.perf_counter() - started:.1f}s")
     return results
 

@@ -12,7 +12,7 @@ Conventions, chosen deliberately and documented in the README:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytrec_eval
 
@@ -36,9 +36,13 @@ FAMILIES: dict[str, MetricFamily] = {f.name: f for f in (
     MetricFamily("precision", "P", "P.{k}", "P_{k}"),
     MetricFamily("hit", "Hit", "success.{k}", "success_{k}"),
 )}
+# Beyond trec_eval (mtrbench.metrics.holes): per-query unjudged share, and BEIR's global Hole@k.
+EXTRA_FAMILIES = {"hole_unjudged": "Hole-unjudged", "hole_beir": "Hole-BEIR"}
 # Names in result files follow mteb's keys so its tooling reads them.
 RESULT_KEY = {"ndcg": "ndcg_at_{k}", "recall": "recall_at_{k}", "mrr": "mrr_at_{k}", "map": "map_at_{k}",
-              "precision": "precision_at_{k}", "hit": "hit_rate_at_{k}"}
+              "precision": "precision_at_{k}", "hit": "hit_rate_at_{k}",
+              "hole_unjudged": "hole_unjudged_at_{k}", "hole_beir": "hole_beir_at_{k}"}
+PRETTY = {**{name: f.pretty for name, f in FAMILIES.items()}, **EXTRA_FAMILIES}
 
 
 def metric_key(family: str, k: int) -> str:
@@ -50,7 +54,7 @@ def pretty_name(key: str) -> str:
     for family, pattern in RESULT_KEY.items():
         prefix = pattern.split("{k}")[0]
         if key.startswith(prefix) and key[len(prefix):].isdigit():
-            return f"{FAMILIES[family].pretty}@{key[len(prefix):]}"
+            return f"{PRETTY[family]}@{key[len(prefix):]}"
     return key
 
 
@@ -60,8 +64,8 @@ def parse_families(names: Iterable[str]) -> list[str]:
         name = name.strip().lower()
         if not name:
             continue
-        if name not in FAMILIES:
-            raise unknown_name("metric", name, FAMILIES)
+        if name not in RESULT_KEY:
+            raise unknown_name("metric", name, RESULT_KEY)
         out.append(name)
     return out
 
@@ -85,7 +89,11 @@ def cut_run(run: Run, k: int) -> Run:
 class Evaluation:
     per_query: dict[str, dict[str, float]]  # qid -> metric key -> value
     excluded: list[str]  # judged queries without any positive judgment
-    metric_keys: list[str]
+    metric_keys: list[str]  # per-query metrics
+    aggregates: dict[str, float] = field(default_factory=dict)  # metrics with no per-query value (hole_beir)
+
+    def scores(self) -> dict[str, float]:
+        return {**self.mean(), **self.aggregates}
 
     def mean(self, qids: Iterable[str] | None = None) -> dict[str, float]:
         rows = [self.per_query[q] for q in (self.per_query if qids is None else qids)]
@@ -103,7 +111,7 @@ def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence
     per_query: dict[str, dict[str, float]] = {qid: {} for qid in positives}
     keys: list[str] = []
 
-    cut_families = [FAMILIES[f] for f in families if f != "mrr"]
+    cut_families = [FAMILIES[f] for f in families if f in FAMILIES and f != "mrr"]
     if cut_families:
         measures = {f.trec_measure.format(k=",".join(map(str, k_values))) for f in cut_families}
         # pytrec_eval wants "ndcg_cut.1,3,5"; recall/P/success also take comma lists
@@ -122,9 +130,20 @@ def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence
             scores = evaluator.evaluate(cut_run(full_run, k))
             for qid in positives:
                 per_query[qid][key] = scores[qid]["recip_rank"]
+    aggregates: dict[str, float] = {}
+    if "hole_unjudged" in families:
+        from mtrbench.metrics.holes import hole_unjudged
+
+        for qid, values in hole_unjudged(positives, full_run, k_values).items():
+            per_query[qid].update(values)
+        keys.extend(metric_key("hole_unjudged", k) for k in k_values)
+    if "hole_beir" in families:
+        from mtrbench.metrics.holes import hole_beir
+
+        aggregates = hole_beir(qrels, run, k_values)  # BEIR counts every run query
     order = {key: i for i, key in enumerate(_ordered_keys(families, k_values))}
     keys.sort(key=order.__getitem__)
-    return Evaluation(per_query=per_query, excluded=excluded, metric_keys=keys)
+    return Evaluation(per_query=per_query, excluded=excluded, metric_keys=keys, aggregates=aggregates)
 
 
 def _ordered_keys(families: Sequence[str], k_values: Sequence[int]) -> list[str]:

@@ -1,0 +1,69 @@
+"""Is a difference between two systems real? Paired tests and bootstrap intervals (scipy)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+N_RESAMPLES = 10_000
+SEED = 0
+
+
+def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or np.all(x == x[0]):
+        return float(x.mean()), float(x.mean())
+    res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
+                          random_state=np.random.default_rng(seed), vectorized=True)
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def randomization_test(a, b, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> float:
+    """Two-sided paired randomization (sign-flip) test of mean(a - b) = 0."""
+    from scipy import stats
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if np.all(x == y):
+        return 1.0
+    res = stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
+                                 n_resamples=n_resamples, alternative="two-sided", vectorized=True,
+                                 random_state=np.random.default_rng(seed))
+    return float(res.pvalue)
+
+
+@dataclass
+class PairedComparison:
+    metric: str
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float  # mean(b - a)
+    diff_ci95: tuple[float, float]
+    t_statistic: float | None
+    t_p_value: float | None
+    randomization_p_value: float
+    effect_size: float | None  # Cohen's d for paired samples: mean(diff) / sd(diff)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_paired(metric: str, a, b) -> PairedComparison:
+    from scipy import stats
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = y - x
+    sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
+    if sd > 0:
+        t = stats.ttest_rel(y, x)
+        t_stat, t_p = float(t.statistic), float(t.pvalue)
+    else:
+        t_stat, t_p = None, None
+    return PairedComparison(metric=metric, n=len(d), mean_a=float(x.mean()), mean_b=float(y.mean()),
+                            diff=float(d.mean()), diff_ci95=bootstrap_ci(d), t_statistic=t_stat, t_p_value=t_p,
+                            randomization_p_value=randomization_test(y, x),
+                            effect_size=float(d.mean() / sd) if sd > 0 else None)
