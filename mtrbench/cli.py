@@ -328,7 +328,7 @@ def _cmd_tasks(args) -> int:
         return 0
     table = Table(title="mtrbench tasks", title_justify="left")
     for column in ("name", "format", "source", "split", "main score"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column != "source", overflow="fold")
     for card in all_cards().values():
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
