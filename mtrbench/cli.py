@@ -327,13 +327,13 @@ def _cmd_tasks(args) -> int:
             print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
     table = Table(title="mtrbench tasks", title_justify="left")
-    for column in ("name", "format", "source", "split", "main score"):
-        table.add_column(column, no_wrap=column != "source", overflow="fold")
+    for column in ("name", "split", "main score", "source (hub@revision or local path)"):
+        table.add_column(column, no_wrap=not column.startswith("source"), overflow="fold")
     for card in all_cards().values():
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
             source += f"@{card.source.revision[:7]}"
-        table.add_row(card.name, card.format, source, card.eval_split, card.main_score)
+        table.add_row(card.name, card.eval_split, card.main_score, source)
     console.print(table)
     return 0
 
