@@ -1,0 +1,261 @@
+"""MTR-Bench (MTR-Suite, SCHEMAS.md §1): per-turn rows over the MTR-DOCUMENT corpus.
+
+Two releases share this loader (card ``format: mtr``):
+
+* ``OkayestProgrammer/mtr-qwen35-fp8-12turn`` (splits train/test): one row per (conversation, turn),
+  conversation-major, with ``turn`` (1-based, restarts at 1 for each conversation) and
+  ``switch_turn`` (last turn of topic A; -1 = no switch).
+* ``OkayestProgrammer/MTR-BENCH`` (legacy, paper): no ``turn``/``switch_turn`` columns; every
+  ``turns_per_conversation`` (8) consecutive rows are one conversation, topic switch after turn 4
+  (card ``loader_options.switch_turn``).
+
+Each row holds ``messages`` = the conversation up to and including this turn's answer (exactly
+``2*turn`` messages): query = ``messages[-2]``, history = ``messages[:-2]``, answer = ``messages[-1]``;
+gold = ``ground_truth_document_idx``, a 0-based row position in MTR-DOCUMENT, so corpus doc id =
+``str(row position)``. No conversation id column exists: ``conversation_id`` = ``<split>-<ordinal>``
+and every row must extend the previous row of its conversation (checked).
+
+Corpus location (card ``loader_options``): ``request.corpus_path`` (a folder laid out like the Hub
+copy, or a .parquet/.jsonl/.json/.csv file) if given; else, for a local copy of the queries, the
+sibling folder ``corpus_dir`` (``MTR-DOCUMENT``) next to it; else the Hub dataset ``corpus_hub`` at
+``corpus_revision``. ``corpus_titles: false`` keeps only ``text``, as the authors embed it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mtrbench.data.cards import TaskCard
+from mtrbench.data.loaders import LoadRequest, register
+from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
+from mtrbench.data.validate import check_corpus, check_queries
+from mtrbench.errors import MtrbenchError
+from mtrbench.hub import load_split
+
+DEFAULT_CORPUS_HUB = "OkayestProgrammer/MTR-DOCUMENT"
+DEFAULT_CORPUS_DIR = "MTR-DOCUMENT"
+_FILE_BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
+GOLD_TEXT_MISMATCH = "gold passage text differs from its MTR-DOCUMENT row (corpus row order?)"
+
+
+@register("mtr")
+def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    opts = card.loader_options
+    split = request.split
+    local = request.data_dir or card.local_path()
+    if local is not None:
+        location: str | Path = Path(local)
+        revision = None
+    else:
+        location, revision = card.source.hub, card.source.revision
+    rows = load_split(location, split=split, revision=revision, what=f"{card.name} ({split})")
+    origin = describe(location, split, revision)
+
+    corpus = _load_corpus(card, request, None if local is None else Path(local))
+    queries, warnings = rows_to_queries(rows, split, origin, opts, corpus)
+    if corpus is not None:
+        check_queries(queries, corpus, origin, warnings)
+    else:
+        corpus = Corpus(ids=[], titles=[], texts=[])
+    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
+                    warnings=warnings)
+
+
+def describe(location: str | Path, split: str, revision: str | None = None) -> str:
+    """The file holding ``split`` when a local folder has exactly one, else ``<where> (<split> split)``."""
+    path = Path(location)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob(f"{split}[-.]*")
+                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        return str(files[0]) if len(files) == 1 else f"{path} ({split} split)"
+    if path.is_file():
+        return str(path)
+    return f"{location}@{revision or 'main'} ({split} split)"
+
+
+# ------------------------------------------------------------------------------------------ corpus
+def _load_corpus(card: TaskCard, request: LoadRequest, local: Path | None) -> Corpus | None:
+    """The corpus, or None when the request does not need it (``require_corpus=False``)."""
+    if not request.require_corpus:
+        return None
+    opts = card.loader_options
+    corpus_split = opts.get("corpus_split", "train")
+    hub = opts.get("corpus_hub", DEFAULT_CORPUS_HUB)
+    what = f"{card.name} corpus"
+    if request.corpus_path is not None:
+        path = Path(request.corpus_path)
+        revision = None
+        if path.is_file():
+            builder = _FILE_BUILDERS.get(path.suffix.lower())
+            if builder is None:
+                raise MtrbenchError(f"--corpus {path}: unsupported file type (use a folder laid out like {hub} "
+                                    f"or one of {', '.join(sorted(_FILE_BUILDERS))})")
+            rows = load_split(path, builder=builder, data_files=str(path), split="train", what=what)
+        else:
+            rows = load_split(path, split=corpus_split, what=what)
+        location: str | Path = path
+    elif local is not None:
+        sibling = local.parent / opts.get("corpus_dir", DEFAULT_CORPUS_DIR)
+        if not sibling.is_dir():
+            raise MtrbenchError(
+                f"{card.name} needs the MTR-DOCUMENT corpus (Hub dataset {hub}, 1,041,047 Wikipedia passages; "
+                f"document id = row position), expected next to the data at {sibling}: download it "
+                f"(`hf download {hub} --repo-type dataset --local-dir DIR`) and pass `--corpus DIR`")
+        rows = load_split(sibling, split=corpus_split, what=what)
+        location, revision = sibling, None
+    else:
+        revision = opts.get("corpus_revision")
+        rows = load_split(hub, split=corpus_split, revision=revision, what=what)
+        location = hub
+    origin = describe(location, corpus_split, revision)
+    corpus = corpus_by_position(rows, origin, titles=bool(opts.get("corpus_titles", True)))
+    check_corpus(corpus, origin)
+    return corpus
+
+
+def corpus_by_position(rows, origin: str, titles: bool = True) -> Corpus:
+    """Doc id = 0-based row position (``id`` is the Wikipedia article id and repeats across chunks)."""
+    columns = rows.column_names
+    if "text" not in columns:
+        raise MtrbenchError(f"{origin}: the corpus needs a 'text' column (has {columns})")
+    texts = list(rows["text"])
+    for n, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise MtrbenchError(f"{origin} record {n} ({n}): corpus 'text' is {type(text).__name__}, not a string")
+    if titles and "title" in columns:
+        title_list = [str(t or "") for t in rows["title"]]
+    else:
+        title_list = [""] * len(texts)
+    return Corpus(ids=[str(n) for n in range(len(texts))], titles=title_list, texts=texts)
+
+
+# ----------------------------------------------------------------------------------------- queries
+def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
+                    corpus: Corpus | None = None) -> tuple[list[ConversationalQuery], Counter]:
+    """Per-turn rows -> queries, checking the conversation structure row by row."""
+    warnings: Counter = Counter()
+    per_conv = opts.get("turns_per_conversation")
+    fixed_switch = opts.get("switch_turn")
+    has_turn = "turn" in rows.column_names
+    if not has_turn and not per_conv:
+        raise MtrbenchError(f"{origin}: rows have no 'turn' column and the task card sets no "
+                            f"loader_options.turns_per_conversation to group them")
+    queries: list[ConversationalQuery] = []
+    conv_index = -1
+    conv_len = 0
+    prev: list[dict[str, str]] = []
+    prev_turn = 0
+    conv_switch: Any = None
+    conv_lengths: list[int] = []
+    for n, row in enumerate(rows):
+        if has_turn:
+            turn = row.get("turn")
+            if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+                raise MtrbenchError(f"{origin} record {n}: 'turn' must be a positive integer, got {turn!r}")
+            if turn == 1:
+                new_conv = True
+            elif turn == prev_turn + 1 and n > 0:
+                new_conv = False
+            else:
+                expected = "1" if n == 0 else f"{prev_turn + 1} or 1 (a new conversation)"
+                raise MtrbenchError(f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
+                                    f"count 1, 2, ... within a conversation and restart at 1 for the next one")
+            if per_conv and turn > per_conv:
+                raise MtrbenchError(f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per "
+                                    f"conversation of this release")
+        else:
+            turn = n % per_conv + 1
+            new_conv = turn == 1
+        if new_conv:
+            if conv_index >= 0:
+                conv_lengths.append(conv_len)
+            conv_index += 1
+            conv_len = 0
+            prev = []
+            conv_switch = None
+        conv_len += 1
+        prev_turn = turn
+        conv_id = f"{split}-{conv_index}"
+        qid = f"{conv_id}_{turn}"
+        where = f"{origin} record {n} ({qid})"
+
+        messages = _messages(row.get("messages"), where)
+        if len(messages) != 2 * turn:
+            raise MtrbenchError(f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
+                                f"holds the conversation up to and including this turn's answer); "
+                                f"are rows missing or out of order?")
+        if messages[:-2] != prev:
+            i = next(i for i, (a, b) in enumerate(zip(messages, prev)) if a != b)
+            raise MtrbenchError(f"{where}: messages do not extend the previous row of conversation {conv_id} "
+                                f"(record {n - 1}): message {i} differs; rows of one conversation must share "
+                                f"their history")
+        prev = messages
+
+        switch = row.get("switch_turn") if "switch_turn" in row else fixed_switch
+        if switch is not None and (isinstance(switch, bool) or not isinstance(switch, int)):
+            raise MtrbenchError(f"{where}: 'switch_turn' must be an integer (-1 = no switch), got {switch!r}")
+        if turn == 1:
+            conv_switch = switch
+        elif switch != conv_switch:
+            raise MtrbenchError(f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
+                                f"conversation {conv_id}")
+
+        gold = row.get("ground_truth_document_idx")
+        if isinstance(gold, bool) or not isinstance(gold, int) or gold < 0:
+            raise MtrbenchError(f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
+                                f"row position), got {gold!r}")
+        gold_ctx = row.get("ground_truth_ctx")
+        if isinstance(gold_ctx, dict) and gold_ctx.get("document_idx") is not None and gold_ctx["document_idx"] != gold:
+            raise MtrbenchError(f"{where}: ground_truth_document_idx {gold} disagrees with "
+                                f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}")
+        gold_id = str(gold)
+        if corpus is not None and isinstance(gold_ctx, dict) and isinstance(gold_ctx.get("text"), str) \
+                and gold_id in corpus and corpus.texts[corpus.position(gold_id)] != gold_ctx["text"]:
+            warnings[GOLD_TEXT_MISMATCH] += 1
+
+        query = messages[-2]["content"]
+        if not query.strip():
+            raise MtrbenchError(f"{where}: empty current question (messages[-2])")
+        meta: dict[str, Any] = {}
+        if switch is not None:
+            meta["switch_turn"] = switch
+            if switch > 0:
+                meta["after_switch"] = turn > switch
+        if row.get("cluster_idx") is not None:
+            meta["cluster_idx"] = row["cluster_idx"]
+        ctxs = row.get("ctxs")
+        if isinstance(ctxs, list):
+            meta["ctxs_doc_ids"] = [str(c["document_idx"]) for c in ctxs
+                                    if isinstance(c, dict) and c.get("document_idx") is not None]
+        answer = messages[-1]["content"]
+        queries.append(ConversationalQuery(
+            qid=qid, conversation_id=conv_id, turn_id=turn,
+            history=tuple(Message(m["role"], m["content"]) for m in messages[:-2]),
+            query=query, gold_rewrite=None, answers=(answer,) if answer.strip() else (),
+            qrels={gold_id: 1}, meta=meta))
+    if conv_index >= 0:
+        conv_lengths.append(conv_len)
+    if not queries:
+        raise MtrbenchError(f"{origin}: no rows")
+    if per_conv:
+        off = sum(1 for length in conv_lengths if length != per_conv)
+        if off:
+            warnings[f"conversations without exactly {per_conv} turns (kept)"] += off
+    return queries, warnings
+
+
+def _messages(raw: Any, where: str) -> list[dict[str, str]]:
+    if not isinstance(raw, list) or not raw:
+        raise MtrbenchError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
+    out = []
+    for i, msg in enumerate(raw):
+        expected = USER if i % 2 == 0 else ASSISTANT
+        if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
+            raise MtrbenchError(f"{where}: message {i} needs a string 'content'")
+        if msg.get("role") != expected:
+            raise MtrbenchError(f"{where}: message {i} has role {msg.get('role')!r}, expected {expected!r} "
+                                f"(messages alternate user/assistant, starting with the user)")
+        out.append({"role": msg["role"], "content": msg["content"]})
+    return out
