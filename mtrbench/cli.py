@@ -100,6 +100,8 @@ def _add_score(sub) -> None:
     p.add_argument("--run", required=True)
     p.add_argument("--qrels", required=True)
     p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
+    p.add_argument("--relevance-level", type=int, default=1, help="minimum grade counted relevant by binary "
+                                                                  "measures (TREC CAsT: 2) [1]")
     p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
                    help="also: hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
     _add_analysis_options(p)
@@ -138,7 +140,7 @@ def _cmd_score(args) -> int:
     run = read_run(args.run)
     k_values, families = parse_k_values(args.k_values), parse_families(args.metrics.split(","))
     unjudged_run_queries = sorted(set(run) - set(qrels))
-    evaluation = evaluate(qrels, run, k_values, families)
+    evaluation = evaluate(qrels, run, k_values, families, relevance_level=args.relevance_level)
     scores = evaluation.scores()
     analyses = run_analyses(args, qrels, run, evaluation, k_values, families)
     if args.per_query:

@@ -90,6 +90,9 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
     strategies = [get_strategy(h) for h in config.histories]
     resolve_model(model)  # unknown names fail before anything slow starts
     card = resolve_card(task_name)
+    if card.type != "conversational-retrieval" and "retrieval" not in card.type:
+        raise MtrbenchError(f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
+                            f"evaluates retrievers (see `mtrbench tasks show {card.name}`)")
     families = parse_families(config.metrics or card.metrics)
     k_values = list(config.k_values or card.k_values)
     if config.top_k < max(k_values):
@@ -135,7 +138,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
         t0 = time.perf_counter()
         qrels = task.qrels()
-        evaluation = evaluate(qrels, run, k_values, families)
+        evaluation = evaluate(qrels, run, k_values, families, relevance_level=card.relevance_level)
         scores = evaluation.scores()
         analyses = config.analyses(qrels, run, evaluation, k_values, families) if config.analyses else {}
         if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
@@ -156,6 +159,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         settings = {
             "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
             "top_k": config.top_k, "k_values": k_values, "metrics": families, "split": task.split,
+            "relevance_level": card.relevance_level,
             "retriever": retriever.settings(),
         }
         extra = {

@@ -111,6 +111,28 @@ def local_cache_dir(path: Path) -> Path:
     return Path(datasets.config.HF_DATASETS_CACHE) / "mtrbench-local" / digest.hexdigest()[:16]
 
 
+def fetch_file(repo: str, filename: str, revision: str | None, what: str, required: bool = True) -> Path | None:
+    """One raw file of a Hub dataset repository (for files ``datasets`` cannot parse as rows), via the
+    HF cache; ``None`` for a missing optional file; one-line errors when it cannot be had."""
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError
+
+    offline = offline_mode() or not hub_reachable()
+    try:
+        return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision,
+                                    local_files_only=offline))
+    except LocalEntryNotFoundError:
+        raise hub_error(repo, revision, kind="dataset", what=what) from None
+    except EntryNotFoundError:
+        if not required:
+            return None
+        raise MtrbenchError(f"{what}: {repo}@{revision or 'main'} has no file {filename}") from None
+    except (OSError, ValueError) as exc:
+        if offline:
+            raise hub_error(repo, revision, kind="dataset", what=what) from None
+        raise MtrbenchError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
+
+
 def hub_error(repo: str, revision: str | None, *, kind: str, what: str) -> HubUnavailableError:
     rev = f"@{revision}" if revision else ""
     if kind == "model":

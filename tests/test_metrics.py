@@ -132,3 +132,18 @@ def test_trec_files_roundtrip_and_errors(tmp_path):
     bad.write_text("q1 Q0 d1 1 0.5\n")
     with pytest.raises(MtrbenchError, match=r"bad.run:1: a run line needs 6 fields"):
         read_run(bad)
+
+
+def test_relevance_level_as_trec_cast_uses_it(shared):
+    qrels = read_qrels(shared / "datasets/real/trec-cast/2019/2019qrels.txt")
+    run = _cast_run(qrels, seed=5)
+    ours = evaluate(qrels, run, [5, 10], ["recall", "hit", "ndcg"], relevance_level=2)
+    positives = {q: d for q, d in qrels.items() if any(g > 0 for g in d.values())}
+    direct = pytrec_eval.RelevanceEvaluator(positives, {"recall.5,10", "success.5,10", "ndcg_cut.10"},
+                                            relevance_level=2).evaluate({q: run.get(q, {}) for q in positives})
+    for qid in positives:
+        assert ours.per_query[qid]["recall_at_10"] == pytest.approx(direct[qid]["recall_10"])
+        assert ours.per_query[qid]["hit_rate_at_5"] == pytest.approx(direct[qid]["success_5"])
+        assert ours.per_query[qid]["ndcg_at_10"] == pytest.approx(direct[qid]["ndcg_cut_10"])
+    level1 = evaluate(qrels, run, [10], ["recall"])
+    assert ours.mean()["recall_at_10"] != pytest.approx(level1.mean()["recall_at_10"])

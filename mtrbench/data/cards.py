@@ -39,6 +39,7 @@ class TaskCard:
     main_score: str = "ndcg_at_10"
     metrics: tuple[str, ...] = DEFAULT_METRICS
     k_values: tuple[int, ...] = DEFAULT_K_VALUES
+    relevance_level: int = 1  # minimum grade that binary measures count as relevant (TREC CAsT: 2)
     type: str = "conversational-retrieval"
     languages: tuple[str, ...] = ("eng",)
     domains: tuple[str, ...] = ()

@@ -102,7 +102,9 @@ class Evaluation:
         return {key: sum(r[key] for r in rows) / len(rows) for key in self.metric_keys}
 
 
-def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence[str]) -> Evaluation:
+def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence[str],
+             relevance_level: int = 1) -> Evaluation:
+    """``relevance_level``: the minimum grade binary measures count as relevant (TREC CAsT uses 2)."""
     positives = {qid: docs for qid, docs in qrels.items() if any(g > 0 for g in docs.values())}
     excluded = sorted(set(qrels) - set(positives))
     if not positives:
@@ -115,7 +117,7 @@ def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence
     if cut_families:
         measures = {f.trec_measure.format(k=",".join(map(str, k_values))) for f in cut_families}
         # pytrec_eval wants "ndcg_cut.1,3,5"; recall/P/success also take comma lists
-        scores = pytrec_eval.RelevanceEvaluator(positives, measures).evaluate(full_run)
+        scores = pytrec_eval.RelevanceEvaluator(positives, measures, relevance_level=relevance_level).evaluate(full_run)
         for family in cut_families:
             for k in k_values:
                 key = metric_key(family.name, k)
@@ -123,7 +125,7 @@ def evaluate(qrels: Qrels, run: Run, k_values: Sequence[int], families: Sequence
                 for qid in positives:
                     per_query[qid][key] = scores[qid][family.trec_key.format(k=k)]
     if "mrr" in families:
-        evaluator = pytrec_eval.RelevanceEvaluator(positives, {"recip_rank"})
+        evaluator = pytrec_eval.RelevanceEvaluator(positives, {"recip_rank"}, relevance_level=relevance_level)
         for k in k_values:
             key = metric_key("mrr", k)
             keys.append(key)

@@ -46,7 +46,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         origin = hub
     corpus = corpus_from_rows(corpus_rows, f"{origin} corpus")
     check_corpus(corpus, f"{origin} corpus")
-    qrels = _group_qrels(qrel_rows, f"{origin} qrels/{split}.tsv")
+    qrels = group_qrels(qrel_rows, f"{origin} qrels/{split}.tsv")
     queries = _queries(query_rows, qrels, sidecar, f"{origin} queries")
     warnings: Counter = Counter()
     check_queries(queries, corpus, origin, warnings)
@@ -81,7 +81,7 @@ def _read_local(folder: Path, split: str, opts: dict[str, Any]):
     return corpus, queries, qrels, sidecar
 
 
-def _group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:
+def group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     missing = [c for c in QRELS_COLUMNS if c not in rows.column_names]
     if missing:

@@ -50,3 +50,30 @@ def parse_messages(raw: Any, origin: str) -> list[Message]:
         if role is not None:
             messages.append(Message(role, str(item["content"] or "")))
     return messages
+
+
+def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: str,
+                        title_column: str | None = None, id_prefix: str = "") -> Corpus:
+    """A ``Corpus`` from a ``datasets.Dataset`` column-wise (millions of rows: no per-row dicts).
+
+    ``id_column=None`` numbers rows from 0.
+    """
+    columns = [c for c in (id_column, text_column, title_column) if c]
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise MtrbenchError(f"{origin}: corpus needs column(s) {missing} (has {ds.column_names})")
+    data = ds.select_columns(columns).to_dict()
+    texts = data[text_column]
+    if id_column:
+        raw_ids = data[id_column]
+        for n, value in enumerate(raw_ids):
+            if value is None:
+                raise MtrbenchError(f"{origin} record {n}: no '{id_column}'")
+        ids = [f"{id_prefix}{value}" for value in raw_ids]
+    else:
+        ids = [f"{id_prefix}{n}" for n in range(len(texts))]
+    for n, text in enumerate(texts):
+        if text is None:
+            raise MtrbenchError(f"{origin} record {n} ({ids[n]}): no '{text_column}'")
+    titles = [t or "" for t in data[title_column]] if title_column else [""] * len(ids)
+    return Corpus(ids=ids, titles=titles, texts=texts)

@@ -103,27 +103,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 
 def _hub_file(repo: str | None, rel: str, revision: str | None, required: bool, what: str) -> Path | None:
-    """One file of a Hub dataset repository, via the local HF cache; one-line errors when it cannot be had."""
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
-
     if not repo:
         raise MtrbenchError(f"{what}: the task card names no source.hub and no local path; pass --data-dir")
-    if not hub.hub_reachable() and not hub.offline_mode():
-        raise hub.hub_error(repo, revision, kind="dataset", what=what)
-    try:
-        return Path(hf_hub_download(repo, rel, repo_type="dataset", revision=revision))
-    except EntryNotFoundError:
-        if hub.offline_mode() or not hub.hub_reachable():
-            raise hub.hub_error(repo, revision, kind="dataset", what=what) from None
-        if not required:
-            return None
-        raise MtrbenchError(f"{what}: {repo}@{revision or 'main'} has no file {rel}") from None
-    except (OSError, ValueError) as exc:
-        if hub.offline_mode() or not hub.hub_reachable():
-            raise hub.hub_error(repo, revision, kind="dataset", what=what) from None
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise MtrbenchError(f"could not fetch {what} from {repo}@{revision or 'main'}: {first}") from None
+    return hub.fetch_file(repo, rel, revision, what, required=required)
 
 
 def read_trec(path: Path, name: str) -> dict[str, dict[str, int]]:

@@ -1,0 +1,312 @@
+"""MTRAG (GitHub ``IBM/mt-rag-benchmark``), retrieval tasks of one domain (clapnq, cloud, fiqa, govt). SCHEMAS.md §7.
+
+The benchmark publishes each domain's retrieval task as BEIR files with three query variants of the same
+turns, ``{"_id": "<conversation_id><::><turn>", "text": ...}``:
+
+* ``<domain>_lastturn.jsonl``: ``"|user|: <current question>"``            -> ``query``
+* ``<domain>_rewrite.jsonl``: ``"|user|: <stand-alone rewrite>"``            -> ``gold_rewrite``
+* ``<domain>_questions.jsonl``: every user turn so far, one ``"|user|: ..."`` per line (agent turns are not
+  included; ``|agent|:`` lines, should a variant carry them, become assistant messages) -> ``history`` =
+  all but the last line, which must equal the lastturn question.
+
+``qrels/<split>.tsv`` (``query-id corpus-id score``) gives the gold passages; only answerable/partial turns
+are published, so turn numbers have gaps (skipped turns still appear in later histories). qid = the
+published ``_id``; ``turn_id`` = its turn number.
+
+Folder layout (``--data-dir``): the repository clone (``mtrag-human/retrieval_tasks/<domain>/``, older
+``human/retrieval_tasks/<domain>/``, ``corpora/passage_level/<domain>.jsonl.zip``), a ``retrieval_tasks``
+folder, or the domain folder itself. The passage-level corpus (``_id``, ``title``, ``text``, ``url``) is read
+from ``--corpus`` (the zip, the unzipped jsonl, or a folder holding ``<domain>.jsonl[.zip]``) or from the
+clone. Qrels ids carry two trailing chunk offsets that older corpus files lack
+(``822086267_7384-8758-0-1374`` vs ``822086267_7384-8758``): both forms are matched. When
+``generation_tasks/reference.jsonl`` sits in the clone, its targets become ``answers`` and its
+answerability / question type / multi-turn labels go to ``meta`` (the history stays the one above).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mtrbench.data.cards import TaskCard
+from mtrbench.data.loaders import LoadRequest, register
+from mtrbench.data.loaders.common import corpus_from_rows
+from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
+from mtrbench.data.validate import check_corpus, check_queries
+from mtrbench.errors import MtrbenchError
+from mtrbench.hub import load_split
+
+DOMAINS = ("clapnq", "cloud", "fiqa", "govt")
+COLLECTIONS = {"clapnq": "mt-rag-clapnq-elser-512-100-20240503", "cloud": "mt-rag-ibmcloud-elser-512-100-20240502",
+               "fiqa": "mt-rag-fiqa-beir-elser-512-100-20240501", "govt": "mt-rag-govt-elser-512-100-20240611"}
+# The documented qrels corpus-id form of each domain (SCHEMAS §7), e.g. clapnq 822086267_7384-8758-0-1374.
+QREL_ID_PATTERNS = {"clapnq": re.compile(r"\d+_\d+-\d+-\d+-\d+"), "cloud": re.compile(r"ibmcld_\d+-\d+-\d+"),
+                    "fiqa": re.compile(r"\d+-\d+-\d+"), "govt": re.compile(r"[0-9a-f]{16}-\d+-\d+")}
+SEPARATOR = "<::>"
+TURN_MARKER = re.compile(r"(?:^|\n)\|(user|agent)\|:[ ]?")
+TASK_DIRS = (".", "retrieval_tasks", "mtrag-human/retrieval_tasks", "human/retrieval_tasks")
+CORPUS_DIRS = ("corpora/passage_level", "corpora", "passage_level", ".")
+
+
+@register("mtrag")
+def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    domain = str(card.loader_options.get("domain") or "")
+    if domain not in DOMAINS:
+        raise MtrbenchError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
+    folder = request.data_dir or card.local_path()
+    if folder is None or not Path(folder).exists():
+        raise MtrbenchError(f"{card.name}: MTRAG is published on GitHub, not the Hub: clone "
+                            f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
+                            f"`--data-dir CLONE`")
+    folder = Path(folder)
+    task_dir = _task_dir(folder, domain, card.name)
+    warnings: Counter = Counter()
+
+    files = {kind: task_dir / f"{domain}_{kind}.jsonl" for kind in ("lastturn", "rewrite", "questions")}
+    qrels_file = task_dir / "qrels" / f"{request.split}.tsv"
+    for path in (*files.values(), qrels_file):
+        if not path.is_file():
+            raise MtrbenchError(f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
+                                f"files and qrels/{request.split}.tsv)")
+    lastturn = _read_variant(files["lastturn"], card.name)
+    rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
+    questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], card.name)}
+    qrels = _read_qrels(qrels_file, card.name)
+    odd = sum(1 for docs in qrels.values() for d in docs if not QREL_ID_PATTERNS[domain].fullmatch(d))
+    if odd:
+        warnings[f"qrels corpus-ids not of the documented {domain} form (kept)"] += odd
+    reference = _read_reference(folder, task_dir, card.name)
+
+    queries: list[ConversationalQuery] = []
+    for qid, n, text in lastturn:
+        where = f"{files['lastturn']} record {n} ({qid})"
+        conv_id, turn = _split_qid(qid, where)
+        current = _strip_user(text)
+        if qid not in rewrites:
+            raise MtrbenchError(f"{where}: no record with this _id in {files['rewrite']}")
+        if qid not in questions:
+            raise MtrbenchError(f"{where}: no record with this _id in {files['questions']}")
+        qn, flattened = questions[qid]
+        messages = _parse_flattened(flattened, f"{files['questions']} record {qn} ({qid})")
+        if messages[-1].role != USER or messages[-1].content.strip() != current.strip():
+            raise MtrbenchError(f"{files['questions']} record {qn} ({qid}): its last user turn "
+                                f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}")
+        history = tuple(messages[:-1])
+        if sum(m.role == USER for m in history) != turn - 1:
+            warnings["histories whose user-turn count differs from the turn number"] += 1
+        meta: dict[str, Any] = {"domain": domain, "collection": COLLECTIONS[domain]}
+        answers: tuple[str, ...] = ()
+        if reference is not None:
+            task = reference.get(qid)
+            if task is None:
+                warnings["queries without a generation_tasks/reference.jsonl task"] += 1
+            else:
+                answers, extra = task
+                meta.update(extra)
+        if qid not in qrels:
+            warnings["queries without qrels (kept, excluded from metrics)"] += 1
+        queries.append(ConversationalQuery(
+            qid=qid, conversation_id=conv_id, turn_id=turn, history=history, query=current.strip(),
+            gold_rewrite=_strip_user(rewrites[qid][1]).strip() or None, answers=answers,
+            qrels=dict(qrels.get(qid, {})), meta=meta))
+    known = {q.qid for q in queries}
+    stray = [qid for qid in qrels if qid not in known]
+    if stray:
+        warnings[f"qrels for queries not in {files['lastturn'].name} (ignored)"] += len(stray)
+
+    corpus_file = _corpus_file(request.corpus_path, folder, domain)
+    if corpus_file is None and request.require_corpus:
+        raise MtrbenchError(f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
+                            f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`")
+    origin = str(files["lastturn"])
+    if corpus_file is not None:
+        corpus = _read_corpus(corpus_file, card.name)
+        check_corpus(corpus, str(corpus_file))
+        _match_offset_ids(queries, corpus, warnings)
+        check_queries(queries, corpus, origin, warnings)
+    else:
+        corpus = Corpus(ids=[], titles=[], texts=[])
+        _check_without_corpus(queries, origin)
+    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries, warnings=warnings)
+
+
+# ------------------------------------------------------------------------------------------ files
+
+def _task_dir(folder: Path, domain: str, task: str) -> Path:
+    for sub in TASK_DIRS:
+        for candidate in (folder / sub / domain, folder / sub):
+            if (candidate / f"{domain}_lastturn.jsonl").is_file():
+                return candidate
+    raise MtrbenchError(f"{task}: no {domain}_lastturn.jsonl under {folder} (looked in "
+                        f"{', '.join(str(Path(s) / domain) for s in TASK_DIRS)}); pass --data-dir with an "
+                        f"IBM/mt-rag-benchmark clone or its retrieval_tasks folder")
+
+
+def _corpus_file(corpus_path: Path | None, folder: Path, domain: str) -> Path | None:
+    names = (f"{domain}.jsonl.zip", f"{domain}.jsonl")
+    if corpus_path is not None:
+        corpus_path = Path(corpus_path)
+        if corpus_path.is_file():
+            return corpus_path
+        places = [corpus_path / sub for sub in CORPUS_DIRS]
+    else:  # the clone, or the clone two levels above a retrieval_tasks folder
+        places = [folder / sub for sub in CORPUS_DIRS]
+        places += [root / sub for root in list(folder.parents)[:2] for sub in CORPUS_DIRS[:2]]
+    for place in places:
+        for name in names:
+            if (place / name).is_file():
+                return place / name
+    if corpus_path is not None:
+        raise MtrbenchError(f"--corpus {corpus_path}: no {names[0]} or {names[1]} in it (or in its "
+                            f"{', '.join(CORPUS_DIRS[:-1])} folders)")
+    return None
+
+
+def _read_corpus(path: Path, task: str) -> Corpus:
+    with path.open("rb") as handle:  # the corpora are Git LFS files: a clone without `git lfs pull` has pointers
+        if handle.read(64).startswith(b"version https://git-lfs"):
+            raise MtrbenchError(f"{path} is a Git LFS pointer, not the corpus: run `git lfs pull` in the clone")
+    rows = load_split(path, builder="json", data_files=str(path), split="train", what=f"{task} corpus")
+    id_field = next((f for f in ("_id", "id", "document_id", "doc_id") if f in rows.column_names), None)
+    if id_field is None:
+        raise MtrbenchError(f"{path}: passages need an '_id' field, found {rows.column_names}")
+    return corpus_from_rows(rows, str(path), id_field=id_field)
+
+
+def _read_variant(path: Path, task: str) -> list[tuple[str, int, str]]:
+    out = []
+    for n, row in _read_jsonl(path, f"{task} queries ({path.name})"):
+        if not isinstance(row, dict) or row.get("_id") is None or not isinstance(row.get("text"), str):
+            raise MtrbenchError(f"{path} record {n}: needs '_id' and a string 'text'")
+        out.append((str(row["_id"]), n, row["text"]))
+    seen: set[str] = set()
+    for qid, n, _ in out:
+        if qid in seen:
+            raise MtrbenchError(f"{path} record {n} ({qid}): duplicate _id")
+        seen.add(qid)
+    return out
+
+
+def _read_qrels(path: Path, task: str) -> dict[str, dict[str, int]]:
+    """BEIR qrels ``query-id<TAB>corpus-id<TAB>score`` after a header row; record n = line n (0 = header)."""
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"{task} qrels")["text"]
+    if not lines or lines[0].strip().split("\t") != ["query-id", "corpus-id", "score"]:
+        raise MtrbenchError(f"{path} record 0: qrels need the header 'query-id<TAB>corpus-id<TAB>score'")
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(lines[1:], 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t")
+        if len(parts) != 3 or not parts[0] or not parts[1]:
+            raise MtrbenchError(f"{path} record {n}: incomplete row (needs query-id, corpus-id, score)")
+        try:
+            score = int(parts[2])
+        except ValueError:
+            raise MtrbenchError(f"{path} record {n} ({parts[0]}): score '{parts[2]}' is not an integer") from None
+        qrels.setdefault(parts[0], {})[parts[1]] = score
+    return qrels
+
+
+def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[tuple[str, ...], dict]] | None:
+    """``generation_tasks/reference.jsonl`` (if present): task_id ``conv::turn`` -> (answers, meta)."""
+    candidates = [task_dir.parent.parent / "generation_tasks" / "reference.jsonl"]
+    candidates += [folder / sub / "generation_tasks" / "reference.jsonl" for sub in ("mtrag-human", "human", ".")]
+    path = next((p for p in candidates if p.is_file()), None)
+    if path is None:
+        return None
+    out: dict[str, tuple[tuple[str, ...], dict]] = {}
+    for n, row in _read_jsonl(path, f"{task} generation tasks"):
+        if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
+            raise MtrbenchError(f"{path} record {n}: needs a string 'task_id' ('<conversation_id>::<turn>')")
+        targets = row.get("targets") or []
+        if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
+            raise MtrbenchError(f"{path} record {n} ({row['task_id']}): 'targets' must be a list of objects")
+        answers = tuple(str(t.get("text")) for t in targets if t.get("text"))
+        meta = {}
+        for key, name in (("answerability", "answerability"), ("Question Type", "question_type"),
+                          ("Multi-Turn", "multi_turn")):
+            value = row.get(key)
+            if value is not None and value == value:  # NaN in pandas-written files
+                meta[name] = value
+        qid = row["task_id"] if SEPARATOR in row["task_id"] else row["task_id"].replace("::", SEPARATOR)
+        out[qid] = (answers, meta)
+    return out
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+def _split_qid(qid: str, where: str) -> tuple[str, int]:
+    conv, sep, turn = qid.rpartition(SEPARATOR)
+    if not sep or not conv or not turn.isdigit() or int(turn) < 1:
+        raise MtrbenchError(f"{where}: _id must be '<conversation_id>{SEPARATOR}<turn>' with a turn number >= 1")
+    return conv, int(turn)
+
+
+def _strip_user(text: str) -> str:
+    return text[len("|user|:"):].lstrip(" ") if text.startswith("|user|:") else text
+
+
+def _parse_flattened(text: str, where: str) -> list[Message]:
+    """``"|user|: a\\n|user|: b"`` -> messages; each line starts a turn with ``|user|:`` or ``|agent|:``."""
+    markers = list(TURN_MARKER.finditer(text))
+    if not markers or markers[0].start() != 0:
+        raise MtrbenchError(f"{where}: a flattened conversation must start with '|user|: '")
+    messages = []
+    for i, marker in enumerate(markers):
+        end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
+        role = USER if marker.group(1) == "user" else ASSISTANT
+        messages.append(Message(role, text[marker.end():end].strip()))
+    return messages
+
+
+def _offset_free(doc_id: str) -> str:
+    """``822086267_7384-8758-0-1374`` -> ``822086267_7384-8758`` (the last two ``-`` fields are chunk offsets)."""
+    parts = doc_id.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 else doc_id
+
+
+def _match_offset_ids(queries: list[ConversationalQuery], corpus: Corpus, warnings: Counter) -> None:
+    """Map qrels ids to the corpus's id form when only the offset suffix differs (either direction)."""
+    suffixed: dict[str, str | None] | None = None  # offset-free id -> the unique corpus id carrying offsets
+    for q in queries:
+        for doc_id in [d for d in q.qrels if d not in corpus]:
+            target: str | None = _offset_free(doc_id)
+            if target not in corpus:
+                if suffixed is None:
+                    suffixed = {}
+                    for cid in corpus.ids:
+                        short = _offset_free(cid)
+                        if short != cid and short not in corpus:
+                            suffixed[short] = None if short in suffixed else cid
+                target = suffixed.get(doc_id)
+            if target is not None and target not in q.qrels:
+                q.qrels[target] = q.qrels.pop(doc_id)
+                warnings["qrels ids matched to corpus ids differing by the offset suffix"] += 1
+
+
+def _read_jsonl(path: Path, what: str) -> list[tuple[int, Any]]:
+    """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder)."""
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)
+    out = []
+    for n, line in enumerate(lines["text"]):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return out
+
+
+def _check_without_corpus(queries: list[ConversationalQuery], origin: str) -> None:
+    """``check_queries`` minus its unknown-document pruning (there is no corpus to check against)."""
+    seen: set[str] = set()
+    for q in queries:
+        if q.qid in seen:
+            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
+        seen.add(q.qid)
+        if not q.query.strip():
+            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")
