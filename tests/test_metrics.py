@@ -147,3 +147,15 @@ def test_relevance_level_as_trec_cast_uses_it(shared):
         assert ours.per_query[qid]["ndcg_at_10"] == pytest.approx(direct[qid]["ndcg_cut_10"])
     level1 = evaluate(qrels, run, [10], ["recall"])
     assert ours.mean()["recall_at_10"] != pytest.approx(level1.mean()["recall_at_10"])
+
+
+def test_all_relevant_query_and_k_beyond_the_run():
+    qrels = {"q": {"a": 1, "b": 1, "c": 1}}
+    run = {"q": {"a": 0.3, "b": 0.2, "c": 0.1}}
+    ev = evaluate(qrels, run, [2, 10], ["ndcg", "precision", "recall", "mrr", "map", "hit", "hole_unjudged"])
+    row = ev.per_query["q"]
+    assert row["ndcg_at_2"] == pytest.approx(1.0) and row["ndcg_at_10"] == pytest.approx(1.0)
+    assert row["precision_at_2"] == 1.0 and row["precision_at_10"] == pytest.approx(3 / 10)  # trec_eval divides by k
+    assert row["recall_at_2"] == pytest.approx(2 / 3) and row["recall_at_10"] == 1.0
+    assert row["map_at_10"] == 1.0 and row["mrr_at_10"] == 1.0 and row["hit_rate_at_2"] == 1.0
+    assert row["hole_unjudged_at_10"] == 0.0
