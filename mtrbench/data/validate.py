@@ -37,3 +37,14 @@ def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: st
         empty_history = sum(1 for m in q.history if not m.content.strip())
         if empty_history:
             warnings["empty history messages (kept)"] += empty_history
+
+
+def check_queries_without_corpus(queries: list[ConversationalQuery], origin: str) -> None:
+    """The checks of ``check_queries`` that need no corpus (ids, empty questions), for topic-only loads."""
+    seen: set[str] = set()
+    for q in queries:
+        if q.qid in seen:
+            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
+        seen.add(q.qid)
+        if not q.query.strip():
+            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")

@@ -40,6 +40,8 @@ from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import HubUnavailableError, MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
+from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
 BEIR_SUBSETS = {"msmarco": "dev", "nq": "test"}  # subset -> split of the BEIR qrels holding the original judgments
 LOTTE_SUBSETS = ("lifestyle", "recreation", "science", "technology", "writing")
@@ -297,28 +299,3 @@ def _first_dir(path: Path, candidates: list[Path], ok) -> Path | None:
     if path.is_file():
         return path.parent if ok(path.parent) else None
     return next((c for c in candidates if c.is_dir() and ok(c)), None)
-
-
-def _read_jsonl(path: Path, what: str) -> list[tuple[int, Any]]:
-    """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder)."""
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)
-    out = []
-    for n, line in enumerate(lines["text"]):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return out
-
-
-def _check_without_corpus(queries: list[ConversationalQuery], origin: str) -> None:
-    """``check_queries`` minus its unknown-document pruning (there is no corpus to check against)."""
-    seen: set[str] = set()
-    for q in queries:
-        if q.qid in seen:
-            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
-        seen.add(q.qid)
-        if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
@@ -77,3 +79,20 @@ def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: 
             raise MtrbenchError(f"{origin} record {n} ({ids[n]}): no '{text_column}'")
     titles = [t or "" for t in data[title_column]] if title_column else [""] * len(ids)
     return Corpus(ids=ids, titles=titles, texts=texts)
+
+
+def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, Any]]:
+    """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder);
+    a malformed line is an error naming the file and record."""
+    from mtrbench.hub import load_split
+
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what or str(path.name))
+    out = []
+    for n, line in enumerate(lines["text"]):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    return out

@@ -38,6 +38,8 @@ from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Me
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
+from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
 DOMAINS = ("clapnq", "cloud", "fiqa", "govt")
 COLLECTIONS = {"clapnq": "mt-rag-clapnq-elser-512-100-20240503", "cloud": "mt-rag-ibmcloud-elser-512-100-20240502",
@@ -285,28 +287,3 @@ def _match_offset_ids(queries: list[ConversationalQuery], corpus: Corpus, warnin
             if target is not None and target not in q.qrels:
                 q.qrels[target] = q.qrels.pop(doc_id)
                 warnings["qrels ids matched to corpus ids differing by the offset suffix"] += 1
-
-
-def _read_jsonl(path: Path, what: str) -> list[tuple[int, Any]]:
-    """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder)."""
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)
-    out = []
-    for n, line in enumerate(lines["text"]):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return out
-
-
-def _check_without_corpus(queries: list[ConversationalQuery], origin: str) -> None:
-    """``check_queries`` minus its unknown-document pruning (there is no corpus to check against)."""
-    seen: set[str] = set()
-    for q in queries:
-        if q.qid in seen:
-            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
-        seen.add(q.qid)
-        if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")

@@ -37,6 +37,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)
 CATEGORIES = ("academic", "news", "education", "finance", "customer", "travel")  # the paper's order
@@ -302,17 +303,3 @@ def _prompt(row: Any, where: str) -> JudgePrompt:
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
-
-
-def _read_jsonl(path: Path) -> list[tuple[int, Any]]:
-    """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder)."""
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"RAD-Bench {path.name}")
-    out = []
-    for n, line in enumerate(lines["text"]):
-        if not line.strip():
-            continue
-        try:
-            out.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    return out

@@ -37,6 +37,7 @@ from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Me
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
 FILES = {
     2019: {"topics_file": "evaluation_topics_v1.0.json",
@@ -297,14 +298,3 @@ def _canonical_response(turn: dict, auto_turn: dict, canonical: str, corpus: Cor
     if doc_id not in corpus:
         return None
     return corpus.texts[corpus.position(doc_id)]
-
-
-def _check_without_corpus(queries: list[ConversationalQuery], origin: str) -> None:
-    """``check_queries`` minus its unknown-document pruning (there is no corpus to check against)."""
-    seen: set[str] = set()
-    for q in queries:
-        if q.qid in seen:
-            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
-        seen.add(q.qid)
-        if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")
