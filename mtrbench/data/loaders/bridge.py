@@ -40,6 +40,7 @@ from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import HubUnavailableError, MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.loaders.common import read_beir_qrels
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
@@ -188,7 +189,7 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
         if not qrels_file.is_file():
             warnings[f"original qrels file missing ({qrels_file}); extra_qrels['original'] empty"] += 1
             return corpus, {}
-        return corpus, _read_beir_qrels(qrels_file, task)
+        return corpus, read_beir_qrels(qrels_file, f"{task} original qrels")
     folder = _first_dir(path, [path, path / subset / "test", path / "robustqa" / subset / "test",
                                path / "data" / subset / "test", path / "test"],
                         lambda d: (d / "documents.jsonl").is_file())
@@ -232,23 +233,6 @@ def _hub_sources(opts: dict[str, Any], subset: str, task: str) -> tuple[Corpus, 
     return corpus, original
 
 
-def _read_beir_qrels(path: Path, task: str) -> dict[str, dict[str, int]]:
-    """BEIR qrels ``query-id<TAB>corpus-id<TAB>score`` after a header row; record n = line n (0 = header)."""
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"{task} original qrels")["text"]
-    if not lines or lines[0].strip().split("\t") != ["query-id", "corpus-id", "score"]:
-        raise MtrbenchError(f"{path} record 0: qrels need the header 'query-id<TAB>corpus-id<TAB>score'")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(lines[1:], 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t")
-        if len(parts) != 3 or not parts[0] or not parts[1]:
-            raise MtrbenchError(f"{path} record {n}: incomplete row (needs query-id, corpus-id, score)")
-        try:
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-        except ValueError:
-            raise MtrbenchError(f"{path} record {n} ({parts[0]}): score '{parts[2]}' is not an integer") from None
-    return qrels
 
 
 def _group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:

@@ -96,3 +96,24 @@ def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, A
         except json.JSONDecodeError as exc:
             raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     return out
+
+
+def read_beir_qrels(path: Path, what: str) -> dict[str, dict[str, int]]:
+    """BEIR qrels ``query-id<TAB>corpus-id<TAB>score`` after a header row; record n = line n (0 = header)."""
+    from mtrbench.hub import load_split
+
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+    if not lines or lines[0].strip().split("\t") != ["query-id", "corpus-id", "score"]:
+        raise MtrbenchError(f"{path} record 0: qrels need the header 'query-id<TAB>corpus-id<TAB>score'")
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(lines[1:], 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r").split("\t")
+        if len(parts) != 3 or not parts[0] or not parts[1]:
+            raise MtrbenchError(f"{path} record {n}: incomplete row (needs query-id, corpus-id, score)")
+        try:
+            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
+        except ValueError:
+            raise MtrbenchError(f"{path} record {n} ({parts[0]}): score '{parts[2]}' is not an integer") from None
+    return qrels

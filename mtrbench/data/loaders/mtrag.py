@@ -38,6 +38,7 @@ from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Me
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import load_split
+from mtrbench.data.loaders.common import read_beir_qrels
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
@@ -76,7 +77,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     lastturn = _read_variant(files["lastturn"], card.name)
     rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
     questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], card.name)}
-    qrels = _read_qrels(qrels_file, card.name)
+    qrels = read_beir_qrels(qrels_file, f"{card.name} qrels")
     odd = sum(1 for docs in qrels.values() for d in docs if not QREL_ID_PATTERNS[domain].fullmatch(d))
     if odd:
         warnings[f"qrels corpus-ids not of the documented {domain} form (kept)"] += odd
@@ -192,24 +193,6 @@ def _read_variant(path: Path, task: str) -> list[tuple[str, int, str]]:
     return out
 
 
-def _read_qrels(path: Path, task: str) -> dict[str, dict[str, int]]:
-    """BEIR qrels ``query-id<TAB>corpus-id<TAB>score`` after a header row; record n = line n (0 = header)."""
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"{task} qrels")["text"]
-    if not lines or lines[0].strip().split("\t") != ["query-id", "corpus-id", "score"]:
-        raise MtrbenchError(f"{path} record 0: qrels need the header 'query-id<TAB>corpus-id<TAB>score'")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(lines[1:], 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t")
-        if len(parts) != 3 or not parts[0] or not parts[1]:
-            raise MtrbenchError(f"{path} record {n}: incomplete row (needs query-id, corpus-id, score)")
-        try:
-            score = int(parts[2])
-        except ValueError:
-            raise MtrbenchError(f"{path} record {n} ({parts[0]}): score '{parts[2]}' is not an integer") from None
-        qrels.setdefault(parts[0], {})[parts[1]] = score
-    return qrels
 
 
 def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[tuple[str, ...], dict]] | None:
