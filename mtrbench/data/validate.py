@@ -16,14 +16,8 @@ def check_corpus(corpus: Corpus, origin: str) -> None:
 
 
 def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: str, warnings: Counter) -> None:
-    seen: set[str] = set()
+    check_queries_without_corpus(queries, origin)
     for q in queries:
-        if q.qid in seen:
-            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
-        seen.add(q.qid)
-        if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
-                                f"has an empty current question")
         unknown = [d for d in q.qrels if d not in corpus]
         if unknown:
             warnings["qrels naming unknown documents (dropped)"] += len(unknown)
@@ -47,4 +41,5 @@ def check_queries_without_corpus(queries: list[ConversationalQuery], origin: str
             raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
         seen.add(q.qid)
         if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' has an empty current question")
+            raise MtrbenchError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
+                                f"has an empty current question")
