@@ -369,12 +369,21 @@ COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models
             "export": _cmd_export, "compare": _cmd_compare, "pool": _cmd_pool}
 
 
+# Commands that live beside their concept: each module's ``register(sub)`` adds its parsers and
+# returns {command name: handler}.
+COMMAND_MODULES = ("mtrbench.encode.cli", "mtrbench.audit.cli", "mtrbench.leaderboard.cli")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
     parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
     parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
     sub = parser.add_subparsers(dest="command")
     for add in (_add_eval, _add_score, _add_compare, _add_pool, _add_tasks, _add_models, _add_export):
         add(sub)
+    for module in COMMAND_MODULES:
+        COMMANDS.update(importlib.import_module(module).register(sub))
     return parser
 
 

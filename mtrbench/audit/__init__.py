@@ -1,0 +1,1 @@
+"""LLM-backed audits: MTR-EVAL (benchmark audit) and DREAM (debate relevance assessment)."""

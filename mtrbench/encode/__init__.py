@@ -1,0 +1,1 @@
+"""Embedding engine and on-disk embedding cache."""

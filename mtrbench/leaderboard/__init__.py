@@ -1,0 +1,1 @@
+"""Leaderboards: build, validate, verify, render."""

@@ -1,0 +1,1 @@
+"""LLM backend: OpenAI-compatible chat completions with a response cache."""
