@@ -371,7 +371,7 @@ COMMANDS = {"eval": _cmd_eval, "score": _cmd_score, "tasks": _cmd_tasks, "models
 
 # Commands that live beside their concept: each module's ``register(sub)`` adds its parsers and
 # returns {command name: handler}.
-COMMAND_MODULES = ("mtrbench.encode.cli", "mtrbench.audit.cli", "mtrbench.leaderboard.cli")
+COMMAND_MODULES = ("mtrbench.encode.cli", "mtrbench.audit.cli", "mtrbench.assess.cli", "mtrbench.leaderboard.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

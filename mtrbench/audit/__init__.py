@@ -1,1 +1,1 @@
-"""LLM-backed audits: MTR-EVAL (benchmark audit) and DREAM (debate relevance assessment)."""
+"""MTR-EVAL: LLM audit of a benchmark's gold labels (alignment, completeness, faithfulness, quality)."""
