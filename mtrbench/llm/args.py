@@ -1,0 +1,65 @@
+"""Command-line flags shared by every command that calls LLM judges (``audit``, ``assess``)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.llm.cache import ResponseCache, default_cache_path
+from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
+
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("LLM judges")
+    group.add_argument("--judges", metavar="FILE",
+                       help="YAML/JSON file listing the judges (several = an ensemble) and optional prices")
+    group.add_argument("--llm-model", metavar="MODEL", help="a single judge: model id on the server")
+    group.add_argument("--llm-base-url", metavar="URL",
+                       help="OpenAI-compatible endpoint for --llm-model, e.g. http://127.0.0.1:8000/v1 "
+                            "[env OPENAI_BASE_URL, else https://api.openai.com/v1]")
+    group.add_argument("--api-key-env", metavar="NAME",
+                       help=f"environment variable holding the API key for --llm-model [{DEFAULT_KEY_ENV}]")
+    group.add_argument("--llm-cache", metavar="PATH",
+                       help=f"sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else {default_cache_path()}]")
+    group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print the first prompts and the request count; send nothing")
+    group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
+    group.add_argument("--concurrency", type=int, metavar="N",
+                       help="requests in flight per judge (overrides the judges file) [8]")
+
+
+def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:
+    judges_file = getattr(args, "judges", None)
+    model = getattr(args, "llm_model", None)
+    base_url = getattr(args, "llm_base_url", None)
+    key_env = getattr(args, "api_key_env", None)
+    if judges_file and model:
+        raise MtrbenchError("give either --judges FILE or --llm-model MODEL, not both")
+    if judges_file:
+        if base_url or key_env:
+            raise MtrbenchError("--llm-base-url and --api-key-env apply to --llm-model; with --judges put "
+                                "base_url and api_key_env in the judges file")
+        judges = load_judges(judges_file)
+    elif model:
+        judges = [judge_from_flags(model, base_url, key_env or DEFAULT_KEY_ENV)]
+    else:
+        raise MtrbenchError("an LLM judge is needed: pass --judges FILE or --llm-model MODEL "
+                            "(with --llm-base-url URL for a local vLLM/SGLang server)")
+    concurrency = getattr(args, "concurrency", None)
+    if concurrency is not None:
+        if concurrency < 1:
+            raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
+        judges = [dataclasses.replace(j, concurrency=concurrency) for j in judges]
+    return judges
+
+
+def cache_from_args(args: argparse.Namespace) -> ResponseCache | None:
+    if getattr(args, "no_llm_cache", False):
+        if getattr(args, "llm_cache", None):
+            raise MtrbenchError("--llm-cache and --no-llm-cache contradict each other")
+        return None
+    return ResponseCache(getattr(args, "llm_cache", None))

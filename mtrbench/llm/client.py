@@ -1,0 +1,424 @@
+"""Chat-completions client for any OpenAI-compatible server (OpenAI, vLLM, SGLang, DeepSeek, OpenRouter).
+
+The ``openai`` package does the HTTP; retries are ours (its own are disabled) so that transport
+failures and unparseable replies are counted the same way everywhere:
+
+- timeouts, connection errors, 408/409/429 and 5xx are retried with exponential backoff and jitter
+  (a server's Retry-After is honoured, capped); other 4xx fail at once;
+- a 400 to a request that carried ``response_format`` turns JSON mode off for this server and the
+  request is sent again once without it;
+- a reply that ``request.parse`` rejects is requested again (never served from cache) up to
+  ``parse_retries`` times, then reported as a failure; it is never scored.
+
+The API key is read from the environment at construction and handed only to the HTTP client; every
+error text this module produces passes through ``_redact``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+from tqdm.auto import tqdm
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.llm.cache import ResponseCache, request_key
+from mtrbench.llm.config import JudgeConfig
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+# What a parse function raises for a malformed reply (a KeyError from data["score"] is one too).
+PARSE_ERRORS = (ValueError, KeyError, IndexError, TypeError)
+_PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the HTTP client insists on one
+
+
+@dataclass
+class ChatRequest:
+    key: str  # caller's id for the item (used in results/progress, not sent)
+    messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": ...}]
+    parse: Callable[[str], Any] | None = None  # reply text -> value; raise ExtractionError/ValueError if malformed
+    want_json: bool = False  # ask for JSON mode when the server offers it
+    params: dict[str, Any] = field(default_factory=dict)  # per-request overrides (temperature, max_tokens, ...)
+
+
+@dataclass
+class ChatResult:
+    key: str
+    ok: bool
+    text: str | None  # raw reply text of the last attempt (None when no reply came)
+    value: Any  # parse(text) when ok, else None
+    error: str | None  # short reason when not ok
+    attempts: int  # HTTP requests sent for this item (0 when served from cache)
+    cached: bool
+    prompt_tokens: int  # tokens billed for this item over all its attempts (0 when cached)
+    completion_tokens: int
+
+
+@dataclass
+class Usage:
+    requests: int = 0  # HTTP requests sent, retries included
+    cached: int = 0  # items served from the cache
+    failures: int = 0  # items that ended with ok=False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def cost_usd(self, judge: JudgeConfig) -> float | None:
+        from mtrbench.llm.cost import usd_for_tokens
+
+        return usd_for_tokens(judge, self.prompt_tokens, self.completion_tokens)
+
+
+def resolve_base_url(judge: JudgeConfig) -> str:
+    return (judge.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def is_local_url(url: str) -> bool:
+    return (urlsplit(url).hostname or "").lower() in LOCAL_HOSTS
+
+
+def display_url(url: str) -> str:
+    """The URL without any user:password part, for messages."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return url
+
+
+def uses_json_mode(judge: JudgeConfig, request: ChatRequest) -> bool:
+    """Whether a request asks for JSON mode at all (the runtime fallback does not change its cache key)."""
+    return request.want_json and judge.json_mode is not False
+
+
+def generation_params(judge: JudgeConfig, request: ChatRequest) -> dict[str, Any]:
+    """Sampling parameters sent with a request: the judge's, overridden by the request's."""
+    params = {"temperature": judge.temperature, "max_tokens": judge.max_tokens, **judge.extra_body}
+    params.update(request.params)
+    return params
+
+
+def cache_key(judge: JudgeConfig, request: ChatRequest) -> str:
+    params = dict(generation_params(judge, request), json_mode=uses_json_mode(judge, request))
+    return request_key(judge.model, request.messages, params)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds a server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date)."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            value = float(raw_ms) / 1000.0
+            return value if math.isfinite(value) and value >= 0 else None
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+        return value if math.isfinite(value) and value >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+_TOKEN_LIKE = re.compile(r"\b(?:sk|key|api[_-]?key)[-_][A-Za-z0-9*._-]{6,}", re.IGNORECASE)
+
+
+@dataclass
+class _Outcome:
+    """What the transport loop got for one logical request."""
+    attempts: int
+    text: str | None = None
+    error: str | None = None  # transport failure: give up
+    malformed: str | None = None  # a 200 whose body holds no message: treated like an unparseable reply
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class ChatClient:
+    """One judge's connection. ``run`` for a batch from sync code, ``acomplete`` from async code.
+
+    ``backoff_base_s``/``backoff_max_s`` shape the exponential backoff; ``retry_after_max_s`` caps how
+    long a server's Retry-After may make us wait.
+    """
+
+    def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, backoff_base_s: float = 1.0,
+                 backoff_max_s: float = 60.0, retry_after_max_s: float = 120.0) -> None:
+        self.judge = judge
+        self.cache = cache
+        self.base_url = resolve_base_url(judge)
+        key = os.environ.get(judge.api_key_env, "").strip()
+        if not key:
+            if not is_local_url(self.base_url):
+                raise MtrbenchError(
+                    f"environment variable {judge.api_key_env} is not set: it must hold the API key for judge "
+                    f"'{judge.name}' at {display_url(self.base_url)} (choose another variable with api_key_env "
+                    "in the judges file or --api-key-env)")
+            key = _PLACEHOLDER_KEY
+        self._api_key = key
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self.usage = Usage()
+        self._json_mode_refused = False  # the server answered 400 to response_format
+        self._loop_state: tuple[asyncio.AbstractEventLoop, Any, asyncio.Semaphore] | None = None
+
+    def __repr__(self) -> str:
+        return (f"ChatClient(judge={self.judge.name!r}, model={self.judge.model!r}, "
+                f"base_url={display_url(self.base_url)!r}, key_from=${self.judge.api_key_env})")
+
+    # -- public API ------------------------------------------------------------------------------------------
+
+    def run(self, requests: Sequence[ChatRequest], *, desc: str = "LLM", show_progress: bool = True,
+            on_result: Callable[[ChatResult], None] | None = None) -> list[ChatResult]:
+        """Complete all requests (at most ``judge.concurrency`` in flight); results in request order.
+
+        ``on_result`` is called once per result as it finishes, one at a time, so a caller can append
+        each to a log and resume after a kill.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError("ChatClient.run() cannot be called from a running event loop; await acomplete()")
+        return asyncio.run(self._run_all(list(requests), desc, show_progress, on_result))
+
+    async def acomplete(self, request: ChatRequest) -> ChatResult:
+        _, client, semaphore = self._state()
+        async with semaphore:
+            return await self._complete(client, request)
+
+    def cache_key(self, request: ChatRequest) -> str:
+        return cache_key(self.judge, request)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections opened by ``acomplete`` in the running loop (``run`` does this itself)."""
+        await self._close_loop_client()
+
+    # -- internals -------------------------------------------------------------------------------------------
+
+    def _state(self) -> tuple[asyncio.AbstractEventLoop, Any, asyncio.Semaphore]:
+        """The HTTP client and semaphore of the running event loop (``run`` starts a new loop each call)."""
+        loop = asyncio.get_running_loop()
+        if self._loop_state is None or self._loop_state[0] is not loop:
+            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
+                                        timeout=self.judge.timeout_s)
+            self._loop_state = (loop, client, asyncio.Semaphore(self.judge.concurrency))
+        return self._loop_state
+
+    async def _close_loop_client(self) -> None:
+        state, self._loop_state = self._loop_state, None
+        if state is not None:
+            try:
+                await state[1].close()
+            except Exception:  # closing is best effort; the loop is ending anyway
+                log.debug("closing the HTTP client failed", exc_info=False)
+
+    async def _run_all(self, requests: list[ChatRequest], desc: str, show_progress: bool,
+                       on_result: Callable[[ChatResult], None] | None) -> list[ChatResult]:
+        results: list[ChatResult | None] = [None] * len(requests)
+
+        async def one(index: int, request: ChatRequest) -> tuple[int, ChatResult]:
+            return index, await self.acomplete(request)
+
+        bar = tqdm(total=len(requests), desc=desc, unit="req", disable=not show_progress, dynamic_ncols=True)
+        tasks = [asyncio.create_task(one(i, r)) for i, r in enumerate(requests)]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                index, result = await finished
+                results[index] = result
+                if on_result is not None:
+                    on_result(result)
+                bar.update(1)
+                bar.set_postfix(cached=self.usage.cached, failed=self.usage.failures, refresh=False)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            bar.close()
+            await self._close_loop_client()
+        return [r for r in results if r is not None]
+
+    def _redact(self, text: str) -> str:
+        if self._api_key != _PLACEHOLDER_KEY:
+            text = text.replace(self._api_key, "[redacted]")
+        return _TOKEN_LIKE.sub("[redacted]", text)
+
+    def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: Any = None,
+                error: str | None = None, attempts: int, prompt_tokens: int = 0,
+                completion_tokens: int = 0, cached: bool = False) -> ChatResult:
+        if not ok:
+            self.usage.failures += 1
+            log.info("judge %s: %s failed: %s", self.judge.name, request.key, error)
+        return ChatResult(key=request.key, ok=ok, text=text, value=value, error=error, attempts=attempts,
+                          cached=cached, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    async def _complete(self, client: Any, request: ChatRequest) -> ChatResult:
+        parse = request.parse or (lambda text: text)
+        key = self.cache_key(request)
+        if self.cache is not None:
+            record = self.cache.get(key)
+            if record is not None:
+                try:
+                    value = parse(record["text"])
+                except PARSE_ERRORS:
+                    log.debug("judge %s: cached reply for %s no longer parses; asking again", self.judge.name,
+                              request.key)
+                    self.cache.delete(key)
+                else:
+                    self.usage.cached += 1
+                    return self._result(request, ok=True, text=record["text"], value=value, attempts=0,
+                                        cached=True)
+        attempts = prompt_tokens = completion_tokens = parse_attempts = 0
+        while True:
+            outcome = await self._send(client, request)
+            attempts += outcome.attempts
+            prompt_tokens += outcome.prompt_tokens
+            completion_tokens += outcome.completion_tokens
+            if outcome.error is not None:
+                return self._result(request, ok=False, text=None, error=outcome.error, attempts=attempts,
+                                    prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            parse_attempts += 1
+            text = outcome.text
+            try:
+                if outcome.malformed is not None:
+                    raise ValueError(outcome.malformed)
+                value = parse(text)
+            except PARSE_ERRORS as err:
+                reason = self._redact(_short_reason(err))
+                if parse_attempts > self.judge.parse_retries:
+                    return self._result(request, ok=False, text=text,
+                                        error=f"unparseable after {parse_attempts} attempts: {reason}",
+                                        attempts=attempts, prompt_tokens=prompt_tokens,
+                                        completion_tokens=completion_tokens)
+                log.debug("judge %s: reply for %s unparseable (%s); asking again", self.judge.name, request.key,
+                          reason)
+                continue
+            if self.cache is not None:
+                self.cache.put(key, {"text": text, "model": self.judge.model, "prompt_tokens": prompt_tokens,
+                                     "completion_tokens": completion_tokens, "created": time.time()})
+            return self._result(request, ok=True, text=text, value=value, attempts=attempts,
+                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+    def _request_kwargs(self, request: ChatRequest, use_json: bool) -> dict[str, Any]:
+        params = generation_params(self.judge, request)
+        kwargs: dict[str, Any] = {"model": self.judge.model, "messages": request.messages,
+                                  "temperature": params.pop("temperature"), "max_tokens": params.pop("max_tokens"),
+                                  "timeout": self.judge.timeout_s}
+        if use_json:
+            kwargs["response_format"] = {"type": "json_object"}
+        if params:
+            kwargs["extra_body"] = params
+        return kwargs
+
+    def _backoff(self, retry_index: int, server_hint: float | None) -> float:
+        if server_hint is not None:
+            return min(server_hint, self.retry_after_max_s) + random.uniform(0, min(0.25, self.backoff_base_s))
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
+        return ceiling * random.uniform(0.5, 1.0)
+
+    async def _send(self, client: Any, request: ChatRequest) -> _Outcome:
+        """One logical request: HTTP attempts until a 200, a non-retryable error, or retries run out."""
+        use_json = uses_json_mode(self.judge, request) and not (
+            self.judge.json_mode is None and self._json_mode_refused)
+        json_fallback_used = False
+        retries = 0
+        sent = 0
+        while True:
+            sent += 1
+            self.usage.requests += 1
+            hint: float | None = None
+            try:
+                response = await asyncio.wait_for(
+                    client.chat.completions.create(**self._request_kwargs(request, use_json)),
+                    timeout=self.judge.timeout_s)
+            except (asyncio.TimeoutError, openai.APITimeoutError):
+                reason, retryable = "timeout", True
+            except openai.APIStatusError as err:
+                status = err.status_code
+                if status == 400 and use_json and self.judge.json_mode is None and not json_fallback_used:
+                    if not self._json_mode_refused:
+                        log.warning("judge %s: server %s refused response_format (HTTP 400); JSON mode is off "
+                                    "for it from now on", self.judge.name, display_url(self.base_url))
+                    self._json_mode_refused = True
+                    use_json, json_fallback_used = False, True
+                    continue
+                retryable = status in RETRYABLE_STATUS or status >= 500
+                reason = f"HTTP {status}"
+                hint = retry_after_seconds(getattr(err.response, "headers", None))
+                if not retryable:
+                    detail = self._redact(_server_message(err))
+                    return _Outcome(attempts=sent, error=f"{reason}: {detail}" if detail else reason)
+            except openai.APIConnectionError:
+                reason, retryable = "connection error", True
+            except openai.OpenAIError as err:
+                return _Outcome(attempts=sent, error=self._redact(f"API error: {_short_reason(err)}"))
+            except ValueError:  # a 200 whose body is not JSON (a proxy's error page, a broken server)
+                return _Outcome(attempts=sent, malformed="response body is not JSON")
+            else:
+                outcome = _read_completion(response, sent)
+                self.usage.prompt_tokens += outcome.prompt_tokens
+                self.usage.completion_tokens += outcome.completion_tokens
+                return outcome
+            if retries >= self.judge.max_retries:
+                return _Outcome(attempts=sent, error=f"{reason} after {sent} attempts")
+            delay = self._backoff(retries, hint)
+            retries += 1
+            log.debug("judge %s: %s for %s; retry %d/%d in %.2fs", self.judge.name, reason, request.key, retries,
+                      self.judge.max_retries, delay)
+            await asyncio.sleep(delay)
+
+
+def _read_completion(response: Any, sent: int) -> _Outcome:
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    choices = getattr(response, "choices", None)
+    if not choices:
+        return _Outcome(attempts=sent, text=None, malformed="reply has no choices",
+                        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if not isinstance(content, str):
+        return _Outcome(attempts=sent, text=None, malformed="reply has no message content",
+                        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    return _Outcome(attempts=sent, text=content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def _server_message(err: Any) -> str:
+    body = getattr(err, "body", None)
+    message = None
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    if not message:
+        message = getattr(err, "message", "") or ""
+    return " ".join(str(message).split())[:200]
+
+
+def _short_reason(err: BaseException) -> str:
+    text = " ".join(str(err).split())[:200] or type(err).__name__
+    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"

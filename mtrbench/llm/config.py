@@ -1,0 +1,192 @@
+"""Judge configuration: which model, where it is served, and how to talk to it.
+
+A judges file lists one or more judges (several = an ensemble) and may override prices::
+
+    judges:
+      - {name: gpt4o, model: gpt-4o}
+      - {name: local, model: Qwen/Qwen2.5-7B-Instruct, base_url: "http://127.0.0.1:8000/v1", concurrency: 32}
+    prices:
+      gpt-4o: [2.50, 10.00]     # USD per 1M input / output tokens
+
+The API key never appears here: a judge names the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mtrbench.errors import MtrbenchError, closest
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    name: str  # label used in outputs (per-judge aggregates)
+    model: str  # model id sent to the server
+    base_url: str | None = None  # None -> env OPENAI_BASE_URL, else https://api.openai.com/v1
+    api_key_env: str = "OPENAI_API_KEY"  # NAME of the env var holding the key; the key itself is never stored
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    timeout_s: float = 60.0  # per request
+    max_retries: int = 5  # transport retries (timeouts, 429, 5xx, connection errors)
+    parse_retries: int = 2  # extra requests when a reply cannot be parsed
+    concurrency: int = 8
+    # None: send response_format=json_object when the request asks for JSON, and stop sending it to this
+    # server if it answers 400 to it. True: always send it for JSON requests. False: never.
+    json_mode: bool | None = None
+    price_input_per_mtok: float | None = None  # USD per 1M tokens; None -> price table lookup by model
+    price_output_per_mtok: float | None = None
+    extra_body: dict = field(default_factory=dict)  # e.g. {"seed": 0, "top_p": 1}
+
+    def __post_init__(self) -> None:
+        problem = _invalid_field(self)
+        if problem:
+            raise MtrbenchError(f"judge '{self.name}': {problem}")
+
+    def __hash__(self) -> int:  # extra_body is a dict, so the generated hash would fail
+        return hash((self.name, self.model, self.base_url, self.api_key_env,
+                     json.dumps(self.extra_body, sort_keys=True, default=str)))
+
+
+def _invalid_field(judge: JudgeConfig) -> str | None:
+    """The first field with an unusable value, described in one phrase; None when all are fine."""
+    if not isinstance(judge.name, str) or not judge.name.strip():
+        return "field 'name' must be a non-empty string"
+    if not isinstance(judge.model, str) or not judge.model.strip():
+        return "field 'model' must be a non-empty string"
+    if judge.base_url is not None and not (isinstance(judge.base_url, str)
+                                           and judge.base_url.startswith(("http://", "https://"))):
+        return f"field 'base_url' must be an http(s) URL, got {judge.base_url!r}"
+    if not isinstance(judge.api_key_env, str) or not judge.api_key_env.strip():
+        return "field 'api_key_env' must name an environment variable"
+    checks: list[tuple[str, Any, float | None, bool]] = [  # field, value, minimum, must be int
+        ("temperature", judge.temperature, 0.0, False),
+        ("max_tokens", judge.max_tokens, 1, True),
+        ("timeout_s", judge.timeout_s, None, False),
+        ("max_retries", judge.max_retries, 0, True),
+        ("parse_retries", judge.parse_retries, 0, True),
+        ("concurrency", judge.concurrency, 1, True),
+    ]
+    for name, value, minimum, integer in checks:
+        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+            return f"field '{name}' must be {'an integer' if integer else 'a number'}, got {value!r}"
+        if not math.isfinite(value) or (minimum is not None and value < minimum):
+            return f"field '{name}' must be >= {minimum}, got {value!r}"
+    if judge.timeout_s <= 0:
+        return f"field 'timeout_s' must be > 0, got {judge.timeout_s!r}"
+    if judge.json_mode is not None and not isinstance(judge.json_mode, bool):
+        return f"field 'json_mode' must be true, false or null, got {judge.json_mode!r}"
+    for name in ("price_input_per_mtok", "price_output_per_mtok"):
+        value = getattr(judge, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            return f"field '{name}' must be a non-negative number, got {value!r}"
+    if not isinstance(judge.extra_body, dict):
+        return f"field 'extra_body' must be a mapping, got {type(judge.extra_body).__name__}"
+    return None
+
+
+JUDGE_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeConfig))
+
+
+def judge_from_flags(model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY",
+                     name: str | None = None) -> JudgeConfig:
+    """A single judge from command-line flags (``--llm-model``, ``--llm-base-url``, ``--api-key-env``)."""
+    return JudgeConfig(name=name or model, model=model, base_url=base_url or None, api_key_env=api_key_env)
+
+
+def load_judges(path: str | Path) -> list[JudgeConfig]:
+    """Judges from a YAML or JSON file ``{"judges": [{...}, ...], "prices": {model: [in, out]}}``.
+
+    ``prices`` fill in the per-judge price fields of judges that do not set them (see ``cost.py``).
+    A bare list of judges is accepted too. Errors name the file and the offending field.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MtrbenchError(f"judges file {path} not found")
+    text = path.read_text(encoding="utf-8")
+    data = _parse_document(path, text)
+    if isinstance(data, list):
+        data = {"judges": data}
+    if not isinstance(data, dict):
+        raise MtrbenchError(f"{path}: expected a mapping with a 'judges' list, got {type(data).__name__}")
+    unknown = set(data) - {"judges", "prices"}
+    if unknown:
+        raise MtrbenchError(f"{path}: unknown top-level field(s) {sorted(unknown)}; expected 'judges' and 'prices'")
+    prices = _parse_prices(path, data.get("prices") or {})
+    entries = data.get("judges")
+    if not isinstance(entries, list) or not entries:
+        raise MtrbenchError(f"{path}: 'judges' must be a non-empty list")
+    judges = [_parse_judge(path, i, entry, prices) for i, entry in enumerate(entries)]
+    seen: set[str] = set()
+    for i, judge in enumerate(judges):
+        if judge.name in seen:
+            raise MtrbenchError(f"{path}: judges[{i}].name '{judge.name}' is used twice; names label outputs "
+                                "and must be unique")
+        seen.add(judge.name)
+    return judges
+
+
+def _parse_document(path: Path, text: str) -> Any:
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as err:
+            raise MtrbenchError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    try:
+        return yaml.safe_load(text)  # YAML is a superset of JSON, so other suffixes go here
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or "could not parse"
+        raise MtrbenchError(f"{path}: invalid YAML{where}: {problem}") from None
+
+
+def _parse_prices(path: Path, raw: Any) -> dict[str, tuple[float, float]]:
+    if not isinstance(raw, dict):
+        raise MtrbenchError(f"{path}: 'prices' must map model -> [input, output] USD per 1M tokens")
+    prices: dict[str, tuple[float, float]] = {}
+    for model, pair in raw.items():
+        if isinstance(pair, dict) and set(pair) == {"input", "output"}:
+            pair = [pair["input"], pair["output"]]
+        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in pair)):
+            raise MtrbenchError(f"{path}: prices.{model} must be [input, output] non-negative USD per 1M tokens, "
+                                f"got {pair!r}")
+        prices[str(model)] = (float(pair[0]), float(pair[1]))
+    return prices
+
+
+def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[float, float]]) -> JudgeConfig:
+    where = f"{path}: judges[{index}]"
+    if not isinstance(entry, dict):
+        raise MtrbenchError(f"{where} must be a mapping with at least 'model', got {type(entry).__name__}")
+    if "api_key" in entry:
+        raise MtrbenchError(f"{where}.api_key: keys are never read from files; export the key in an environment "
+                            "variable and name it with 'api_key_env'")
+    for key in entry:
+        if key not in JUDGE_FIELDS:
+            raise MtrbenchError(f"{where}: unknown field '{key}'.{closest(str(key), JUDGE_FIELDS)}")
+    if "model" not in entry:
+        raise MtrbenchError(f"{where}: missing required field 'model'")
+    values = dict(entry)
+    values.setdefault("name", values["model"])
+    if isinstance(values.get("name"), (int, float)) and not isinstance(values.get("name"), bool):
+        values["name"] = str(values["name"])
+    model = values["model"]
+    if isinstance(model, str) and model in prices:
+        values.setdefault("price_input_per_mtok", prices[model][0])
+        values.setdefault("price_output_per_mtok", prices[model][1])
+    if values.get("extra_body") is None:
+        values.pop("extra_body", None)
+    try:
+        return JudgeConfig(**values)
+    except MtrbenchError as err:
+        message = str(err)
+        detail = message.split(": ", 1)[1] if message.startswith("judge '") else message
+        raise MtrbenchError(f"{where}: {detail}") from None
