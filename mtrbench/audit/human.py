@@ -1,0 +1,112 @@
+"""Human scores for the audit's instances, and the Pearson correlation of a judge with them.
+
+File format (``--human-scores``), JSONL or CSV (by the ``.csv`` suffix), instance ids as in the audit's
+``instances.jsonl``:
+
+* long: one score per record, ``{"instance_id": "c1_4::orrin-open", "dimension": "alignment", "score": 4}``
+  (CSV header ``instance_id,dimension,score``);
+* wide: dimensions as columns, ``{"instance_id": "c1_4", "faithfulness": 5, "quality": 4}``
+  (CSV header ``instance_id,faithfulness,quality``; an empty cell = not scored).
+
+Other keys (e.g. ``annotator``) are ignored. Several scores for the same (dimension, instance), such
+as one per annotator, are averaged before correlating, as MTR-SUITE App. A.4 averages its annotators.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from mtrbench.audit.plan import DIMENSIONS
+from mtrbench.errors import MtrbenchError
+
+HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
+
+
+def _rows(path: Path) -> list[tuple[str, dict]]:
+    if path.suffix.lower() == ".csv":
+        with path.open(encoding="utf-8", newline="") as handle:
+            return [(f"{path} row {n}", row) for n, row in enumerate(csv.DictReader(handle), 2)]
+    rows = []
+    with path.open(encoding="utf-8") as handle:
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MtrbenchError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise MtrbenchError(f"{path} line {n}: expected a JSON object")
+            rows.append((f"{path} line {n}", row))
+    return rows
+
+
+def _number(value, where: str) -> float | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise MtrbenchError(f"{where}: score {value!r} is not a number") from None
+    if math.isnan(number):
+        return None
+    return number
+
+
+def read_human_scores(path: str | Path) -> HumanScores:
+    path = Path(path)
+    if not path.is_file():
+        raise MtrbenchError(f"--human-scores file {path} does not exist")
+    collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for where, row in _rows(path):
+        instance = row.get("instance_id")
+        if instance in (None, ""):
+            raise MtrbenchError(f"{where}: needs an 'instance_id' (see instances.jsonl in the audit folder)")
+        if "dimension" in row:
+            dimension = str(row["dimension"]).strip()
+            if dimension not in DIMENSIONS:
+                raise MtrbenchError(f"{where}: unknown dimension '{dimension}' ({', '.join(DIMENSIONS)})")
+            pairs = [(dimension, row.get("score"))]
+        else:
+            pairs = [(d, row[d]) for d in DIMENSIONS if d in row]
+            if not pairs:
+                raise MtrbenchError(f"{where}: needs 'dimension' and 'score', or a column per dimension "
+                                    f"({', '.join(DIMENSIONS)})")
+        for dimension, value in pairs:
+            score = _number(value, where)
+            if score is not None:
+                collected[dimension][str(instance)].append(score)
+    if not collected:
+        raise MtrbenchError(f"{path}: no human score found")
+    return {d: {i: sum(v) / len(v) for i, v in by_instance.items()} for d, by_instance in collected.items()}
+
+
+@dataclass
+class Correlation:
+    n: int
+    pearson: float | None
+    p_value: float | None
+    note: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"n": self.n, "pearson": self.pearson, "p_value": self.p_value, "note": self.note}
+
+
+def pearson(judge: dict[str, float], human: dict[str, float]) -> Correlation:
+    """Pearson r over the instances both scored (scipy.stats.pearsonr)."""
+    common = sorted(set(judge) & set(human))
+    x = [judge[i] for i in common]
+    y = [human[i] for i in common]
+    if len(common) < 3:
+        return Correlation(len(common), None, None, "fewer than 3 instances scored by both")
+    if len(set(x)) < 2 or len(set(y)) < 2:
+        return Correlation(len(common), None, None, "constant scores: correlation undefined")
+    from scipy.stats import pearsonr
+
+    result = pearsonr(x, y)
+    return Correlation(len(common), float(result.statistic), float(result.pvalue))

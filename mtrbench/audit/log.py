@@ -1,0 +1,114 @@
+"""The audit's append-only JSONL log: one record per judge reply, written as each reply arrives.
+
+It is the audit's memory. A restarted run skips every (dimension, instance, judge) the log has answered
+successfully with the same prompt and model, even without the LLM cache; failures are asked again.
+A line cut short by a kill is ignored (and counted) when read back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from mtrbench.audit.plan import COMPLETENESS, AuditItem
+
+LOG_NAME = "log.jsonl"
+
+ItemKey = tuple[str, str, str]  # (dimension, instance_id, judge)
+
+
+def make_record(item: AuditItem, judge: str, model: str, result: Any) -> dict[str, Any]:
+    """A log record from a ``ChatResult`` (the reply text is kept raw; no request headers, no key)."""
+    record: dict[str, Any] = {
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **item.describe(), "judge": judge, "model": model, "ok": bool(result.ok), "reply": result.text,
+        "parsed": result.value if result.ok else None, "score": None, "error": result.error,
+        "attempts": result.attempts, "cached": result.cached,
+        "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+    }
+    if result.ok:
+        if item.dimension == COMPLETENESS:
+            picked = int(result.value)
+            record["picked_position"] = picked
+            record["picked_doc"] = item.doc_ids[picked - 1]
+            record["on_gold"] = record["picked_doc"] == item.gold_doc
+            record["score"] = 1.0 if record["on_gold"] else 0.0
+        else:
+            record["score"] = float(result.value)
+    return record
+
+
+@dataclass
+class LogContents:
+    records: list[dict[str, Any]]
+    unreadable_lines: int
+
+    def latest(self, items: list[AuditItem], judge: str, model: str) -> dict[ItemKey, dict[str, Any]]:
+        """For each planned item: its ok record if there is one, else its latest failure.
+
+        Records with another prompt or model (an earlier configuration) are not the same question and
+        are left out.
+        """
+        wanted = {(i.dimension, i.instance_id): i.prompt_hash for i in items}
+        out: dict[ItemKey, dict[str, Any]] = {}
+        for record in self.records:
+            pair = (record.get("dimension"), record.get("instance_id"))
+            same_question = wanted.get(pair) == record.get("prompt_hash")
+            if record.get("judge") != judge or record.get("model") != model or not same_question:
+                continue
+            key = (pair[0], pair[1], judge)
+            previous = out.get(key)
+            if previous is None or not previous.get("ok"):
+                out[key] = record
+        return out
+
+
+class AuditLog:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._handle: TextIO | None = None
+
+    def read(self) -> LogContents:
+        records: list[dict[str, Any]] = []
+        bad = 0
+        if self.path.is_file():
+            with self.path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        bad += 1
+                        continue
+                    if isinstance(record, dict):
+                        records.append(record)
+                    else:
+                        bad += 1
+        return LogContents(records, bad)
+
+    def __enter__(self) -> "AuditLog":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not self._ends_with_newline()
+        self._handle = self.path.open("a", encoding="utf-8")
+        if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
+            self._handle.write("\n")
+        return self
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as handle:
+            handle.seek(-1, 2)
+            return handle.read(1) == b"\n"
+
+    def append(self, record: dict[str, Any]) -> None:
+        assert self._handle is not None, "use AuditLog as a context manager to append"
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()  # the OS has it now: a killed process loses nothing already answered
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
