@@ -159,3 +159,19 @@ def test_all_relevant_query_and_k_beyond_the_run():
     assert row["recall_at_2"] == pytest.approx(2 / 3) and row["recall_at_10"] == 1.0
     assert row["map_at_10"] == 1.0 and row["mrr_at_10"] == 1.0 and row["hit_rate_at_2"] == 1.0
     assert row["hole_unjudged_at_10"] == 0.0
+
+
+def test_atomic_write_leaves_ordinary_permissions(tmp_path):
+    import os
+
+    from mtrbench.metrics.trec_io import atomic_write_text
+
+    mask = os.umask(0o022)
+    try:
+        target = tmp_path / "out" / "result.json"
+        atomic_write_text(target, "{}\n")
+    finally:
+        os.umask(mask)
+    assert target.read_text() == "{}\n"
+    assert target.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+    assert [p.name for p in target.parent.iterdir()] == ["result.json"]  # no temp file left behind
