@@ -1,8 +1,11 @@
 """Result files in mteb's layout: ``<output>/<org__model>/<revision>/[experiments/<slug>/]<task>.json``.
 
-The JSON keeps mteb's top-level keys (``task_name``, ``dataset_revision``, ``scores`` per split
-with ``main_score``, ``evaluation_time``) and puts everything mtrbench adds (settings, counts,
-breakdowns, truncation) under ``mtrbench``. Beside it: the TREC run and per-query metrics.
+The JSON is a valid mteb ``TaskResult`` document (``mteb.TaskResult.from_disk`` loads it, with no
+task-registry lookup and no network): ``dataset_revision``, ``task_name``, ``mteb_version``,
+``scores`` per split as a list of subsets, each with ``hf_subset``, ``languages`` ("eng-Latn") and
+``main_score`` beside every metric, ``evaluation_time``, ``kg_co2_emissions`` and ``date``.
+Everything mtrbench adds (settings, counts, breakdowns, truncation) is under ``mtrbench``, a key
+mteb's reader ignores. Beside the JSON: the TREC run and per-query metrics.
 """
 
 from __future__ import annotations
@@ -10,12 +13,48 @@ from __future__ import annotations
 import json
 import platform
 import re
+import time
 from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
 from mtrbench.metrics.trec_io import Run, atomic_write_text, format_run
+
+# Written as ``mteb_version`` when mteb is not installed: the oldest mteb whose result format this
+# file follows and that today's ``TaskResult.from_disk`` reads as-is. Files claiming < 1.11.0 are
+# converted through mteb's task registry, and < 1.12.48 get a pair-classification fix-up that also
+# looks the task up; either lookup fails for a task mteb does not know, such as every mtrbench task.
+MTEB_RESULT_FORMAT_VERSION = "1.12.48"
+
+HF_SUBSET = "default"  # mtrbench tasks have one subset per split, as mteb's monolingual tasks do
+
+# ISO 639-3 -> ISO 15924 script for languages not written in Latin script (mteb's "eng-Latn" form).
+_SCRIPTS = {"zho": "Hans", "cmn": "Hans", "yue": "Hant", "jpn": "Jpan", "kor": "Hang", "rus": "Cyrl", "ukr": "Cyrl",
+            "bul": "Cyrl", "srp": "Cyrl", "mkd": "Cyrl", "bel": "Cyrl", "kaz": "Cyrl", "ara": "Arab", "fas": "Arab",
+            "urd": "Arab", "heb": "Hebr", "hin": "Deva", "mar": "Deva", "nep": "Deva", "ben": "Beng", "tam": "Taml",
+            "tel": "Telu", "kan": "Knda", "mal": "Mlym", "guj": "Gujr", "pan": "Guru", "tha": "Thai", "ell": "Grek",
+            "kat": "Geor", "hye": "Armn", "amh": "Ethi", "khm": "Khmr", "lao": "Laoo", "mya": "Mymr", "sin": "Sinh"}
+
+
+def mteb_language(code: str) -> str:
+    """``eng`` -> ``eng-Latn``; a code that already names its script is kept."""
+    return code if "-" in code else f"{code}-{_SCRIPTS.get(code, 'Latn')}"
+
+
+def mteb_version() -> tuple[str, str]:
+    """(version, where it came from): the installed mteb's, read without importing it (slow), else the format's."""
+    try:
+        return metadata.version("mteb"), "installed"
+    except metadata.PackageNotFoundError:
+        return MTEB_RESULT_FORMAT_VERSION, "result-format minimum (mteb not installed)"
+
+
+def dataset_revision_label(revision: str | None) -> str:
+    """mteb needs a string; data read from a local folder (or a Hub revision nobody pinned) has none."""
+    return revision or "local"
 
 
 def safe_name(text: str) -> str:
@@ -57,16 +96,29 @@ def write_result(paths: ResultPaths, document: dict[str, Any], run: Run, per_que
     atomic_write_text(paths.json, json.dumps(document, indent=2) + "\n")
 
 
+def _timestamp(iso_date: Any) -> float:
+    """mteb stores ``date`` as a POSIX timestamp; reuse the run's own ISO date when it has one."""
+    if isinstance(iso_date, str):
+        try:
+            return datetime.fromisoformat(iso_date.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    return time.time()
+
+
 def result_document(*, task_name: str, dataset_revision: str | None, split: str, languages: list[str],
                     main_score_key: str, scores: dict[str, float], evaluation_time: float,
                     extra: dict[str, Any]) -> dict[str, Any]:
-    split_scores = {"hf_subset": "default", "languages": languages, "main_score": scores[main_score_key], **scores}
+    version, version_source = mteb_version()
+    split_scores = {**scores, "hf_subset": HF_SUBSET, "languages": [mteb_language(code) for code in languages],
+                    "main_score": scores[main_score_key]}
     return {
-        "dataset_revision": dataset_revision or "local",
+        "dataset_revision": dataset_revision_label(dataset_revision),
         "task_name": task_name,
-        "mteb_version": None,
+        "mteb_version": version,
         "scores": {split: [split_scores]},
         "evaluation_time": round(evaluation_time, 3),
         "kg_co2_emissions": None,
-        "mtrbench": {"version": __version__, **extra},
+        "date": _timestamp(extra.get("date")),
+        "mtrbench": {"version": __version__, "mteb_version_source": version_source, **extra},
     }
