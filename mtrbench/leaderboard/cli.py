@@ -1,7 +1,166 @@
-"""Command-line entry points of this package (registered by ``mtrbench.cli``)."""
+"""`mtrbench leaderboard build|verify|show|html` and `mtrbench plot` (registered by ``mtrbench.cli``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mtrbench.errors import MtrbenchError
+
 
 def register(sub) -> dict:
-    return {}
+    p = sub.add_parser("leaderboard", help="build, verify, show or publish leaderboard JSON",
+                       description="Leaderboards aggregate result files into comparable groups with per-task ranks "
+                                   "and cross-task averages. NAME is leaderboards/NAME.json (here or shipped) or a "
+                                   "path.")
+    actions = p.add_subparsers(dest="leaderboard_action", required=True, metavar="build|verify|show|html")
+
+    b = actions.add_parser("build", help="aggregate result files (and leaderboards) into a leaderboard JSON")
+    b.add_argument("inputs", nargs="+", metavar="RESULTS",
+                   help="result JSON files or folders (searched recursively); leaderboard JSON files to merge")
+    b.add_argument("-o", "--output", required=True, help="leaderboard file to write, e.g. leaderboards/NAME.json")
+    b.add_argument("--name", help="leaderboard name [the output file's stem]")
+    b.add_argument("--description", default="", help="one line shown above the tables")
+    b.add_argument("--keep-newest", action="store_true",
+                   help="for duplicate entries (same model, task and settings) keep the newest instead of failing")
+
+    v = actions.add_parser("verify", help="re-derive entries: compare existing results or re-run their commands")
+    v.add_argument("leaderboard", metavar="NAME|FILE")
+    v.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted absolute difference [1e-4]")
+    v.add_argument("--only", action="append", metavar="ID",
+                   help="verify only this entry id (repeatable, or a comma list)")
+    v.add_argument("--results-dir", help="folder of existing results to compare with before re-running anything")
+    v.add_argument("--rerun", action="store_true", help="re-run every command even when its result exists")
+    v.add_argument("--work-dir", help="keep re-run results here [a temporary folder, removed afterwards]")
+
+    s = actions.add_parser("show", help="print the leaderboard as terminal tables, one per comparable group")
+    s.add_argument("leaderboard", metavar="NAME|FILE")
+    s.add_argument("--task", help="only this task, with its headline metrics")
+    s.add_argument("--metric", help="metric key to show, e.g. recall_at_20 [each task's main score]")
+
+    h = actions.add_parser("html", help="write a static page: sortable table, bar charts, settings per entry")
+    h.add_argument("leaderboard", metavar="NAME|FILE")
+    h.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
+
+    plot = sub.add_parser("plot", help="PNG figures: per-turn Recall@k/nDCG@k by history strategy; leaderboard bars")
+    plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
+    plot.add_argument("-o", "--output", required=True, metavar="DIR")
+    plot.add_argument("--k", type=int, default=10, help="cutoff of the per-turn curves [10]")
+    plot.add_argument("--leaderboard", metavar="NAME|FILE", help="also draw this leaderboard's bars")
+    plot.add_argument("--metric", help="metric of the leaderboard bars [each task's main score]")
+    return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
+
+
+def _cmd_leaderboard(args) -> int:
+    return {"build": _build, "verify": _verify, "show": _show, "html": _html}[args.leaderboard_action](args)
+
+
+def _build(args) -> int:
+    from rich.console import Console
+
+    from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
+
+    output = Path(args.output)
+    if output.suffix != ".json":
+        raise MtrbenchError(f"-o {output}: a leaderboard file name must end in .json")
+    report = BuildReport()
+    sourced = collect(args.inputs, report)
+    document = build_document(sourced, name=args.name or output.stem, description=args.description,
+                              keep_newest=args.keep_newest, report=report)
+    write_document(document, output)
+    console = Console()
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+    skipped = f", {report.n_skipped} other JSON file(s) skipped" if report.n_skipped else ""
+    console.print(f"{len(document['entries'])} entries from {report.n_results} result file(s) and "
+                  f"{report.n_leaderboards} leaderboard(s){skipped}; {len(document['groups'])} comparable group(s)")
+    for sentence in document["separations"]:
+        console.print(f"- {sentence}", soft_wrap=True)
+    console.print(f"wrote {output}")
+    return 0
+
+
+def _verify(args) -> int:
+    from rich.console import Console
+
+    from mtrbench.leaderboard.schema import load
+    from mtrbench.leaderboard.verify import FAIL, OK, verify
+
+    if args.tolerance < 0:
+        raise MtrbenchError("--tolerance must be >= 0")
+    path, document = load(args.leaderboard)
+    only = [i.strip() for chunk in (args.only or []) for i in chunk.split(",") if i.strip()] or None
+    console = Console()
+    checks = verify(document, path, tolerance=args.tolerance, only=only,
+                    results_dir=Path(args.results_dir) if args.results_dir else None,
+                    work_dir=Path(args.work_dir) if args.work_dir else None, rerun=args.rerun,
+                    say=lambda message: console.print(f"[dim]{message}[/dim]", soft_wrap=True))
+    console.print(_checks_table(path, checks, args.tolerance))
+    counts = {status: sum(c.status == status for c in checks) for status in (OK, FAIL, "SKIP")}
+    console.print(f"{counts[OK]} OK, {counts[FAIL]} FAIL, {counts['SKIP']} SKIP (tolerance {args.tolerance:g})")
+    return 1 if counts[FAIL] else 0
+
+
+def _checks_table(path, checks, tolerance):
+    from rich.table import Table
+
+    from mtrbench.metrics.trec_metrics import pretty_name
+
+    style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow"}
+    table = Table(title=f"verify {path}", title_justify="left")
+    for column, justify in (("entry", "left"), ("status", "left"), ("metric", "left"), ("expected", "right"),
+                            ("obtained", "right"), ("how / why", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    number = lambda v: "-" if v is None else f"{v:.6f}"  # noqa: E731
+    for c in checks:
+        status = f"[{style[c.status]}]{c.status}[/{style[c.status]}]"
+        if c.mismatches:
+            for n, m in enumerate(c.mismatches):
+                table.add_row(c.entry_id if n == 0 else "", status if n == 0 else "", pretty_name(m.metric),
+                              number(m.expected), number(m.obtained), (c.reason + f" ({c.how})") if n == 0 else "")
+        else:
+            note = c.reason or (f"{c.how}: {c.compared} metrics within {tolerance:g}" if c.status == "OK" else c.how)
+            table.add_row(c.entry_id, status, pretty_name(c.main_score) if c.main_score else "",
+                          number(c.expected), number(c.obtained), note)
+    return table
+
+
+def _show(args) -> int:
+    from rich.console import Console
+
+    from mtrbench.leaderboard.render import render
+    from mtrbench.leaderboard.schema import load
+
+    _, document = load(args.leaderboard)
+    render(document, Console(), task=args.task, metric=args.metric)
+    return 0
+
+
+def _html(args) -> int:
+    from mtrbench.leaderboard.html import write_page
+    from mtrbench.leaderboard.schema import load
+
+    _, document = load(args.leaderboard)
+    page = write_page(document, Path(args.output))
+    print(f"wrote {page}")
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from mtrbench.results.plot import plot_leaderboard, plot_turn_curves
+
+    if not args.results and not args.leaderboard:
+        raise MtrbenchError("nothing to plot: give result files/folders and/or --leaderboard NAME")
+    if args.k < 1:
+        raise MtrbenchError("--k must be positive")
+    written = []
+    if args.results:
+        written += plot_turn_curves(args.results, Path(args.output), k=args.k)
+    if args.leaderboard:
+        from mtrbench.leaderboard.schema import load
+
+        _, document = load(args.leaderboard)
+        written += plot_leaderboard(document, Path(args.output), metric=args.metric)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+

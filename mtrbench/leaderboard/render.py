@@ -1,0 +1,142 @@
+"""Terminal tables of a leaderboard: one per comparability group (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.leaderboard.build import competition_ranks, group_entries
+from mtrbench.leaderboard.keys import flatten
+from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.results.table import SUMMARY
+
+# System settings always worth a glance; any other one is shown when it differs within the group.
+SHOWN_SETTINGS = ("max_length", "retriever.dtype", "retriever.query_prompt", "retriever.doc_prompt",
+                  "retriever.k1", "retriever.b", "row")
+HEADLINE_COLUMNS = 4  # metrics in the single-task table (main score first)
+
+
+def groups_of(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The stored groups, or computed ones for files written by hand (e.g. reported.json)."""
+    if document.get("groups"):
+        return document["groups"], document.get("separations", [])
+    return group_entries(document["entries"])
+
+
+def system_summaries(group: dict[str, Any]) -> dict[str, str]:
+    """system -> its notable settings, short (``max_length=256 dtype=fp32``)."""
+    flats = {name: flatten(system.get("settings", {})) for name, system in group["systems"].items()}
+    keys = set().union(*flats.values()) if flats else set()
+    # Settings every system has but with different values (not those only one kind of retriever has).
+    differing = {k for k in keys if all(f.get(k) is not None for f in flats.values())
+                 and len({repr(f[k]) for f in flats.values()}) > 1}
+    shown = [k for k in SHOWN_SETTINGS if k in keys] + sorted(differing - set(SHOWN_SETTINGS))
+    summaries = {}
+    for name, values in flats.items():
+        if values.get("row") == group["systems"][name]["model"]:
+            values = {k: v for k, v in values.items() if k != "row"}  # the paper's row label is the model name
+        parts = [f"{k.rsplit('.', 1)[-1]}={values[k]!r}" if isinstance(values[k], str) and not values[k].isalnum()
+                 else f"{k.rsplit('.', 1)[-1]}={values[k]}" for k in shown if values.get(k) not in (None, "")]
+        summaries[name] = " ".join(parts)
+    return summaries
+
+
+def group_title(group: dict[str, Any]) -> str:
+    comp = group["comparability"]
+    parts = [group["id"], comp["label"], f"history={comp['history'] or '?'}", f"truncate={comp['truncate'] or '?'}"]
+    if comp.get("reported_in"):
+        parts.append(comp["reported_in"])
+    datasets = [f"{task} ({d['split'] or '?'}, revision {d['dataset_revision'] or '?'})"
+                for task, d in comp["datasets"].items()]
+    return " · ".join(parts) + "\n" + "; ".join(datasets)
+
+
+def _value(entry: dict[str, Any] | None, metric: str) -> float | None:
+    return None if entry is None else entry["scores"].get(metric)
+
+
+def _cell(value: float | None, rank: int | None = None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" + (f" ({rank})" if rank is not None else "")
+
+
+def render(document: dict[str, Any], console: Console, task: str | None = None, metric: str | None = None) -> None:
+    groups, separations = groups_of(document)
+    by_id = {e["id"]: e for e in document["entries"]}
+    if task is not None:
+        groups = [g for g in groups if task in g["tasks"]]
+        if not groups:
+            tasks = sorted({e["task"] for e in document["entries"]})
+            raise MtrbenchError(f"no entry for task '{task}' in {document['name']}; tasks: {', '.join(tasks)}")
+    console.print(f"[bold]{document['name']}[/bold]: {document['description']} "
+                  f"({len(document['entries'])} entries, {len(groups)} group(s))", soft_wrap=True)
+    shown = 0
+    for group in groups:
+        table = _task_table(group, by_id, task, metric) if task else _group_table(group, by_id, metric)
+        if table is not None:
+            console.print(table)
+            shown += 1
+    if metric and not shown:
+        raise MtrbenchError(f"no entry has the metric '{metric}'")
+    for sentence in separations:
+        console.print(f"[dim]- {sentence}[/dim]", soft_wrap=True)
+
+
+def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | None) -> Table | None:
+    tasks = group["tasks"]
+    metrics = {t: metric or group["main_scores"][t] for t in tasks}
+    entries = {name: {t: by_id[i] for t, i in system["entries"].items()} for name, system in group["systems"].items()}
+    if metric and not any(_value(e, metric) is not None for s in entries.values() for e in s.values()):
+        return None
+    task_ranks = {t: competition_ranks({n: _value(entries[n].get(t), metrics[t]) for n in entries
+                                        if _value(entries[n].get(t), metrics[t]) is not None}) for t in tasks}
+    average_metric = metric or (next(iter(set(metrics.values()))) if len(set(metrics.values())) == 1 else None)
+    averages = {n: a[average_metric] for n, a in group["averages"].items() if average_metric in a}
+    if averages:
+        order_ranks = competition_ranks(averages)
+    else:
+        order_ranks = task_ranks[tasks[0]]
+    names = sorted(entries, key=lambda n: (order_ranks.get(n, 10**9), n))
+    table = Table(title=group_title(group), title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("model", overflow="fold")
+    for t in tasks:
+        table.add_column(f"{t}\n{pretty_name(metrics[t])}", justify="right")
+    if averages:
+        table.add_column(f"average\n{pretty_name(average_metric)}", justify="right")
+    table.add_column("settings", overflow="fold")
+    summaries = system_summaries(group)
+    for name in names:
+        row = [str(order_ranks.get(name, "-")), name]
+        row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].get(name)) for t in tasks]
+        if averages:
+            row.append(_cell(averages.get(name)))
+        row.append(summaries.get(name, ""))
+        table.add_row(*row)
+    return table
+
+
+def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str, metric: str | None) -> Table | None:
+    main = metric or group["main_scores"][task]
+    systems = {name: by_id[s["entries"][task]] for name, s in group["systems"].items() if task in s["entries"]}
+    values = {n: e["scores"][main] for n, e in systems.items() if main in e["scores"]}
+    if not values:
+        return None
+    ranks = competition_ranks(values)
+    keys = [main] + [k for k in SUMMARY if k != main and any(k in e["scores"] for e in systems.values())]
+    keys = keys[:HEADLINE_COLUMNS]
+    table = Table(title=group_title(group), title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("model", overflow="fold")
+    for key in keys:
+        table.add_column(pretty_name(key) + ("*" if key == main else ""), justify="right")
+    table.add_column("settings", overflow="fold")
+    summaries = system_summaries(group)
+    for name in sorted(systems, key=lambda n: (ranks.get(n, 10**9), n)):
+        table.add_row(str(ranks.get(name, "-")), name, *(_cell(_value(systems[name], k)) for k in keys),
+                      summaries.get(name, ""))
+    return table
