@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -178,7 +177,9 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
                           "index_corpus": round(t_index, 3), "serialize_and_search": round(t_search, 3),
                           "score": round(t_score, 3)},
             "hardware": hardware(),
+            **({"embedding_cache": asdict(retriever.cache_report)} if getattr(retriever, "cache_report", None) else {}),
             "command": config.command,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "files": {"run": paths.run.name, "per_query": paths.per_query.name},
         }
         document = result_document(task_name=task.name, dataset_revision=task.dataset_revision, split=task.split,
@@ -195,5 +196,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
     return results
 
 
-def command_line() -> str:
-    return "mtrbench " + " ".join(sys.argv[1:])
+def command_line(argv: list[str]) -> str:
+    import shlex
+
+    return shlex.join(["mtrbench", *argv])

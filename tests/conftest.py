@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Corpus embeddings the tests encode are cached in a fresh folder per session, never in the user's home.
+os.environ.setdefault("MTRBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="mtrbench-test-cache-"))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MTRBENCH_SHARED", ROOT.parent / "shared"))

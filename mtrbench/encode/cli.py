@@ -1,7 +1,70 @@
-"""Command-line entry points of this package (registered by ``mtrbench.cli``)."""
+"""Command-line entry points of this package (registered by ``mtrbench.cli``): ``mtrbench cache ls|rm``."""
 
 from __future__ import annotations
 
+from mtrbench.errors import MtrbenchError
+
 
 def register(sub) -> dict:
-    return {}
+    p = sub.add_parser("cache", help="list or remove cached corpus embeddings",
+                       description="Corpus embeddings are cached under $MTRBENCH_CACHE_DIR/embeddings "
+                                   "(default ~/.cache/mtrbench/embeddings).")
+    p.add_argument("action", choices=["ls", "rm"])
+    p.add_argument("key", nargs="?", help="rm: a cache key (a unique prefix is enough)")
+    p.add_argument("--all", action="store_true", help="rm: every entry")
+    p.add_argument("--model", help="rm: every entry of this model (name as `cache ls` shows it)")
+    p.add_argument("--cache-dir", help="embedding cache folder [$MTRBENCH_CACHE_DIR/embeddings or "
+                                       "~/.cache/mtrbench/embeddings]")
+    return {"cache": _cmd_cache}
+
+
+def _cmd_cache(args) -> int:
+    from mtrbench.encode.cache import EmbeddingCache
+
+    cache = EmbeddingCache(args.cache_dir)
+    if args.action == "ls":
+        return _list(cache)
+    chosen = [x for x in (args.key, args.all or None, args.model) if x]
+    if len(chosen) != 1:
+        raise MtrbenchError("usage: mtrbench cache rm KEY | --all | --model MODEL (exactly one)")
+    entries = cache.select(key=args.key, model=args.model, everything=args.all)
+    if not entries and not args.all:
+        what = f"key '{args.key}'" if args.key else f"model '{args.model}'"
+        raise MtrbenchError(f"no cache entry for {what} under {cache.root} (see `mtrbench cache ls`)")
+    removed = cache.remove(entries)
+    freed = sum(e.size_bytes for e in entries)
+    print(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'} ({_size(freed)}) from {cache.root}")
+    return 0
+
+
+def _list(cache) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    entries = cache.entries()
+    console = Console()
+    if not entries:
+        console.print(f"no cached embeddings under {cache.root}", soft_wrap=True)
+        return 0
+    table = Table(title=f"cached corpus embeddings in {cache.root}", title_justify="left")
+    table.add_column("key", no_wrap=True)
+    table.add_column("model", overflow="fold", min_width=12)
+    for column in ("docs", "dtype", "size", "date", "state"):
+        table.add_column(column, no_wrap=True, justify="right" if column in ("docs", "size") else "left")
+    for entry in entries:
+        fields = entry.manifest.get("fields", {})
+        date = entry.manifest.get("updated") or entry.manifest.get("created") or ""
+        table.add_row(entry.key[:12], entry.model, f"{fields.get('n_docs', 0):,}", str(fields.get("dtype", "?")),
+                      _size(entry.size_bytes), date[:10], "ok" if entry.manifest.get("complete") else "partial")
+    console.print(table)
+    console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
+                  f"{_size(sum(e.size_bytes for e in entries))}", soft_wrap=True)
+    return 0
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"

@@ -1,4 +1,5 @@
-"""Retrievers: dense (sentence-transformers), sparse (BM25), behind one protocol."""
+"""Retrievers: dense (sentence-transformers), dual encoders (query + document towers), sparse (BM25),
+behind one protocol."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ def build_retriever(model: str, **options) -> Retriever:
         from mtrbench.retrieve.sparse import BM25Retriever
 
         return BM25Retriever(show_progress=options.get("show_progress", True))
+    if spec.kind == "dual":
+        from mtrbench.retrieve.dual import DualEncoderRetriever
+
+        return DualEncoderRetriever(spec, **options)
     from mtrbench.retrieve.dense import DenseRetriever
 
     return DenseRetriever(spec, **options)

@@ -1,7 +1,10 @@
-"""Dense bi-encoder retrieval through sentence-transformers, with each model's own prompts."""
+"""Dense bi-encoder retrieval: sentence-transformers models with each model's own prompts, encoded by
+mtrbench's engine, corpus embeddings cached on disk, exact search on the model's device."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -9,13 +12,16 @@ from typing import Any
 import torch
 
 from mtrbench.data.model import Corpus
+from mtrbench.encode.cache import CacheKey, CacheReport, EmbeddingCache, corpus_fingerprint
+from mtrbench.encode.engine import EncodingEngine, EngineOptions
+from mtrbench.encode.towers import DTYPES, SENTENCE_TRANSFORMERS, TowerSpec, load_tower
 from mtrbench.errors import MtrbenchError
-from mtrbench.hub import hub_error, hub_reachable
+from mtrbench.hub import hub_reachable
 from mtrbench.retrieve.base import Hits
 from mtrbench.retrieve.registry import ModelSpec
 from mtrbench.search.exact import exact_search
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+log = logging.getLogger(__name__)
 
 
 def pick_device(device: str) -> str:
@@ -24,6 +30,15 @@ def pick_device(device: str) -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise MtrbenchError(f"--device {device}: no CUDA device is available here (use --device cpu)")
     return device
+
+
+def pick_devices(device: str) -> tuple[str, list[str]]:
+    """(primary device, every device to encode on): plain ``cuda`` uses each visible GPU, one process each."""
+    device = pick_device(device)
+    if device == "cuda":
+        count = torch.cuda.device_count()
+        return "cuda:0", [f"cuda:{i}" for i in range(max(count, 1))]
+    return device, [device]
 
 
 def pick_dtype(dtype: str, device: str) -> str:
@@ -62,45 +77,128 @@ def _snapshot_revision(model_id: str, revision: str | None) -> str:
     return revision or "no_revision_available"
 
 
-class DenseRetriever:
-    def __init__(self, spec: ModelSpec, *, device: str = "auto", dtype: str = "auto", batch_size: int = 32,
-                 max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
-                 show_progress: bool = True) -> None:
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+def folder_fingerprint(path: str | Path) -> str:
+    """Names, sizes and modification times of a local model's files: a folder edited in place gets a new cache key."""
+    root = Path(path).expanduser().resolve()
+    digest = hashlib.sha256()
+    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        stat = file.stat()
+        digest.update(f"{file.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
 
-        hf_logging.disable_progress_bar()
 
-        self.spec = spec
-        self.device = pick_device(device)
+class ModelSource:
+    """Where a model loads from and how results (and the cache) name it."""
+
+    def __init__(self, model_id: str, revision: str | None) -> None:
+        self.requested_revision = revision
+        self.is_package = model_id.startswith("package:")
+        self.is_local = not self.is_package and Path(model_id).expanduser().exists()
+        if self.is_package:
+            self.location, self.name, self.revision = _packaged_model(model_id.split(":", 1)[1])
+            self.local_only = True
+        elif self.is_local:
+            self.location = str(Path(model_id).expanduser())
+            self.name = Path(model_id).expanduser().resolve().name
+            self.revision = "local"
+            self.local_only = True
+        else:
+            self.location, self.name, self.revision = model_id, model_id, revision or "no_revision_available"
+            self.local_only = not hub_reachable()
+
+    def resolve_revision(self) -> None:
+        """After loading: the cached snapshot's commit, for Hub models."""
+        if not (self.is_package or self.is_local):
+            self.revision = _snapshot_revision(self.location, self.requested_revision)
+
+    @property
+    def cache_revision(self) -> str:
+        return f"local-{folder_fingerprint(self.location)}" if self.is_local else self.revision
+
+
+class EmbeddingRetriever:
+    """Index/search shared by single- and dual-tower retrievers: corpus embeddings (cached), exact search."""
+
+    name: str
+    revision: str
+    tokenizer: Any
+    max_length: int | None
+    query_prompt: str = ""
+    doc_prompt: str = ""
+    normalize: bool = False
+    query_engine: EncodingEngine
+    doc_engine: EncodingEngine
+    doc_source: ModelSource
+
+    def _setup_common(self, device: str, dtype: str, batch_size: int | None, token_budget: int | None, unpad: str,
+                      show_progress: bool, cache_dir: str | None, use_cache: bool) -> None:
+        self.device, self.devices = pick_devices(device)
         self.dtype = pick_dtype(dtype, self.device)
+        if batch_size is not None and batch_size < 1 or token_budget is not None and token_budget < 1:
+            raise MtrbenchError("--batch-size and --token-budget must be positive")
+        self.engine_options = EngineOptions(token_budget=token_budget, max_batch_size=batch_size, unpad=unpad)
         self.batch_size = batch_size
         self.show_progress = show_progress
+        self.cache = EmbeddingCache(cache_dir) if use_cache else None
+        self.cache_report: CacheReport | None = None
+        self._doc_emb: torch.Tensor | None = None
+
+    def _engine_settings(self) -> dict[str, Any]:
+        engine = self.doc_engine.settings()
+        return {"dtype": self.dtype, "similarity": "cosine" if self.normalize else "dot", "device": self.device,
+                "batch_size": self.batch_size, "token_budget": engine["token_budget"], "packed": engine["packed"],
+                "embedding_cache": "on" if self.cache is not None else "off"}
+
+    def index(self, corpus: Corpus) -> None:
+        texts = [corpus.document_text(i) for i in range(len(corpus))]
+
+        def encode(todo: list[str], sizes: list[int] | None = None, on_chunk=None) -> torch.Tensor:
+            return self.doc_engine.encode(todo, self.doc_prompt, self.normalize, show_progress=self.show_progress,
+                                          desc="Encoding corpus", chunk_sizes=sizes, on_chunk=on_chunk)
+
+        if self.cache is None:
+            self._doc_emb = encode(texts)
+            return
+        tower = self.doc_engine.tower
+        key = CacheKey(model=self.doc_source.name, revision=self.doc_source.cache_revision, prompt=self.doc_prompt,
+                       pipeline=tower.signature(), normalize=self.normalize, max_length=tower.max_length,
+                       dtype=self.dtype, corpus=corpus_fingerprint(corpus.ids, texts), n_docs=len(texts))
+        embeddings, self.cache_report = self.cache.load_or_encode(key, texts, encode)
+        if self.cache_report.corrupt:
+            log.warning("embedding cache: %d corrupt shard(s) re-encoded (%s)", self.cache_report.corrupt,
+                        "; ".join(self.cache_report.messages))
+        self._doc_emb = embeddings.to(self.doc_engine.device)
+
+    def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
+        if self._doc_emb is None:
+            raise RuntimeError("index() the corpus before searching")
+        q = self.query_engine.encode(queries, self.query_prompt, self.normalize,
+                                     show_progress=self.show_progress, desc="Encoding queries")
+        return exact_search(q.to(self._doc_emb.device, self._doc_emb.dtype), self._doc_emb, top_k, candidates)
+
+
+class DenseRetriever(EmbeddingRetriever):
+    def __init__(self, spec: ModelSpec, *, device: str = "auto", dtype: str = "auto", batch_size: int | None = None,
+                 max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
+                 show_progress: bool = True, token_budget: int | None = None, unpad: str = "auto",
+                 cache_dir: str | None = None, use_cache: bool = True, pooling: str | None = None,
+                 similarity: str | None = None) -> None:
+        if pooling or similarity:
+            raise MtrbenchError("--pooling and --similarity apply to dual encoders (--query-model/--doc-model); "
+                                f"'{spec.alias}' uses the pooling and similarity its sentence-transformers config sets")
+        self.spec = spec
+        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache)
         if spec.needs_remote_code and not trust_remote_code:
             raise MtrbenchError(f"model '{spec.alias}' runs code from its repository; "
                                 f"pass --trust-remote-code if you trust {spec.model_id}")
-        revision = revision or spec.revision
-        if spec.model_id.startswith("package:"):
-            path, self.name, self.revision = _packaged_model(spec.model_id.split(":", 1)[1])
-            load_from, local_only = path, True
-        else:
-            load_from = spec.model_id
-            local_only = Path(load_from).expanduser().exists() or not hub_reachable()
-            self.name = spec.model_id if not Path(load_from).expanduser().exists() else Path(load_from).resolve().name
-        try:
-            model = SentenceTransformer(load_from, device=self.device, revision=revision, local_files_only=local_only,
-                                        trust_remote_code=trust_remote_code)
-        except (OSError, ValueError) as exc:
-            if Path(load_from).expanduser().exists():
-                raise MtrbenchError(f"could not load model from {load_from}: {str(exc).splitlines()[0]}") from None
-            raise hub_error(spec.model_id, revision, kind="model", what="model") from None
-        if not spec.model_id.startswith("package:"):
-            self.revision = (_snapshot_revision(spec.model_id, revision)
-                             if not Path(load_from).expanduser().exists() else "local")
-        if self.dtype != "fp32":
-            model.to(DTYPES[self.dtype])
-        if max_length:
-            model.max_seq_length = max_length
+        source = ModelSource(spec.model_id, revision or spec.revision)
+        tower = load_tower(TowerSpec(SENTENCE_TRANSFORMERS, source.location, source.requested_revision,
+                                     source.local_only, trust_remote_code, max_length, dtype=self.dtype), self.device)
+        source.resolve_revision()
+        self.doc_source = source
+        self.name, self.revision = source.name, source.revision
+        self.query_engine = self.doc_engine = EncodingEngine(tower, self.engine_options, self.devices)
+        model = tower.model
         self.model = model
         self.max_length = model.max_seq_length
         self.tokenizer = model.tokenizer
@@ -110,25 +208,8 @@ class DenseRetriever:
                 raise MtrbenchError(f"model {spec.model_id} defines no prompt '{spec.query_prompt_name}'")
             self.query_prompt = model.prompts[spec.query_prompt_name]
         self.doc_prompt = spec.doc_prompt
-        self._doc_emb: torch.Tensor | None = None
-        self._normalize = (getattr(model, "similarity_fn_name", None) or "cosine") == "cosine"
+        self.normalize = (getattr(model, "similarity_fn_name", None) or "cosine") == "cosine"
 
     def settings(self) -> dict[str, Any]:
         return {"kind": "dense", "query_prompt": self.query_prompt, "doc_prompt": self.doc_prompt,
-                "max_length": self.max_length, "dtype": self.dtype, "similarity": "cosine" if self._normalize else "dot",
-                "device": self.device, "batch_size": self.batch_size}
-
-    def _encode(self, texts: list[str], prompt: str, desc: str) -> torch.Tensor:
-        emb = self.model.encode(texts, prompt=prompt or None, batch_size=self.batch_size, convert_to_tensor=True,
-                                normalize_embeddings=self._normalize, show_progress_bar=self.show_progress and len(texts) > self.batch_size)
-        return emb
-
-    def index(self, corpus: Corpus) -> None:
-        texts = [corpus.document_text(i) for i in range(len(corpus))]
-        self._doc_emb = self._encode(texts, self.doc_prompt, "corpus")
-
-    def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
-        if self._doc_emb is None:
-            raise RuntimeError("index() the corpus before searching")
-        q = self._encode(queries, self.query_prompt, "queries").to(self._doc_emb.dtype)
-        return exact_search(q, self._doc_emb, top_k, candidates)
+                "max_length": self.max_length, **self._engine_settings()}

@@ -4,22 +4,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mtrbench.errors import unknown_name
+from mtrbench.errors import MtrbenchError, unknown_name
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+PAIR_SEPARATOR = "|"  # "QUERY_MODEL|DOC_MODEL" names a generic dual encoder (`--query-model/--doc-model`)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     alias: str
-    kind: str  # "dense" | "sparse"
-    model_id: str = ""  # HF id or local path; "package:<name>" for a model shipped as a Python package
+    kind: str  # "dense" | "sparse" | "dual"
+    model_id: str = ""  # HF id or local path; "package:<name>" for a model shipped as a Python package; dual: query tower
     query_prompt: str = ""
     doc_prompt: str = ""
     query_prompt_name: str | None = None  # a prompt the checkpoint defines itself (config_sentence_transformers.json)
     needs_remote_code: bool = False
     revision: str | None = None
     description: str = ""
+    # dual encoders (separate query and document towers, raw transformers models)
+    doc_model_id: str = ""
+    pooling: str = "cls"
+    similarity: str = "dot"
+    max_length: int | None = None
+    shared_tokenizer: bool = False  # the document tower uses the query tower's tokenizer (as the reference code does)
+
+
+# Both Dragon dual encoders, as their model cards and reference evaluation code use them
+# (huggingface.co/nvidia/dragon-multiturn-query-encoder, github.com/Cerebras/DocChat embedding_eval):
+# BERT-base towers, CLS vector (last_hidden_state[:, 0]), dot product, no normalization, one tokenizer
+# (the query encoder's) for both sides, right truncation at 512 tokens. The query is the conversation
+# serialized as "user: ...\nagent: ...\nuser: ..." (lower-case roles, assistant renamed agent, one
+# message per line, oldest first); the evaluation code keeps the last 5 messages. mtrbench's closest
+# settings: --user-prefix "user: " --assistant-prefix "agent: " --history window:5 --truncate right.
+_DRAGON_USAGE = ("CLS pooling, dot product, no normalization, max 512 tokens; card's query format: "
+                 "--user-prefix 'user: ' --assistant-prefix 'agent: ' --history window:5")
 
 
 REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
@@ -40,15 +60,36 @@ REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
     ModelSpec("stella-400m", "dense", "NovaSearch/stella_en_400M_v5", query_prompt_name="s2p_query",
               needs_remote_code=True,
               description="Stella 400M v5 with its s2p_query prompt; needs --trust-remote-code"),
+    ModelSpec("dragon-multiturn", "dual", "nvidia/dragon-multiturn-query-encoder",
+              doc_model_id="nvidia/dragon-multiturn-context-encoder", max_length=512, shared_tokenizer=True,
+              description=f"NVIDIA Dragon-multiturn (ChatQA); context tower nvidia/dragon-multiturn-context-encoder; {_DRAGON_USAGE}"),
+    ModelSpec("dragon-docchat", "dual", "cerebras/Dragon-DocChat-Query-Encoder",
+              doc_model_id="cerebras/Dragon-DocChat-Context-Encoder", max_length=512, shared_tokenizer=True,
+              description=f"Cerebras Dragon-DocChat; context tower cerebras/Dragon-DocChat-Context-Encoder; {_DRAGON_USAGE}"),
     ModelSpec("bm25", "sparse", description="BM25 (bm25s, Lucene variant, k1=0.9 b=0.4, English stopwords)"),
 )}
 
 
+def pair_name(query_model: str, doc_model: str) -> str:
+    return f"{query_model}{PAIR_SEPARATOR}{doc_model}"
+
+
 def resolve_model(name: str) -> ModelSpec:
-    """An alias, or any HF model id / local sentence-transformers folder (no prompts)."""
+    """An alias, any HF model id / local sentence-transformers folder (no prompts), or a
+    ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and dot product
+    unless the retriever options say otherwise)."""
     if name in REGISTRY:
         return REGISTRY[name]
     from pathlib import Path
+
+    if name.count(PAIR_SEPARATOR) == 1:
+        query_model, doc_model = (part.strip() for part in name.split(PAIR_SEPARATOR))
+        for part in (query_model, doc_model):
+            if not part or part in REGISTRY or not (Path(part).expanduser().exists() or part.count("/") == 1):
+                raise MtrbenchError(f"dual encoder '{name}': '{part}' is not a local folder or a Hugging Face id "
+                                    f"(org/name)")
+        return ModelSpec(alias=name, kind="dual", model_id=query_model, doc_model_id=doc_model,
+                         description="user-supplied dual encoder")
 
     if Path(name).expanduser().exists() or name.count("/") == 1 and not name.startswith(("/", ".", "~")):
         return ModelSpec(alias=name, kind="dense", model_id=name, description="user-supplied model")

@@ -1,0 +1,101 @@
+"""Token-budget batching over length-sorted inputs, and the padded / packed arrays a batch becomes.
+
+Batches are planned on token counts, not text counts: inputs are sorted by token length (longest
+first, so an out-of-memory batch shows up at once) and packed until the batch's cost would pass the
+budget. A padded batch costs ``longest * n`` tokens; a packed (unpadded) batch costs the sum of its
+lengths. Token ids of a chunk of texts live in one flat array (``Ragged``) so that collating a
+batch is a few vectorized numpy gathers, not a Python loop per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """Variable-length token id sequences: sequence i is ``flat[offsets[i]:offsets[i + 1]]``."""
+
+    flat: np.ndarray     # int64
+    offsets: np.ndarray  # int64, len = n + 1
+
+    @classmethod
+    def from_lists(cls, ids: list[list[int]]) -> "Ragged":
+        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(offsets[-1]))
+        return cls(flat, offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def rows(self, rows: np.ndarray) -> list[list[int]]:
+        return [self.flat[self.offsets[r]:self.offsets[r + 1]].tolist() for r in rows]
+
+    def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(tokens of ``rows`` back to back, their lengths)."""
+        lengths = self.lengths[rows]
+        starts = self.offsets[rows]
+        total = int(lengths.sum())
+        # index of every token: its sequence's start plus its position within the sequence
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        return self.flat[np.repeat(starts, lengths) + within], lengths
+
+
+def plan_batches(lengths: np.ndarray | list[int], token_budget: int, max_batch_size: int | None = None,
+                 packed: bool = False) -> list[np.ndarray]:
+    """Positions of each batch, longest inputs first (ties keep input order); every batch fits
+    ``token_budget`` except a single input longer than the budget, which gets a batch of its own."""
+    if token_budget < 1:
+        raise ValueError(f"token budget must be positive, got {token_budget}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    cap = max_batch_size or len(lengths)
+    batches: list[np.ndarray] = []
+    start, n = 0, len(order)
+    while start < n:
+        if packed:
+            cumulative = np.cumsum(sorted_lengths[start:start + cap])
+            size = int(np.searchsorted(cumulative, token_budget, side="right"))
+        else:
+            # sorted descending, so the first element is the batch's longest: size * longest <= budget
+            size = token_budget // max(int(sorted_lengths[start]), 1)
+        size = max(1, min(size, cap, n - start))
+        batches.append(order[start:start + size])
+        start += size
+    return batches
+
+
+def padded_arrays(tokens: Ragged, rows: np.ndarray, pad_id: int,
+                  padding_side: str = "right") -> tuple[np.ndarray, np.ndarray]:
+    """(input_ids, attention_mask), each (n, longest) int64, as a tokenizer pads with ``padding=True``."""
+    flat, lengths = tokens.gather(rows)
+    longest = int(lengths.max()) if len(rows) else 0
+    columns = np.arange(longest)
+    if padding_side == "left":
+        valid = columns[None, :] >= (longest - lengths)[:, None]
+    else:
+        valid = columns[None, :] < lengths[:, None]
+    input_ids = np.full((len(rows), longest), pad_id, dtype=np.int64)
+    input_ids[valid] = flat  # row-major boolean assignment keeps each row's tokens in order
+    return input_ids, valid.astype(np.int64)
+
+
+def packed_arrays(tokens: Ragged, rows: np.ndarray,
+                  position_offset: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(input_ids (1, T), position_ids (1, T), cu_seqlens (n + 1,) int32, longest) for sequences back to back;
+    positions restart at ``position_offset`` for every sequence."""
+    flat, lengths = tokens.gather(rows)
+    cu = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=cu[1:])
+    positions = np.arange(len(flat), dtype=np.int64) - np.repeat(cu[:-1].astype(np.int64), lengths) + position_offset
+    return flat[None, :], positions[None, :], cu, int(lengths.max()) if len(rows) else 0

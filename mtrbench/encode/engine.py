@@ -1,0 +1,347 @@
+"""The encoding engine every dense retriever uses: texts in, one embedding per text out, in input order.
+
+How it keeps the accelerator busy:
+
+* a producer thread tokenizes ahead (windows of up to 16k texts, one window ahead of the batches,
+  split over tokenizer threads on CUDA), sorts each window by token length, cuts token-budget
+  batches and collates them into (pinned, on CUDA) CPU tensors, which wait in a bounded queue;
+* the main thread copies each batch to the device with ``non_blocking`` copies, runs the model and
+  scatters the vectors into one preallocated output tensor that stays on the device: there is no
+  host synchronisation per batch;
+* on CUDA, where the installed torch has a varlen flash kernel and the model passes a self-check,
+  batches are packed without padding (see ``mtrbench.encode.varlen``); elsewhere they are padded
+  to their longest sequence, which length sorting keeps short;
+* several devices: one worker process per extra device (``mtrbench.encode.parallel``).
+
+``on_chunk`` lets a caller (the embedding cache) persist results chunk by chunk while the producer is
+already tokenizing the next chunk, so writing shards does not drain the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mtrbench.encode.batching import Ragged, plan_batches
+from mtrbench.encode.towers import Tower
+
+log = logging.getLogger(__name__)
+
+CPU_TOKEN_BUDGET = 4_096   # measured: small batches beat large ones on CPU (cache locality)
+CUDA_TOKEN_BUDGET = 65_536
+FIRST_WINDOW = 2_048   # texts tokenized and sorted first, so the device starts early
+MAX_WINDOW = 16_384    # texts tokenized and length-sorted together (windows double from FIRST_WINDOW)
+UNPAD_CHOICES = ("auto", "on", "off")
+
+ChunkCallback = Callable[[int, torch.Tensor], None]
+
+
+@dataclass
+class EngineOptions:
+    token_budget: int | None = None    # padded (or packed) tokens per batch; None: by device
+    max_batch_size: int | None = None  # at most this many texts per batch; None: budget only
+    unpad: str = "auto"                # packed batches: auto (CUDA, when checked correct) | on | off
+    chunk_size: int = 50_000           # texts per reported chunk (and per dispatch to several devices)
+    prefetch: int = 6                  # collated batches waiting for the device
+    tokenizer_threads: int | None = None
+
+    def budget_for(self, device: torch.device) -> int:
+        if self.token_budget:
+            return self.token_budget
+        return CUDA_TOKEN_BUDGET if device.type == "cuda" else CPU_TOKEN_BUDGET
+
+
+@dataclass
+class _Batch:
+    positions: np.ndarray  # into the whole input
+    tensors: dict[str, Any]
+    tokens: int
+
+
+@dataclass
+class _ChunkEnd:
+    index: int
+    start: int
+    end: int
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+_DONE = object()
+
+
+class EncodingEngine:
+    def __init__(self, tower: Tower, options: EngineOptions | None = None, devices: Sequence[str] | None = None) -> None:
+        self.tower = tower
+        self.options = options or EngineOptions()
+        if self.options.unpad not in UNPAD_CHOICES:
+            from mtrbench.errors import MtrbenchError
+
+            raise MtrbenchError(f"--unpad must be one of {', '.join(UNPAD_CHOICES)}, got '{self.options.unpad}'")
+        self.device = tower.device
+        self.token_budget = self.options.budget_for(self.device)
+        self.calls = 0  # encode() calls that ran the model (tests count them to prove cache hits)
+        self.packed = self._decide_packing()
+        self._oom_cap: int | None = None
+        self._pool = None
+        self.devices = list(devices or [str(self.device)])
+        if len(self.devices) > 1:
+            from mtrbench.encode.parallel import DevicePool
+
+            self._pool = DevicePool(tower.spec, self.options, self.devices[1:])
+
+    # -- configuration ------------------------------------------------------------------------------
+
+    def _decide_packing(self) -> bool:
+        from mtrbench.encode import varlen
+
+        choice = self.options.unpad
+        if choice == "off":
+            return False
+        if choice == "auto" and varlen.kernel_name(self.device, self.tower.dtype) == "reference":
+            return False  # the reference loop is exact but slower than padding; only used when asked for
+        if not self.tower.enable_packing():
+            if choice == "on":
+                log.warning("packed batches requested but this model cannot run them; padding instead")
+            return False
+        try:
+            agreement = self._packing_agreement()
+        except Exception as exc:  # a kernel that rejects this model/device: padding still works
+            log.warning("packed batches failed on probe texts (%s: %s); padding instead", type(exc).__name__, exc)
+            return False
+        if agreement < 0.999:
+            log.warning("packed batches disagree with padded ones on probe texts (min cosine %.5f); padding instead",
+                        agreement)
+            return False
+        return True
+
+    @torch.inference_mode()
+    def _packing_agreement(self) -> float:
+        probe = ["a short one", "", "a sentence of middling length about rivers and the bridges over them " * 3,
+                 "long " * 2000, "twelve words in this line make it neither short nor very long at all"]
+        self.tower.prepare("")
+        tokens = Ragged.from_lists(self.tower.tokenize(probe))
+        rows = np.arange(len(probe))
+        padded = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, probe, "", packed=False)), False)
+        packed = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, probe, "", packed=True)), True)
+        return float(F.cosine_similarity(padded.float(), packed.float(), dim=-1).min())
+
+    def settings(self) -> dict[str, Any]:
+        from mtrbench.encode import varlen
+
+        return {"token_budget": self.token_budget, "max_batch_size": self.options.max_batch_size,
+                "packed": self.packed,
+                "attention": varlen.kernel_name(self.device, self.tower.dtype) if self.packed else "padded",
+                "devices": self.devices}
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    # -- encoding -----------------------------------------------------------------------------------
+
+    def encode(self, texts: Sequence[str], prompt: str = "", normalize: bool = False, show_progress: bool = False,
+               desc: str = "Encoding", chunk_sizes: Sequence[int] | None = None,
+               on_chunk: ChunkCallback | None = None) -> torch.Tensor:
+        """Embeddings (len(texts), dim) on the engine's device, row i for texts[i].
+
+        ``chunk_sizes``: consecutive chunks (summing to len(texts)) sorted and reported separately;
+        ``on_chunk(i, embeddings_of_chunk_i)`` is called as each chunk completes, in order.
+        """
+        texts = list(texts)
+        sizes = list(chunk_sizes) if chunk_sizes is not None else _even_chunks(len(texts), self.options.chunk_size)
+        if sum(sizes) != len(texts):
+            raise ValueError(f"chunk sizes sum to {sum(sizes)}, not {len(texts)} texts")
+        if not texts:
+            return torch.empty(0, self.tower.embedding_dim, dtype=self.tower.dtype, device=self.device)
+        self.calls += 1
+        if self._pool is not None and len(texts) >= 4 * len(self.devices):
+            return self._pool.encode(self, texts, prompt, normalize, sizes, on_chunk, show_progress, desc)
+        return self._encode_local(texts, prompt, normalize, sizes, on_chunk, show_progress, desc)
+
+    @torch.inference_mode()
+    def _encode_local(self, texts: list[str], prompt: str, normalize: bool, sizes: list[int],
+                      on_chunk: ChunkCallback | None, show_progress: bool, desc: str) -> torch.Tensor:
+        from tqdm.auto import tqdm
+
+        self.tower.prepare(prompt)
+        packed = self.packed and getattr(self.tower, "fast_tokenization", True)
+        out: torch.Tensor | None = None
+        stop = threading.Event()
+        batches: queue.Queue = queue.Queue(maxsize=max(1, self.options.prefetch))
+        threads = self._tokenizer_threads()
+        with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as executor:
+            producer = threading.Thread(target=self._produce, name="mtrbench-tokenize", daemon=True,
+                                        args=(texts, prompt, packed, sizes, batches, stop, executor, threads))
+            producer.start()
+            bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not show_progress, leave=False,
+                       mininterval=0.5)
+            try:
+                while True:
+                    item = batches.get()
+                    if item is _DONE:
+                        break
+                    if isinstance(item, _Failed):
+                        raise item.exc
+                    if isinstance(item, _ChunkEnd):
+                        if on_chunk is not None:
+                            on_chunk(item.index, out[item.start:item.end] if out is not None else torch.empty(
+                                0, self.tower.embedding_dim, dtype=self.tower.dtype, device=self.device))
+                        continue
+                    for positions, vectors in self._run(item, packed):
+                        if normalize:
+                            vectors = F.normalize(vectors, p=2, dim=-1)
+                        if out is None:
+                            out = torch.empty(len(texts), vectors.shape[-1], dtype=vectors.dtype, device=self.device)
+                        index = torch.from_numpy(positions)
+                        if self.device.type == "cuda":
+                            index = index.pin_memory().to(self.device, non_blocking=True)
+                        out.index_copy_(0, index, vectors.to(out.dtype))
+                    bar.update(len(item.positions))
+            finally:
+                stop.set()
+                bar.close()
+                _drain(batches)
+                producer.join(timeout=30)
+        assert out is not None
+        return out
+
+    def _tokenizer_threads(self) -> int:
+        if self.options.tokenizer_threads:
+            return self.options.tokenizer_threads
+        if self.device.type != "cuda":
+            return 1  # on CPU the model wants every core; the producer thread alone keeps up
+        return max(1, min(8, (os.cpu_count() or 2) - 1))
+
+    def _produce(self, texts: list[str], prompt: str, packed: bool, sizes: list[int], batches: queue.Queue,
+                 stop: threading.Event, executor, threads: int) -> None:
+        def put(item) -> bool:
+            while not stop.is_set():
+                try:
+                    batches.put(item, timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def tokenize(window: tuple[int, int, int, bool]) -> Ragged:
+            chunk = texts[window[1]:window[2]]
+            return Ragged.from_lists(self.tower.tokenize([prompt + t for t in chunk] if prompt else chunk,
+                                                         executor, threads))
+
+        try:
+            windows = _windows(sizes)
+            # One window is tokenized ahead while the previous one is cut into batches and waits in the
+            # (short) batch queue, so the device never waits for a whole window's tokenization.
+            with ThreadPoolExecutor(1) as lookahead:
+                pending = lookahead.submit(tokenize, windows[0]) if windows else None
+                for i, (chunk_index, start, end, closes_chunk) in enumerate(windows):
+                    tokens = pending.result()
+                    if i + 1 < len(windows):
+                        pending = lookahead.submit(tokenize, windows[i + 1])
+                    for rows in plan_batches(tokens.lengths, self.token_budget, self.options.max_batch_size,
+                                             packed=packed):
+                        tensors = self.tower.collate(tokens, rows, [texts[start + r] for r in rows], prompt, packed)
+                        if self.device.type == "cuda":
+                            tensors = {k: v.pin_memory() if isinstance(v, torch.Tensor) else v
+                                       for k, v in tensors.items()}
+                        if not put(_Batch(rows + start, tensors, int(tensors["input_ids"].numel()))):
+                            return
+                    if closes_chunk and not put(_ChunkEnd(chunk_index, *_chunk_bounds(sizes, chunk_index))):
+                        return
+            put(_DONE)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            put(_Failed(exc))
+
+    def _to_device(self, tensors: dict[str, Any]) -> dict[str, Any]:
+        non_blocking = self.device.type == "cuda"
+        return {k: v.to(self.device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
+                for k, v in tensors.items()}
+
+    def _run(self, batch: _Batch, packed: bool) -> list[tuple[np.ndarray, torch.Tensor]]:
+        """(positions, vectors) pieces for one batch; on CUDA out-of-memory the batch is split in halves."""
+        if self._oom_cap is not None and batch.tokens > self._oom_cap and len(batch.positions) > 1:
+            return [piece for half in _split(batch, packed) for piece in self._run(half, packed)]
+        try:
+            return [(batch.positions, self.tower.forward(self._to_device(batch.tensors), packed))]
+        except torch.cuda.OutOfMemoryError:
+            if len(batch.positions) == 1:
+                raise
+            torch.cuda.empty_cache()
+            self._oom_cap = max(1, batch.tokens // 2)
+            log.warning("out of GPU memory at %d tokens per batch; splitting batches (set a smaller --token-budget)",
+                        batch.tokens)
+            return [piece for half in _split(batch, packed) for piece in self._run(half, packed)]
+
+
+def _windows(sizes: list[int]) -> list[tuple[int, int, int, bool]]:
+    """(chunk index, start, end, closes the chunk) of the slices tokenized and length-sorted together: the
+    first is small so the device starts early, then they double up to ``MAX_WINDOW``; empty chunks get an
+    empty window so that their end is still reported."""
+    windows = []
+    start, width = 0, FIRST_WINDOW
+    for index, size in enumerate(sizes):
+        end = start + size
+        if size == 0:
+            windows.append((index, start, end, True))
+        position = start
+        while position < end:
+            stop = min(end, position + width)
+            if end - stop < width // 2:  # no sliver at the end of a chunk
+                stop = end
+            windows.append((index, position, stop, stop == end))
+            position = stop
+            width = min(2 * width, MAX_WINDOW)
+        start = end
+    return windows
+
+
+def _chunk_bounds(sizes: list[int], index: int) -> tuple[int, int]:
+    start = sum(sizes[:index])
+    return start, start + sizes[index]
+
+
+def _even_chunks(n: int, size: int) -> list[int]:
+    size = max(1, size)
+    return [min(size, n - start) for start in range(0, n, size)]
+
+
+def _drain(q: queue.Queue) -> None:
+    while True:
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            return
+
+
+def _split(batch: _Batch, packed: bool) -> list[_Batch]:
+    """Two halves of a collated batch (rows for padded, whole sequences for packed)."""
+    half = len(batch.positions) // 2
+    t = batch.tensors
+    if not packed:
+        parts = [{k: v[:half] for k, v in t.items()}, {k: v[half:] for k, v in t.items()}]
+    else:
+        cu = t["cu_seq_lens_q"]
+        cut = int(cu[half])
+        parts = [{"input_ids": t["input_ids"][:, :cut], "position_ids": t["position_ids"][:, :cut],
+                  "cu_seq_lens_q": cu[:half + 1].clone(), "max_length_q": t["max_length_q"]},
+                 {"input_ids": t["input_ids"][:, cut:], "position_ids": t["position_ids"][:, cut:],
+                  "cu_seq_lens_q": (cu[half:] - cut).to(cu.dtype), "max_length_q": t["max_length_q"]}]
+    return [_Batch(batch.positions[:half], parts[0], int(parts[0]["input_ids"].numel())),
+            _Batch(batch.positions[half:], parts[1], int(parts[1]["input_ids"].numel()))]
+

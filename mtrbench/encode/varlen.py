@@ -1,0 +1,107 @@
+"""Unpadded ("varlen") attention for transformers encoders, registered as an attention implementation.
+
+A packed batch is one row of concatenated sequences plus ``cu_seq_lens_q`` boundaries (the layout
+of ``DataCollatorWithFlattening``). Linear layers then touch only real tokens, and attention runs
+per sequence. On CUDA with half precision the kernel is torch's own flash ``varlen_attn`` (torch >=
+2.10, no extra package), else ``flash_attn``'s if installed; anywhere else (CPU, fp32) a reference
+loop of per-sequence SDPA calls, which is slow but lets the packing be checked for exactness.
+Calls without ``cu_seq_lens_q`` (ordinary padded batches) go to transformers' SDPA unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import torch.nn.functional as F
+
+NAME = "mtrbench_varlen"
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_kernel():
+    """(name, fn(q, k, v, cu, max_len, scale)) for (T, H, D) half-precision CUDA tensors, or None."""
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+
+        def torch_varlen(q, k, v, cu, max_len, scale):
+            return varlen_attn(q, k, v, cu, cu, max_len, max_len, scale=scale)
+
+        return "torch.varlen_attn", torch_varlen
+    except ImportError:
+        pass
+    try:
+        from flash_attn import flash_attn_varlen_func
+
+        def flash_varlen(q, k, v, cu, max_len, scale):
+            return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, softmax_scale=scale)
+
+        return "flash_attn", flash_varlen
+    except ImportError:
+        return None
+
+
+def kernel_name(device: torch.device | str, dtype: torch.dtype) -> str:
+    """Which code path a packed batch on this device/dtype takes."""
+    if torch.device(device).type == "cuda" and dtype in (torch.float16, torch.bfloat16) and _cuda_kernel():
+        return _cuda_kernel()[0]
+    return "reference"
+
+
+def _reference(q, k, v, cu, scale):
+    out = torch.empty_like(q)
+    bounds = cu.tolist()
+    for start, end in zip(bounds[:-1], bounds[1:]):
+        # (L, H, D) -> (H, L, D) for SDPA
+        seg = F.scaled_dot_product_attention(q[start:end].transpose(0, 1), k[start:end].transpose(0, 1),
+                                             v[start:end].transpose(0, 1), scale=scale)
+        out[start:end] = seg.transpose(0, 1)
+    return out
+
+
+def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
+              **kwargs):
+    cu = kwargs.get("cu_seq_lens_q")
+    if cu is None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
+    if query.shape[0] != 1:
+        raise ValueError("packed attention expects one row of concatenated sequences")
+    # transformers passes (batch, heads, tokens, dim); kernels want (tokens, heads, dim)
+    q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))
+    if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _cuda_kernel():
+        max_len = int(kwargs.get("max_length_q") or int((cu[1:] - cu[:-1]).max()))
+        out = _cuda_kernel()[1](q.contiguous(), k.contiguous(), v.contiguous(), cu, max_len, scaling)
+    else:
+        out = _reference(q, k, v, cu, scaling)
+    return out.unsqueeze(0), None  # (1, tokens, heads, dim), as transformers' attention functions return
+
+
+def _mask(*args, attention_mask=None, **kwargs):
+    # A packed call has no padding mask and must never get a dense (T x T) one; padded calls get SDPA's mask.
+    if attention_mask is None:
+        return None
+    from transformers.masking_utils import sdpa_mask
+
+    return sdpa_mask(*args, attention_mask=attention_mask, **kwargs)
+
+
+@functools.lru_cache(maxsize=1)
+def register() -> str:
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+
+    AttentionInterface.register(NAME, attention)
+    AttentionMaskInterface.register(NAME, _mask)
+    return NAME
+
+
+def position_offset(model: torch.nn.Module) -> int:
+    """First position id of a sequence: 0, or padding_idx + 1 for RoBERTa-style learned positions."""
+    for module in model.modules():
+        padding_idx = getattr(module, "padding_idx", None)
+        if isinstance(padding_idx, int) and isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
+            return padding_idx + 1
+    return 0
