@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,14 +15,12 @@ from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
 from mtrbench.metrics.trec_io import Run
 from mtrbench.metrics.trec_metrics import evaluate, metric_key, parse_families
-from mtrbench.results.writer import hardware, result_document, result_paths, write_result
+from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
 from mtrbench.retrieve import build_retriever, resolve_model
 from mtrbench.retrieve.base import Retriever
-from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
-from mtrbench.serialize.truncate import Truncator
+from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
 
-DEFAULT_HISTORY = "full"
-DEFAULT_TRUNCATE = "left"
 ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
 
 
@@ -62,20 +58,9 @@ class StrategyResult:
 
 def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool) -> str | None:
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
-    parts = []
-    if history != DEFAULT_HISTORY:
-        parts.append(f"history={history.replace(':', '-')}")
-    if config.truncate != DEFAULT_TRUNCATE and retriever.tokenizer is not None:
-        parts.append(f"truncate={config.truncate}")
-    if config.fmt != QueryFormat():
-        digest = hashlib.sha256(json.dumps(asdict(config.fmt), sort_keys=True).encode()).hexdigest()[:8]
-        parts.append(f"format={digest}")
-    if max_length_set:
-        parts.append(f"maxlen={retriever.max_length}")
-    settings = retriever.settings()
-    if settings.get("dtype") not in (None, "fp32"):
-        parts.append(f"dtype={settings['dtype']}")
-    return "__".join(parts) or None
+    return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
+                           fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
+                           dtype=retriever.settings().get("dtype"))
 
 
 def hits_to_run(task: TaskData, hits) -> Run:

@@ -14,8 +14,6 @@ judgment are left out and counted, as ``mtrbench eval`` does.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -29,7 +27,7 @@ class MtebMissingError(MtrbenchError, ImportError):
 
 
 try:
-    import mteb
+    import mteb  # noqa: F401  (the real package: absolute imports skip this module)
     from datasets import Dataset
     from mteb.abstasks import AbsTaskRetrieval
     from mteb.abstasks.task_metadata import TaskDomain, TaskMetadata
@@ -45,12 +43,11 @@ from mtrbench import __version__
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
-from mtrbench.evaluate import DEFAULT_HISTORY, DEFAULT_TRUNCATE
 from mtrbench.metrics.trec_metrics import evaluate as trec_evaluate
 from mtrbench.metrics.trec_metrics import metric_key
-from mtrbench.results.writer import HF_SUBSET, dataset_revision_label, mteb_language
-from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
-from mtrbench.serialize.truncate import SIDES, Truncator
+from mtrbench.results.writer import HF_SUBSET, dataset_revision_label, experiment_slug, mteb_language
+from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, SIDES, Truncator
 
 __all__ = ["get_tasks", "query_budget", "MtrbenchRetrievalTask", "QueryBudget"]
 
@@ -77,18 +74,10 @@ class Serialization:
     max_length_set: bool
 
     def slug(self) -> str | None:
-        """Empty for mtrbench's defaults; else the same readable slug as mtrbench's experiment folders."""
-        parts = []
-        if self.history != DEFAULT_HISTORY:
-            parts.append(f"history={self.history.replace(':', '-')}")
-        if self.truncate != DEFAULT_TRUNCATE and self.budget.tokenizer is not None:
-            parts.append(f"truncate={self.truncate}")
-        if self.fmt != QueryFormat():
-            digest = hashlib.sha256(json.dumps(asdict(self.fmt), sort_keys=True).encode()).hexdigest()[:8]
-            parts.append(f"format={digest}")
-        if self.max_length_set:
-            parts.append(f"maxlen={self.budget.max_length}")
-        return "__".join(parts) or None
+        """Empty for mtrbench's defaults; else the same slug as mtrbench's experiment folders."""
+        return experiment_slug(history=self.history, truncate=self.truncate,
+                               truncation_applies=self.budget.tokenizer is not None, fmt=asdict(self.fmt),
+                               max_length=self.budget.max_length if self.max_length_set else None)
 
 
 class MtrbenchRetrievalTask(AbsTaskRetrieval):

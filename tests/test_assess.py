@@ -506,7 +506,7 @@ def test_human_label_file_errors_name_the_row(tmp_path):
 
     path = tmp_path / "h.csv"
     path.write_text("qid,doc_id,human_label\nq1,d1,yes\nq1,d2,\nq2,d3,perhaps\n")
-    with pytest.raises(MtrbenchError, match="h.csv:4"):
+    with pytest.raises(MtrbenchError, match="h.csv line 4"):
         read_human_labels(path)
     path.write_text("qid,doc_id,human_label\nq1,d1,Yes\nq1,d2,\nq2,d3,0\n")
     labels, counts = read_human_labels(path)
@@ -516,7 +516,7 @@ def test_human_label_file_errors_name_the_row(tmp_path):
     path = tmp_path / "h.jsonl"
     path.write_text('{"qid": "q1", "doc_id": "d1", "human_label": null}\n{"qid": "q1", "doc_id": "d2", "label": "no"}\n'
                     '{"qid": "q1", "doc_id": "d3", "human_label": -1}\n')
-    with pytest.raises(MtrbenchError, match="h.jsonl:3"):
+    with pytest.raises(MtrbenchError, match="h.jsonl line 3"):
         read_human_labels(path)
     path.write_text(path.read_text().splitlines()[0] + "\n" + path.read_text().splitlines()[1] + "\n")
     labels, counts = read_human_labels(path)

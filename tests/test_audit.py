@@ -272,7 +272,7 @@ def test_human_scores_wide_csv_and_errors(tmp_path):
     path.write_text("instance_id,faithfulness,quality,annotator\nc1_1,5,4,a\nc1_1,4,,b\nc1_2,2,3,a\n")
     assert read_human_scores(path) == {"faithfulness": {"c1_1": 4.5, "c1_2": 2.0}, "quality": {"c1_1": 4.0, "c1_2": 3.0}}
     path.write_text("instance_id,quality\nc1_1,good\n")
-    with pytest.raises(MtrbenchError, match="row 2: score 'good'"):
+    with pytest.raises(MtrbenchError, match="human.csv line 2: score 'good'"):
         read_human_scores(path)
     bad = tmp_path / "human.jsonl"
     bad.write_text('{"instance_id": "x", "dimension": "fluency", "score": 3}\n')

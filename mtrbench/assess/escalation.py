@@ -20,6 +20,7 @@ from mtrbench.assess.dream import AGENTS
 from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.prompts import Case
 from mtrbench.errors import MtrbenchError
+from mtrbench.records import read_records
 from mtrbench.metrics.trec_io import atomic_write_text
 
 
@@ -114,24 +115,7 @@ def read_human_labels(path: str | Path) -> tuple[list[HumanLabel], Counter]:
     if not path.is_file():
         raise MtrbenchError(f"--humans file {path} does not exist")
     counts: Counter = Counter()
-    rows: list[tuple[str, dict[str, Any]]] = []
-    if path.suffix.lower() in (".jsonl", ".json"):
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MtrbenchError(f"{path}:{n}: not JSON ({exc.msg})") from None
-                if not isinstance(record, dict):
-                    raise MtrbenchError(f"{path}:{n}: expected a JSON object")
-                rows.append((f"{path}:{n}", record))
-    else:
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            if not reader.fieldnames or not {"qid", "doc_id"} <= set(reader.fieldnames):
-                raise MtrbenchError(f"{path}: a CSV of human labels needs the columns qid, doc_id, human_label")
-            for record in reader:
-                rows.append((f"{path}:{reader.line_num}", record))
+    rows = read_records(path, required_columns={"qid", "doc_id"} if path.suffix.lower() == ".csv" else None)
     labels = []
     for where, record in rows:
         if "qid" not in record or "doc_id" not in record:

@@ -14,8 +14,6 @@ as one per annotator, are averaged before correlating, as MTR-SUITE App. A.4 ave
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -23,27 +21,9 @@ from pathlib import Path
 
 from mtrbench.audit.plan import DIMENSIONS
 from mtrbench.errors import MtrbenchError
+from mtrbench.records import read_records
 
 HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
-
-
-def _rows(path: Path) -> list[tuple[str, dict]]:
-    if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8", newline="") as handle:
-            return [(f"{path} row {n}", row) for n, row in enumerate(csv.DictReader(handle), 2)]
-    rows = []
-    with path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MtrbenchError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise MtrbenchError(f"{path} line {n}: expected a JSON object")
-            rows.append((f"{path} line {n}", row))
-    return rows
 
 
 def _number(value, where: str) -> float | None:
@@ -63,7 +43,7 @@ def read_human_scores(path: str | Path) -> HumanScores:
     if not path.is_file():
         raise MtrbenchError(f"--human-scores file {path} does not exist")
     collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for where, row in _rows(path):
+    for where, row in read_records(path):
         instance = row.get("instance_id")
         if instance in (None, ""):
             raise MtrbenchError(f"{where}: needs an 'instance_id' (see instances.jsonl in the audit folder)")

@@ -10,11 +10,12 @@ mteb's reader ignores. Beside the JSON: the TREC run and per-query metrics.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -55,6 +56,30 @@ def mteb_version() -> tuple[str, str]:
 def dataset_revision_label(revision: str | None) -> str:
     """mteb needs a string; data read from a local folder (or a Hub revision nobody pinned) has none."""
     return revision or "local"
+
+
+def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fmt: dict[str, Any],
+                    max_length: int | None, dtype: str | None = None) -> str | None:
+    """None for mtrbench's default settings (mteb's plain layout); else a readable slug of what differs.
+
+    Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
+    """
+    from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
+    from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
+
+    parts = []
+    if history != DEFAULT_HISTORY:
+        parts.append(f"history={history.replace(':', '-')}")
+    if truncate != DEFAULT_TRUNCATE and truncation_applies:
+        parts.append(f"truncate={truncate}")
+    if fmt != asdict(QueryFormat()):
+        digest = hashlib.sha256(json.dumps(fmt, sort_keys=True).encode()).hexdigest()[:8]
+        parts.append(f"format={digest}")
+    if max_length is not None:
+        parts.append(f"maxlen={max_length}")
+    if dtype not in (None, "fp32"):
+        parts.append(f"dtype={dtype}")
+    return "__".join(parts) or None
 
 
 def safe_name(text: str) -> str:

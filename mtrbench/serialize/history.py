@@ -14,6 +14,7 @@ from mtrbench.errors import MtrbenchError, unknown_name
 
 HISTORY_FIRST = "history-first"
 CURRENT_FIRST = "current-first"
+DEFAULT_HISTORY = "full"  # mteb's and MTR-SUITE's serialization
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from mtrbench.errors import MtrbenchError
 from mtrbench.serialize.history import HISTORY_FIRST, Serialized
 
 SIDES = ("left", "right", "none")
+DEFAULT_TRUNCATE = "left"  # drops the oldest history, never the current question
 
 
 @dataclass

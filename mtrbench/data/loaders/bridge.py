@@ -28,7 +28,6 @@ scored. Rows with an empty ``doc_id`` list are kept with no qrels (excluded from
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any

@@ -25,7 +25,6 @@ answerability / question type / multi-turn labels go to ``meta`` (the history st
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path

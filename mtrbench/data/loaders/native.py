@@ -16,7 +16,6 @@ the query is kept and excluded from metrics, counted in the results.
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard

@@ -25,7 +25,6 @@ a pointer to ``load_rad_bench``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -36,7 +35,6 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
-from mtrbench.hub import load_split
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)
