@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
 import platform
 import random
@@ -449,6 +450,17 @@ def _speedup(rows: list[Row], workload: str, method: str, over: str) -> float:
     return by[method].docs_per_s / by[over].docs_per_s if method in by and over in by else float("nan")
 
 
+def _json_safe(value: Any) -> Any:
+    """Strict JSON: a measurement that does not exist (NaN, e.g. no bf16 peer on CPU) is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(item) for item in value]
+    return value
+
+
 def _row_dict(row: Row, ceiling: float, rows: list[Row]) -> dict[str, Any]:
     return {"method": row.method, "workload": row.workload, "dtype": row.dtype, "batching": row.batching,
             "texts": row.texts, "seconds": row.seconds, "docs_per_s": row.docs_per_s,
@@ -532,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     suffix = "-e2e" if args.e2e else ""
     path = out / f"{device_slug(device)}-{date.today().isoformat()}{suffix}.json"
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(_json_safe(report), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     print(f"wrote {path} ({report['wall_s']:.0f}s)")
     return 0
 
