@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -53,8 +54,9 @@ def extract_rating(text: str, low: float, high: float) -> float:
     found = _DOUBLE_BRACKET.findall(text)
     if found:
         return _in_range(float(found[-1]), low, high, "rating")
-    value = _json_field(text, _RATING_KEYS)
-    if value is not None:
+    _, field = _json_field(text, _RATING_KEYS)
+    if field is not None:
+        value = field[1]
         number = _as_number(value)
         if number is None:
             raise ExtractionError(f"rating field is not a number: {str(value)[:40]!r}")
@@ -94,21 +96,6 @@ def _as_number(value: Any) -> float | None:
         match = re.fullmatch(r"\s*\[*\s*(" + _NUMBER + r")\s*\]*\s*(?:/\s*\d+\s*)?", value)
         if match:
             return float(match.group(1))
-    return None
-
-
-def _json_field(text: str, keys: tuple[str, ...]) -> Any:
-    """The value of the first of ``keys`` (case-insensitive) in a JSON object in ``text``; None if absent."""
-    try:
-        data = extract_json(text)
-    except ExtractionError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    lowered = {str(k).strip().lower(): v for k, v in data.items()}
-    for key in keys:
-        if key in lowered:
-            return lowered[key]
     return None
 
 
@@ -179,21 +166,29 @@ def _yes_no_value(value: Any) -> bool | None:
     return None
 
 
-def extract_yes_no(text: str) -> bool:
-    """``{"response": "yes"}``, ``Yes.``, ``**No**``, ``Answer: no`` ... -> bool; ambiguous -> ExtractionError."""
-    text = _require_text(text)
+def _json_field(text: str, keys: Sequence[str]) -> tuple[bool, tuple[str, Any] | None]:
+    """(the reply holds a JSON object, (key, value) of the first of ``keys`` it has, case-insensitive)."""
     try:
         data = extract_json(text)
     except ExtractionError:
-        data = None
-    if isinstance(data, dict):
-        lowered = {str(k).strip().lower(): v for k, v in data.items()}
-        for key in _YES_NO_KEYS:
-            if key in lowered:
-                verdict = _yes_no_value(lowered[key])
-                if verdict is None:
-                    raise ExtractionError(f"'{key}' is neither yes nor no: {str(lowered[key])[:40]!r}")
-                return verdict
+        return False, None
+    if not isinstance(data, dict):
+        return False, None
+    lowered = {str(k).strip().lower(): v for k, v in data.items()}
+    return True, next(((key, lowered[key]) for key in keys if key in lowered), None)
+
+
+def extract_yes_no(text: str) -> bool:
+    """``{"response": "yes"}``, ``Yes.``, ``**No**``, ``Answer: no`` ... -> bool; ambiguous -> ExtractionError."""
+    text = _require_text(text)
+    is_object, field = _json_field(text, _YES_NO_KEYS)
+    if field is not None:
+        key, value = field
+        verdict = _yes_no_value(value)
+        if verdict is None:
+            raise ExtractionError(f"'{key}' is neither yes nor no: {str(value)[:40]!r}")
+        return verdict
+    if is_object:
         raise ExtractionError("JSON reply has no 'response' field")
     labelled = _LABELLED_YES_NO.findall(text)
     if labelled:
@@ -247,18 +242,13 @@ def extract_choice(text: str, n_options: int) -> int:
     """The chosen option (1-based): ``{"document": 3}``, ``Document ID: [3]``, ``[Document 3]``, ``[3]``,
     ``Document 3`` or a bare ``3``. A choice outside 1..n_options -> ExtractionError."""
     text = _require_text(text)
-    try:
-        data = extract_json(text)
-    except ExtractionError:
-        data = None
-    if isinstance(data, dict):
-        lowered = {str(k).strip().lower(): v for k, v in data.items()}
-        for key in _CHOICE_KEYS:
-            if key in lowered:
-                choice = _choice_value(lowered[key])
-                if choice is None:
-                    raise ExtractionError(f"'{key}' is not a document number: {str(lowered[key])[:40]!r}")
-                return int(_in_range(choice, 1, n_options, "choice"))
+    _, field = _json_field(text, _CHOICE_KEYS)
+    if field is not None:
+        key, value = field
+        choice = _choice_value(value)
+        if choice is None:
+            raise ExtractionError(f"'{key}' is not a document number: {str(value)[:40]!r}")
+        return int(_in_range(choice, 1, n_options, "choice"))
     found = _LABELLED_CHOICE.findall(text)
     if found:
         return int(_in_range(int(found[-1]), 1, n_options, "choice"))
