@@ -133,11 +133,12 @@ def fetch_file(repo: str, filename: str, revision: str | None, what: str, requir
         raise MtrbenchError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
 
 
-def hub_error(repo: str, revision: str | None, *, kind: str, what: str) -> HubUnavailableError:
+def hub_error(repo: str, revision: str | None, *, kind: str, what: str,
+              local_option: str = "`--model DIR`") -> HubUnavailableError:
     rev = f"@{revision}" if revision else ""
     if kind == "model":
         how = (f"download it where the Hub is reachable (`hf download {repo}{' --revision ' + revision if revision else ''} "
-               f"--local-dir DIR`) and pass `--model DIR`, or use `--model minilm`, which ships offline")
+               f"--local-dir DIR`) and pass {local_option}, or use `--model minilm`, which ships offline")
     else:
         how = (f"download it where the Hub is reachable (`hf download {repo} --repo-type dataset"
                f"{' --revision ' + revision if revision else ''} --local-dir DIR`) and pass `--data-dir DIR`")

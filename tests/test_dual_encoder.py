@@ -160,6 +160,7 @@ def test_hub_ids_offline_give_the_one_line_hub_error(monkeypatch, capsys):
         assert main(["eval", "--model", "dragon-docchat", "--device", "cpu", "--no-cache", "--quiet"]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: cannot fetch model cerebras/Dragon-DocChat-Query-Encoder") and "\n" not in err
+        assert "--query-model DIR --doc-model DIR2" in err  # the dual-encoder way to point at local folders
     finally:
         hub.hub_reachable.cache_clear()
 

@@ -67,7 +67,9 @@ def load_tower(spec: TowerSpec, device: str) -> "Tower":
             raise MtrbenchError(f"could not load model from {spec.location}: {_first_line(exc)}") from None
         from mtrbench.hub import hub_error
 
-        raise hub_error(spec.location, spec.revision, kind="model", what="model") from None
+        local_option = ("`--query-model DIR --doc-model DIR2` (one folder per tower)" if spec.kind == TRANSFORMERS
+                        else "`--model DIR`")
+        raise hub_error(spec.location, spec.revision, kind="model", what="model", local_option=local_option) from None
     raise ValueError(f"unknown tower kind {spec.kind!r}")
 
 
