@@ -170,22 +170,24 @@ def completeness_messages(history: Sequence[Message], question: str, candidates:
                  f"Question: {question}\n\n{COMPLETENESS_FORMAT}")
 
 
-def faithfulness_messages(history: Sequence[Message], question: str, answer: str,
-                          documents: Sequence[ShownDocument], max_doc_chars: int | None = None) -> list[dict[str, str]]:
-    return _user(f"{FAITHFULNESS_TASK}\n### Now rate this instance with the same scale\n"
+def _answer_messages(task: str, documents_label: str, history: Sequence[Message], question: str, answer: str,
+                     documents: Sequence[ShownDocument], max_doc_chars: int | None) -> list[dict[str, str]]:
+    """The two answer dimensions share one layout: documents, question, the reference response, a rating."""
+    return _user(f"{task}\n### Now rate this instance with the same scale\n"
                  f"Conversation so far:\n{render_history(history)}\n\n"
-                 f"Document{'s' if len(documents) > 1 else ''}:\n"
+                 f"Document{'s' if len(documents) > 1 else ''}{documents_label}:\n"
                  f"{_documents_block(documents, max_doc_chars, numbered=False)}\n\n"
                  f"Question: {question}\n\nResponse: {answer}\n\n{RATING_FORMAT}")
+
+
+def faithfulness_messages(history: Sequence[Message], question: str, answer: str,
+                          documents: Sequence[ShownDocument], max_doc_chars: int | None = None) -> list[dict[str, str]]:
+    return _answer_messages(FAITHFULNESS_TASK, "", history, question, answer, documents, max_doc_chars)
 
 
 def quality_messages(history: Sequence[Message], question: str, answer: str,
                      documents: Sequence[ShownDocument], max_doc_chars: int | None = None) -> list[dict[str, str]]:
-    return _user(f"{QUALITY_TASK}\n### Now rate this instance with the same scale\n"
-                 f"Conversation so far:\n{render_history(history)}\n\n"
-                 f"Document{'s' if len(documents) > 1 else ''} (context):\n"
-                 f"{_documents_block(documents, max_doc_chars, numbered=False)}\n\n"
-                 f"Question: {question}\n\nResponse: {answer}\n\n{RATING_FORMAT}")
+    return _answer_messages(QUALITY_TASK, " (context)", history, question, answer, documents, max_doc_chars)
 
 
 def parse_rating(text: str) -> float:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from abc import ABC, abstractmethod
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,7 +104,7 @@ def _load_transformers(spec: TowerSpec, device: str) -> "TransformersTower":
     return TransformersTower(model.to(device).eval(), tokenizer, spec)
 
 
-class Tower:
+class Tower(ABC):
     """Shared tokenization and collation; subclasses provide the forward pass."""
 
     tokenizer: Any
@@ -175,19 +176,21 @@ class Tower:
     def dtype(self) -> torch.dtype:
         return next(self.module().parameters()).dtype
 
+    @abstractmethod
     def module(self) -> torch.nn.Module:
-        raise NotImplementedError
+        """The whole model (its parameters give the device and dtype)."""
 
+    @abstractmethod
     def transformer(self) -> torch.nn.Module:
         """The transformers model whose attention implementation packed batches need."""
-        raise NotImplementedError
 
+    @abstractmethod
     def forward(self, tensors: dict[str, Any], packed: bool) -> torch.Tensor:
-        raise NotImplementedError
+        """One collated batch -> its embeddings, in batch order."""
 
+    @abstractmethod
     def signature(self) -> dict[str, Any]:
         """What turns token states into the returned vector (recorded in results and cache keys)."""
-        raise NotImplementedError
 
     def enable_packing(self) -> bool:
         """Switch the attention implementation to the varlen one; False when this model cannot take it."""
