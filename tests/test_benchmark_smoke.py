@@ -28,3 +28,44 @@ def test_cpu_benchmark_smoke_run(tmp_path):
         assert row["docs_per_s"] > 0 and math.isfinite(row["docs_per_s"])
         assert row["docs_per_s"] == row["texts"] / sorted(row["seconds"])[len(row["seconds"]) // 2]
     assert "mtrbench engine" in proc.stdout and "% ceiling" in proc.stdout
+
+
+def _run(tmp_path, *flags):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), *flags,
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
+    """The GPU mode has no CI machine; --rehearse runs the same function on the CPU with a tiny model, so
+    a broken GPU benchmark shows up here instead of in scarce GPU time."""
+    proc = _run(tmp_path, "--rehearse", "--corpus-size", "40", "--conversations", "12")
+    [path] = list(tmp_path.glob("*-rehearsal.json"))
+    report = json.loads(path.read_text())
+    assert report["mode"] == "gpu-rehearsal" and "speeds" in report["note"]
+    assert report["engine"]["packed"] is True  # --rehearse forces the packed path (reference kernel on CPU)
+    for workload, texts in (("passages", 40), ("conversations", 12)):
+        methods = {row["method"]: row for row in report["rows"] if row["workload"] == workload}
+        assert set(methods) == {"sentence-transformers default", "sentence-transformers bf16", "mtrbench engine",
+                                "mtrbench engine, padded"}
+        engine = methods["mtrbench engine"]
+        assert engine["speedup_over_st_bf16_bs256"] == engine["docs_per_s"] / methods["sentence-transformers bf16"][
+            "docs_per_s"]
+        assert report["workloads"][workload]["texts"] == texts
+        assert report["workloads"][workload]["agreement_min_cosine"]["engine_vs_st_bf16"] >= 0.999
+    assert set(report["targets"]) == {"pct_of_ceiling>=60", "speedup_over_st_bf16_bs256>=2.3",
+                                      "speedup_over_st_default>=13", "agreement>=0.999"}
+    assert "speeds and targets mean nothing" in proc.stdout
+
+
+def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path):
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16")
+    [path] = list(tmp_path.glob("*-rehearsal-e2e.json"))
+    report = json.loads(path.read_text())
+    cold, warm = report["runs"]["cold"], report["runs"]["warm"]
+    assert cold["embedding_cache"]["encoded"] == cold["embedding_cache"]["shards"] >= 1
+    assert warm["embedding_cache"]["encoded"] == 0
+    assert warm["embedding_cache"]["loaded"] == warm["embedding_cache"]["shards"]
+    assert warm["main_score"] == cold["main_score"]
+    assert report["model"] == "tiny bge-large-shaped (random)"
