@@ -221,3 +221,35 @@ def test_cache_ls_and_rm(tmp_path, capsys):
     assert main(["cache", "rm", "--cache-dir", root]) == 2  # nothing chosen
     assert main(["cache", "ls", "--cache-dir", root]) == 0
     assert "no cached embeddings" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_shards_with_non_finite_values_are_re_encoded(tmp_path, dtype, bad):
+    """A shard whose metadata checks out but which holds NaN or ±inf (a broken fp16 run, a bit flip) is corrupt."""
+    torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    cache = EmbeddingCache(tmp_path, shard_docs=4)
+    texts = [f"text {i}" for i in range(10)]
+    key = CacheKey(model="m", revision="r", prompt="", pipeline={}, normalize=False, max_length=8, dtype=dtype,
+                   corpus=corpus_fingerprint([str(i) for i in range(10)], texts), n_docs=10)
+    calls = []
+
+    def encode(todo, sizes, on_chunk):
+        calls.append(list(todo))
+        start = 0
+        for i, size in enumerate(sizes):
+            rows = [int(t.split()[1]) for t in todo[start:start + size]]
+            on_chunk(i, torch.tensor([[r, r + 0.5, -r] for r in rows], dtype=torch_dtype))
+            start += size
+
+    expected, _ = cache.load_or_encode(key, texts, encode)
+    folder = tmp_path / key.digest()
+    poisoned = expected[4:8].clone()
+    poisoned[2, 1] = bad
+    cache._write_shard(folder / "shard-00001.safetensors", poisoned, key.digest(), 1, (4, 8))
+    calls.clear()
+    healed, report = cache.load_or_encode(key, texts, encode)
+    assert report.corrupt == 1 and report.loaded == 2 and report.encoded == 1
+    assert report.messages == ["shard 1: non-finite values"]
+    assert calls == [texts[4:8]]
+    assert torch.equal(healed, expected) and healed.dtype == torch_dtype

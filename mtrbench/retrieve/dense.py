@@ -163,11 +163,11 @@ class EmbeddingRetriever:
         key = CacheKey(model=self.doc_source.name, revision=self.doc_source.cache_revision, prompt=self.doc_prompt,
                        pipeline=tower.signature(), normalize=self.normalize, max_length=tower.max_length,
                        dtype=self.dtype, corpus=corpus_fingerprint(corpus.ids, texts), n_docs=len(texts))
-        embeddings, self.cache_report = self.cache.load_or_encode(key, texts, encode)
+        embeddings, self.cache_report = self.cache.load_or_encode(key, texts, encode, device=self.doc_engine.device)
         if self.cache_report.corrupt:
             log.warning("embedding cache: %d corrupt shard(s) re-encoded (%s)", self.cache_report.corrupt,
                         "; ".join(self.cache_report.messages))
-        self._doc_emb = embeddings.to(self.doc_engine.device)
+        self._doc_emb = embeddings
 
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         if self._doc_emb is None:
