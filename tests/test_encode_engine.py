@@ -210,3 +210,16 @@ def test_pooling_against_hand_computation():
     assert pool_packed(flat, cu, "cls").tolist() == [[0, 0], [1, 1]]
     assert pool_packed(flat, cu, "last").tolist() == [[4, 8], [3, 5]]
     torch.testing.assert_close(pool_packed(flat, cu, "mean"), torch.tensor([[2, 10 / 3], [2, 3]]))
+
+
+def test_threaded_tokenization_equals_one_thread(minilm):
+    """On CUDA the engine tokenizes a window on several threads; the ids must be those of one call, in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tower = minilm.doc_engine.tower
+    texts = [f"{i} " + TEXTS[i % len(TEXTS)] for i in range(2500)]  # above the 2,048-text threshold for splitting
+    with ThreadPoolExecutor(3) as executor:
+        threaded = tower.tokenize(texts, executor, 3)
+    assert threaded == tower.tokenize(texts)
+    assert threaded == [list(ids) for ids in tower.tokenizer(texts, truncation=True, max_length=tower.max_length)[
+        "input_ids"]]
