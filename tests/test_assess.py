@@ -521,3 +521,66 @@ def test_human_label_file_errors_name_the_row(tmp_path):
     path.write_text(path.read_text().splitlines()[0] + "\n" + path.read_text().splitlines()[1] + "\n")
     labels, counts = read_human_labels(path)
     assert [(h.doc_id, h.relevant) for h in labels] == [("d2", False)] and sum(counts.values()) == 1
+
+
+def test_changed_rounds_or_adjudicator_redo_the_affected_steps(native_mini, tmp_path):
+    """A log written with --rounds 1 is not reused as if it were a 2-round debate: every pair is debated
+    again, round 1 replays from the LLM cache (so only the 4 pairs still split after round 1 send their
+    round 2), and the result is exactly the 2-round outcome. A different adjudicator re-adjudicates."""
+    def args(base_url, *extra):
+        out = assess_args(native_mini, tmp_path, base_url, *extra)
+        out[out.index("--no-llm-cache")] = "--llm-cache"
+        out.insert(out.index("--llm-cache") + 1, str(tmp_path / "llm.sqlite"))
+        return out
+
+    one_round = Responder()
+    with ScriptedChatServer(one_round) as server:
+        assert main(args(server.base_url, "--rounds", "1")) == 0
+    assert len(debate_requests(one_round.seen)) == 8 * 2 + 1  # + the malformed reply asked again
+    split_after_round_1 = {p for p, script in SCRIPT.items() if script[0][0] != script[0][1] and "bad-once"
+                           not in script[0]}
+    assert len(split_after_round_1) == 4
+
+    two_rounds = Responder()
+    with ScriptedChatServer(two_rounds) as server:
+        assert main(args(server.base_url, "--rounds", "2")) == 0
+    sent = debate_requests(two_rounds.seen)
+    assert {s["round"] for s in sent} == {2} and {s["pair"] for s in sent} == split_after_round_1
+    assert len(sent) == 2 * len(split_after_round_1)
+    out = tmp_path / "out"
+    assert sorted(qrels_lines(out / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["warnings"]["pairs debated again: logged under other agents or another --rounds "
+                             "(rounds both share come from the LLM cache)"] == 8
+    assert stats["escalation"]["escalated"] == 2
+
+    with ScriptedChatServer(Responder()) as server:  # same settings again: nothing to do
+        assert main(args(server.base_url, "--rounds", "2")) == 0
+        assert server.request_count == 0
+
+    for adjudicator, expected_requests in (("adj", 2), ("adj", 0), ("f1", 2)):
+        responder = Responder()
+        with ScriptedChatServer(responder) as server:
+            assert main(args(server.base_url, "--adjudicator", adjudicator)) == 0
+        asked = [s for s in responder.seen if s["role"] == "adjudicator"]
+        assert len(responder.seen) == len(asked) == expected_requests
+        assert all(s["model"] == adjudicator for s in asked)
+    records = [json.loads(line) for line in (out / "assessments.jsonl").read_text().splitlines()]
+    assert [r["judge"] for r in records if r["kind"] == "adjudication"] == ["adj", "adj", "f1", "f1"]
+
+
+def test_an_adjudication_belongs_to_the_debate_logged_before_it(tmp_path):
+    from mtrbench.assess.log import AssessmentLog
+
+    log = AssessmentLog(tmp_path / "log.jsonl")
+    debate = {"kind": "debate", "qid": "q", "doc_id": "d", "status": "disagreement", "label": None,
+              "max_rounds": 1, "agents": {"Agent A": "x", "Agent B": "x"}, "rounds": []}
+    log.append(debate)
+    log.append({"kind": "adjudication", "qid": "q", "doc_id": "d", "judge": "adj", "status": "ok", "label": True})
+    entry = log.read()[("q", "d")]
+    assert entry.adjudication is not None and not entry.needs_adjudication("adj") and entry.needs_adjudication("other")
+    assert not entry.needs_debate({"max_rounds": 1}) and entry.needs_debate({"max_rounds": 2})
+    log.append({**debate, "max_rounds": 2})
+    log.close()
+    entry = log.read()[("q", "d")]
+    assert entry.adjudication is None and entry.needs_adjudication("adj") and not entry.needs_debate({"max_rounds": 2})

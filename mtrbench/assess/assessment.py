@@ -12,7 +12,8 @@ from typing import Any
 
 from mtrbench.assess.escalation import escalation_rows, merge_human_labels, write_escalations
 from mtrbench.assess.estimate import cost_estimates, first_stage, requests_upper_bound
-from mtrbench.assess.log import AssessmentLog, PairRecords
+from mtrbench.assess.dream import AGENT_A, AGENT_B
+from mtrbench.assess.log import AssessmentLog, PairRecords, debate_settings
 from mtrbench.assess.pooling import Pool, build_pool, read_runs
 from mtrbench.assess.prompts import Case, build_case
 from mtrbench.assess.refine import default_relevant_grade, refined_qrels
@@ -125,12 +126,23 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: Any = Non
     if options.humans and not options.dry_run:
         merge_human_labels(options.humans, log, entries, original, warnings)
     work = []
-    for entry in (entries.values() if roles is not None else ()):
-        if (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate()
-                or entry.needs_adjudication(roles.adjudicator is not None)):
+    if roles is not None:
+        settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, options.rounds)
+        adjudicator = roles.adjudicator.name if roles.adjudicator else None
+        for entry in entries.values():
+            if not (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate(settings)
+                    or entry.needs_adjudication(adjudicator)):
+                continue
             case = case_for(entry)
-            if case is not None:
-                work.append((case, entry))
+            if case is None:
+                continue
+            work.append((case, entry))
+            if entry.human is None and entry.debate_is_stale(settings):
+                warnings["pairs debated again: logged under other agents or another --rounds "
+                         "(rounds both share come from the LLM cache)"] += 1
+            elif (adjudicator and entry.escalated and entry.adjudication is not None
+                  and entry.adjudication.get("judge", adjudicator) != adjudicator):
+                warnings["disagreements adjudicated again: logged with another adjudicator"] += 1
     say(f"{task.name}: {len(entries)} pairs ({len(work)} with work left), log {paths.log}")
     usage: dict[str, dict[str, Any]] = {}
     if work:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, Debate
-from mtrbench.assess.log import PairRecords
+from mtrbench.assess.log import PairRecords, debate_settings
 from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
@@ -29,20 +29,22 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
         request = ChatRequest(key=key, messages=messages, parse=parse, want_json=True)
         out.setdefault(judge.name, {s: [] for s in STAGES})[stage].append(request)
 
+    settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, rounds)
     for case, entry in work:
         if entry.needs_prefilter(bool(roles.prefilter)):
             for judge in roles.prefilter:
                 add(judge, "prefilter", f"{case.qid} | {case.doc_id} | prefilter", prefilter_messages(case),
                     parse_support)
-        if entry.needs_debate():
+        debate = entry.needs_debate(settings)
+        if debate:
             for n in range(1, rounds + 1):
                 history = Debate(rounds).history() if n == 1 else placeholder
                 for (agent, other), judge in zip(((AGENT_A, AGENT_B), (AGENT_B, AGENT_A)), (roles.agent_a, roles.agent_b)):
                     add(judge, "round 1" if n == 1 else "later rounds", f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
                         agent_messages(case, agent.name, other.name, history), parse_verdict)
-        if roles.adjudicator is not None and (entry.needs_debate() or entry.needs_adjudication(True)):
+        if roles.adjudicator is not None and (debate or entry.needs_adjudication(roles.adjudicator.name)):
             history = (Debate.from_dicts(len(entry.debate["rounds"]), entry.debate["rounds"]).history()
-                       if entry.escalated else placeholder)
+                       if entry.escalated and not debate else placeholder)
             add(roles.adjudicator, "adjudicator", f"{case.qid} | {case.doc_id} | adjudicator",
                 adjudicator_messages(case, history), parse_verdict)
     return out

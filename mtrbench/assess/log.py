@@ -20,6 +20,13 @@ from mtrbench.errors import MtrbenchError
 KINDS = ("prefilter", "debate", "adjudication", "human")
 
 
+def debate_settings(agents: dict[str, Any], max_rounds: int) -> dict[str, Any]:
+    """What a logged debate depends on besides the pair: ``agents`` maps each agent (A, B) to its judge.
+    A debate logged under other settings is held again."""
+    return {"max_rounds": max_rounds, "agents": {name: judge.name for name, judge in agents.items()},
+            "agent_models": {name: judge.model for name, judge in agents.items()}}
+
+
 @dataclass
 class PairRecords:
     qid: str
@@ -54,15 +61,25 @@ class PairRecords:
             return False
         return self.prefilter is None or self.prefilter["status"] == "failed"
 
-    def needs_debate(self) -> bool:
+    def needs_debate(self, settings: dict[str, Any] | None = None) -> bool:
+        """No usable debate yet: none, a failed one, or (given this run's ``debate_settings``) one held with
+        other agents or another round limit. Rounds both settings share replay from the LLM cache."""
         if self.human is not None or self.discarded:
             return False
-        return self.debate is None or self.debate["status"] == "failed"
+        return self.debate is None or self.debate["status"] == "failed" or (
+            settings is not None and self.debate_is_stale(settings))
 
-    def needs_adjudication(self, adjudicator: bool) -> bool:
-        if not adjudicator or self.human is not None:
+    def debate_is_stale(self, settings: dict[str, Any]) -> bool:
+        if self.debate is None:
             return False
-        return self.escalated and (self.adjudication is None or self.adjudication["status"] == "failed")
+        return any(key in self.debate and self.debate[key] != value for key, value in settings.items())
+
+    def needs_adjudication(self, adjudicator: str | None) -> bool:
+        """``adjudicator``: this run's adjudicator's name (None: no adjudicator); another judge's verdict is redone."""
+        if adjudicator is None or self.human is not None:
+            return False
+        return self.escalated and (self.adjudication is None or self.adjudication["status"] == "failed"
+                                   or self.adjudication.get("judge", adjudicator) != adjudicator)
 
 
 def _record(line: str) -> dict[str, Any] | None:
@@ -99,6 +116,8 @@ class AssessmentLog:
                     raise MtrbenchError(f"{self.path}:{n}: not an assessment log record")
                 entry = pairs.setdefault((record["qid"], record["doc_id"]), PairRecords(record["qid"], record["doc_id"]))
                 setattr(entry, record["kind"], record)
+                if record["kind"] == "debate":  # an adjudication settles the debate logged before it, not this one
+                    entry.adjudication = None
         return pairs
 
     def append(self, record: dict[str, Any]) -> None:

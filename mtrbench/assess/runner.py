@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
-from mtrbench.assess.log import AssessmentLog, PairRecords
+from mtrbench.assess.log import AssessmentLog, PairRecords, debate_settings
 from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
@@ -26,6 +26,7 @@ class PairAssessor:
         self.clients = clients
         self.log = log
         self.rounds = rounds
+        self.settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, rounds)
 
     async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse) -> Any:
         from mtrbench.llm.client import ChatRequest
@@ -67,9 +68,7 @@ class PairAssessor:
             debate.add_round(results[0].value, results[1].value)
         record = {"kind": "debate", "qid": case.qid, "doc_id": case.doc_id,
                   "status": "failed" if error else debate.state, "label": debate.label,
-                  "consensus_round": debate.consensus_round, "max_rounds": self.rounds,
-                  "agents": {AGENT_A.name: judges[AGENT_A.name].name, AGENT_B.name: judges[AGENT_B.name].name},
-                  "rounds": debate.rounds_as_dicts()}
+                  "consensus_round": debate.consensus_round, **self.settings, "rounds": debate.rounds_as_dicts()}
         if error:
             record["error"] = error
         return record
@@ -91,9 +90,10 @@ class PairAssessor:
             entry.prefilter = self._logged(await self.prefilter(case))
             if entry.prefilter["status"] != "kept":
                 return
-        if entry.needs_debate():
+        if entry.needs_debate(self.settings):
             entry.debate = self._logged(await self.debate(case))
-        if entry.needs_adjudication(self.roles.adjudicator is not None):
+            entry.adjudication = None
+        if entry.needs_adjudication(self.roles.adjudicator.name if self.roles.adjudicator else None):
             entry.adjudication = self._logged(await self.adjudicate(case, entry.debate))
 
     def _logged(self, record: dict[str, Any]) -> dict[str, Any]:
