@@ -584,3 +584,24 @@ def test_an_adjudication_belongs_to_the_debate_logged_before_it(tmp_path):
     log.close()
     entry = log.read()[("q", "d")]
     assert entry.adjudication is None and entry.needs_adjudication("adj") and not entry.needs_debate({"max_rounds": 2})
+
+
+def test_a_dead_judge_stops_assess_with_one_line_and_the_next_run_finishes(native_mini, tmp_path, capsys):
+    judges = tmp_path / "dead.json"
+    with ScriptedChatServer(lambda body: Reply("down", status=503)) as server:
+        judges.write_text(json.dumps({"judges": [{"name": "agent", "model": "agent", "base_url": server.base_url,
+                                                  "max_retries": 0, "max_failures_in_a_row": 3,
+                                                  "concurrency": 1}]}))
+        args = assess_args(native_mini, tmp_path, server.base_url, "--concurrency", "1")
+        args[args.index("--judges") + 1] = str(judges)
+        assert main(args) == 2
+        assert server.request_count == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the cost estimate's note
+    assert "3 requests in a row failed" in last and "run again to resume" in last and "Traceback" not in last
+    log_path = tmp_path / "out" / "assessments.jsonl"
+    logged = [json.loads(line) for line in log_path.read_text().splitlines()] if log_path.exists() else []
+    assert all(r["status"] == "failed" and r["label"] is None for r in logged)  # retried by the next run
+
+    with ScriptedChatServer(Responder()) as server:
+        assert main(assess_args(native_mini, tmp_path, server.base_url)) == 0
+    assert sorted(qrels_lines(tmp_path / "out" / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)

@@ -423,3 +423,36 @@ def test_cache_is_safe_across_threads_and_instances(tmp_path):
     assert reopened.get("w3-39") == {"text": "reply 3 39", "model": "", "prompt_tokens": 39, "completion_tokens": 0,
                                      "created": reopened.get("w3-39")["created"]}
     assert reopened.get("missing") is None
+
+
+def test_a_dead_server_stops_the_run_after_max_failures_in_a_row():
+    with ScriptedChatServer([Reply(status=503)]) as server:
+        client = make_client(make_judge(server, max_retries=1, concurrency=1, max_failures_in_a_row=3))
+        with pytest.raises(MtrbenchError) as caught:
+            client.run([rating_request(f"q{i}") for i in range(10)], show_progress=False)
+        # 3 items x (1 try + 1 retry), then nothing more is sent
+        assert server.request_count == 6
+    message = str(caught.value)
+    assert "judge 'judge-a'" in message and "3 requests in a row failed" in message
+    assert "last: HTTP 503 after 2 attempts" in message and "\n" not in message and SECRET not in message
+    with pytest.raises(MtrbenchError):  # stays stopped: no further requests from this client
+        run_one(client, rating_request("later"))
+
+
+def test_failures_between_replies_do_not_stop_the_run():
+    """Failures that alternate with replies (even malformed ones) never reach the limit."""
+    script = [Reply(status=404, content="no"), "Rating: [[3]]", Reply(status=404, content="no"), "no rating here",
+              Reply(status=404, content="no"), "Rating: [[5]]", Reply(status=404, content="no")]
+    with ScriptedChatServer(sequence(script)) as server:
+        client = make_client(make_judge(server, max_retries=0, parse_retries=0, concurrency=1,
+                                        max_failures_in_a_row=2))
+        results = client.run([rating_request(f"q{i}") for i in range(7)], show_progress=False)
+    assert [r.ok for r in results] == [False, True, False, False, False, True, False]
+    assert server.request_count == 7 and client.usage.failures == 5
+
+
+def test_max_failures_in_a_row_zero_never_stops():
+    with ScriptedChatServer([Reply(status=500)]) as server:
+        client = make_client(make_judge(server, max_retries=0, concurrency=2, max_failures_in_a_row=0))
+        results = client.run([rating_request(f"q{i}") for i in range(12)], show_progress=False)
+    assert not any(r.ok for r in results) and server.request_count == 12

@@ -183,6 +183,8 @@ class ChatClient:
         self.retry_after_max_s = retry_after_max_s
         self.usage = Usage()
         self._json_mode_refused = False  # the server answered 400 to response_format
+        self._failures_in_a_row = 0  # items whose transport failed, since the last reply of any kind
+        self._stopped: str | None = None  # set once too many failed in a row: every later call raises it
         self._loop_state: tuple[asyncio.AbstractEventLoop, Any, asyncio.Semaphore] | None = None
 
     def __repr__(self) -> str:
@@ -276,7 +278,24 @@ class ChatClient:
         return ChatResult(key=request.key, ok=ok, text=text, value=value, error=error, attempts=attempts,
                           cached=cached, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
+    def _count_transport(self, error: str | None) -> None:
+        """Circuit breaker: a server that fails every request stops the run instead of failing each item slowly."""
+        if error is None:
+            self._failures_in_a_row = 0
+            return
+        self._failures_in_a_row += 1
+        limit = self.judge.max_failures_in_a_row
+        if limit and self._failures_in_a_row >= limit and self._stopped is None:
+            self._stopped = (
+                f"judge '{self.judge.name}' at {display_url(self.base_url)}: {self._failures_in_a_row} requests in a "
+                f"row failed after their retries (last: {error}); stopped. Finished work is saved: fix the server, "
+                f"model or key and run again to resume (max_failures_in_a_row in the judges file sets the limit)")
+        if self._stopped is not None:
+            raise MtrbenchError(self._stopped)
+
     async def _complete(self, client: Any, request: ChatRequest) -> ChatResult:
+        if self._stopped is not None:
+            raise MtrbenchError(self._stopped)
         parse = request.parse or (lambda text: text)
         key = self.cache_key(request)
         if self.cache is not None:
@@ -295,6 +314,7 @@ class ChatClient:
         attempts = prompt_tokens = completion_tokens = parse_attempts = 0
         while True:
             outcome = await self._send(client, request)
+            self._count_transport(outcome.error)
             attempts += outcome.attempts
             prompt_tokens += outcome.prompt_tokens
             completion_tokens += outcome.completion_tokens

@@ -37,6 +37,9 @@ class JudgeConfig:
     max_retries: int = 5  # transport retries (timeouts, 429, 5xx, connection errors)
     parse_retries: int = 2  # extra requests when a reply cannot be parsed
     concurrency: int = 8
+    # Stop the run (finished work is kept) when this many requests in a row fail after their retries: a dead
+    # server, a wrong key or model name. 0: never stop.
+    max_failures_in_a_row: int = 10
     # None: send response_format=json_object when the request asks for JSON, and stop sending it to this
     # server if it answers 400 to it. True: always send it for JSON requests. False: never.
     json_mode: bool | None = None
@@ -72,6 +75,7 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
         ("max_retries", judge.max_retries, 0, True),
         ("parse_retries", judge.parse_retries, 0, True),
         ("concurrency", judge.concurrency, 1, True),
+        ("max_failures_in_a_row", judge.max_failures_in_a_row, 0, True),
     ]
     for name, value, minimum, integer in checks:
         if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
