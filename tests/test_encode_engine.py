@@ -223,3 +223,34 @@ def test_threaded_tokenization_equals_one_thread(minilm):
     assert threaded == tower.tokenize(texts)
     assert threaded == [list(ids) for ids in tower.tokenizer(texts, truncation=True, max_length=tower.max_length)[
         "input_ids"]]
+
+
+@pytest.mark.parametrize("scale", [None, 0.125, 0.3])
+@pytest.mark.parametrize("with_scale_argument", [True, False])
+def test_torch_varlen_adapter_applies_the_scale_on_every_signature(scale, with_scale_argument):
+    """torch 2.10's varlen_attn has no ``scale``; the adapter folds it into the queries. Checked against
+    per-sequence SDPA with the wanted scale, using a stand-in kernel of either signature (the real one
+    needs CUDA)."""
+    from mtrbench.encode.varlen import _reference, adapt_torch_varlen
+
+    def kernel(q, k, v, cu_q, cu_k, max_q, max_k, **kwargs):
+        assert torch.equal(cu_q, cu_k) and max_q == max_k == int((cu_q[1:] - cu_q[:-1]).max())
+        return _reference(q, k, v, cu_q, kwargs.get("scale"))  # scale None: SDPA's 1/sqrt(head_dim)
+
+    if with_scale_argument:
+        def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None, scale=None):
+            return kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale=scale)
+    else:
+        def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, is_causal=False, return_aux=None):
+            return kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
+
+    torch.manual_seed(0)
+    lengths = [3, 7, 1, 5]
+    cu = torch.tensor([0, *np.cumsum(lengths)], dtype=torch.int32)
+    q, k, v = (torch.randn(sum(lengths), 4, 16) for _ in range(3))
+    ours = adapt_torch_varlen(varlen_attn)(q, k, v, cu, max(lengths), scale)
+    wanted = scale if scale is not None else 16 ** -0.5
+    for start, end in zip(cu[:-1].tolist(), cu[1:].tolist()):
+        expected = torch.softmax(q[start:end].transpose(0, 1) @ k[start:end].transpose(0, 1).transpose(1, 2) * wanted,
+                                 dim=-1) @ v[start:end].transpose(0, 1)
+        torch.testing.assert_close(ours[start:end], expected.transpose(0, 1), atol=1e-5, rtol=1e-5)

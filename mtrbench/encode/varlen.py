@@ -18,16 +18,31 @@ import torch.nn.functional as F
 NAME = "mtrbench_varlen"
 
 
+def adapt_torch_varlen(varlen_attn):
+    """fn(q, k, v, cu, max_len, scale) over torch's ``varlen_attn``. Its first release (torch 2.10) takes
+    no ``scale`` and always uses 1/sqrt(head_dim): there another scale is folded into the queries."""
+    import inspect
+
+    takes_scale = "scale" in inspect.signature(varlen_attn).parameters
+
+    def torch_varlen(q, k, v, cu, max_len, scale):
+        if takes_scale:
+            return varlen_attn(q, k, v, cu, cu, max_len, max_len, scale=scale)
+        default = q.shape[-1] ** -0.5
+        if scale is not None and abs(scale - default) > 1e-12 * default:
+            q = q * (scale / default)
+        return varlen_attn(q, k, v, cu, cu, max_len, max_len)
+
+    return torch_varlen
+
+
 @functools.lru_cache(maxsize=1)
 def _cuda_kernel():
     """(name, fn(q, k, v, cu, max_len, scale)) for (T, H, D) half-precision CUDA tensors, or None."""
     try:
         from torch.nn.attention.varlen import varlen_attn
 
-        def torch_varlen(q, k, v, cu, max_len, scale):
-            return varlen_attn(q, k, v, cu, cu, max_len, max_len, scale=scale)
-
-        return "torch.varlen_attn", torch_varlen
+        return "torch.varlen_attn", adapt_torch_varlen(varlen_attn)
     except ImportError:
         pass
     try:
