@@ -100,3 +100,18 @@ def test_pool_analysis_five_runs_by_hand():
     assert result.total_holes == 3
     averaged = pool_analysis(runs, original, refined, k=2, metric="hit", n_orders=4, seed=1)
     assert len(averaged.orders) == 4 and averaged.marginal_contribution == result.marginal_contribution
+
+
+def test_batched_resampling_gives_scipy_s_one_shot_numbers():
+    """bootstrap_ci/randomization_test draw resamples in batches (bounded memory); the numbers must be those
+    of scipy's default single draw with the same seed."""
+    rng = np.random.default_rng(3)
+    x = rng.random(3000)
+    y = x + rng.normal(0.004, 0.1, 3000)
+    reference = stats.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile", vectorized=True,
+                                random_state=np.random.default_rng(0)).confidence_interval
+    assert bootstrap_ci(x) == (reference.low, reference.high)
+    p = stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
+                               n_resamples=10_000, alternative="two-sided", vectorized=True,
+                               random_state=np.random.default_rng(0)).pvalue
+    assert randomization_test(x, y) == p
