@@ -128,15 +128,16 @@ ROWS = [{"_id": 7, "title": "Lake", "text": "deep water"}, {"_id": 8, "title": N
         {"_id": 9, "text": "twelve"}]  # integer ids (Arrow keeps a column's type), a null title, a missing one
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([{"_id": "a", "text": "x"}, {"_id": None, "text": "y"}], "corpus record 1 has no '_id'"),
-    ([{"_id": "a", "text": "x"}, {"_id": "b", "text": None}], "corpus record 'b' has no 'text'"),
-    ([{"doc": "a", "text": "x"}], "corpus record 0 has no '_id'"),
-    ([{"_id": "a", "body": "x"}], "corpus record 'a' has no 'text'"),
+@pytest.mark.parametrize("rows, by_rows, by_columns", [
+    ([{"_id": "a", "text": "x"}, {"_id": None, "text": "y"}], "corpus record 1 has no '_id'", " record 1: no '_id'"),
+    ([{"_id": "a", "text": "x"}, {"_id": "b", "text": None}], "corpus record 'b' has no 'text'",
+     " record 1 (b): no 'text'"),
+    ([{"doc": "a", "text": "x"}], "corpus record 0 has no '_id'", ": corpus needs column(s) ['_id']"),
+    ([{"_id": "a", "body": "x"}], "corpus record 'a' has no 'text'", ": corpus needs column(s) ['text']"),
 ])
-def test_corpus_from_a_dataset_is_read_by_column_with_the_same_checks(rows, message):
+def test_corpus_from_a_dataset_is_read_by_column_with_the_same_checks(rows, by_rows, by_columns):
     """A datasets.Dataset takes the column path (a million rows in seconds, not a minute); it must give the
-    corpus and the errors the row-by-row path gives."""
+    corpus the row-by-row path gives, and refuse the same records, naming the file, record and field."""
     from datasets import Dataset
 
     from mtrbench.data.loaders.common import corpus_from_rows
@@ -146,7 +147,8 @@ def test_corpus_from_a_dataset_is_read_by_column_with_the_same_checks(rows, mess
             corpus_from_rows(source, "corpus.jsonl")
         return str(caught.value)
 
-    assert error(iter(rows)) == error(Dataset.from_list(rows)) == f"corpus.jsonl: {message}"
+    assert error(iter(rows)) == f"corpus.jsonl: {by_rows}"
+    assert error(Dataset.from_list(rows)).startswith(f"corpus.jsonl{by_columns}")
     by_rows, by_columns = corpus_from_rows(iter(ROWS), "c"), corpus_from_rows(Dataset.from_list(ROWS), "c")
     assert (by_columns.ids, by_columns.titles, by_columns.texts) == (["7", "8", "9"], ["Lake", "", ""],
                                                                      ["deep water", "a bridge", "twelve"])

@@ -15,7 +15,8 @@ def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str 
     """A ``Corpus`` from ``{id_field, text, title?}`` records: dicts, or a ``datasets.Dataset``, which is read
     column by column (a million rows one dict at a time took 50 s; by column, about a second)."""
     if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
-        return _corpus_from_columns(rows, origin, id_field)
+        return corpus_from_dataset(rows, origin, id_column=id_field, text_column="text",
+                                   title_column="title" if "title" in rows.column_names else None)
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
@@ -29,30 +30,6 @@ def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str 
         ids.append(str(doc_id))
         titles.append(str(row.get("title") or ""))
         texts.append(str(text))
-    return Corpus(ids=ids, titles=titles, texts=texts)
-
-
-def _corpus_from_columns(ds, origin: str, id_field: str) -> Corpus:
-    """``corpus_from_rows`` for a ``datasets.Dataset``, with the same checks and messages."""
-    if len(ds) == 0:
-        return Corpus(ids=[], titles=[], texts=[])
-    names = ds.column_names
-    if id_field not in names:
-        raise MtrbenchError(f"{origin}: corpus record 0 has no '{id_field}'")
-    columns = [id_field] + [c for c in ("text", "title") if c in names]
-    data = ds.select_columns(columns).to_dict()
-    raw_ids = data[id_field]
-    for n, value in enumerate(raw_ids):
-        if value is None:
-            raise MtrbenchError(f"{origin}: corpus record {n} has no '{id_field}'")
-    ids = [value if isinstance(value, str) else str(value) for value in raw_ids]
-    raw_texts = data.get("text") or [None] * len(ids)
-    for n, text in enumerate(raw_texts):
-        if text is None:
-            raise MtrbenchError(f"{origin}: corpus record '{ids[n]}' has no 'text'")
-    texts = [text if isinstance(text, str) else str(text) for text in raw_texts]
-    raw_titles = data.get("title")
-    titles = [str(t) if t else "" for t in raw_titles] if raw_titles is not None else [""] * len(ids)
     return Corpus(ids=ids, titles=titles, texts=texts)
 
 
@@ -105,7 +82,8 @@ def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: 
     for n, text in enumerate(texts):
         if text is None:
             raise MtrbenchError(f"{origin} record {n} ({ids[n]}): no '{text_column}'")
-    titles = [t or "" for t in data[title_column]] if title_column else [""] * len(ids)
+    texts = [text if isinstance(text, str) else str(text) for text in texts]
+    titles = [str(t) if t else "" for t in data[title_column]] if title_column else [""] * len(ids)
     return Corpus(ids=ids, titles=titles, texts=texts)
 
 
