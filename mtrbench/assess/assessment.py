@@ -12,8 +12,7 @@ from typing import Any
 
 from mtrbench.assess.escalation import escalation_rows, merge_human_labels, write_escalations
 from mtrbench.assess.estimate import cost_estimates, first_stage, requests_upper_bound
-from mtrbench.assess.dream import AGENT_A, AGENT_B
-from mtrbench.assess.log import AssessmentLog, PairRecords, debate_settings
+from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.pooling import Pool, build_pool, read_runs
 from mtrbench.assess.prompts import Case, build_case
 from mtrbench.assess.refine import default_relevant_grade, refined_qrels
@@ -127,7 +126,7 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: Any = Non
         merge_human_labels(options.humans, log, entries, original, warnings)
     work = []
     if roles is not None:
-        settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, options.rounds)
+        settings = roles.debate_settings(options.rounds)
         adjudicator = roles.adjudicator.name if roles.adjudicator else None
         for entry in entries.values():
             if not (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate(settings)

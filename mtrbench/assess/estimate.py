@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, Debate
-from mtrbench.assess.log import PairRecords, debate_settings
+from mtrbench.assess.log import PairRecords
 from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
@@ -29,7 +29,7 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
         request = ChatRequest(key=key, messages=messages, parse=parse, want_json=True)
         out.setdefault(judge.name, {s: [] for s in STAGES})[stage].append(request)
 
-    settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, rounds)
+    settings = roles.debate_settings(rounds)
     for case, entry in work:
         if entry.needs_prefilter(bool(roles.prefilter)):
             for judge in roles.prefilter:

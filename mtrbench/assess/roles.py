@@ -26,6 +26,13 @@ class Roles:
             seen.setdefault(judge.name, judge)
         return list(seen.values())
 
+    def debate_settings(self, rounds: int) -> dict[str, Any]:
+        """What a logged debate must match to be reused (see ``log.debate_settings``)."""
+        from mtrbench.assess.dream import AGENT_A, AGENT_B
+        from mtrbench.assess.log import debate_settings
+
+        return debate_settings({AGENT_A.name: self.agent_a, AGENT_B.name: self.agent_b}, rounds)
+
     def describe(self) -> dict[str, Any]:
         def who(judge):
             return {"name": judge.name, "model": judge.model}

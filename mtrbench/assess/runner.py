@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
-from mtrbench.assess.log import AssessmentLog, PairRecords, debate_settings
+from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
@@ -26,7 +26,7 @@ class PairAssessor:
         self.clients = clients
         self.log = log
         self.rounds = rounds
-        self.settings = debate_settings({AGENT_A.name: roles.agent_a, AGENT_B.name: roles.agent_b}, rounds)
+        self.settings = roles.debate_settings(rounds)
 
     async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse) -> Any:
         from mtrbench.llm.client import ChatRequest
