@@ -108,13 +108,14 @@ def agent_messages(case: Case, me: str, other: str, history: Sequence[tuple[str,
         _guide(),
         "Explain step by step how you read the passage and how you respond to the other agent's position; quote "
         "the sentences of the passage that decide the matter, if there are any, and end with a clear justification.",
-        "In \"response\" give your decision:",
-        f"- yes: {YES_MEANING}",
-        f"- no: {NO_MEANING}",
-        "",
-        _REPLY_FORMAT,
+        *_decision_lines(),
     ])
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _decision_lines() -> list[str]:
+    """How a debate agent or the adjudicator states its decision (the same for both)."""
+    return ["In \"response\" give your decision:", f"- yes: {YES_MEANING}", f"- no: {NO_MEANING}", "", _REPLY_FORMAT]
 
 
 def adjudicator_messages(case: Case, history: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -134,11 +135,7 @@ def adjudicator_messages(case: Case, history: Sequence[tuple[str, str]]) -> list
         _guide(ADJUDICATOR_RULES),
         "Explain step by step how you read the passage, how you weighed both agents' arguments and how you applied "
         "the rules, and end with a clear justification.",
-        "In \"response\" give your decision:",
-        f"- yes: {YES_MEANING}",
-        f"- no: {NO_MEANING}",
-        "",
-        _REPLY_FORMAT,
+        *_decision_lines(),
     ])
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
