@@ -58,6 +58,8 @@ DEFAULT_LOCK_WAIT_S = 600.0
 # (texts, chunk_sizes, on_chunk(i, embeddings)) -> embeddings
 EncodeFn = Callable[[list[str], list[int], Callable[[int, torch.Tensor], None]], Any]
 
+_clock = time.monotonic  # what shard durations are measured with (tests substitute a fake clock)
+
 
 def default_root() -> Path:
     base = os.environ.get("MTRBENCH_CACHE_DIR")
@@ -282,7 +284,7 @@ class _Pending:
     start: int = -1
     end: int = -1
     nbytes: int = 0
-    since: float = 0.0  # time.monotonic() when its encoding began
+    since: float = 0.0  # _clock() when its encoding began
 
 
 class EmbeddingCache:
@@ -322,7 +324,11 @@ class EmbeddingCache:
             if not problems:
                 return self._assemble(pieces, manifest, report, device)
         lock = EntryLock(folder, digest[:12])
-        report.lock_wait_s = round(lock.acquire(self.lock_wait_s), 3)
+        try:
+            report.lock_wait_s = round(lock.acquire(self.lock_wait_s), 3)
+        except OSError as exc:
+            raise MtrbenchError(f"cannot write to the embedding cache folder {folder}: {exc.strerror or exc} "
+                                f"(use --cache-dir DIR or --no-cache)") from None
         try:
             return self._fill(folder, key, texts, encode, device, n_devices, report, checked)
         finally:
@@ -370,7 +376,7 @@ class EmbeddingCache:
                 blocks.append((position, stop))
                 position = stop
         gap_ends = {end for _, end in gaps}
-        pending = _Pending(since=time.monotonic())
+        pending = _Pending(since=_clock())
 
         def close() -> None:
             tensor = pending.parts[0] if len(pending.parts) == 1 else torch.cat(pending.parts)
@@ -379,14 +385,14 @@ class EmbeddingCache:
             manifest.next_index += 1
             self._write_shard(folder / shard_file(index), host, manifest.key, index, (pending.start, pending.end))
             manifest.add(ShardRecord(index=index, start=pending.start, end=pending.end, sha256=tensor_sha256(host),
-                                     seconds=round(time.monotonic() - pending.since, 3), written=_now()))
+                                     seconds=round(_clock() - pending.since, 3), written=_now()))
             manifest.dim = manifest.dim or int(host.shape[1])
             manifest.updated = _now()
             self._write_manifest(folder, manifest)  # after its shard: a listed shard is always on disk
             pieces[pending.start] = tensor.detach().to(device)
             report.encoded += 1
             report.texts_encoded += pending.end - pending.start
-            pending.parts, pending.nbytes, pending.since = [], 0, time.monotonic()
+            pending.parts, pending.nbytes, pending.since = [], 0, _clock()
 
         def on_block(i: int, embeddings: torch.Tensor) -> None:
             start, end = blocks[i]
@@ -396,7 +402,7 @@ class EmbeddingCache:
             pending.end = end
             pending.nbytes += embeddings.numel() * embeddings.element_size()
             limits = self.limits
-            if (end in gap_ends or time.monotonic() - pending.since >= limits.seconds
+            if (end in gap_ends or _clock() - pending.since >= limits.seconds
                     or pending.nbytes >= limits.bytes or (limits.texts and end - pending.start >= limits.texts)):
                 close()
 
