@@ -280,7 +280,7 @@ def _now() -> str:
 class _Pending:
     """Blocks encoded since the last shard was closed."""
 
-    parts: list[torch.Tensor] = field(default_factory=list)
+    parts: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (first row, embeddings) per block
     start: int = -1
     end: int = -1
     nbytes: int = 0
@@ -379,8 +379,8 @@ class EmbeddingCache:
         pending = _Pending(since=_clock())
 
         def close() -> None:
-            tensor = pending.parts[0] if len(pending.parts) == 1 else torch.cat(pending.parts)
-            host = tensor.detach().to("cpu").contiguous()
+            tensors = [part for _, part in pending.parts]
+            host = (tensors[0] if len(tensors) == 1 else torch.cat(tensors)).detach().to("cpu").contiguous()
             index = manifest.next_index
             manifest.next_index += 1
             self._write_shard(folder / shard_file(index), host, manifest.key, index, (pending.start, pending.end))
@@ -389,7 +389,8 @@ class EmbeddingCache:
             manifest.dim = manifest.dim or int(host.shape[1])
             manifest.updated = _now()
             self._write_manifest(folder, manifest)  # after its shard: a listed shard is always on disk
-            pieces[pending.start] = tensor.detach().to(device)
+            for start, part in pending.parts:  # the engine's own rows, not a concatenated copy
+                pieces[start] = part.detach().to(device)
             report.encoded += 1
             report.texts_encoded += pending.end - pending.start
             pending.parts, pending.nbytes, pending.since = [], 0, _clock()
@@ -398,7 +399,7 @@ class EmbeddingCache:
             start, end = blocks[i]
             if not pending.parts:
                 pending.start = start
-            pending.parts.append(embeddings)
+            pending.parts.append((start, embeddings))
             pending.end = end
             pending.nbytes += embeddings.numel() * embeddings.element_size()
             limits = self.limits
@@ -411,7 +412,7 @@ class EmbeddingCache:
     def _verify(self, folder: Path, manifest: Manifest, dtype: str, device: str | torch.device,
                 checked: dict[tuple[int, str], torch.Tensor | str]
                 ) -> tuple[dict[int, torch.Tensor], list[tuple[ShardRecord, str]]]:
-        """(start -> embeddings of the shards that check out, (shard, problem) of those that do not)."""
+        """(first row -> embeddings of the shards that check out, (shard, problem) of those that do not)."""
         pieces, problems = {}, []
         for record in manifest.shards:
             memo = (record.index, record.sha256)
