@@ -44,7 +44,8 @@ def _add_eval(sub) -> None:
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
     p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
-    p.add_argument("--metrics", help="ndcg,recall,mrr,map,precision,hit [task card's]")
+    p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
+                                     "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
@@ -69,7 +70,7 @@ def _cmd_eval(args) -> int:
     from rich.console import Console
 
     from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line, run_eval
-    from mtrbench.metrics.trec_metrics import parse_k_values
+    from mtrbench.measures import parse_k_values
     from mtrbench.results.table import strategies_table, turn_table
     from mtrbench.serialize.history import QueryFormat
 
@@ -94,8 +95,7 @@ def _cmd_eval(args) -> int:
                "unpad": args.unpad, "cache_dir": args.cache_dir, "use_cache": not args.no_cache,
                "pooling": args.pooling, "similarity": args.similarity}
     say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
-    config.analyses = lambda qrels, run, evaluation, k_values, families: run_analyses(
-        args, qrels, run, evaluation, k_values, families)
+    config.analyses = lambda qrels, run, evaluation, measures: run_analyses(args, qrels, run, evaluation, measures)
     results = run_eval(model, args.task, config, options, progress=say)
     first = results[0]
     title = f"{args.task} · {model} · {first.n_evaluated} queries evaluated"
@@ -130,13 +130,14 @@ def _add_score(sub) -> None:
     p.add_argument("--relevance-level", type=int, default=1, help="minimum grade counted relevant by binary "
                                                                   "measures (TREC CAsT: 2) [1]")
     p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
-                   help="also: hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
+                   help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
+                        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
     _add_analysis_options(p)
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
 
 
-def run_analyses(args, qrels, run, evaluation, k_values, families) -> dict:
+def run_analyses(args, qrels, run, evaluation, measures) -> dict:
     """Refined-qrels comparison and RAGAlign, as asked for on the command line (shared by eval and score)."""
     from mtrbench.metrics.ragalign import read_generation_judgments
     from mtrbench.metrics.report import ragalign_report, refined_comparison
@@ -146,7 +147,7 @@ def run_analyses(args, qrels, run, evaluation, k_values, families) -> dict:
     evaluations = {"qrels": evaluation}
     refined_path = getattr(args, "refined_qrels", None)
     if refined_path:
-        comparison = refined_comparison(qrels, read_qrels(refined_path), run, k_values, families)
+        comparison = refined_comparison(qrels, read_qrels(refined_path), run, measures, evaluation.relevance_level)
         evaluations = dict(zip(("original", "refined"), comparison.pop("_evaluations")))
         out["refined_qrels"] = comparison
     if getattr(args, "generation_judgments", None):
@@ -160,16 +161,16 @@ def _cmd_score(args) -> int:
 
     from mtrbench.metrics.report import confidence_intervals
     from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
-    from mtrbench.metrics.trec_metrics import evaluate, parse_families, parse_k_values
+    from mtrbench.measures import evaluate, parse_k_values, parse_measures
     from mtrbench.results.table import scores_table
 
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
-    k_values, families = parse_k_values(args.k_values), parse_families(args.metrics.split(","))
+    measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
     unjudged_run_queries = sorted(set(run) - set(qrels))
-    evaluation = evaluate(qrels, run, k_values, families, relevance_level=args.relevance_level)
+    evaluation = evaluate(qrels, run, measures, relevance_level=args.relevance_level)
     scores = evaluation.scores()
-    analyses = run_analyses(args, qrels, run, evaluation, k_values, families)
+    analyses = run_analyses(args, qrels, run, evaluation, measures)
     if args.per_query:
         for qid, values in evaluation.per_query.items():
             print(json.dumps({"qid": qid, **values}))
@@ -218,7 +219,7 @@ def _cmd_compare(args) -> int:
 
     from mtrbench.metrics.significance import compare_paired
     from mtrbench.metrics.trec_io import atomic_write_text
-    from mtrbench.metrics.trec_metrics import pretty_name
+    from mtrbench.measures import label as pretty_name
     from mtrbench.results.compare import load_per_query
 
     a_name, a = load_per_query(args.result_a)

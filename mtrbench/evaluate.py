@@ -14,7 +14,7 @@ from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
 from mtrbench.metrics.trec_io import Run
-from mtrbench.metrics.trec_metrics import evaluate, metric_key, parse_families
+from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
 from mtrbench.retrieve import build_retriever, resolve_model
 from mtrbench.retrieve.base import Retriever
@@ -31,14 +31,14 @@ class EvalConfig:
     fmt: QueryFormat = field(default_factory=QueryFormat)
     top_k: int = 100
     k_values: list[int] | None = None  # None: the task card's
-    metrics: list[str] | None = None  # None: the task card's
+    metrics: list[str] | None = None  # measure strings or family names; None: the task card's
     split: str | None = None
     data_dir: str | None = None
     corpus_path: str | None = None
     output_dir: Path = Path("results")
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
-    # (qrels, run, evaluation, k_values, families) -> dict of extra analyses (refined qrels, RAGAlign)
+    # (qrels, run, evaluation, measures) -> dict of extra analyses (refined qrels, RAGAlign)
     analyses: Any = None
 
 
@@ -77,12 +77,13 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
     if card.type != "conversational-retrieval" and "retrieval" not in card.type:
         raise MtrbenchError(f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
                             f"evaluates retrievers (see `mtrbench tasks show {card.name}`)")
-    families = parse_families(config.metrics or card.metrics)
     k_values = list(config.k_values or card.k_values)
-    if config.top_k < max(k_values):
-        raise MtrbenchError(f"--top-k {config.top_k} is smaller than the largest k ({max(k_values)})")
+    measures = parse_measures(config.metrics or card.metrics, k_values)
+    deepest = max(m.cutoff for m in measures)
+    if config.top_k < deepest:
+        raise MtrbenchError(f"--top-k {config.top_k} is smaller than the largest cutoff ({deepest})")
     main_key = card.main_score
-    if main_key not in {metric_key(f, k) for f in families for k in k_values}:
+    if main_key not in {m.key(card.relevance_level) for m in measures}:
         raise MtrbenchError(f"the task's main score {main_key} is not among the requested metrics/k values")
 
     started = time.perf_counter()
@@ -122,12 +123,12 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
         t0 = time.perf_counter()
         qrels = task.qrels()
-        evaluation = evaluate(qrels, run, k_values, families, relevance_level=card.relevance_level)
+        evaluation = evaluate(qrels, run, measures, relevance_level=card.relevance_level)
         scores = evaluation.scores()
-        analyses = config.analyses(qrels, run, evaluation, k_values, families) if config.analyses else {}
+        analyses = config.analyses(qrels, run, evaluation, measures) if config.analyses else {}
         if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
             comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run,
-                                            k_values, families)
+                                            measures, card.relevance_level)
             comparison.pop("_evaluations")
             analyses["refined_qrels"] = comparison
         breakdowns = {"turn": by_turn(evaluation, task.queries)}
@@ -142,7 +143,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
         settings = {
             "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
-            "top_k": config.top_k, "k_values": k_values, "metrics": families, "split": task.split,
+            "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": task.split,
             "relevance_level": card.relevance_level,
             "retriever": retriever.settings(),
         }

@@ -12,7 +12,12 @@ import pytest
 import pytrec_eval
 
 from mtrbench.metrics.trec_io import format_qrels, format_run, read_qrels, read_run
-from mtrbench.metrics.trec_metrics import evaluate
+from mtrbench.measures import evaluate as evaluate_measures
+from mtrbench.measures import parse_measures
+
+
+def evaluate(qrels, run, k_values, families, relevance_level=1):
+    return evaluate_measures(qrels, run, parse_measures(families, k_values), relevance_level)
 
 QRELS = {
     "q1": {"d1": 2, "d2": 1, "d3": 0},

@@ -103,7 +103,7 @@ def _verify(args) -> int:
 def _checks_table(path, checks, tolerance):
     from rich.table import Table
 
-    from mtrbench.metrics.trec_metrics import pretty_name
+    from mtrbench.measures import label as pretty_name
 
     style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow"}
     table = Table(title=f"verify {path}", title_justify="left")

@@ -19,7 +19,7 @@ from mtrbench.leaderboard.build import make_shareable
 from mtrbench.leaderboard.keys import short_model, system_identity
 from mtrbench.leaderboard.render import group_title, groups_of, system_summaries
 from mtrbench.metrics.trec_io import atomic_write_text
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.measures import label as pretty_name
 
 # Metric columns of the entries table, when some entry has them.
 PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "recall_at_5", "recall_at_10", "recall_at_20", "recall_at_100",

@@ -10,7 +10,7 @@ from rich.table import Table
 from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.keys import flatten
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.measures import label as pretty_name
 from mtrbench.results.table import SUMMARY
 
 # System settings always worth a glance; any other one is shown when it differs within the group.

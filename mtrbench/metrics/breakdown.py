@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.metrics.trec_metrics import Evaluation
+from mtrbench.measures import Evaluation
 
 
 def by_turn(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[str, dict[str, float]]:

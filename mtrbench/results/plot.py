@@ -11,7 +11,7 @@ from typing import Any
 from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.entries import find_inputs, read_json
 from mtrbench.leaderboard.keys import canonical, short_model
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.measures import label as pretty_name
 from mtrbench.results.writer import safe_name
 
 TURN_FAMILIES = ("recall", "ndcg")

@@ -1,0 +1,86 @@
+from collections.abc import Sequence
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
+from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
+
+
+class RAGAlign(MeasureFamily):
+    """Retrieval outcome ``of`` (Hit by default) at cutoff k against a binary generation outcome per
+    query. A binary ``of`` gives the agreement rate; any other the point-biserial correlation."""
+
+    name, label, key_stem, order = "ragalign", "RAGAlign", "ragalign", 90
+    per_query = False
+    uses_relevance_level = True
+    param_names = ("of",)
+    definition = ("agreement of retrieval and generation success: share of queries where Hit@k equals the "
+                  "binary generation verdict; with of=nDCG (or another graded measure), the point-biserial r")
+    citation = "Ban et al., DREAM: multi-agent debate for relevance assessment (BRIDGE), ICLR 2026, §5.2, App. J.3"
+
+    def defaults(self, measure: Measure) -> Measure:
+        """``of`` spelled as its family's label, so RAGAlign@10(of=ndcg) and (of=nDCG) are one value."""
+        from mtrbench.measures.registry import family
+
+        spec = family(measure.param("of", "Hit"))
+        return Measure(measure.family, measure.cutoff, measure.rel, (("of", spec.label),))
+
+    def check(self, measure: Measure, where: str) -> None:
+        super().check(measure, where)
+        inner = self._inner(measure, where)
+        if not inner.spec.per_query or inner.spec.name == self.name:
+            raise MtrbenchError(f"{where}: of= must be a per-query retrieval measure, e.g. Hit or nDCG")
+
+    def _inner(self, measure: Measure, where: str = "RAGAlign") -> Measure:
+        from mtrbench.measures.registry import family
+
+        spec = family(measure.param("of", "Hit"))
+        rel = measure.rel if spec.uses_relevance_level else None
+        return Measure(spec.name, measure.cutoff, rel)
+
+    def format(self, measure: Measure) -> str:
+        inner = self._inner(measure)
+        shown = Measure(measure.family, measure.cutoff, measure.rel,
+                        () if inner.family == "hit" else (("of", inner.spec.label),))
+        return super().format(shown)
+
+    def key(self, measure: Measure, task_level: int) -> str:
+        inner = self._inner(measure)
+        stem = self.key_stem if inner.family == "hit" else f"{self.key_stem}_{inner.spec.key_stem}"
+        key = f"{stem}_at_{measure.cutoff}"
+        if measure.rel is not None and measure.rel != task_level and inner.spec.uses_relevance_level:
+            key += f"_rel{measure.rel}"
+        return key
+
+    def key_pattern(self):
+        import re
+
+        return re.compile(r"ragalign(?:_(?P<of>[a-z_]+?))?_at_(?P<cutoff>\d+)(?:_rel(?P<rel>\d+))?")
+
+    def from_key(self, match) -> Measure:
+        from mtrbench.measures.registry import all_families
+
+        of = "Hit"
+        if match.group("of"):
+            of = next((f.label for f in all_families().values() if f.key_stem == match.group("of")), match.group("of"))
+        rel = match.group("rel")
+        return Measure(self.name, int(match.group("cutoff")), int(rel) if rel else None, (("of", of),))
+
+    def requires(self, measure: Measure) -> Sequence[Measure]:
+        return [self._inner(measure)]
+
+    def compute(self, measures: Sequence[Measure], inputs: MeasureInputs, computed: Computed) -> Computed:
+        if inputs.generation is None:
+            raise MtrbenchError("RAGAlign needs generation verdicts (--generation-judgments)")
+        out = Computed()
+        for m in measures:
+            inner = self._inner(m)
+            values = computed.per_query[inner]
+            label = str(inner)
+            result = (ragalign_binary if inner.family == "hit" else ragalign_pointbiserial)(
+                values, dict(inputs.generation), label)
+            out.aggregate[m] = result.value
+            out.details[m] = result.as_dict()
+        return out
+
+
+FAMILY = RAGAlign()
