@@ -11,7 +11,7 @@ from scipy import stats
 from mtrbench.measures import evaluate, parse_measures
 from mtrbench.metrics.holes import filled_holes, hole_bridge
 from mtrbench.metrics.pool import pool_analysis
-from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.metrics.significance import bootstrap_ci, compare_paired, randomization_test
 
 QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1}, "q3": {"d": 1}}

@@ -8,7 +8,7 @@ from typing import Any
 
 from mtrbench.errors import MtrbenchError
 from mtrbench.metrics.holes import hole_bridge
-from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.metrics.significance import N_RESAMPLES, SEED, bootstrap_ci
 from mtrbench.metrics.trec_io import Qrels, Run
 from mtrbench.measures import Evaluation, Measure, evaluate
