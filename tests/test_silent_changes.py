@@ -24,9 +24,8 @@ from mtrbench.data.cards import get_card, load_card
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.leaderboard.verify import FAIL, OK, verify
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
-from mtrbench.metrics.holes import hole_beir
-from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
-from mtrbench.metrics.trec_metrics import Evaluation
+from mtrbench.measures import Evaluation, evaluate, parse_measures
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.retrieve.dense import DenseRetriever
 from mtrbench.retrieve.registry import BGE_QUERY_INSTRUCTION, REGISTRY
 
@@ -272,7 +271,7 @@ HOLE_EXPECTED = {"hole_beir_at_1": 1.0, "hole_beir_at_3": round(5 / 6, 5)}
 
 def test_hole_beir_divides_by_the_judged_query_count(tmp_path):
     """Mutation caught: holes.py ``hole_beir`` dividing by ``len(run)`` instead of ``len(qrels)``."""
-    assert hole_beir(HOLE_QRELS, HOLE_RUN, [1, 3]) == pytest.approx(HOLE_EXPECTED, abs=1e-12)
+    assert evaluate(HOLE_QRELS, HOLE_RUN, parse_measures(["hole_beir"], [1, 3])).aggregates == pytest.approx(HOLE_EXPECTED, abs=1e-12)
     try:
         from beir.retrieval.evaluation import EvaluateRetrieval
     except ImportError:
