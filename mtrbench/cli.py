@@ -140,7 +140,7 @@ def run_analyses(args, qrels, run, evaluation, k_values, families) -> dict:
     """Refined-qrels comparison and RAGAlign, as asked for on the command line (shared by eval and score)."""
     from mtrbench.metrics.ragalign import read_generation_judgments
     from mtrbench.metrics.report import ragalign_report, refined_comparison
-    from mtrbench.metrics.trec_io import read_qrels
+    from mtrbench.formats.qrels import read_qrels
 
     out: dict = {}
     evaluations = {"qrels": evaluation}
@@ -159,7 +159,9 @@ def _cmd_score(args) -> int:
     from rich.console import Console
 
     from mtrbench.metrics.report import confidence_intervals
-    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
     from mtrbench.metrics.trec_metrics import evaluate, parse_families, parse_k_values
     from mtrbench.results.table import scores_table
 
@@ -217,7 +219,7 @@ def _cmd_compare(args) -> int:
     from rich.table import Table
 
     from mtrbench.metrics.significance import compare_paired
-    from mtrbench.metrics.trec_io import atomic_write_text
+    from mtrbench.atomic import atomic_write_text
     from mtrbench.metrics.trec_metrics import pretty_name
     from mtrbench.results.compare import load_per_query
 
@@ -269,7 +271,9 @@ def _cmd_pool(args) -> int:
     from rich.table import Table
 
     from mtrbench.metrics.pool import pool_analysis
-    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
 
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):

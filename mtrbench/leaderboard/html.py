@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.leaderboard.build import make_shareable
+from mtrbench.atomic import atomic_write_text
 from mtrbench.leaderboard.keys import short_model, system_identity
 from mtrbench.leaderboard.render import group_title, groups_of, system_summaries
-from mtrbench.metrics.trec_io import atomic_write_text
 from mtrbench.metrics.trec_metrics import pretty_name
 
 # Metric columns of the entries table, when some entry has them.
@@ -230,5 +229,4 @@ def render_page(document: dict[str, Any]) -> str:
 def write_page(document: dict[str, Any], output_dir: Path) -> Path:
     path = Path(output_dir) / "index.html"
     atomic_write_text(path, render_page(document))
-    make_shareable(path)
     return path

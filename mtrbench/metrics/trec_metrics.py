@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import pytrec_eval
 
 from mtrbench.errors import MtrbenchError, unknown_name
-from mtrbench.metrics.trec_io import Qrels, Run, ranked
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run, ranked
 
 
 @dataclass(frozen=True)

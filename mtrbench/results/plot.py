@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from mtrbench.atomic import atomic_write_bytes
 from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.entries import find_inputs, read_json
 from mtrbench.leaderboard.keys import canonical, short_model
@@ -28,16 +27,7 @@ def _figure(width: float, height: float):
 def save_png(figure, path: Path) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, buffer.getvalue())
     return path
 
 
