@@ -48,7 +48,7 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
     document judged twice keep the later grade; ``on_duplicate(qid, docid)`` hears of each such line.
     """
     qrels: Qrels = {}
-    header_due = layout is None or layout.header
+    header_due = layout is not None and layout.header
     for index, line in enumerate(lines):
         if not line.strip():
             continue
@@ -66,7 +66,7 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
         if doc_id in docs and on_duplicate is not None:
             on_duplicate(qid, doc_id)
         docs[doc_id] = grade
-    if header_due and layout is not None:
+    if header_due:
         raise MtrbenchError(f"{locate(0)}: qrels need the header '{layout.shape}'")
     return qrels
 
