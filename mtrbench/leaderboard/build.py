@@ -25,11 +25,12 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.atomic import atomic_write_text
 from mtrbench.errors import MtrbenchError
-from mtrbench.leaderboard.entries import (SourcedEntry, find_inputs, load_leaderboard_entries,
-                                          load_result_entry)
-from mtrbench.leaderboard.keys import (canonical, comparability, flatten, identity, short_model, system_identity,
-                                       system_settings, truncation_free)
+from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries, load_result_entry
+from mtrbench.leaderboard.keys import (comparability, flatten, identity, system_identity, system_settings,
+                                       truncation_free)
 from mtrbench.leaderboard.schema import validate
+from mtrbench.results.documents import find_inputs
+from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
 REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
