@@ -139,9 +139,9 @@ def _add_score(sub) -> None:
 
 def run_analyses(args, qrels, run, evaluation, measures) -> dict:
     """Refined-qrels comparison and RAGAlign, as asked for on the command line (shared by eval and score)."""
-    from mtrbench.metrics.ragalign import read_generation_judgments
+    from mtrbench.formats.verdicts import read_generation_judgments
     from mtrbench.metrics.report import ragalign_report, refined_comparison
-    from mtrbench.metrics.trec_io import read_qrels
+    from mtrbench.formats.qrels import read_qrels
 
     out: dict = {}
     evaluations = {"qrels": evaluation}
@@ -160,7 +160,9 @@ def _cmd_score(args) -> int:
     from rich.console import Console
 
     from mtrbench.metrics.report import confidence_intervals
-    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
     from mtrbench.measures import evaluate, parse_k_values, parse_measures
     from mtrbench.results.table import scores_table
 
@@ -218,7 +220,7 @@ def _cmd_compare(args) -> int:
     from rich.table import Table
 
     from mtrbench.metrics.significance import compare_paired
-    from mtrbench.metrics.trec_io import atomic_write_text
+    from mtrbench.atomic import atomic_write_text
     from mtrbench.measures import label as pretty_name
     from mtrbench.results.compare import load_per_query
 
@@ -270,7 +272,9 @@ def _cmd_pool(args) -> int:
     from rich.table import Table
 
     from mtrbench.metrics.pool import pool_analysis
-    from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
 
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):

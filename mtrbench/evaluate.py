@@ -13,7 +13,7 @@ from mtrbench.errors import MtrbenchError
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
-from mtrbench.metrics.trec_io import Run
+from mtrbench.formats.run import Run
 from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
 from mtrbench.retrieve import build_retriever, resolve_model

@@ -24,9 +24,10 @@ import pytrec_eval
 from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.trec_io import read_qrels, read_run
+from mtrbench.formats.qrels import read_qrels
 
 # Query text as the judges see it (native-mini: the gold rewrite; c1_5 has none, so its conversation).
+from mtrbench.formats.run import read_run
 QUERY_OF = {
     "How deep is Lake Varnholm?": "c1_1",
     "Which fish live in Lake Varnholm?": "c1_2",

@@ -9,7 +9,8 @@ import sys
 import pytest
 from scipy import stats
 
-from mtrbench.metrics.trec_io import format_qrels, format_run
+from mtrbench.formats.qrels import format_qrels
+from mtrbench.formats.run import format_run
 
 
 def mtrbench(*args):

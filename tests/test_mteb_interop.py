@@ -19,7 +19,7 @@ os.environ.setdefault("MTEB_CACHE", str(Path(tempfile.gettempdir()) / "mtrbench-
 
 from mtrbench.errors import MtrbenchError  # noqa: E402
 from mtrbench.evaluate import EvalConfig, run_eval  # noqa: E402
-from mtrbench.metrics.trec_io import read_run  # noqa: E402
+from mtrbench.formats.run import read_run  # noqa: E402
 
 try:
     import mteb

@@ -37,7 +37,7 @@ def _relevant(query: ConversationalQuery) -> set[str]:
 
 def negatives_from_run(run_path: str | Path, task: TaskData, queries: Sequence[ConversationalQuery],
                        n: int) -> HardNegatives:
-    from mtrbench.metrics.trec_io import ranked, read_run
+    from mtrbench.formats.run import ranked, read_run
 
     run = read_run(run_path)
     if not set(run) & {q.qid for q in queries}:

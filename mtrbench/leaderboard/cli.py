@@ -146,7 +146,8 @@ def _html(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from mtrbench.results.plot import plot_leaderboard, plot_turn_curves
+    from mtrbench.leaderboard.plot import plot_leaderboard
+    from mtrbench.results.plot import plot_turn_curves
 
     if not args.results and not args.leaderboard:
         raise MtrbenchError("nothing to plot: give result files/folders and/or --leaderboard NAME")

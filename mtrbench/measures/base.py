@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.trec_io import Qrels, Run
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run
 
 PerQuery = dict[str, float]  # qid -> value
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from mtrbench.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureInputs
 from mtrbench.measures.trec_eval import TrecEvalFamily, evaluate_trec
-from mtrbench.metrics.trec_io import Qrels, Run
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run
 
 
 @dataclass

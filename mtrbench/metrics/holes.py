@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mtrbench.metrics.trec_io import Qrels, Run, ranked
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run, ranked
 
 
 def filled_holes(original: Qrels, refined: Qrels) -> Qrels:

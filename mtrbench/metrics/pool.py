@@ -19,8 +19,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run, ranked
 from mtrbench.metrics.holes import filled_holes
-from mtrbench.metrics.trec_io import Qrels, Run, ranked
 from mtrbench.measures import Measure, evaluate
 
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run
 from mtrbench.metrics.holes import hole_bridge
 from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.metrics.significance import N_RESAMPLES, SEED, bootstrap_ci
-from mtrbench.metrics.trec_io import Qrels, Run
 from mtrbench.measures import Evaluation, Measure, evaluate
 
 DEFAULT_RAGALIGN_BINARY = "hit_rate_at_10"

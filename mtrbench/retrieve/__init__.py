@@ -3,8 +3,9 @@ behind one protocol."""
 
 from __future__ import annotations
 
-from mtrbench.retrieve.base import Hits, Retriever
+from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.registry import REGISTRY, ModelSpec, resolve_model
+from mtrbench.search.hits import Hits
 
 
 def build_retriever(model: str, **options) -> Retriever:

@@ -1,7 +1,7 @@
 from collections.abc import Sequence
 
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
-from mtrbench.metrics.trec_io import ranked
+from mtrbench.formats.run import ranked
 
 
 class HoleUnjudged(MeasureFamily):

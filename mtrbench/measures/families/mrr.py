@@ -4,7 +4,7 @@ from collections.abc import Sequence
 import pytrec_eval
 
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
-from mtrbench.metrics.trec_io import ranked
+from mtrbench.formats.run import ranked
 
 
 class MRR(MeasureFamily):

@@ -1,4 +1,4 @@
-"""Per-query binary generation outcomes, the input of RAGAlign (:mod:`mtrbench.measures.families.ragalign`)."""
+"""Per-query binary generation verdicts (JSONL or TSV), the input of RAGAlign (:mod:`mtrbench.measures.families.ragalign`)."""
 
 from __future__ import annotations
 
