@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mtrbench.metrics.analyses import AnalysisOptions
 
 Handler = Callable[[argparse.Namespace], int]
 # Every command module exposes ``register(subparsers: Subparsers) -> dict[str, Handler]``: it adds its
@@ -29,23 +33,11 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ragalign-continuous", default="ndcg_at_10", help="metric for point-biserial RAGAlign")
 
 
-def run_analyses(args, qrels, run, evaluation, k_values, families) -> dict:
-    """Refined-qrels comparison and RAGAlign, as asked for on the command line (shared by eval and score)."""
-    from mtrbench.metrics.ragalign import read_generation_judgments
-    from mtrbench.metrics.report import ragalign_report, refined_comparison
-    from mtrbench.metrics.trec_io import read_qrels
+def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
+    from mtrbench.metrics.analyses import AnalysisOptions
 
-    out: dict = {}
-    evaluations = {"qrels": evaluation}
-    refined_path = getattr(args, "refined_qrels", None)
-    if refined_path:
-        comparison = refined_comparison(qrels, read_qrels(refined_path), run, k_values, families)
-        evaluations = dict(zip(("original", "refined"), comparison.pop("_evaluations")))
-        out["refined_qrels"] = comparison
-    if getattr(args, "generation_judgments", None):
-        generation = read_generation_judgments(args.generation_judgments)
-        out["ragalign"] = ragalign_report(evaluations, generation, args.ragalign_metric, args.ragalign_continuous)
-    return out
+    return AnalysisOptions(refined_qrels=args.refined_qrels, generation_judgments=args.generation_judgments,
+                           ragalign_metric=args.ragalign_metric, ragalign_continuous=args.ragalign_continuous)
 
 
 def print_analyses(analyses: dict, console) -> None:

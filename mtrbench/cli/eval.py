@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, print_analyses,
-                                 run_analyses, unescape)
+from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
+                                 print_analyses, unescape)
 from mtrbench.errors import MtrbenchError
+
+if TYPE_CHECKING:
+    from mtrbench.evaluate import EvalConfig
+    from mtrbench.retrieve import RetrieverOptions
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -64,38 +69,48 @@ def _eval_model(args: argparse.Namespace) -> str:
     return args.model or "minilm"
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line, run_eval
+def _eval_config(args: argparse.Namespace) -> EvalConfig:
+    from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line
     from mtrbench.metrics.trec_metrics import parse_k_values
-    from mtrbench.results.table import strategies_table, turn_table
     from mtrbench.serialize.history import QueryFormat
 
-    console = Console(stderr=False)
     histories = [h.strip() for h in args.history.split(",") if h.strip()]
     all_histories = histories == ["all"]
     if all_histories:
         histories = list(ALL_HISTORIES)
     fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
                       separator=unescape(args.separator), order=args.order)
-    config = EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
-                        k_values=parse_k_values(args.k_values) if args.k_values else None,
-                        metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
-                        data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(args.argv),
-                        skip_inapplicable=all_histories)
+    return EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
+                      k_values=parse_k_values(args.k_values) if args.k_values else None,
+                      metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
+                      data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
+                      command=command_line(args.argv), skip_inapplicable=all_histories,
+                      analyses=analysis_options(args))
+
+
+def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
+    from mtrbench.retrieve import RetrieverOptions
+
+    return RetrieverOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                            token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
+                            revision=args.revision, trust_remote_code=args.trust_remote_code,
+                            cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
+                            similarity=args.similarity, show_progress=not args.quiet)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mtrbench.evaluate import run_eval
+    from mtrbench.results.table import strategies_table, turn_table
+
+    console = Console(stderr=False)
+    config = _eval_config(args)
     if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")
     model = _eval_model(args)
-    options = {"device": args.device, "dtype": args.dtype, "batch_size": args.batch_size,
-               "max_length": args.max_length, "trust_remote_code": args.trust_remote_code,
-               "revision": args.revision, "show_progress": not args.quiet, "token_budget": args.token_budget,
-               "unpad": args.unpad, "cache_dir": args.cache_dir, "use_cache": not args.no_cache,
-               "pooling": args.pooling, "similarity": args.similarity}
     say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
-    config.analyses = lambda qrels, run, evaluation, k_values, families: run_analyses(
-        args, qrels, run, evaluation, k_values, families)
-    results = run_eval(model, args.task, config, options, progress=say)
+    results = run_eval(model, args.task, config, _retriever_options(args), progress=say)
     first = results[0]
     title = f"{args.task} · {model} · {first.n_evaluated} queries evaluated"
     if first.n_excluded:

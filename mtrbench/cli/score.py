@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, print_analyses, run_analyses
+from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
 from mtrbench.errors import MtrbenchError
 
 
@@ -44,6 +44,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_score(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from mtrbench.metrics.analyses import run_analyses
     from mtrbench.metrics.report import confidence_intervals
     from mtrbench.metrics.trec_io import atomic_write_text, read_qrels, read_run
     from mtrbench.metrics.trec_metrics import evaluate, parse_families, parse_k_values
@@ -55,7 +56,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     unjudged_run_queries = sorted(set(run) - set(qrels))
     evaluation = evaluate(qrels, run, k_values, families, relevance_level=args.relevance_level)
     scores = evaluation.scores()
-    analyses = run_analyses(args, qrels, run, evaluation, k_values, families)
+    analyses = run_analyses(analysis_options(args), qrels, run, evaluation, k_values, families)
     if args.per_query:
         for qid, values in evaluation.per_query.items():
             print(json.dumps({"qid": qid, **values}))
