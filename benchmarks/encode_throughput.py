@@ -416,6 +416,7 @@ def run_e2e(args, device: str) -> dict[str, Any]:
     """run_eval twice on a synthetic task: the first run encodes the corpus and fills the cache (or, with a
     reused ``--work`` folder, finishes an interrupted fill), the second reads it."""
     from mtrbench.evaluate import EvalConfig, run_eval
+    from mtrbench.retrieve import RetrieverOptions
     from mtrbench.serialize.history import QueryFormat
 
     rng = random.Random(args.seed)
@@ -450,8 +451,8 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         write_synthetic_task(task_dir, synth_passages(args.corpus_size, tokenizer, rng), args.conversations, rng)
         marker.write_text(json.dumps(recipe) + "\n")
     setup_s = time.perf_counter() - started
-    options = {"device": device, "dtype": "auto", "show_progress": True, "cache_dir": str(work / "cache"),
-               "token_budget": args.token_budget, "unpad": args.unpad}
+    options = RetrieverOptions(device=device, dtype="auto", show_progress=True, cache_dir=str(work / "cache"),
+                               token_budget=args.token_budget, unpad=args.unpad)
     runs = []
     for n in (1, 2):
         config = EvalConfig(histories=["full"], fmt=QueryFormat(), output_dir=work / f"results-{n}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,13 +11,14 @@ from typing import Any
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
+from mtrbench.metrics.analyses import AnalysisOptions, run_analyses
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
 from mtrbench.formats.run import Run
 from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
-from mtrbench.retrieve import build_retriever, resolve_model
+from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
 from mtrbench.retrieve.base import Retriever
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
@@ -38,8 +40,7 @@ class EvalConfig:
     output_dir: Path = Path("results")
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
-    # (qrels, run, evaluation, measures) -> dict of extra analyses (refined qrels, RAGAlign)
-    analyses: Any = None
+    analyses: AnalysisOptions = field(default_factory=AnalysisOptions)  # refined qrels, RAGAlign
 
 
 @dataclass
@@ -68,9 +69,10 @@ def hits_to_run(task: TaskData, hits) -> Run:
     return {q.qid: {ids[i]: float(s) for i, s in zip(*hits[n])} for n, q in enumerate(task.queries)}
 
 
-def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: dict[str, Any],
-             progress=None) -> list[StrategyResult]:
+def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
+             progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
     say = progress or (lambda message: None)
+    retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
     resolve_model(model)  # unknown names fail before anything slow starts
     card = resolve_card(task_name)
@@ -88,7 +90,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
     started = time.perf_counter()
     say(f"Loading model {model}")
-    retriever = build_retriever(model, **retriever_options)
+    retriever = build_retriever(model, retriever_options)
     t_model = time.perf_counter() - started
 
     t0 = time.perf_counter()
@@ -125,7 +127,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         qrels = task.qrels()
         evaluation = evaluate(qrels, run, measures, relevance_level=card.relevance_level)
         scores = evaluation.scores()
-        analyses = config.analyses(qrels, run, evaluation, measures) if config.analyses else {}
+        analyses = run_analyses(config.analyses, qrels, run, evaluation, measures)
         if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
             comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run,
                                             measures, card.relevance_level)
@@ -138,8 +140,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         t_score = time.perf_counter() - t0
 
         n_no_qrels = sum(1 for q in task.queries if not q.qrels)
-        experiment = experiment_name(strategy.name, config, retriever, "max_length" in retriever_options
-                                     and retriever_options["max_length"] is not None)
+        experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None)
         paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
         settings = {
             "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),

@@ -193,12 +193,9 @@ def query_budget(model: Any = None, *, tokenizer: Any = None, max_length: int | 
     """Tokenizer, token limit and query prompt of the encoder, from ``model`` and/or explicit values."""
     found = QueryBudget(None, None, "")
     if isinstance(model, str):
-        from mtrbench.retrieve import build_retriever
+        from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        options = {"device": "cpu", "show_progress": False}
-        if max_length is not None:
-            options["max_length"] = max_length
-        retriever = build_retriever(model, **options)
+        retriever = build_retriever(model, RetrieverOptions(device="cpu", max_length=max_length, show_progress=False))
         found = QueryBudget(retriever.tokenizer, retriever.max_length, retriever.query_prompt or "")
     elif model is not None:
         encoder = model if hasattr(model, "max_seq_length") else getattr(model, "model", None)

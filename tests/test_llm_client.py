@@ -15,7 +15,7 @@ from llm_server import Reply, ScriptedChatServer, sequence
 from mtrbench.errors import MtrbenchError
 from mtrbench.llm import (ChatClient, ChatRequest, JudgeConfig, ResponseCache, Usage, confirm_cost,
                           estimate_cost, extract_rating, extract_yes_no, load_judges, print_dry_run)
-from mtrbench.llm.args import add_llm_arguments, cache_from_args, judges_from_args
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, judges_from_args
 
 KEY_ENV = "MTRBENCH_TEST_LLM_KEY"
 SECRET = "mtrbench-secret-4f9c2a71e0d85b3c"  # no "sk-" prefix: the exact-key redaction is what is tested

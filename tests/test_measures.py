@@ -122,3 +122,17 @@ def test_ragalign_without_generation_verdicts_is_one_clear_error():
 def test_family_names_expand_over_k_and_keep_order():
     measures = parse_measures(["ndcg", "R@100(rel=2)", "ndcg"], [1, 10])
     assert [str(m) for m in measures] == ["nDCG@1", "nDCG@10", "Recall@100(rel=2)"]
+
+
+def test_metrics_command_lists_every_family(capsys):
+    import json
+
+    from mtrbench.cli import main
+
+    assert main(["metrics", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["family"] for r in rows] == list(all_families())
+    by_family = {r["family"]: r for r in rows}
+    assert by_family["recall"]["relevance_level"] is True and by_family["ndcg"]["relevance_level"] is False
+    assert by_family["hole_beir"]["per_query"] is False and "R" in by_family["recall"]["names"]
+    assert all(r["definition"] and r["citation"] for r in rows)

@@ -8,7 +8,7 @@ class HoleUnjudged(MeasureFamily):
     name, label, aliases, key_stem, order = "hole_unjudged", "Hole-unjudged", ("unjudged",), "hole_unjudged", 70
     definition = ("share of the query's top k that carry no judgment for that query, over min(k, retrieved); "
                   "0 for an empty ranking (= 1 - ir_measures' Judged@k)")
-    citation = "MacAvaney & Soldaini, One-Shot Labeling for Automatic Relevance Estimation, SIGIR 2023 (Judged@k)"
+    citation = "MacAvaney, Macdonald & Ounis, Streamlining Evaluation with ir-measures, ECIR 2022 (Judged@k)"
 
     def compute(self, measures: Sequence[Measure], inputs: MeasureInputs, computed: Computed) -> Computed:
         out = Computed()

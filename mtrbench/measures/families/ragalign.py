@@ -66,7 +66,8 @@ class RAGAlign(MeasureFamily):
     param_names = ("of",)
     definition = ("agreement of retrieval and generation success: share of queries where Hit@k equals the "
                   "binary generation verdict; with of=nDCG (or another graded measure), the point-biserial r")
-    citation = "Ban et al., DREAM: multi-agent debate for relevance assessment (BRIDGE), ICLR 2026, §5.2, App. J.3"
+    citation = ("Ban et al., Completing Missing Annotation: Multi-Agent Debate for Accurate and Scalable Relevance "
+                "Assessment for IR Benchmarks (DREAM, BRIDGE), ICLR 2026, §5.2, App. J.3")
 
     def defaults(self, measure: Measure) -> Measure:
         """``of`` spelled as its family's label, so RAGAlign@10(of=ndcg) and (of=nDCG) are one value."""

@@ -1,13 +1,15 @@
-"""`mtrbench leaderboard build|verify|show|html` and `mtrbench plot` (registered by ``mtrbench.cli``)."""
+"""`mtrbench leaderboard build|verify|show|html` and `mtrbench plot`."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.errors import MtrbenchError
 
 
-def register(sub) -> dict:
+def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("leaderboard", help="build, verify, show or publish leaderboard JSON",
                        description="Leaderboards aggregate result files into comparable groups with per-task ranks "
                                    "and cross-task averages. NAME is leaderboards/NAME.json (here or shipped) or a "
@@ -50,11 +52,11 @@ def register(sub) -> dict:
     return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
 
 
-def _cmd_leaderboard(args) -> int:
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return {"build": _build, "verify": _verify, "show": _show, "html": _html}[args.leaderboard_action](args)
 
 
-def _build(args) -> int:
+def _build(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
@@ -79,7 +81,7 @@ def _build(args) -> int:
     return 0
 
 
-def _verify(args) -> int:
+def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.schema import load
@@ -124,7 +126,7 @@ def _checks_table(path, checks, tolerance):
     return table
 
 
-def _show(args) -> int:
+def _show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.render import render
@@ -135,7 +137,7 @@ def _show(args) -> int:
     return 0
 
 
-def _html(args) -> int:
+def _html(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.html import write_page
     from mtrbench.leaderboard.schema import load
 
@@ -145,7 +147,7 @@ def _html(args) -> int:
     return 0
 
 
-def _cmd_plot(args) -> int:
+def _cmd_plot(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.plot import plot_leaderboard
     from mtrbench.results.plot import plot_turn_curves
 
