@@ -346,3 +346,46 @@ def test_missing_key_for_a_remote_judge_stops_before_anything_is_asked(native_mi
     assert code == 2
     assert "MTRBENCH_AUDIT_NO_SUCH_KEY" in capsys.readouterr().err
     assert not (tmp_path / "audit" / "log.jsonl").exists()
+
+
+def _hold_lock_in_another_process(lock: Path) -> subprocess.Popen:
+    code = ("import sys\nfrom mtrbench.locking import held_lock\n"
+            f"with held_lock({str(lock)!r}, purpose='audit log'):\n"
+            "    print('held', flush=True)\n    sys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_audit_on_a_held_log_stops_before_asking_anything(native_mini, mini_task, tmp_path, capsys):
+    import socket
+
+    out = tmp_path / "audit"
+    lock = out / "log.jsonl.lock"
+    with ScriptedChatServer(ScriptedJudge(mini_task)) as server:
+        args = ["audit", str(native_mini), "--dimensions", "alignment", "--llm-model", "m", "--llm-base-url",
+                server.base_url, "--output-dir", str(out), "--no-llm-cache", "--yes", "--quiet"]
+        holder = _hold_lock_in_another_process(lock)
+        try:
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert server.request_count == 0 and not (out / "log.jsonl").exists()
+            assert lock.exists() and json.loads(lock.read_text())["pid"] == holder.pid  # the holder's, untouched
+        finally:
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.wait(30) == 0
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: the audit log ") and "Traceback" not in err
+        assert f"pid {holder.pid} on host {socket.gethostname()}" in lines[0] and str(lock) in lines[0]
+
+        # A lock left by a run that was killed (its pid is gone) is taken over with a warning.
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "2026-01-01T00:00:00Z"}))
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert server.request_count == 5  # the 5 alignment items
+    assert f"warning: {lock}: taking over the audit log" in err and f"pid {dead.pid} " in err
+    assert not lock.exists()  # released on the way out
+    assert len(read_jsonl(out / "log.jsonl")) == 5
