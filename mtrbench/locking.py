@@ -152,6 +152,8 @@ def _acquire(path: Path, purpose: str, warn: Callable[[str], None]) -> tuple[int
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     raise _held(path, purpose, read_holder(path)) from None
+                except OSError:  # a file system without flock (some network mounts): the pid check alone
+                    pass
                 if not _still_at(path, fd):  # the previous holder deleted this file just before we locked it
                     os.close(fd)
                     continue
@@ -161,8 +163,6 @@ def _acquire(path: Path, purpose: str, warn: Callable[[str], None]) -> tuple[int
                     raise _held(path, purpose, holder)
                 warn(f"{path}: taking over the {purpose} lock of {holder.describe()}, which is no longer running "
                      "(it was interrupted before it could remove its lock)")
-            elif holder is None and os.fstat(fd).st_size > 0 and fcntl is None:
-                raise _held(path, purpose, None)
             me = LockHolder.me(purpose)
             _write_holder(fd, me)
             return fd, me
