@@ -445,7 +445,8 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
 ])
 def test_screened_commands_are_rebuilt_from_checked_options(command, expected):
     from mtrbench.cli import build_parser
-    from mtrbench.leaderboard.verify import LocalOptions, rerun_arguments, screen_command
+    from mtrbench.cli.screen import screen_command
+    from mtrbench.leaderboard.verify import LocalOptions, rerun_arguments
 
     screened = screen_command(command)
     assert screened.arguments == expected and not screened.refused
@@ -483,7 +484,7 @@ def test_screened_commands_are_rebuilt_from_checked_options(command, expected):
     ("mtrbench score --run r --qrels q", "only `mtrbench eval` commands are re-run"),
 ])
 def test_screen_refuses_paths_code_and_unchecked_values(command, reason):
-    from mtrbench.leaderboard.verify import screen_command
+    from mtrbench.cli.screen import screen_command
 
     screened = screen_command(command)
     assert screened.arguments is None and screened.refused

@@ -93,6 +93,7 @@ def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.schema import load
+    from mtrbench.cli.screen import screen_command
     from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
 
     if args.tolerance < 0:
@@ -104,7 +105,7 @@ def _verify(args: argparse.Namespace) -> int:
                     results_dir=Path(args.results_dir) if args.results_dir else None,
                     work_dir=Path(args.work_dir) if args.work_dir else None, rerun=args.rerun,
                     local=LocalOptions(*(Path(p) if p else None for p in (args.cache_dir, args.data_dir, args.corpus))),
-                    say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
+                    screen=screen_command, say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
                                                       highlight=False))
     console.print(_checks_table(path, checks, args.tolerance))
     counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
