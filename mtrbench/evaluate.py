@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,13 +11,14 @@ from typing import Any
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
+from mtrbench.metrics.analyses import AnalysisOptions, run_analyses
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
-from mtrbench.metrics.trec_io import Run
-from mtrbench.metrics.trec_metrics import evaluate, metric_key, parse_families
+from mtrbench.formats.run import Run
+from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
-from mtrbench.retrieve import build_retriever, resolve_model
+from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
 from mtrbench.retrieve.base import Retriever
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
@@ -31,15 +33,14 @@ class EvalConfig:
     fmt: QueryFormat = field(default_factory=QueryFormat)
     top_k: int = 100
     k_values: list[int] | None = None  # None: the task card's
-    metrics: list[str] | None = None  # None: the task card's
+    metrics: list[str] | None = None  # measure strings or family names; None: the task card's
     split: str | None = None
     data_dir: str | None = None
     corpus_path: str | None = None
     output_dir: Path = Path("results")
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
-    # (qrels, run, evaluation, k_values, families) -> dict of extra analyses (refined qrels, RAGAlign)
-    analyses: Any = None
+    analyses: AnalysisOptions = field(default_factory=AnalysisOptions)  # refined qrels, RAGAlign
 
 
 @dataclass
@@ -68,26 +69,28 @@ def hits_to_run(task: TaskData, hits) -> Run:
     return {q.qid: {ids[i]: float(s) for i, s in zip(*hits[n])} for n, q in enumerate(task.queries)}
 
 
-def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: dict[str, Any],
-             progress=None) -> list[StrategyResult]:
+def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
+             progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
     say = progress or (lambda message: None)
+    retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
     resolve_model(model)  # unknown names fail before anything slow starts
     card = resolve_card(task_name)
     if card.type != "conversational-retrieval" and "retrieval" not in card.type:
         raise MtrbenchError(f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
                             f"evaluates retrievers (see `mtrbench tasks show {card.name}`)")
-    families = parse_families(config.metrics or card.metrics)
     k_values = list(config.k_values or card.k_values)
-    if config.top_k < max(k_values):
-        raise MtrbenchError(f"--top-k {config.top_k} is smaller than the largest k ({max(k_values)})")
+    measures = parse_measures(config.metrics or card.metrics, k_values)
+    deepest = max(m.cutoff for m in measures)
+    if config.top_k < deepest:
+        raise MtrbenchError(f"--top-k {config.top_k} is smaller than the largest cutoff ({deepest})")
     main_key = card.main_score
-    if main_key not in {metric_key(f, k) for f in families for k in k_values}:
+    if main_key not in {m.key(card.relevance_level) for m in measures}:
         raise MtrbenchError(f"the task's main score {main_key} is not among the requested metrics/k values")
 
     started = time.perf_counter()
     say(f"Loading model {model}")
-    retriever = build_retriever(model, **retriever_options)
+    retriever = build_retriever(model, retriever_options)
     t_model = time.perf_counter() - started
 
     t0 = time.perf_counter()
@@ -122,12 +125,12 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
         t0 = time.perf_counter()
         qrels = task.qrels()
-        evaluation = evaluate(qrels, run, k_values, families, relevance_level=card.relevance_level)
+        evaluation = evaluate(qrels, run, measures, relevance_level=card.relevance_level)
         scores = evaluation.scores()
-        analyses = config.analyses(qrels, run, evaluation, k_values, families) if config.analyses else {}
+        analyses = run_analyses(config.analyses, qrels, run, evaluation, measures)
         if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
             comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run,
-                                            k_values, families)
+                                            measures, card.relevance_level)
             comparison.pop("_evaluations")
             analyses["refined_qrels"] = comparison
         breakdowns = {"turn": by_turn(evaluation, task.queries)}
@@ -137,12 +140,11 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         t_score = time.perf_counter() - t0
 
         n_no_qrels = sum(1 for q in task.queries if not q.qrels)
-        experiment = experiment_name(strategy.name, config, retriever, "max_length" in retriever_options
-                                     and retriever_options["max_length"] is not None)
+        experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None)
         paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
         settings = {
             "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
-            "top_k": config.top_k, "k_values": k_values, "metrics": families, "split": task.split,
+            "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": task.split,
             "relevance_level": card.relevance_level,
             "retriever": retriever.settings(),
         }

@@ -43,8 +43,7 @@ from mtrbench import __version__
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
-from mtrbench.metrics.trec_metrics import evaluate as trec_evaluate
-from mtrbench.metrics.trec_metrics import metric_key
+from mtrbench.measures import Measure, evaluate
 from mtrbench.results.writer import HF_SUBSET, dataset_revision_label, experiment_slug, mteb_language
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, SIDES, Truncator
@@ -138,10 +137,10 @@ class MtrbenchRetrievalTask(AbsTaskRetrieval):
         gets them recomputed at its level by mtrbench's pytrec_eval wrapper (nDCG, graded, is unaffected)."""
         if self.card.relevance_level == 1:
             return {}
-        evaluation = trec_evaluate(qrels, results, list(self.k_values), list(_BINARY_FAMILIES),
-                                   relevance_level=self.card.relevance_level)
-        means = evaluation.scores()
-        return {metric_key(f, k): means[metric_key(f, k)] for f in _BINARY_FAMILIES for k in self.k_values}
+        level = self.card.relevance_level
+        measures = [Measure(f, k) for f in _BINARY_FAMILIES for k in self.k_values]
+        means = evaluate(qrels, results, measures, relevance_level=level).scores()
+        return {m.key(level): means[m.key(level)] for m in measures}
 
 
 def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFAULT_HISTORY,
@@ -194,12 +193,9 @@ def query_budget(model: Any = None, *, tokenizer: Any = None, max_length: int | 
     """Tokenizer, token limit and query prompt of the encoder, from ``model`` and/or explicit values."""
     found = QueryBudget(None, None, "")
     if isinstance(model, str):
-        from mtrbench.retrieve import build_retriever
+        from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        options = {"device": "cpu", "show_progress": False}
-        if max_length is not None:
-            options["max_length"] = max_length
-        retriever = build_retriever(model, **options)
+        retriever = build_retriever(model, RetrieverOptions(device="cpu", max_length=max_length, show_progress=False))
         found = QueryBudget(retriever.tokenizer, retriever.max_length, retriever.query_prompt or "")
     elif model is not None:
         encoder = model if hasattr(model, "max_seq_length") else getattr(model, "model", None)

@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks the chat-completions protocol with scripted replies.
 
-Tests hand it a ``responder(body) -> Reply`` (or a list of replies served in order) and point the
-client at ``server.base_url``. Every received request is kept (JSON body and headers) so a test can
+Tests hand it a ``responder(body) -> Reply`` (or a list of replies served in order; with
+``with_headers=True`` a ``responder(body, headers)``) and point the client at ``server.base_url``. Every received request is kept (JSON body and headers) so a test can
 count what was sent and check that no secret leaked into the payload.
 """
 
@@ -55,8 +55,9 @@ def sequence(replies: Sequence[Reply | str], then: Reply | str | None = None) ->
 class ScriptedChatServer:
     """``with ScriptedChatServer(responder) as server: ... server.base_url ... server.requests``."""
 
-    def __init__(self, responder: Responder | Sequence[Reply | str]) -> None:
+    def __init__(self, responder: Responder | Sequence[Reply | str], *, with_headers: bool = False) -> None:
         self.responder: Responder = responder if callable(responder) else sequence(responder)
+        self.with_headers = with_headers
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -81,7 +82,10 @@ class ScriptedChatServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
                     return
-                reply = server.responder(body)
+                if server.with_headers:
+                    reply = server.responder(body, dict(self.headers.items()))
+                else:
+                    reply = server.responder(body)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.body is not None:

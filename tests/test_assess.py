@@ -24,9 +24,10 @@ import pytrec_eval
 from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.trec_io import read_qrels, read_run
+from mtrbench.formats.qrels import read_qrels
 
 # Query text as the judges see it (native-mini: the gold rewrite; c1_5 has none, so its conversation).
+from mtrbench.formats.run import read_run
 QUERY_OF = {
     "How deep is Lake Varnholm?": "c1_1",
     "Which fish live in Lake Varnholm?": "c1_2",
@@ -604,4 +605,33 @@ def test_a_dead_judge_stops_assess_with_one_line_and_the_next_run_finishes(nativ
 
     with ScriptedChatServer(Responder()) as server:
         assert main(assess_args(native_mini, tmp_path, server.base_url)) == 0
+    assert sorted(qrels_lines(tmp_path / "out" / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)
+
+
+def test_a_second_assess_on_a_held_log_stops_before_asking_anything(native_mini, tmp_path, capsys):
+    import socket
+
+    lock = tmp_path / "out" / "assessments.jsonl.lock"
+    lock.parent.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        lock.write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(),
+                                    "started": "2026-01-01T00:00:00Z"}))
+        with ScriptedChatServer(Responder()) as server:
+            assert main(assess_args(native_mini, tmp_path, server.base_url)) == 2
+            assert server.request_count == 0
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"pid {sleeper.pid} on host" in errors[0] and "assessment log" in errors[0]
+    assert "Traceback" not in err and not (tmp_path / "out" / "refined_qrels.trec").exists()
+    assert not (tmp_path / "out" / "assessments.jsonl").exists()
+
+    # the sleeper is gone now: its lock is stale, taken over with a warning, and the run does all the work
+    with ScriptedChatServer(Responder()) as server:
+        assert main(assess_args(native_mini, tmp_path, server.base_url)) == 0
+        assert server.request_count > 0
+    assert "taking over the assessment log" in capsys.readouterr().err and not lock.exists()
     assert sorted(qrels_lines(tmp_path / "out" / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)

@@ -346,3 +346,86 @@ def test_missing_key_for_a_remote_judge_stops_before_anything_is_asked(native_mi
     assert code == 2
     assert "MTRBENCH_AUDIT_NO_SUCH_KEY" in capsys.readouterr().err
     assert not (tmp_path / "audit" / "log.jsonl").exists()
+
+
+def _hold_lock_in_another_process(lock: Path) -> subprocess.Popen:
+    code = ("import sys\nfrom mtrbench.locking import held_lock\n"
+            f"with held_lock({str(lock)!r}, purpose='audit log'):\n"
+            "    print('held', flush=True)\n    sys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_second_audit_on_a_held_log_stops_before_asking_anything(native_mini, mini_task, tmp_path, capsys):
+    import socket
+
+    out = tmp_path / "audit"
+    lock = out / "log.jsonl.lock"
+    with ScriptedChatServer(ScriptedJudge(mini_task)) as server:
+        args = ["audit", str(native_mini), "--dimensions", "alignment", "--llm-model", "m", "--llm-base-url",
+                server.base_url, "--output-dir", str(out), "--no-llm-cache", "--yes", "--quiet"]
+        holder = _hold_lock_in_another_process(lock)
+        try:
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert server.request_count == 0 and not (out / "log.jsonl").exists()
+            assert lock.exists() and json.loads(lock.read_text())["pid"] == holder.pid  # the holder's, untouched
+        finally:
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.wait(30) == 0
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: the audit log ") and "Traceback" not in err
+        assert f"pid {holder.pid} on host {socket.gethostname()}" in lines[0] and str(lock) in lines[0]
+
+        # A lock left by a run that was killed (its pid is gone) is taken over with a warning.
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        lock.write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "started": "2026-01-01T00:00:00Z"}))
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert server.request_count == 5  # the 5 alignment items
+    assert f"warning: {lock}: taking over the audit log" in err and f"pid {dead.pid} " in err
+    assert not lock.exists()  # released on the way out
+    assert len(read_jsonl(out / "log.jsonl")) == 5
+
+
+def test_credentials_in_the_base_url_reach_no_file_and_no_output(native_mini, mini_task, tmp_path, capsys):
+    """A judge behind a Basic-auth proxy whose errors and replies echo the Authorization header back."""
+    import base64
+
+    user, password = "auditor", "Pr0xy-pass-98412"
+    encoded = base64.b64encode(f"{user}:{password}".encode()).decode()
+    scripted = ScriptedJudge(mini_task)
+
+    def echoing(body: dict, headers: dict) -> Reply:
+        sent = next(v for k, v in headers.items() if k.lower() == "authorization")
+        echo = f"you sent Authorization: {sent}, that is {base64.b64decode(sent.split()[-1]).decode()}"
+        content = body["messages"][-1]["content"]
+        if "### Answer quality scale" in content:
+            return Reply(f"forbidden. {echo}", status=403)
+        if "### Faithfulness scale" in content:
+            return Reply(f"No rating from me. {echo}")  # unparseable: logged as a failed reply
+        return scripted(body)
+
+    out = tmp_path / "audit"
+    with ScriptedChatServer(echoing, with_headers=True) as server:
+        url = server.base_url.replace("http://", f"http://{user}:{password}@")
+        code = main(["audit", str(native_mini), "--llm-model", "m", "--llm-base-url", url, "--negatives", "2",
+                     "--output-dir", str(out), "--llm-cache", str(out / "llm.sqlite"), "--yes", "--quiet"])
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+        sent = {v for h in server.headers for k, v in h.items() if k.lower() == "authorization"}
+    assert sent == {f"Basic {encoded}"}  # the proxy got its credentials
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["judges"] == [{"name": "m", "model": "m", "base_url": server.base_url}]
+    records = read_jsonl(out / "log.jsonl")
+    assert any(r["dimension"] == "quality" and "HTTP 403: forbidden" in r["error"] for r in records)
+    assert any(r["dimension"] == "faithfulness" and "No rating from me" in (r["reply"] or "") for r in records)
+    texts = {path.name: path.read_bytes().decode("latin-1") for path in out.rglob("*") if path.is_file()}
+    assert {"log.jsonl", "summary.json", "llm.sqlite"} <= set(texts)
+    texts.update(stdout=printed.out, stderr=printed.err)
+    for place, text in texts.items():
+        for secret in (password, encoded, f"{user}:{password}"):
+            assert secret not in text, (place, secret)

@@ -10,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from mtrbench.data import load_task
-from mtrbench.metrics.trec_io import read_run
+from mtrbench.formats.run import read_run
 
 
 def mtrbench(*args, env=None, timeout=600):

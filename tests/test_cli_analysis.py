@@ -9,7 +9,8 @@ import sys
 import pytest
 from scipy import stats
 
-from mtrbench.metrics.trec_io import format_qrels, format_run
+from mtrbench.formats.qrels import format_qrels
+from mtrbench.formats.run import format_run
 
 
 def mtrbench(*args):
@@ -96,3 +97,39 @@ def test_pool_cli_matches_hand_values(tmp_path):
     assert doc["marginal_contribution"] == {"A.trec": 0.0, "B.trec": 0.0, "C.trec": 0.5, "D.trec": 0.0, "E.trec": 0.0}
     assert doc["marginal_contribution_mean"] == pytest.approx(0.1)
     assert doc["holes_per_pool_size"][-1] == 3 and doc["total_holes_found"] == 3
+
+
+def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
+    """One AnalysisOptions, two callers: run_eval on a task and `mtrbench score` on the run it wrote."""
+    from mtrbench.data import load_task
+    from mtrbench.evaluate import EvalConfig, run_eval
+    from mtrbench.metrics.analyses import AnalysisOptions
+    from mtrbench.retrieve import RetrieverOptions
+
+    task = load_task(str(native_mini))
+    qrels = task.qrels()
+    extra = task.corpus.ids[0]
+    (tmp_path / "o.qrels").write_text(format_qrels(qrels))
+    (tmp_path / "r.qrels").write_text(format_qrels({q: {**docs, extra: 1} for q, docs in qrels.items()}))
+    (tmp_path / "gen.jsonl").write_text("".join(json.dumps({"qid": q, "label": n % 2}) + "\n"
+                                                for n, q in enumerate(sorted(qrels))))
+    options = AnalysisOptions(refined_qrels=tmp_path / "r.qrels", generation_judgments=tmp_path / "gen.jsonl",
+                              ragalign_metric="hit_rate_at_3", ragalign_continuous="ndcg_at_5")
+    [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results", analyses=options),
+                        RetrieverOptions(show_progress=False))
+    assert set(result.analyses) == {"refined_qrels", "ragalign"}
+    assert set(result.analyses["ragalign"]) == {"original", "refined"}
+    document = json.loads(result.paths.json.read_text())["mtrbench"]
+    assert document["ragalign"] == result.analyses["ragalign"]
+
+    out = tmp_path / "score.json"
+    settings = document["settings"]
+    proc = mtrbench("score", "--run", str(result.paths.run), "--qrels", str(tmp_path / "o.qrels"),
+                    "--k", ",".join(map(str, settings["k_values"])), "--metrics", ",".join(settings["metrics"]),
+                    "--relevance-level", str(settings["relevance_level"]),
+                    "--refined-qrels", str(tmp_path / "r.qrels"), "--generation-judgments", str(tmp_path / "gen.jsonl"),
+                    "--ragalign-metric", "hit_rate_at_3", "--ragalign-continuous", "ndcg_at_5", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    scored = json.loads(out.read_text())
+    assert scored["ragalign"] == result.analyses["ragalign"]
+    assert scored["refined_qrels"] == result.analyses["refined_qrels"]

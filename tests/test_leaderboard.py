@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -350,26 +351,144 @@ def test_committed_sample_leaderboard_verifies(sample_results, tmp_path, monkeyp
     assert "re-running 1/1: mtrbench eval --model bm25" in out
 
 
-def test_verify_skips_what_cannot_run_here(tmp_path, capsys):
+def leaderboard_with_commands(tmp_path: Path, commands: dict[str, str | None], keep: list[dict] = ()) -> Path:
+    """The sample leaderboard with ``keep``'s entries plus one entry per (id, command); none has a result file."""
     _, sample = load("sample")
     template = copy.deepcopy(sample["entries"][0])
     template["source"]["result_file"] = str(tmp_path / "never-written.json")
-    cases = {"no-command": None, "not-mtrbench": "rm -rf /tmp/x",
-             "missing-task": "mtrbench eval --model bm25 --task /nonexistent/task-folder"}
-    entries = []
-    for entry_id, command in cases.items():
+    entries = [copy.deepcopy(e) for e in keep]
+    for entry_id, command in commands.items():
         entry = copy.deepcopy(template)
         entry["id"], entry["command"] = entry_id, command
         entries.append(entry)
-    document = {**sample, "entries": entries, "groups": [], "separations": []}
-    path = tmp_path / "skips.json"
-    path.write_text(json.dumps(document))
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps({**sample, "entries": entries, "groups": [], "separations": []}))
+    return path
+
+
+def test_verify_skips_what_cannot_run_here_and_refuses_what_is_not_checked(tmp_path, capsys):
+    path = leaderboard_with_commands(tmp_path, {
+        "no-command": None, "not-mtrbench": "rm -rf /tmp/x",
+        "task-folder": "mtrbench eval --model bm25 --task /nonexistent/task-folder",
+        "user-error": "mtrbench eval --query-model org/query-tower"})  # eval itself refuses: exit 2
     capsys.readouterr()
-    assert main(["leaderboard", "verify", str(path)]) == 0
+    assert main(["leaderboard", "verify", str(path)]) == 1  # a refusal is not a pass
     out = capsys.readouterr().out
-    assert "0 OK, 0 FAIL, 3 SKIP" in out
-    assert "no command recorded" in out and "only `mtrbench eval` commands are re-run" in out
-    assert "not runnable here: error:" in out
+    assert "0 OK, 0 FAIL, 2 SKIP, 2 REFUSED" in out
+    assert "no command recorded" in out
+    assert "not-mtrbench: refused: only `mtrbench eval` commands are re-run" in out
+    assert "task-folder: refused: --task '/nonexistent/task-folder' is not a registered task name" in out
+    assert "not runnable here: error: --query-model and --doc-model go together" in out
+
+
+def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, monkeypatch, capsys):
+    """A downloaded leaderboard asks for remote code from a local model folder and its own cache/output
+    folders: nothing of it runs, nothing is written there, each refusal says why; the safe entries re-run."""
+    marker = tmp_path / "model-code-ran.marker"
+    evil = tmp_path / "evil-model"
+    evil.mkdir()
+    payload = f"open({str(marker)!r}, 'w').write('the model folder ran code')\n"
+    for name in ("configuration_evil.py", "modeling_evil.py", "__init__.py"):
+        (evil / name).write_text(payload + "class EvilConfig: pass\nclass EvilModel: pass\n")
+    (evil / "config.json").write_text(json.dumps({
+        "model_type": "evil", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig",
+                                           "AutoModel": "modeling_evil.EvilModel"}}))
+    their_cache, their_output = tmp_path / "their-cache", tmp_path / "their-output"
+    _, sample = load("sample")
+    bm25 = [e for e in sample["entries"] if e["model"] == "bm25"]
+    path = leaderboard_with_commands(tmp_path, {
+        "evil-everything": f"mtrbench eval --trust-remote-code --model {evil} --cache-dir {their_cache} "
+                           f"--output-dir {their_output}",
+        "evil-abbreviated": f"mtrbench eval --model BAAI/bge-small-en-v1.5 --trust --cache-dir={their_cache}",
+        "evil-local-model": f"mtrbench eval --model {evil} --device cpu",
+        "evil-cache": f"mtrbench eval --model bm25 --history current,full --cache-dir {their_cache}",
+        "evil-output": f"mtrbench eval --model bm25 --history current,full --output-dir={their_output}",
+        "evil-value": "mtrbench eval --model bm25 --user-prefix --trust-remote-code",
+    }, keep=bm25)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mtrbench-sample").mkdir()  # same name as the task: re-runs must not read it as a task folder
+    mine, work = tmp_path / "my-cache", tmp_path / "work"
+    capsys.readouterr()
+    code = main(["leaderboard", "verify", str(path), "--rerun", "--work-dir", str(work), "--cache-dir", str(mine)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "2 OK, 0 FAIL, 0 SKIP, 6 REFUSED" in out
+    assert not marker.exists() and not their_cache.exists() and not their_output.exists()
+    reasons = {"evil-everything": "--trust-remote-code would run code from the model's repository",
+               "evil-abbreviated": "--trust-remote-code would run code",
+               "evil-local-model": f"--model '{evil}' is neither a registered model alias",
+               "evil-cache": "--cache-dir names a folder to write",
+               "evil-output": "--output-dir names a folder to write",
+               "evil-value": "--user-prefix has no value"}
+    for entry_id, reason in reasons.items():
+        [line] = [line for line in out.splitlines() if line.startswith(f"{entry_id}: refused: ")]
+        assert reason in line, line
+    # the one safe command, printed before it ran, with the user's cache folder and verify's work folder
+    [shown] = [line for line in out.splitlines() if line.startswith("re-running")]
+    assert shown == "re-running 1/1: " + shlex.join([
+        "mtrbench", "eval", "--model", "bm25", "--history", "current,full", f"--cache-dir={mine.resolve()}",
+        f"--output-dir={(work / 'run-1').resolve()}", "--quiet"])
+    assert [p.name for p in work.iterdir()] == ["run-1"]
+    assert sorted(p.name for p in (work / "run-1").rglob("*.json")) == ["mtrbench-sample.json"] * 2
+
+
+@pytest.mark.parametrize("command,expected", [
+    ("mtrbench eval --model bm25 --history current,full", ["eval", "--model", "bm25", "--history", "current,full"]),
+    ("mtrbench eval --mod BAAI/bge-small-en-v1.5 --revision refs/pr/1 --k 1,5 --metrics ndcg,hit --top-k 50 --quiet",
+     ["eval", "--model", "BAAI/bge-small-en-v1.5", "--revision", "refs/pr/1", "--k", "1,5", "--metrics", "ndcg,hit",
+      "--top-k", "50"]),
+    ("mtrbench eval --query-model org/q --doc-model org/d --pooling cls --dtype fp16 --split test",
+     ["eval", "--query-model", "org/q", "--doc-model", "org/d", "--pooling", "cls", "--dtype", "fp16", "--split",
+      "test"]),
+    ("mtrbench eval --user-prefix=--trust-remote-code --separator '\\n\\n' --history window:3",
+     ["eval", "--user-prefix=--trust-remote-code", "--separator", "\\n\\n", "--history", "window:3"]),
+])
+def test_screened_commands_are_rebuilt_from_checked_options(command, expected):
+    from mtrbench.cli import build_parser
+    from mtrbench.cli.screen import screen_command
+    from mtrbench.leaderboard.verify import LocalOptions, rerun_arguments
+
+    screened = screen_command(command)
+    assert screened.arguments == expected and not screened.refused
+    parsed = build_parser().parse_args(rerun_arguments(screened.arguments, LocalOptions(), Path("/tmp/verify-out")))
+    assert parsed.trust_remote_code is False and parsed.output_dir == "/tmp/verify-out"
+    assert (parsed.cache_dir, parsed.data_dir, parsed.corpus, parsed.refined_qrels) == (None, None, None, None)
+
+
+@pytest.mark.parametrize("command,reason", [
+    ("mtrbench eval --model ./folder", "local folders are never re-run"),
+    ("mtrbench eval --model ~/models/x", "local folders are never re-run"),
+    ("mtrbench eval --model ../org/name", "local folders are never re-run"),
+    ("mtrbench eval --model 'org/a|./b'", "local folders are never re-run"),
+    ("mtrbench eval --query-model /abs/q --doc-model org/d", "local folders are never re-run"),
+    ("mtrbench eval --task tasks/custom.yaml", "is not a registered task name"),
+    ("mtrbench eval --data-dir /data", "--data-dir names a local folder"),
+    ("mtrbench eval --corpus c.jsonl", "--corpus names a local file"),
+    ("mtrbench eval --refined-qrels q.trec", "--refined-qrels names a local file"),
+    ("mtrbench eval --trust-remote-code", "--trust-remote-code would run code"),
+    ("mtrbench eval --model bm25 --trus", "--trust-remote-code would run code"),  # argparse would take the prefix
+    ("mtrbench eval --history current,bogus", "names 'bogus', not a history strategy"),
+    ("mtrbench eval --k 1,x", "is not a comma list of positive integers"),
+    ("mtrbench eval --metrics ndcg,evil", "names an unknown metric"),
+    ("mtrbench eval --top-k 0", "must be positive"),
+    ("mtrbench eval --truncate middle", "is not one of left, right, none"),
+    ("mtrbench eval --device 'cuda; rm -rf /'", "is not auto, cpu, mps, cuda or cuda:N"),
+    ("mtrbench eval --split ../../etc", "is not a split name"),
+    ("mtrbench eval --split dev", "has no such split"),
+    ("mtrbench eval --no-cache=1", "takes no value"),
+    ("mtrbench eval --help", "is not among the settings verify re-runs"),
+    ("mtrbench eval --m bm25", "is ambiguous"),
+    ("mtrbench eval --model bm25 positional", "unexpected argument 'positional'"),
+    ("mtrbench eval --model 'unclosed", "cannot be parsed"),
+    ("python -m mtrbench.cli eval", "only `mtrbench eval` commands are re-run"),
+    ("mtrbench score --run r --qrels q", "only `mtrbench eval` commands are re-run"),
+])
+def test_screen_refuses_paths_code_and_unchecked_values(command, reason):
+    from mtrbench.cli.screen import screen_command
+
+    screened = screen_command(command)
+    assert screened.arguments is None and screened.refused
+    assert screened.reason.startswith("refused: ") and reason in screened.reason and "\n" not in screened.reason
 
 
 def test_build_merges_reported_entries_and_refuses_bad_inputs(built, tmp_path):

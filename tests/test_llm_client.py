@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import dataclasses
 import json
 import logging
@@ -15,7 +16,7 @@ from llm_server import Reply, ScriptedChatServer, sequence
 from mtrbench.errors import MtrbenchError
 from mtrbench.llm import (ChatClient, ChatRequest, JudgeConfig, ResponseCache, Usage, confirm_cost,
                           estimate_cost, extract_rating, extract_yes_no, load_judges, print_dry_run)
-from mtrbench.llm.args import add_llm_arguments, cache_from_args, judges_from_args
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, judges_from_args
 
 KEY_ENV = "MTRBENCH_TEST_LLM_KEY"
 SECRET = "mtrbench-secret-4f9c2a71e0d85b3c"  # no "sk-" prefix: the exact-key redaction is what is tested
@@ -315,6 +316,93 @@ def test_api_key_never_leaks(tmp_path, caplog, capsys):
         headers = {name.lower(): value for name, value in sent.items()}
         assert headers["authorization"] == f"Bearer {SECRET}"
         assert not any(SECRET in value for name, value in headers.items() if name != "authorization")
+
+
+URL_USER, URL_PASSWORD = "alice", "pw-7Hq2@ZX91/k"  # '@' and '/' are percent-encoded in the URL
+URL_USERINFO = "alice:pw-7Hq2%40ZX91%2Fk"
+URL_BASE64 = base64.b64encode(f"{URL_USER}:{URL_PASSWORD}".encode()).decode()
+
+
+def url_secrets() -> dict[str, str]:
+    """Every form of the URL credentials that must never be shown or stored."""
+    return {"password": URL_PASSWORD, "encoded password": "pw-7Hq2%40ZX91%2Fk", "user:password":
+            f"{URL_USER}:{URL_PASSWORD}", "userinfo": URL_USERINFO, "base64": URL_BASE64,
+            "base64 unpadded": URL_BASE64.rstrip("=")}
+
+
+def echo_authorization(body: dict, headers: dict) -> Reply:
+    """A careless server: its error bodies and replies repeat the Authorization header it got, decoded too."""
+    sent = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    decoded = base64.b64decode(sent.split()[-1]).decode() if sent.startswith("Basic ") else "?"
+    password = decoded.partition(":")[2]
+    echo = f"Authorization: {sent} (user:password {decoded}; password {password}; as sent {sent.split()[-1]})"
+    kind = body["messages"][-1]["content"].split("(")[1].rstrip(")")
+    if kind == "ok":
+        return Reply("Rating: [[6]]")
+    if kind == "reply":  # unparseable, so the reply text ends up in the result
+        return Reply(f"I cannot rate this. {echo}")
+    return Reply(f"bad credentials. {echo}", status={"e401": 401, "e500": 500}[kind])
+
+
+def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown(tmp_path, caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    with ScriptedChatServer(echo_authorization, with_headers=True) as server:
+        with_credentials = server.base_url.replace("http://", f"http://{URL_USERINFO}@")
+        judge = make_judge(server, base_url=with_credentials, max_retries=1, parse_retries=1)
+        assert judge.base_url == server.base_url  # the URL kept (and written in summaries) has none
+        cache = ResponseCache(tmp_path / "llm.sqlite")
+        client = make_client(judge, cache)
+        results = client.run([rating_request(k) for k in ("ok", "reply", "e401", "e500")], show_progress=True)
+        print(client, judge, client.usage, results, [r.error for r in results])
+        cache.close()
+        sent = [{k.lower(): v for k, v in h.items()}["authorization"] for h in server.headers]
+    assert [r.ok for r in results] == [True, False, False, False]
+    assert len(sent) == 1 + 2 + 1 + 2 and set(sent) == {f"Basic {URL_BASE64}"}  # the credentials were used
+    assert "[redacted]" in results[2].error and "[redacted]" in results[1].text
+    assert judge.base_url_auth is not None and repr(judge.base_url_auth).endswith("password=***)")
+    captured = capsys.readouterr()
+    files = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    places = {"logs": caplog.text, "stdout": captured.out, "stderr": captured.err, "cache": files.decode("latin-1"),
+              "results": repr(results) + json.dumps([vars(r) for r in results]), "repr": repr(client) + repr(judge),
+              "request bodies": json.dumps(server.requests)}
+    assert caplog.text and captured.err
+    for place, text in places.items():
+        for form, secret in url_secrets().items():
+            assert secret not in text, (place, form)
+
+
+def test_credentials_in_openai_base_url_are_split_off_too(monkeypatch):
+    with ScriptedChatServer(echo_authorization, with_headers=True) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url.replace("http://", f"http://{URL_USERINFO}@"))
+        client = make_client(make_judge(server, base_url=None, max_retries=0))
+        result = run_one(client, rating_request("e401"))
+        [headers] = server.headers
+    assert client.base_url == server.base_url and URL_PASSWORD not in repr(client)
+    assert {k.lower(): v for k, v in headers.items()}["authorization"] == f"Basic {URL_BASE64}"
+    assert result.error.startswith("HTTP 401: bad credentials.")
+    assert not any(secret in result.error for secret in url_secrets().values())
+
+
+def test_shown_urls_and_redaction_of_credential_forms(tmp_path):
+    from mtrbench.llm.client import display_url
+    from mtrbench.llm.redact import Redactor, split_userinfo
+
+    assert display_url("http://u:p@host:8000/v1") == "http://***@host:8000/v1"
+    assert display_url("https://api.example.com/v1") == "https://api.example.com/v1"
+    assert split_userinfo("http://u:p%40ss@[::1]:8000/v1")[0] == "http://[::1]:8000/v1"
+    assert split_userinfo("http://u:p%40ss@[::1]:8000/v1")[1].password == "p@ss"
+    with pytest.raises(MtrbenchError) as info:
+        JudgeConfig(name="j", model="m", base_url=f"ftp://{URL_USERINFO}@host/v1")
+    assert URL_PASSWORD not in str(info.value) and "ftp://host/v1" in str(info.value)
+    judges_file = tmp_path / "judges.json"  # the credentials field is set from base_url only
+    judges_file.write_text(json.dumps({"judges": [{"model": "m", "base_url_auth": ["u", "p"]}]}))
+    with pytest.raises(MtrbenchError, match="unknown field 'base_url_auth'"):
+        load_judges(judges_file)
+    redact = Redactor()  # no known secret: only what looks like one
+    assert redact("proxy said: Authorization: Basic dXNlcjpodW50ZXIy") == "proxy said: Authorization: Basic [redacted]"
+    assert redact("Basic authentication required") == "Basic authentication required"
+    assert redact("token Bearer abcdefghijklmnop rejected") == "token Bearer [redacted] rejected"
+    assert redact("cannot reach http://bob:hunter22@proxy:3128/v1") == "cannot reach http://***@proxy:3128/v1"
 
 
 def test_missing_key_is_named_but_local_servers_need_none(monkeypatch):

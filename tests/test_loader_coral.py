@@ -167,11 +167,11 @@ def test_malformed_trec_line(coral, tmp_path):
     lines = path.read_text().splitlines()
     lines[3] = "Test_a_1_3 0 19"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MtrbenchError, match=r"test/new_test_qrel\.trec record 3 \(Test_a_1_3\): a qrels line needs 4"):
+    with pytest.raises(MtrbenchError, match=r"test/new_test_qrel\.trec record 3: a qrels line needs 'qid iter docid grade', got 3"):
         load_task("coral", data_dir=root)
     lines[3] = "Test_a_1_3 0 19 yes"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MtrbenchError, match=r"new_test_qrel\.trec record 3 \(Test_a_1_3\): relevance 'yes'"):
+    with pytest.raises(MtrbenchError, match=r"new_test_qrel\.trec record 3 \(Test_a_1_3\): grade 'yes'"):
         load_task("coral", data_dir=root)
 
 

@@ -209,7 +209,7 @@ def test_incomplete_qrels_row_names_file_and_record(fixture, tmp_path):
     lines = path.read_text().splitlines()
     lines[3] = lines[3].rsplit("\t", 1)[0]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MtrbenchError, match=r"qrels/dev\.tsv record 3: incomplete row"):
+    with pytest.raises(MtrbenchError, match=r"qrels/dev\.tsv record 3: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got 2 fields"):
         load_task("mtrag-clapnq", data_dir=folder)
 
 

@@ -11,8 +11,14 @@ import sys
 import pytest
 import pytrec_eval
 
-from mtrbench.metrics.trec_io import format_qrels, format_run, read_qrels, read_run
-from mtrbench.metrics.trec_metrics import evaluate
+from mtrbench.formats.qrels import format_qrels, read_qrels
+from mtrbench.formats.run import format_run, read_run
+from mtrbench.measures import evaluate as evaluate_measures
+from mtrbench.measures import parse_measures
+
+
+def evaluate(qrels, run, k_values, families, relevance_level=1):
+    return evaluate_measures(qrels, run, parse_measures(families, k_values), relevance_level)
 
 QRELS = {
     "q1": {"d1": 2, "d2": 1, "d3": 0},
@@ -164,7 +170,7 @@ def test_all_relevant_query_and_k_beyond_the_run():
 def test_atomic_write_leaves_ordinary_permissions(tmp_path):
     import os
 
-    from mtrbench.metrics.trec_io import atomic_write_text
+    from mtrbench.atomic import atomic_write_text
 
     mask = os.umask(0o022)
     try:

@@ -8,13 +8,22 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mtrbench.metrics.holes import filled_holes, hole_beir, hole_bridge, hole_unjudged
+from mtrbench.measures import evaluate, parse_measures
+from mtrbench.metrics.holes import filled_holes, hole_bridge
 from mtrbench.metrics.pool import pool_analysis
-from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.metrics.significance import bootstrap_ci, compare_paired, randomization_test
 
 QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1}, "q3": {"d": 1}}
 RUN = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7, "y": 0.6}, "q2": {"c": 0.5, "a": 0.4}, "q3": {}}
+
+
+def hole_unjudged(qrels, run, ks):
+    return evaluate(qrels, run, parse_measures(["hole_unjudged"], ks)).per_query
+
+
+def hole_beir(qrels, run, ks):
+    return evaluate(qrels, run, parse_measures(["hole_beir"], ks)).aggregates
 
 
 def test_hole_unjudged_by_hand():

@@ -47,11 +47,12 @@ def test_sample_loads_to_the_same_counts():
 @pytest.fixture(scope="module")
 def sample_results(tmp_path_factory):
     from mtrbench.evaluate import EvalConfig, run_eval
+    from mtrbench.retrieve import RetrieverOptions
 
     out = tmp_path_factory.mktemp("results")
     config = EvalConfig(histories=["current", "questions", "rewrite"], output_dir=out)
     return {r.history: r for r in run_eval("minilm", "mtrbench-sample", config,
-                                           {"device": "cpu", "show_progress": False})}
+                                           RetrieverOptions(device="cpu", show_progress=False))}
 
 
 def _follow_ups(result, task, after_switch: bool):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,9 @@ from mtrbench.assess.refine import default_relevant_grade, refined_qrels
 from mtrbench.assess.roles import Roles
 from mtrbench.assess.runner import PairAssessor, assess_all
 from mtrbench.assess.stats import assessment_stats
+from mtrbench.atomic import atomic_write_text
 from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.trec_io import atomic_write_text, format_qrels
+from mtrbench.formats.qrels import format_qrels
 
 
 @dataclass
@@ -104,86 +106,89 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: Any = Non
         pool = build_pool(task, read_runs(options.runs), options.depth)
         warnings.update(pool.warnings)
     log = AssessmentLog(paths.log)
-    entries = log.read()
-    warnings.update(log.warnings)
-    for pair in pool.pairs if pool else ():
-        entries.setdefault((pair.qid, pair.doc_id), PairRecords(pair.qid, pair.doc_id))
+    # A dry run only reads the log. A real run holds it from reading what is done until the outputs are
+    # written, so a second run on the same folder stops here instead of repeating (and paying for) the work.
+    with nullcontext() if options.dry_run else log.hold():
+        entries = log.read()
+        warnings.update(log.warnings)
+        for pair in pool.pairs if pool else ():
+            entries.setdefault((pair.qid, pair.doc_id), PairRecords(pair.qid, pair.doc_id))
 
-    cases: dict[tuple[str, str], Case | None] = {}
+        cases: dict[tuple[str, str], Case | None] = {}
 
-    def case_for(entry: PairRecords) -> Case | None:
-        key = (entry.qid, entry.doc_id)
-        if key not in cases:
-            query = queries.get(entry.qid)
-            if query is None or entry.doc_id not in task.corpus:
-                warnings["logged pairs whose query or document the task no longer has (left as they are)"] += 1
-                cases[key] = None
-            else:
-                cases[key] = build_case(query, task.corpus, entry.doc_id, options.query_form)
-        return cases[key]
+        def case_for(entry: PairRecords) -> Case | None:
+            key = (entry.qid, entry.doc_id)
+            if key not in cases:
+                query = queries.get(entry.qid)
+                if query is None or entry.doc_id not in task.corpus:
+                    warnings["logged pairs whose query or document the task no longer has (left as they are)"] += 1
+                    cases[key] = None
+                else:
+                    cases[key] = build_case(query, task.corpus, entry.doc_id, options.query_form)
+            return cases[key]
 
-    if options.humans and not options.dry_run:
-        merge_human_labels(options.humans, log, entries, original, warnings)
-    work = []
-    if roles is not None:
-        settings = roles.debate_settings(options.rounds)
-        adjudicator = roles.adjudicator.name if roles.adjudicator else None
-        for entry in entries.values():
-            if not (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate(settings)
-                    or entry.needs_adjudication(adjudicator)):
-                continue
-            case = case_for(entry)
-            if case is None:
-                continue
-            work.append((case, entry))
-            if entry.human is None and entry.debate_is_stale(settings):
-                warnings["pairs debated again: logged under other agents or another --rounds "
-                         "(rounds both share come from the LLM cache)"] += 1
-            elif (adjudicator and entry.escalated and entry.adjudication is not None
-                  and entry.adjudication.get("judge", adjudicator) != adjudicator):
-                warnings["disagreements adjudicated again: logged with another adjudicator"] += 1
-    say(f"{task.name}: {len(entries)} pairs ({len(work)} with work left), log {paths.log}")
-    usage: dict[str, dict[str, Any]] = {}
-    if work:
-        by_judge = requests_upper_bound(roles, options.rounds, work)
-        if options.dry_run:
-            from mtrbench.llm.cost import print_dry_run
+        if options.humans and not options.dry_run:
+            merge_human_labels(options.humans, log, entries, original, warnings)
+        work = []
+        if roles is not None:
+            settings = roles.debate_settings(options.rounds)
+            adjudicator = roles.adjudicator.name if roles.adjudicator else None
+            for entry in entries.values():
+                if not (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate(settings)
+                        or entry.needs_adjudication(adjudicator)):
+                    continue
+                case = case_for(entry)
+                if case is None:
+                    continue
+                work.append((case, entry))
+                if entry.human is None and entry.debate_is_stale(settings):
+                    warnings["pairs debated again: logged under other agents or another --rounds "
+                             "(rounds both share come from the LLM cache)"] += 1
+                elif (adjudicator and entry.escalated and entry.adjudication is not None
+                      and entry.adjudication.get("judge", adjudicator) != adjudicator):
+                    warnings["disagreements adjudicated again: logged with another adjudicator"] += 1
+        say(f"{task.name}: {len(entries)} pairs ({len(work)} with work left), log {paths.log}")
+        usage: dict[str, dict[str, Any]] = {}
+        if work:
+            by_judge = requests_upper_bound(roles, options.rounds, work)
+            if options.dry_run:
+                from mtrbench.llm.cost import print_dry_run
 
-            print_dry_run(*first_stage(roles, by_judge))
-            total = sum(len(r) for stages in by_judge.values() for r in stages.values())
-            print(f"{len(work)} pairs to assess; at most {total} requests in all (every pair through every "
-                  f"stage and round)")
+                print_dry_run(*first_stage(roles, by_judge))
+                total = sum(len(r) for stages in by_judge.values() for r in stages.values())
+                print(f"{len(work)} pairs to assess; at most {total} requests in all (every pair through every "
+                      f"stage and round)")
+                return AssessResult(paths, {}, {}, warnings, dry_run=True)
+            from mtrbench.llm.client import ChatClient
+            from mtrbench.llm.cost import confirm_cost
+
+            estimates = cost_estimates(by_judge, roles.judges(), cache)
+            if console is not None:
+                console.print(f"[dim]Cost upper bound: every pair passes the pre-filter, debates all {options.rounds} "
+                              f"round(s){' and reaches the adjudicator' if roles.adjudicator else ''} (in BRIDGE, "
+                              f"10% of the debated pairs needed round 2).[/dim]")
+            confirm_cost(estimates, options.yes)
+            clients = {j.name: ChatClient(j, cache) for j in roles.judges()}
+            assessor = PairAssessor(roles, clients, log, options.rounds)
+            n_workers = max(j.concurrency for j in roles.judges())
+            try:
+                asyncio.run(assess_all(assessor, work, n_workers, show_progress=not options.quiet))
+            except KeyboardInterrupt:  # what finished is in the log; leave files that show it
+                write_outputs(paths, pool, entries, original, grade, options, roles, task, case_for, {}, warnings)
+                raise
+            finally:
+                log.close()
+            for name, client in clients.items():
+                u = client.usage
+                usage[name] = {"model": client.judge.model, "requests": u.requests, "cached": u.cached,
+                               "failures": u.failures, "prompt_tokens": u.prompt_tokens,
+                               "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd(client.judge)}
+        elif options.dry_run:
+            print("nothing to assess: every pooled pair is finished in the log")
             return AssessResult(paths, {}, {}, warnings, dry_run=True)
-        from mtrbench.llm.client import ChatClient
-        from mtrbench.llm.cost import confirm_cost
-
-        estimates = cost_estimates(by_judge, roles.judges(), cache)
-        if console is not None:
-            console.print(f"[dim]Cost upper bound: every pair passes the pre-filter, debates all {options.rounds} "
-                          f"round(s){' and reaches the adjudicator' if roles.adjudicator else ''} (in BRIDGE, "
-                          f"10% of the debated pairs needed round 2).[/dim]")
-        confirm_cost(estimates, options.yes)
-        clients = {j.name: ChatClient(j, cache) for j in roles.judges()}
-        assessor = PairAssessor(roles, clients, log, options.rounds)
-        n_workers = max(j.concurrency for j in roles.judges())
-        try:
-            asyncio.run(assess_all(assessor, work, n_workers, show_progress=not options.quiet))
-        except KeyboardInterrupt:  # what finished is in the log; leave files that show it
-            write_outputs(paths, pool, entries, original, grade, options, roles, task, case_for, {}, warnings)
-            raise
-        finally:
-            log.close()
-        for name, client in clients.items():
-            u = client.usage
-            usage[name] = {"model": client.judge.model, "requests": u.requests, "cached": u.cached,
-                           "failures": u.failures, "prompt_tokens": u.prompt_tokens,
-                           "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd(client.judge)}
-    elif options.dry_run:
-        print("nothing to assess: every pooled pair is finished in the log")
-        return AssessResult(paths, {}, {}, warnings, dry_run=True)
-    log.close()
-    stats = write_outputs(paths, pool, entries, original, grade, options, roles, task, case_for, usage, warnings)
-    return AssessResult(paths, stats, usage, warnings)
+        log.close()
+        stats = write_outputs(paths, pool, entries, original, grade, options, roles, task, case_for, usage, warnings)
+        return AssessResult(paths, stats, usage, warnings)
 
 
 def write_outputs(paths: OutputPaths, pool: Pool | None, entries: dict[tuple[str, str], PairRecords],

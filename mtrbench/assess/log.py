@@ -4,6 +4,9 @@ One record per finished step of a pair, written and flushed the moment the step 
 run loses at most the pairs in flight. Record kinds: ``prefilter`` (kept | discarded | failed),
 ``debate`` (consensus | disagreement | failed), ``adjudication`` (ok | failed) and ``human``. The
 latest record of a kind wins, so a failed step is simply retried and appended again.
+
+A run holds ``assessments.jsonl.lock`` (``hold``) from reading the log to writing its outputs, so a second
+run on the same folder stops at once instead of debating, and paying for, the same pairs again.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ContextManager, TextIO
 
 from mtrbench.errors import MtrbenchError
+from mtrbench.locking import LockHolder, held_lock, lock_path_for
 
 KINDS = ("prefilter", "debate", "adjudication", "human")
 
@@ -99,6 +103,14 @@ class AssessmentLog:
         self.path = Path(path)
         self.warnings: Counter = Counter()
         self._handle: TextIO | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        return lock_path_for(self.path)
+
+    def hold(self) -> ContextManager[LockHolder]:
+        """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
+        return held_lock(self.lock_path, purpose=f"assessment log {self.path}")
 
     def read(self) -> dict[tuple[str, str], PairRecords]:
         pairs: dict[tuple[str, str], PairRecords] = {}

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.run import Run, ranked, read_run
 from mtrbench.metrics.pool import pooled
-from mtrbench.metrics.trec_io import Run, ranked, read_run
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from mtrbench.assess.log import PairRecords
-from mtrbench.metrics.trec_io import Qrels
+from mtrbench.formats.qrels import Qrels
 
 
 def default_relevant_grade(original: Qrels, relevance_level: int) -> int:

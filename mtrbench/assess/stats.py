@@ -9,7 +9,7 @@ from typing import Any
 
 from mtrbench.assess.log import PairRecords
 from mtrbench.assess.refine import new_judgment
-from mtrbench.metrics.trec_io import Qrels
+from mtrbench.formats.qrels import Qrels
 
 
 def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords], original: Qrels,

@@ -3,6 +3,9 @@
 It is the audit's memory. A restarted run skips every (dimension, instance, judge) the log has answered
 successfully with the same prompt and model, even without the LLM cache; failures are asked again.
 A line cut short by a kill is ignored (and counted) when read back.
+
+A run holds ``log.jsonl.lock`` (``hold``) from reading the log to writing its results, so a second run on
+the same folder stops at once instead of asking, and paying for, the same items again.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ContextManager, TextIO
 
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
+from mtrbench.locking import LockHolder, held_lock, lock_path_for
 
 LOG_NAME = "log.jsonl"
 
@@ -70,6 +74,14 @@ class AuditLog:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._handle: TextIO | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        return lock_path_for(self.path)
+
+    def hold(self) -> ContextManager[LockHolder]:
+        """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
+        return held_lock(self.lock_path, purpose=f"audit log {self.path}")
 
     def read(self) -> LogContents:
         records: list[dict[str, Any]] = []

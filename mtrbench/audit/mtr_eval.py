@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from mtrbench import __version__
+from mtrbench.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, read_human_scores
 from mtrbench.audit.log import LOG_NAME, AuditLog, make_record
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
@@ -25,7 +27,6 @@ from mtrbench.audit.plan import (COMPLETENESS, AuditItem, AuditPlan, build_plan,
 from mtrbench.audit.report import (ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table,
                                    write_holes)
 from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.trec_io import atomic_write_text
 from mtrbench.results.writer import safe_name
 
 DEFAULT_NEGATIVES = 4
@@ -103,8 +104,6 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
               say: Callable[[str], None] | None = None) -> AuditOutcome | None:
     """Run (or resume) an audit; None after a dry run."""
     from mtrbench.data import load_task, resolve_card
-    from mtrbench.llm.client import ChatClient
-    from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     console = console or Console()
     say = say or (lambda message: console.print(f"[dim]{message}[/dim]"))
@@ -118,6 +117,20 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
     card = resolve_card(config.task)
     say(f"Loading task {card.name}")
     task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
+    output_dir = Path(config.output_dir) if config.output_dir else default_output_dir(task.name)
+    log = AuditLog(output_dir / LOG_NAME)
+    # A dry run only reads the log. A real run holds it from computing what is left to ask until the summary
+    # is written, so a second run on the same folder stops here, before retrieving negatives or asking anyone.
+    with nullcontext() if config.dry_run else log.hold():
+        return _audit(config, judges, cache, console, say, human, card, task, log)
+
+
+def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: Callable[[str], None], human,
+           card, task, log: AuditLog) -> AuditOutcome | None:
+    from mtrbench.llm.client import ChatClient
+    from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+
+    output_dir = log.path.parent
     queries, notes = select_queries(task.queries, card.relevance_level, config.limit, config.seed)
     dimensions, left_out = supported_dimensions(queries, config.dimensions)
     for dimension in left_out:
@@ -134,8 +147,6 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
     if not plan.items:
         raise MtrbenchError("the audit plan is empty: no audited query supports the requested dimensions")
 
-    output_dir = Path(config.output_dir) if config.output_dir else default_output_dir(task.name)
-    log = AuditLog(output_dir / LOG_NAME)
     contents = log.read()
     pending: dict[str, list[AuditItem]] = {}
     for judge in judges:

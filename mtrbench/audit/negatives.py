@@ -37,7 +37,7 @@ def _relevant(query: ConversationalQuery) -> set[str]:
 
 def negatives_from_run(run_path: str | Path, task: TaskData, queries: Sequence[ConversationalQuery],
                        n: int) -> HardNegatives:
-    from mtrbench.metrics.trec_io import ranked, read_run
+    from mtrbench.formats.run import ranked, read_run
 
     run = read_run(run_path)
     if not set(run) & {q.qid for q in queries}:
@@ -60,17 +60,15 @@ def negatives_from_retriever(model: str, task: TaskData, queries: Sequence[Conve
                              history: str = "full", device: str = "auto",
                              show_progress: bool = True) -> HardNegatives:
     """Retrieve with any mtrbench model alias; queries are serialized with a ``--history`` strategy."""
-    from mtrbench.retrieve import build_retriever, resolve_model
+    from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
 
     spec = resolve_model(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
-    options: dict[str, Any] = {"show_progress": show_progress}
-    if spec.kind == "dense":
-        options["device"] = device
-    retriever = build_retriever(model, **options)
+    options = RetrieverOptions(device=device if spec.kind == "dense" else "auto", show_progress=show_progress)
+    retriever = build_retriever(model, options)
     retriever.index(task.corpus)
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side="left")
     texts = [truncator(strategy(q, QueryFormat())) for q in queries]

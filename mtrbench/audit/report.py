@@ -14,10 +14,11 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from mtrbench.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, HumanScores, pearson
 from mtrbench.audit.log import ItemKey
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
-from mtrbench.metrics.trec_io import atomic_write_text
+from mtrbench.formats.qrels import Qrels, format_qrels
 
 ENSEMBLE = "ensemble"  # per-instance mean over the judges that answered (MTR-SUITE averages its judges)
 HOLES_QRELS = "hole_candidates.qrels"
@@ -104,11 +105,11 @@ def hole_candidates(items: list[AuditItem], latest: dict[str, dict[ItemKey, dict
 
 def write_holes(output_dir: Path, rows: list[dict[str, Any]]) -> tuple[Path, Path]:
     """TREC qrels (``qid 0 docid 1``, one line per distinct query/document) and the per-judge JSONL."""
-    seen: dict[tuple[str, str], None] = {}
+    holes: Qrels = {}
     for row in rows:
-        seen.setdefault((row["qid"], row["doc_id"]), None)
+        holes.setdefault(row["qid"], {})[row["doc_id"]] = 1
     qrels_path, jsonl_path = output_dir / HOLES_QRELS, output_dir / HOLES_JSONL
-    atomic_write_text(qrels_path, "".join(f"{qid} 0 {doc_id} 1\n" for qid, doc_id in seen))
+    atomic_write_text(qrels_path, format_qrels(holes))
     atomic_write_text(jsonl_path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     return qrels_path, jsonl_path
 

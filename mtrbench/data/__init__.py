@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from mtrbench.data.cards import TaskCard, card_from_dict, get_card
+from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
 from mtrbench.data.model import TaskData
 from mtrbench.errors import MtrbenchError
 
@@ -32,15 +35,42 @@ def card_for_folder(folder: Path) -> TaskCard:
                            "eval_split": eval_split}, str(folder))
 
 
-def resolve_card(task: str) -> TaskCard:
-    path = Path(task).expanduser()
-    if path.is_dir():
-        return card_for_folder(path)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        from mtrbench.data.cards import load_card
+def _note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
 
+
+def looks_like_path(task: str) -> bool:
+    """A task argument names a file or folder when it has a path separator or starts with '.' or '~';
+    otherwise it is a name (registered task names have neither)."""
+    return os.sep in task or bool(os.altsep and os.altsep in task) or task.startswith((".", "~"))
+
+
+def resolve_card(task: str, note: Callable[[str], None] = _note) -> TaskCard:
+    """A registered task name, a task card YAML file or a data folder. Registered names win over a
+    same-named folder in the working directory (``note`` says so); ``./NAME`` picks the folder. A plain
+    name that is only a folder here still works, with a note."""
+    path = Path(task).expanduser()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
         return load_card(path)
-    return get_card(task)
+    if looks_like_path(task):
+        if path.is_dir():
+            return card_for_folder(path)
+        raise MtrbenchError(f"{task}: no such folder or task card file (.yaml); a registered task name has no "
+                            f"'/' (`mtrbench tasks` lists them)")
+    cards = all_cards()
+    if task in cards:
+        if path.is_dir():
+            note(f"'{task}' is a registered task; using it, not the folder ./{task} (pass ./{task} for the folder)")
+        return cards[task]
+    if path.is_dir():
+        try:
+            card = card_for_folder(path)
+        except MtrbenchError as exc:
+            raise MtrbenchError(f"'{task}' is neither a registered task (`mtrbench tasks` lists them) nor a task "
+                                f"folder: {exc}") from None
+        note(f"'{task}' is not a registered task; using the folder ./{task}")
+        return card
+    return get_card(task)  # the unknown-name error, with suggestions
 
 
 def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Path | None = None,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mtrbench.atomic import atomic_write_text
 from mtrbench.data.model import TaskData
-from mtrbench.metrics.trec_io import atomic_write_text
+from mtrbench.formats.beir import BeirFolder
+from mtrbench.formats.qrels import BEIR, format_qrels
 
 FORMATS = ("beir", "hf")
 
@@ -21,13 +23,13 @@ def export_beir(task: TaskData, out: Path) -> list[Path]:
     corpus = "".join(json.dumps({"_id": d, "title": t, "text": x}) + "\n"
                      for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts))
     queries = "".join(json.dumps({"_id": q.qid, "text": _messages(q), "metadata": q.meta}) + "\n" for q in task.queries)
-    qrels = "query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q.qid}\t{d}\t{g}\n" for q in task.queries for d, g in q.qrels.items())
+    qrels = format_qrels({q.qid: q.qrels for q in task.queries}, BEIR)
     sidecar = "".join(json.dumps({
         "_id": q.qid, "conversation_id": q.conversation_id, "turn_id": q.turn_id,
         "history": [{"role": m.role, "content": m.content} for m in q.history], "query": q.query,
         "gold_rewrite": q.gold_rewrite, "answers": list(q.answers)}) + "\n" for q in task.queries)
-    paths = [out / "corpus.jsonl", out / "queries.jsonl", out / "qrels" / f"{task.split}.tsv", out / "conversations.jsonl"]
+    folder = BeirFolder(out)
+    paths = [folder.corpus, folder.queries, folder.qrels(task.split), folder.conversations]
     for path, text in zip(paths, (corpus, queries, qrels, sidecar)):
         atomic_write_text(path, text)
     return paths

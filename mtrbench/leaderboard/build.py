@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
+from mtrbench.atomic import atomic_write_text
 from mtrbench.errors import MtrbenchError
-from mtrbench.leaderboard.entries import (SourcedEntry, find_inputs, load_leaderboard_entries,
-                                          load_result_entry)
-from mtrbench.leaderboard.keys import (canonical, comparability, flatten, identity, short_model, system_identity,
-                                       system_settings, truncation_free)
+from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries, load_result_entry
+from mtrbench.leaderboard.keys import (comparability, flatten, identity, system_identity, system_settings,
+                                       truncation_free)
 from mtrbench.leaderboard.schema import validate
-from mtrbench.metrics.trec_io import atomic_write_text
+from mtrbench.results.documents import find_inputs
+from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
 REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
@@ -307,12 +307,3 @@ def collect(paths: list[str | Path], report: BuildReport) -> list[SourcedEntry]:
 
 def write_document(document: dict[str, Any], output: Path) -> None:
     atomic_write_text(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    make_shareable(output)
-
-
-def make_shareable(path: Path) -> None:
-    """Leaderboards and pages are published: readable like any file the user creates (the atomic write's
-    temporary file is private)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)

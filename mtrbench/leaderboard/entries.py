@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mtrbench.errors import MtrbenchError
-from mtrbench.leaderboard.keys import short_model
+from mtrbench.results.documents import find_inputs, kind_of, read_json
+from mtrbench.results.labels import short_model
 from mtrbench.results.writer import result_paths, safe_name
 
 # mteb's per-split score block carries these beside the metrics.
@@ -22,65 +22,6 @@ PLACE_ONLY_OPTIONS = {"--output-dir": True, "--quiet": False}  # option -> takes
 class SourcedEntry:
     entry: dict[str, Any]
     origin: str  # the file it came from (and the entry id, for leaderboards)
-
-
-@dataclass
-class Inputs:
-    results: list[Path] = field(default_factory=list)
-    leaderboards: list[Path] = field(default_factory=list)
-    skipped: list[Path] = field(default_factory=list)  # JSON found in folders that is neither
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MtrbenchError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except OSError as exc:
-        raise MtrbenchError(f"{path}: cannot be read ({exc.strerror})") from None
-
-
-def kind_of(document: Any) -> str | None:
-    if isinstance(document, dict):
-        if "schema_version" in document and "entries" in document:
-            return "leaderboard"
-        if isinstance(document.get("mtrbench"), dict) and "task_name" in document and "scores" in document:
-            return "result"
-    return None
-
-
-def find_inputs(paths: list[str | Path]) -> Inputs:
-    """Result and leaderboard JSON files among ``paths``; folders are searched recursively.
-
-    Only ``*.json`` files are read in folders (runs and per-query JSONL files beside results are not);
-    other JSON found there (``score --output`` files, comparisons) is skipped and counted.
-    """
-    inputs = Inputs()
-    seen: set[Path] = set()
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            candidates = sorted(p for p in path.rglob("*.json") if not p.name.startswith("."))
-            explicit = False
-        elif path.is_file():
-            candidates, explicit = [path], True
-        else:
-            raise MtrbenchError(f"{path}: no such result file, leaderboard or folder")
-        for candidate in candidates:
-            resolved = candidate.resolve()
-            if resolved in seen:
-                continue
-            seen.add(resolved)
-            kind = kind_of(read_json(candidate))
-            if kind == "result":
-                inputs.results.append(candidate)
-            elif kind == "leaderboard":
-                inputs.leaderboards.append(candidate)
-            elif explicit:
-                raise MtrbenchError(f"{candidate}: neither an `mtrbench eval` result nor a leaderboard")
-            else:
-                inputs.skipped.append(candidate)
-    return inputs
 
 
 def normalize_command(command: str | None) -> str | None:

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.leaderboard.build import make_shareable
-from mtrbench.leaderboard.keys import short_model, system_identity
-from mtrbench.leaderboard.render import group_title, groups_of, system_summaries
-from mtrbench.metrics.trec_io import atomic_write_text
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.atomic import atomic_write_text
+from mtrbench.leaderboard.keys import system_identity
+from mtrbench.leaderboard.render import group_title, groups_of, system_label, system_summaries
+from mtrbench.measures import label as pretty_name
 
 # Metric columns of the entries table, when some entry has them.
 PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "recall_at_5", "recall_at_10", "recall_at_20", "recall_at_100",
@@ -155,7 +154,7 @@ def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> st
     charts = []
     for task in group["tasks"]:
         main = group["main_scores"][task]
-        items = [(_label(names[system_identity(by_id[i])]), by_id[i]["scores"][main]) for i in group["entries"]
+        items = [(system_label(names[system_identity(by_id[i])]), by_id[i]["scores"][main]) for i in group["entries"]
                  if by_id[i]["task"] == task and main in by_id[i]["scores"]]
         charts.append(bar_chart(items, f"{task}: {pretty_name(main)}"))
     averages = ""
@@ -176,16 +175,11 @@ def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> st
         main_metrics = set(group["main_scores"].values())
         if len(main_metrics) == 1:
             metric = main_metrics.pop()
-            items = [(_label(n), v[metric]) for n, v in group["averages"].items() if metric in v]
+            items = [(system_label(n), v[metric]) for n, v in group["averages"].items() if metric in v]
             charts.append(bar_chart(items, f"average: {pretty_name(metric)}"))
     return (f'<section class="group" id="group-{escape(group["id"])}"><h2>{escape(title)}</h2>'
             f'<p class="datasets">{escape(datasets)}</p>{averages}'
             f'<div class="charts">{"".join(charts)}</div></section>')
-
-
-def _label(system_name: str) -> str:
-    model, _, detail = system_name.partition(" [")
-    return short_model(model) + (f" [{detail}" if detail else "")
 
 
 def page_body(document: dict[str, Any]) -> str:
@@ -230,5 +224,4 @@ def render_page(document: dict[str, Any]) -> str:
 def write_page(document: dict[str, Any], output_dir: Path) -> Path:
     path = Path(output_dir) / "index.html"
     atomic_write_text(path, render_page(document))
-    make_shareable(path)
     return path

@@ -11,16 +11,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from mtrbench.results.labels import canonical
 
 # Retriever settings that change speed or memory, not scores (beyond float noise): never part of an identity.
 EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache")
 COMPARABILITY_SETTINGS = ("history", "truncate", "query_format")
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def score_settings(entry: dict[str, Any]) -> dict[str, Any]:
@@ -69,10 +66,6 @@ def system_settings(entry: dict[str, Any]) -> dict[str, Any]:
 
 def system_identity(entry: dict[str, Any]) -> str:
     return canonical([entry["model"], entry["model_revision"], system_settings(entry)])
-
-
-def short_model(model: str) -> str:
-    return model.rstrip("/").rsplit("/", 1)[-1]
 
 
 def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -10,7 +10,8 @@ from rich.table import Table
 from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.keys import flatten
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.results.labels import short_model
+from mtrbench.measures import label as pretty_name
 from mtrbench.results.table import SUMMARY
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
@@ -42,6 +43,12 @@ def system_summaries(group: dict[str, Any]) -> dict[str, str]:
                  else f"{k.rsplit('.', 1)[-1]}={values[k]}" for k in shown if values.get(k) not in (None, "")]
         summaries[name] = " ".join(parts)
     return summaries
+
+
+def system_label(system_name: str) -> str:
+    """A system's name with its model shortened: ``org/model [detail]`` -> ``model [detail]``."""
+    model, _, detail = system_name.partition(" [")
+    return short_model(model) + (f" [{detail}" if detail else "")
 
 
 def group_title(group: dict[str, Any]) -> str:

@@ -1,14 +1,22 @@
 """Re-derive leaderboard entries: compare with results that already exist, else re-run their commands.
 
-Only ``mtrbench eval`` commands are ever executed (never a shell): a leaderboard downloaded from
-anywhere cannot make verify run something else. Each distinct command runs once, in a subprocess,
-with ``--output-dir`` pointed at a work folder; its results are matched to entries by identity
-(model, revision, task, split, dataset revision, score-changing settings; a setting only one side
-records, from an older or newer mtrbench, is ignored).
+A leaderboard may come from anywhere, so its commands are screened before anything runs
+(``mtrbench.cli.screen.screen_command``): only ``mtrbench eval`` with a registered model alias or Hugging Face id (never a local
+folder), a registered task name (never a folder or card file) and evaluation settings whose values are
+checked is re-run. ``--trust-remote-code``, and every option that names a path (``--cache-dir``,
+``--output-dir``, ``--data-dir``, ``--corpus``, ...), are refused: where things are read and written is
+decided by verify's own flags (``LocalOptions``). A refused entry is counted with the reason.
+
+What passes is rebuilt as an argument list from the canonical option names (never a shell string) and run
+once per distinct command, in a subprocess started in an empty folder, with ``--output-dir`` pointed at a
+work folder; each command is printed before it runs. Results are matched to entries by identity (model,
+revision, task, split, dataset revision, score-changing settings; a setting only one side records, from
+an older or newer mtrbench, is ignored).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -18,11 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import mtrbench
 from mtrbench.errors import MtrbenchError, closest
-from mtrbench.leaderboard.entries import SourcedEntry, load_result_entry, normalize_command, results_in
+from mtrbench.leaderboard.entries import SourcedEntry, load_result_entry, results_in
 from mtrbench.leaderboard.keys import flatten, score_settings
 
-OK, FAIL, SKIP = "OK", "FAIL", "SKIP"
+OK, FAIL, SKIP, REFUSED = "OK", "FAIL", "SKIP", "REFUSED"
+STATUSES = (OK, FAIL, SKIP, REFUSED)
 IDENTITY_FIELDS = ("model", "model_revision", "task", "split", "dataset_revision")
 
 
@@ -76,17 +86,30 @@ def compare(expected: dict[str, Any], obtained: dict[str, Any], tolerance: float
     return check
 
 
-def eval_arguments(command: str | None) -> tuple[list[str] | None, str]:
-    """(`mtrbench eval` arguments without output options, why not runnable)."""
-    if not command:
-        return None, "no command recorded"
-    try:
-        words = shlex.split(normalize_command(command) or "")
-    except ValueError as exc:
-        return None, f"command cannot be parsed ({exc})"
-    if len(words) < 2 or Path(words[0]).name != "mtrbench" or words[1] != "eval":
-        return None, "only `mtrbench eval` commands are re-run"
-    return words[1:], ""
+@dataclass(frozen=True)
+class Screened:
+    """What verify makes of an entry's command: ``arguments`` to run, or why not (a refusal or a skip)."""
+
+    arguments: list[str] | None
+    reason: str = ""
+    refused: bool = False
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    """The user's own choices for re-runs (verify's flags), never the leaderboard file's."""
+
+    cache_dir: Path | None = None
+    data_dir: Path | None = None
+    corpus: Path | None = None
+
+    def arguments(self) -> list[str]:
+        out: list[str] = []
+        for option, path in (("--cache-dir", self.cache_dir), ("--data-dir", self.data_dir),
+                             ("--corpus", self.corpus)):
+            if path is not None:  # absolute: re-runs start in an empty folder of their own
+                out.append(f"{option}={Path(path).expanduser().resolve()}")
+        return out
 
 
 def _existing_result(entry: dict[str, Any], leaderboard_path: Path,
@@ -108,9 +131,20 @@ def _existing_result(entry: dict[str, Any], leaderboard_path: Path,
     return None
 
 
-def _run_command(arguments: list[str], output_dir: Path) -> tuple[int, str]:
-    argv = [sys.executable, "-m", "mtrbench.cli", *arguments, "--output-dir", str(output_dir), "--quiet"]
-    completed = subprocess.run(argv, capture_output=True, text=True)
+def rerun_arguments(arguments: list[str], local: LocalOptions, output_dir: Path) -> list[str]:
+    """The full `mtrbench` argument list of a re-run: the screened arguments, then the user's own places."""
+    return [*arguments, *local.arguments(), f"--output-dir={Path(output_dir).resolve()}", "--quiet"]
+
+
+def _run_command(arguments: list[str]) -> tuple[int, str]:
+    # An empty folder as working directory: no relative name in the command (an org/name model id, a task
+    # name) can resolve to something that happens to sit in the user's current folder.
+    # The same mtrbench as this process, also when it is importable only from the user's folder.
+    package_root = str(Path(mtrbench.__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    with tempfile.TemporaryDirectory(prefix="mtrbench-verify-cwd-") as cwd:
+        completed = subprocess.run([sys.executable, "-m", "mtrbench.cli", *arguments], capture_output=True,
+                                   text=True, cwd=cwd, env=env)
     lines = [line for line in (completed.stderr + "\n" + completed.stdout).splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("error:")]
     return completed.returncode, (errors[-1] if errors else (lines[-1] if lines else ""))
@@ -124,7 +158,12 @@ def _closest_obtained(entry: dict[str, Any], produced: list[SourcedEntry]) -> So
 
 def verify(document: dict[str, Any], leaderboard_path: Path, *, tolerance: float = 1e-4,
            only: list[str] | None = None, results_dir: Path | None = None, work_dir: Path | None = None,
-           rerun: bool = False, say: Callable[[str], None] = lambda message: None) -> list[Check]:
+           rerun: bool = False, local: LocalOptions | None = None,
+           screen: Callable[[str | None], Screened] | None = None,
+           say: Callable[[str], None] = lambda message: None) -> list[Check]:
+    """``screen`` turns an entry's recorded command into the arguments that may be re-run, or says why
+    not (the CLI's ``screen_command``); without it nothing is re-run."""
+    local = local or LocalOptions()
     entries = document["entries"]
     if only:
         known = {e["id"] for e in entries}
@@ -148,11 +187,13 @@ def verify(document: dict[str, Any], leaderboard_path: Path, *, tolerance: float
         if existing is not None:
             checks[entry["id"]] = compare(entry, existing.entry, tolerance, f"existing result {existing.origin}")
             continue
-        arguments, why_not = eval_arguments(entry.get("command"))
-        if arguments is None:
-            checks[entry["id"]] = Check(entry["id"], SKIP, reason=why_not)
+        screened = screen(entry.get("command")) if screen else Screened(None, "re-running is not enabled")
+        if screened.arguments is None:
+            checks[entry["id"]] = Check(entry["id"], REFUSED if screened.refused else SKIP, reason=screened.reason)
+            if screened.refused:
+                say(f"{entry['id']}: {screened.reason}")
             continue
-        to_run.setdefault(shlex.join(arguments), []).append(entry)
+        to_run.setdefault(shlex.join(screened.arguments), []).append(entry)
 
     if to_run:
         temporary = None
@@ -161,9 +202,10 @@ def verify(document: dict[str, Any], leaderboard_path: Path, *, tolerance: float
             work_dir = Path(temporary.name)
         try:
             for n, (command, waiting) in enumerate(to_run.items(), 1):
-                say(f"re-running {n}/{len(to_run)}: mtrbench {command}")
-                output_dir = Path(work_dir) / f"run-{n}"
-                status, last_line = _run_command(shlex.split(command), output_dir)
+                output_dir = Path(work_dir).resolve() / f"run-{n}"
+                arguments = rerun_arguments(shlex.split(command), local, output_dir)
+                say(f"re-running {n}/{len(to_run)}: {shlex.join(['mtrbench', *arguments])}")
+                status, last_line = _run_command(arguments)
                 for entry in waiting:
                     checks[entry["id"]] = _check_rerun(entry, status, last_line, output_dir, tolerance)
         finally:

@@ -10,8 +10,9 @@ failures and unparseable replies are counted the same way everywhere:
 - a reply that ``request.parse`` rejects is requested again (never served from cache) up to
   ``parse_retries`` times, then reported as a failure; it is never scored.
 
-The API key is read from the environment at construction and handed only to the HTTP client; every
-error text this module produces passes through ``_redact``.
+The API key is read from the environment at construction and handed only to the HTTP client, as are
+credentials a base URL carried (sent as HTTP Basic auth; the URL kept and shown has none). Every error
+text this module produces passes through the judge's ``Redactor``, and reply texts lose any exact secret.
 """
 
 from __future__ import annotations
@@ -22,12 +23,11 @@ import logging
 import math
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai
 from tqdm.auto import tqdm
@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from mtrbench.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache, request_key
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.redact import Redactor, public_url, split_userinfo
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +92,8 @@ def is_local_url(url: str) -> bool:
 
 
 def display_url(url: str) -> str:
-    """The URL without any user:password part, for messages."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"{host}:{parts.port}" if parts.port else host
-        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    return url
+    """The URL for messages: any user:password part shown as ``***``."""
+    return public_url(url)
 
 
 def uses_json_mode(judge: JudgeConfig, request: ChatRequest) -> bool:
@@ -143,9 +139,6 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-_TOKEN_LIKE = re.compile(r"\b(?:sk|key|api[_-]?key)[-_][A-Za-z0-9*._-]{6,}", re.IGNORECASE)
-
-
 @dataclass
 class _Outcome:
     """What the transport loop got for one logical request."""
@@ -168,7 +161,9 @@ class ChatClient:
                  backoff_max_s: float = 60.0, retry_after_max_s: float = 120.0) -> None:
         self.judge = judge
         self.cache = cache
-        self.base_url = resolve_base_url(judge)
+        # OPENAI_BASE_URL may carry user:password too; the judge's own were split off when it was made
+        self.base_url, url_credentials = split_userinfo(resolve_base_url(judge))
+        self._credentials = url_credentials or judge.base_url_auth
         key = os.environ.get(judge.api_key_env, "").strip()
         if not key:
             if not is_local_url(self.base_url):
@@ -178,6 +173,8 @@ class ChatClient:
                     "in the judges file or --api-key-env)")
             key = _PLACEHOLDER_KEY
         self._api_key = key
+        self._redactor = Redactor(([] if key == _PLACEHOLDER_KEY else [key])
+                                  + (self._credentials.secrets() if self._credentials else []))
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
@@ -226,8 +223,10 @@ class ChatClient:
         """The HTTP client and semaphore of the running event loop (``run`` starts a new loop each call)."""
         loop = asyncio.get_running_loop()
         if self._loop_state is None or self._loop_state[0] is not loop:
+            # Basic auth as a header, not in the URL: the HTTP library logs and reports request URLs.
+            headers = {"Authorization": self._credentials.header()} if self._credentials else None
             client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
-                                        timeout=self.judge.timeout_s)
+                                        timeout=self.judge.timeout_s, default_headers=headers)
             self._loop_state = (loop, client, asyncio.Semaphore(self.judge.concurrency))
         return self._loop_state
 
@@ -265,9 +264,7 @@ class ChatClient:
         return [r for r in results if r is not None]
 
     def _redact(self, text: str) -> str:
-        if self._api_key != _PLACEHOLDER_KEY:
-            text = text.replace(self._api_key, "[redacted]")
-        return _TOKEN_LIKE.sub("[redacted]", text)
+        return self._redactor(text)
 
     def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: Any = None,
                 error: str | None = None, attempts: int, prompt_tokens: int = 0,
@@ -400,6 +397,8 @@ class ChatClient:
                 return _Outcome(attempts=sent, malformed="response body is not JSON")
             else:
                 outcome = _read_completion(response, sent)
+                if outcome.text is not None:  # a reply is logged and cached: no secret echoed by the server
+                    outcome.text = self._redactor.known(outcome.text)
                 self.usage.prompt_tokens += outcome.prompt_tokens
                 self.usage.completion_tokens += outcome.completion_tokens
                 return outcome

@@ -8,7 +8,9 @@ A judges file lists one or more judges (several = an ensemble) and may override 
     prices:
       gpt-4o: [2.50, 10.00]     # USD per 1M input / output tokens
 
-The API key never appears here: a judge names the environment variable that holds it.
+The API key never appears here: a judge names the environment variable that holds it. A base URL with
+``user:password@`` is split when the judge is made: ``base_url`` keeps the URL without them (it is what
+summaries record) and ``base_url_auth`` the credentials, sent only as the ``Authorization`` header.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import yaml
 
 from mtrbench.errors import MtrbenchError, closest
+from mtrbench.llm.redact import UrlCredentials, public_url, split_userinfo
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,15 @@ class JudgeConfig:
     price_input_per_mtok: float | None = None  # USD per 1M tokens; None -> price table lookup by model
     price_output_per_mtok: float | None = None
     extra_body: dict = field(default_factory=dict)  # e.g. {"seed": 0, "top_p": 1}
+    # user:password that base_url carried; set from base_url, never read from a judges file
+    base_url_auth: UrlCredentials | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if isinstance(self.base_url, str):
+            clean, credentials = split_userinfo(self.base_url)
+            if credentials is not None:
+                object.__setattr__(self, "base_url", clean)
+                object.__setattr__(self, "base_url_auth", credentials)
         problem = _invalid_field(self)
         if problem:
             raise MtrbenchError(f"judge '{self.name}': {problem}")
@@ -65,7 +75,8 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
         return "field 'model' must be a non-empty string"
     if judge.base_url is not None and not (isinstance(judge.base_url, str)
                                            and judge.base_url.startswith(("http://", "https://"))):
-        return f"field 'base_url' must be an http(s) URL, got {judge.base_url!r}"
+        shown = public_url(judge.base_url) if isinstance(judge.base_url, str) else judge.base_url
+        return f"field 'base_url' must be an http(s) URL, got {shown!r}"
     if not isinstance(judge.api_key_env, str) or not judge.api_key_env.strip():
         return "field 'api_key_env' must name an environment variable"
     checks: list[tuple[str, Any, float | None, bool]] = [  # field, value, minimum, must be int
@@ -95,7 +106,7 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
     return None
 
 
-JUDGE_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeConfig))
+JUDGE_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeConfig) if f.name != "base_url_auth")
 
 
 def judge_from_flags(model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY",

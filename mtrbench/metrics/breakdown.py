@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
-from mtrbench.data.model import ConversationalQuery
-from mtrbench.metrics.trec_metrics import Evaluation
+from mtrbench.measures import Evaluation
 
 
-def by_turn(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[str, dict[str, float]]:
+class TurnQuery(Protocol):
+    """What a breakdown reads of a query; ``data.model.ConversationalQuery`` is one."""
+
+    @property
+    def qid(self) -> str: ...
+
+    @property
+    def turn_id(self) -> int: ...
+
+    @property
+    def meta(self) -> Mapping[str, Any]: ...
+
+
+def by_turn(evaluation: Evaluation, queries: Sequence[TurnQuery]) -> dict[str, dict[str, float]]:
     groups: dict[int, list[str]] = defaultdict(list)
     for q in queries:
         if q.qid in evaluation.per_query:
@@ -16,7 +30,7 @@ def by_turn(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[
     return {str(turn): {"n": len(qids), **evaluation.mean(qids)} for turn, qids in sorted(groups.items())}
 
 
-def by_topic_switch(evaluation: Evaluation, queries: list[ConversationalQuery]) -> dict[str, dict[str, float]] | None:
+def by_topic_switch(evaluation: Evaluation, queries: Sequence[TurnQuery]) -> dict[str, dict[str, float]] | None:
     """Before / after a hard topic switch, for tasks whose queries carry ``meta['after_switch']``."""
     groups: dict[str, list[str]] = defaultdict(list)
     for q in queries:

@@ -1,9 +1,9 @@
 """Holes in relevance judgments, under three definitions that must not be confused.
 
-* ``hole_unjudged_at_k`` (per query): share of the query's top-k documents that carry no judgment
+* ``hole_unjudged_at_k`` (per query, :mod:`mtrbench.measures.families.hole_unjudged`): share of the query's top-k documents that carry no judgment
   for that query, denominator min(k, documents retrieved); 0 for an empty ranking.
   It equals 1 - ir_measures' Judged@k.
-* ``hole_beir_at_k``: BEIR's / mteb's ``Hole@k``: a document is a hole if no query at all judges it
+* ``hole_beir_at_k`` (:mod:`mtrbench.measures.families.hole_beir`): BEIR's / mteb's ``Hole@k``: a document is a hole if no query at all judges it
   (J = every doc id in the qrels, any grade); each query adds |holes in top-k| / k, and the sum is
   divided by the number of judged queries. Reproduced with BEIR's own conventions (stable score
   sort, every run query counted) so the numbers match BEIR's ``evaluate_custom(..., "hole")``.
@@ -15,31 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mtrbench.metrics.trec_io import Qrels, Run, ranked
-
-
-def hole_unjudged(qrels: Qrels, run: Run, k_values: Sequence[int]) -> dict[str, dict[str, float]]:
-    """Per query in ``qrels``: {"hole_unjudged_at_k": value}."""
-    out: dict[str, dict[str, float]] = {}
-    for qid, judged in qrels.items():
-        top = [doc for doc, _ in ranked(run.get(qid, {}))]
-        row = {}
-        for k in k_values:
-            head = top[:k]
-            row[f"hole_unjudged_at_{k}"] = (sum(1 for d in head if d not in judged) / len(head)) if head else 0.0
-        out[qid] = row
-    return out
-
-
-def hole_beir(qrels: Qrels, run: Run, k_values: Sequence[int]) -> dict[str, float]:
-    """Aggregate only, as BEIR defines it (rounded to 5 decimals like BEIR)."""
-    judged_anywhere = {doc for docs in qrels.values() for doc in docs}
-    totals = dict.fromkeys(k_values, 0.0)
-    for docs in run.values():
-        top = [doc for doc, _ in sorted(docs.items(), key=lambda item: item[1], reverse=True)]
-        for k in k_values:
-            totals[k] += sum(1 for d in top[:k] if d not in judged_anywhere) / k
-    return {f"hole_beir_at_{k}": round(totals[k] / len(qrels), 5) for k in k_values}
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run, ranked
 
 
 def filled_holes(original: Qrels, refined: Qrels) -> Qrels:

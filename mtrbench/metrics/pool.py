@@ -19,9 +19,10 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run, ranked
 from mtrbench.metrics.holes import filled_holes
-from mtrbench.metrics.trec_io import Qrels, Run, ranked
-from mtrbench.metrics.trec_metrics import evaluate, metric_key
+from mtrbench.measures import Measure, evaluate
 
 
 def pooled(runs: Iterable[Run], k: int) -> set[tuple[str, str]]:
@@ -64,8 +65,9 @@ class PoolAnalysis:
 
 def _perf(run: Run, qrels: Qrels, metric_family: str, k: int, qids: Sequence[str]) -> float:
     scoped = {q: qrels[q] for q in qids if q in qrels}
-    ev = evaluate(scoped, run, [k], [metric_family])
-    return ev.mean()[metric_key(metric_family, k)]
+    measure = Measure(metric_family, k)
+    ev = evaluate(scoped, run, [measure])
+    return ev.mean()[measure.key(1)]
 
 
 def pool_analysis(runs: dict[str, Run], original: Qrels, refined: Qrels, k: int = 10, metric: str = "hit",

@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run
 from mtrbench.metrics.holes import hole_bridge
-from mtrbench.metrics.ragalign import ragalign_binary, ragalign_pointbiserial
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.metrics.significance import N_RESAMPLES, SEED, bootstrap_ci
-from mtrbench.metrics.trec_io import Qrels, Run
-from mtrbench.metrics.trec_metrics import Evaluation, evaluate
+from mtrbench.measures import Evaluation, Measure, evaluate
 
 DEFAULT_RAGALIGN_BINARY = "hit_rate_at_10"
 DEFAULT_RAGALIGN_CONTINUOUS = "ndcg_at_10"
@@ -26,11 +27,13 @@ def confidence_intervals(evaluation: Evaluation, keys: Sequence[str]) -> dict[st
     return out
 
 
-def refined_comparison(original: Qrels, refined: Qrels, run: Run, k_values: Sequence[int],
-                       families: Sequence[str]) -> dict[str, Any]:
-    """Scores on the original and the refined qrels, their difference, and BRIDGE Hole@k."""
-    on_original = evaluate(original, run, k_values, families)
-    on_refined = evaluate(refined, run, k_values, families)
+def refined_comparison(original: Qrels, refined: Qrels, run: Run, measures: Sequence[Measure],
+                       relevance_level: int = 1) -> dict[str, Any]:
+    """Scores on the original and the refined qrels, their difference, and BRIDGE Hole@k at the
+    measures' cutoffs."""
+    on_original = evaluate(original, run, measures, relevance_level)
+    on_refined = evaluate(refined, run, measures, relevance_level)
+    k_values = sorted({m.cutoff for m in measures})
     so, sr = on_original.scores(), on_refined.scores()
     holes = hole_bridge(original, refined, run, k_values, qids=list(on_refined.per_query))
     n = len(holes)

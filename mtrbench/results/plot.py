@@ -1,24 +1,23 @@
-"""PNG figures (matplotlib, no display needed): per-turn curves by history strategy; leaderboard bars."""
+"""PNG figures (matplotlib, no display needed): per-turn curves of results by history strategy."""
 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from mtrbench.atomic import atomic_write_bytes
 from mtrbench.errors import MtrbenchError
-from mtrbench.leaderboard.entries import find_inputs, read_json
-from mtrbench.leaderboard.keys import canonical, short_model
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.results.documents import find_inputs, read_json
+from mtrbench.results.labels import canonical, short_model
+from mtrbench.measures import label as pretty_name
 from mtrbench.results.writer import safe_name
 
 TURN_FAMILIES = ("recall", "ndcg")
 DPI = 110
 
 
-def _figure(width: float, height: float):
+def new_figure(width: float, height: float):
     # A bare Figure draws with the Agg canvas on savefig: no pyplot state, no display backend.
     from matplotlib.figure import Figure
 
@@ -28,16 +27,7 @@ def _figure(width: float, height: float):
 def save_png(figure, path: Path) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, buffer.getvalue())
     return path
 
 
@@ -66,7 +56,7 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
         first = documents[0]
         meta = first["mtrbench"]
         task, model = first["task_name"], meta["model"]["name"]
-        figure = _figure(11, 4.2)
+        figure = new_figure(11, 4.2)
         axes = figure.subplots(1, len(TURN_FAMILIES), sharex=True)
         drawn = False
         for axis, family in zip(axes, TURN_FAMILIES):
@@ -99,64 +89,3 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
         names_used.add(name)
         written.append(save_png(figure, Path(output_dir) / f"{name}.png"))
     return written
-
-
-def plot_leaderboard(document: dict[str, Any], output_dir: Path, metric: str | None = None) -> list[Path]:
-    """One figure per comparable group: a bar per system and task (and the average, when there is one)."""
-    from mtrbench.leaderboard.render import groups_of
-
-    groups, _ = groups_of(document)
-    by_id = {e["id"]: e for e in document["entries"]}
-    written = []
-    for group in groups:
-        tasks = list(group["tasks"])
-        metrics = {t: metric or group["main_scores"][t] for t in tasks}
-        systems = list(group["systems"])
-        columns = tasks + (["average"] if group["averages"] and len(set(metrics.values())) == 1 else [])
-        values = {}
-        for name in systems:
-            row = []
-            for column in columns:
-                if column == "average":
-                    row.append(group["averages"].get(name, {}).get(metrics[tasks[0]]))
-                else:
-                    entry_id = group["systems"][name]["entries"].get(column)
-                    row.append(by_id[entry_id]["scores"].get(metrics[column]) if entry_id else None)
-            values[name] = row
-        if all(v is None for row in values.values() for v in row):
-            continue
-        height = max(3.0, 0.28 * len(systems) * len(columns) + 1.5)
-        figure = _figure(9, min(height, 30))
-        axis = figure.subplots()
-        bar = 0.8 / max(len(systems), 1)
-        for s, name in enumerate(systems):
-            ys = [c + s * bar for c in range(len(columns))]
-            widths = [v or 0.0 for v in values[name]]
-            bars = axis.barh(ys, widths, height=bar * 0.92, label=_label(name))
-            for rect, value in zip(bars, values[name]):
-                if value is not None:
-                    axis.text(rect.get_width(), rect.get_y() + rect.get_height() / 2, f" {value:.3f}",
-                              va="center", fontsize=8)
-        axis.set_yticks([c + bar * (len(systems) - 1) / 2 for c in range(len(columns))])
-        axis.set_yticklabels([f"{c}\n{pretty_name(metrics[c] if c != 'average' else metrics[tasks[0]])}"
-                              for c in columns])
-        axis.invert_yaxis()
-        top = max([1.0] + [v for row in values.values() for v in row if v is not None])
-        axis.set_xlim(0, top * 1.12)
-        axis.grid(axis="x", alpha=0.3)
-        axis.legend(fontsize=8, loc="lower right")
-        comp = group["comparability"]
-        axis.set_title(f"{document['name']} {group['id']}: {comp['label']}, history={_clip(comp['history'])}, "
-                       f"truncate={comp['truncate']}", fontsize=10)
-        written.append(save_png(figure, Path(output_dir) / f"{safe_name(document['name'])}__{group['id']}.png"))
-    return written
-
-
-def _label(system_name: str) -> str:
-    model, _, detail = system_name.partition(" [")
-    return short_model(model) + (f" [{detail}" if detail else "")
-
-
-def _clip(text: Any, limit: int = 40) -> str:
-    text = str(text)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"

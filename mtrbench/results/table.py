@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from mtrbench.metrics.trec_metrics import pretty_name
+from mtrbench.measures import label as pretty_name
 
 SUMMARY = ("ndcg_at_10", "recall_at_5", "recall_at_10", "recall_at_100", "mrr_at_10", "hit_rate_at_5")
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.metrics.trec_io import Run, atomic_write_text, format_run
+from mtrbench.atomic import atomic_write_text
+from mtrbench.formats.run import Run, format_run
 
 # Written as ``mteb_version`` when mteb is not installed: the oldest mteb whose result format this
 # file follows and that today's ``TaskResult.from_disk`` reads as-is. Files claiming < 1.11.0 are

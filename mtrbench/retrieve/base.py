@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from mtrbench.data.model import Corpus
-
-# For each query: (corpus positions, scores), best first, at most top_k.
-Hits = list[tuple[list[int], list[float]]]
+from mtrbench.search.hits import Hits
 
 
 @runtime_checkable

@@ -17,9 +17,9 @@ from mtrbench.encode.engine import EncodingEngine, EngineOptions
 from mtrbench.encode.towers import DTYPES, SENTENCE_TRANSFORMERS, TowerSpec, load_tower
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import hub_reachable
-from mtrbench.retrieve.base import Hits
 from mtrbench.retrieve.registry import ModelSpec
 from mtrbench.search.exact import exact_search
+from mtrbench.search.hits import Hits
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from mtrbench.data.model import Corpus
-from mtrbench.retrieve.base import Hits
+from mtrbench.search.hits import Hits
 
 K1, B = 0.9, 0.4  # Anserini/Pyserini defaults, the usual BM25 baseline in IR papers
 

@@ -1,5 +1,1 @@
-"""Search: exact top-k over embeddings."""
-
-from mtrbench.search.exact import exact_search
-
-__all__ = ["exact_search"]
+"""Search: exact top-k over embeddings (``search.exact``, which needs torch); ``search.hits`` is what it returns."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from mtrbench.retrieve.base import Hits
+from mtrbench.search.hits import Hits
 
 
 def exact_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int,

@@ -16,13 +16,13 @@ from typing import Any
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
-from mtrbench.data.loaders.common import corpus_from_rows, parse_messages
+from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.beir import BeirFolder, qrels_from_rows
+from mtrbench.formats.qrels import BEIR
 from mtrbench.hub import load_split
-
-QRELS_COLUMNS = ("query-id", "corpus-id", "score")
 
 
 @register("beir")
@@ -31,7 +31,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     folder = data_dir or card.local_path()
     opts = card.loader_options
     if folder is not None:
-        corpus_rows, query_rows, qrel_rows, sidecar = _read_local(Path(folder), split, opts)
+        corpus_rows, query_rows, qrels, sidecar = _read_local(Path(folder), split, opts)
         origin = str(folder)
         revision = None
     else:
@@ -42,11 +42,11 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
                                 split=opts.get("queries_split", "queries"), revision=revision, what=f"{card.name} queries")
         qrel_rows = load_split(hub, config=opts.get("qrels_config", "default"), split=split, revision=revision,
                                what=f"{card.name} qrels ({split})")
+        qrels = qrels_from_rows(qrel_rows, f"{hub} qrels ({split})")
         sidecar = None
         origin = hub
     corpus = corpus_from_rows(corpus_rows, f"{origin} corpus")
     check_corpus(corpus, f"{origin} corpus")
-    qrels = group_qrels(qrel_rows, f"{origin} qrels/{split}.tsv")
     queries = _queries(query_rows, qrels, sidecar, f"{origin} queries")
     warnings: Counter = Counter()
     check_queries(queries, corpus, origin, warnings)
@@ -55,42 +55,16 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 
 def _read_local(folder: Path, split: str, opts: dict[str, Any]):
-    import datasets
-
-    prefix = opts.get("prefix", "")
-    prefix = f"{prefix}-" if prefix else ""
-    corpus_file = folder / "corpus.jsonl"
-    query_file = folder / f"{prefix}queries.jsonl"
-    qrels_file = folder / f"{prefix}qrels" / f"{split}.tsv"
-    for path in (corpus_file, query_file, qrels_file):
-        if not path.is_file():
-            available = sorted(p.stem for p in (folder / f"{prefix}qrels").glob("*.tsv"))
-            extra = f" (qrels splits here: {available})" if path == qrels_file and available else ""
-            raise MtrbenchError(f"BEIR folder {folder}: missing {path.name}{extra}")
-    corpus = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train", what="corpus")
-    queries = load_split(query_file, builder="json", data_files=str(query_file), split="train", what="queries")
-    qrels = load_split(qrels_file, builder="csv", data_files=str(qrels_file), split="train", what="qrels",
-                       delimiter="\t", features=datasets.Features({
-                           "query-id": datasets.Value("string"), "corpus-id": datasets.Value("string"),
-                           "score": datasets.Value("int64")}))
-    sidecar_file = folder / "conversations.jsonl"
+    beir = BeirFolder(folder, prefix=opts.get("prefix") or "")
+    beir.check(split)
+    corpus = load_split(beir.corpus, builder="json", data_files=str(beir.corpus), split="train", what="corpus")
+    queries = load_split(beir.queries, builder="json", data_files=str(beir.queries), split="train", what="queries")
+    qrels = load_qrels(beir.qrels(split), BEIR, "qrels")
     sidecar = None
-    if sidecar_file.is_file():
-        sidecar = load_split(sidecar_file, builder="json", data_files=str(sidecar_file), split="train",
+    if beir.conversations.is_file():
+        sidecar = load_split(beir.conversations, builder="json", data_files=str(beir.conversations), split="train",
                              what="conversations sidecar")
     return corpus, queries, qrels, sidecar
-
-
-def group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    missing = [c for c in QRELS_COLUMNS if c not in rows.column_names]
-    if missing:
-        raise MtrbenchError(f"{origin}: qrels need columns {list(QRELS_COLUMNS)} (header row), missing {missing}")
-    for n, row in enumerate(rows):
-        if row["query-id"] is None or row["corpus-id"] is None or row["score"] is None:
-            raise MtrbenchError(f"{origin}: row {n + 2} is incomplete")
-        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
-    return qrels
 
 
 def _queries(rows, qrels, sidecar, origin: str) -> list[ConversationalQuery]:

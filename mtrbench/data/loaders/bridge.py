@@ -38,8 +38,10 @@ from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import HubUnavailableError, MtrbenchError
+from mtrbench.formats.beir import BeirFolder, qrels_from_rows
+from mtrbench.formats.qrels import BEIR
 from mtrbench.hub import load_split
-from mtrbench.data.loaders.common import read_beir_qrels
+from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
@@ -175,20 +177,21 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
                    task: str) -> tuple[Corpus, dict[str, dict[str, int]]]:
     if subset in BEIR_SUBSETS:
         folder = _first_dir(path, [path, path / f"beir_{subset}", path / subset],
-                            lambda d: (d / "corpus.jsonl").is_file())
+                            lambda d: BeirFolder(d).corpus.is_file())
         if folder is None:
             raise MtrbenchError(f"{task}: no BEIR {subset} corpus.jsonl in {path} (looked in {path}, "
                                 f"{path / f'beir_{subset}'}, {path / subset}); pass --corpus with BEIR's {subset} folder")
-        corpus_file = folder / "corpus.jsonl"
+        beir = BeirFolder(folder)
+        corpus_file = beir.corpus
         rows = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train",
                           what=f"{task} corpus")
         corpus = corpus_from_rows(rows, str(corpus_file))
         split = str(opts.get("original_qrels_split") or BEIR_SUBSETS[subset])
-        qrels_file = folder / "qrels" / f"{split}.tsv"
+        qrels_file = beir.qrels(split)
         if not qrels_file.is_file():
             warnings[f"original qrels file missing ({qrels_file}); extra_qrels['original'] empty"] += 1
             return corpus, {}
-        return corpus, read_beir_qrels(qrels_file, f"{task} original qrels")
+        return corpus, load_qrels(qrels_file, BEIR, f"{task} original qrels")
     folder = _first_dir(path, [path, path / subset / "test", path / "robustqa" / subset / "test",
                                path / "data" / subset / "test", path / "test"],
                         lambda d: (d / "documents.jsonl").is_file())
@@ -228,22 +231,8 @@ def _hub_sources(opts: dict[str, Any], subset: str, task: str) -> tuple[Corpus, 
     if opts.get("qrels_hub"):
         qrels = load_split(opts["qrels_hub"], split=opts.get("qrels_split", BEIR_SUBSETS[subset]),
                            revision=opts.get("qrels_revision"), what=f"{task} original qrels")
-        original = _group_qrels(qrels, opts["qrels_hub"])
+        original = qrels_from_rows(qrels, opts["qrels_hub"])
     return corpus, original
-
-
-
-
-def _group_qrels(rows, origin: str) -> dict[str, dict[str, int]]:
-    missing = [c for c in ("query-id", "corpus-id", "score") if c not in rows.column_names]
-    if missing:
-        raise MtrbenchError(f"{origin}: qrels need columns query-id, corpus-id, score (header row), missing {missing}")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, row in enumerate(rows):
-        if row["query-id"] is None or row["corpus-id"] is None or row["score"] is None:
-            raise MtrbenchError(f"{origin} record {n}: incomplete qrels row")
-        qrels.setdefault(str(row["query-id"]), {})[str(row["corpus-id"])] = int(row["score"])
-    return qrels
 
 
 def _original_for(queries: list[ConversationalQuery], original: dict[str, dict[str, int]], corpus: Corpus,

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.lines import at_record
+from mtrbench.formats.qrels import Qrels, QrelsLayout, parse_qrels
 
 
 def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str = "_id") -> Corpus:
@@ -87,14 +89,25 @@ def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: 
     return Corpus(ids=ids, titles=titles, texts=texts)
 
 
+def text_lines(path: Path, what: str) -> Iterable[str]:
+    """The lines of a text file read through ``load_split`` (datasets' text builder), as loaders read data;
+    record n is line n + 1."""
+    from mtrbench.hub import load_split
+
+    return load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+
+
+def load_qrels(path: Path, layout: QrelsLayout, what: str,
+               on_duplicate: Callable[[str, str], object] | None = None) -> Qrels:
+    """A qrels file read through ``load_split``; errors name the file and record."""
+    return parse_qrels(text_lines(path, what), at_record(path), layout, on_duplicate=on_duplicate)
+
+
 def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, Any]]:
     """(record index, parsed object) per non-blank line, read through ``load_split`` (datasets' text builder);
     a malformed line is an error naming the file and record."""
-    from mtrbench.hub import load_split
-
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what or str(path.name))
     out = []
-    for n, line in enumerate(lines["text"]):
+    for n, line in enumerate(text_lines(path, what or str(path.name))):
         if not line.strip():
             continue
         try:
@@ -102,24 +115,3 @@ def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, A
         except json.JSONDecodeError as exc:
             raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     return out
-
-
-def read_beir_qrels(path: Path, what: str) -> dict[str, dict[str, int]]:
-    """BEIR qrels ``query-id<TAB>corpus-id<TAB>score`` after a header row; record n = line n (0 = header)."""
-    from mtrbench.hub import load_split
-
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
-    if not lines or lines[0].strip().split("\t") != ["query-id", "corpus-id", "score"]:
-        raise MtrbenchError(f"{path} record 0: qrels need the header 'query-id<TAB>corpus-id<TAB>score'")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(lines[1:], 1):
-        if not line.strip():
-            continue
-        parts = line.rstrip("\r").split("\t")
-        if len(parts) != 3 or not parts[0] or not parts[1]:
-            raise MtrbenchError(f"{path} record {n}: incomplete row (needs query-id, corpus-id, score)")
-        try:
-            qrels.setdefault(parts[0], {})[parts[1]] = int(parts[2])
-        except ValueError:
-            raise MtrbenchError(f"{path} record {n} ({parts[0]}): score '{parts[2]}' is not an integer") from None
-    return qrels

@@ -29,9 +29,11 @@ from typing import Any
 from mtrbench import hub
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
+from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import TREC
 
 DEFAULT_CORPUS_FILE = "passage_corpus.json"
 CITATION = re.compile(r"\s*\[\d+\]")
@@ -67,7 +69,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     conv_rows = hub.load_split(conv_path, builder="json", data_files=str(conv_path), split="train",
                                what=f"{card.name} conversations ({split})")
     trec_path = fetch(qrels_rel, required=False)
-    trec = read_trec(trec_path, card.name) if trec_path is not None else None
+    trec = load_qrels(trec_path, TREC, f"{card.name} qrels") if trec_path is not None else None
 
     warnings: Counter = Counter()
     strip = bool(opts.get("strip_history_citations", True))
@@ -106,24 +108,6 @@ def _hub_file(repo: str | None, rel: str, revision: str | None, required: bool, 
     if not repo:
         raise MtrbenchError(f"{what}: the task card names no source.hub and no local path; pass --data-dir")
     return hub.fetch_file(repo, rel, revision, what, required=required)
-
-
-def read_trec(path: Path, name: str) -> dict[str, dict[str, int]]:
-    rows = hub.load_split(path, builder="text", data_files=str(path), split="train", what=f"{name} qrels")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, row in enumerate(rows):
-        parts = (row["text"] or "").split()
-        if not parts:
-            continue
-        if len(parts) != 4:
-            raise MtrbenchError(f"{path} record {n} ({parts[0]}): a qrels line needs 4 fields 'qid iter pid rel', "
-                                f"got {len(parts)}")
-        qid, _, pid, rel = parts
-        try:
-            qrels.setdefault(qid, {})[pid] = int(rel)
-        except ValueError:
-            raise MtrbenchError(f"{path} record {n} ({qid}): relevance '{rel}' is not an integer") from None
-    return qrels
 
 
 def corpus_from_coral(rows, origin: str) -> Corpus:

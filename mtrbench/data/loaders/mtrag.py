@@ -36,8 +36,9 @@ from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import BEIR
 from mtrbench.hub import load_split
-from mtrbench.data.loaders.common import read_beir_qrels
+from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
@@ -76,7 +77,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     lastturn = _read_variant(files["lastturn"], card.name)
     rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
     questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], card.name)}
-    qrels = read_beir_qrels(qrels_file, f"{card.name} qrels")
+    qrels = load_qrels(qrels_file, BEIR, f"{card.name} qrels")
     odd = sum(1 for docs in qrels.values() for d in docs if not QREL_ID_PATTERNS[domain].fullmatch(d))
     if odd:
         warnings[f"qrels corpus-ids not of the documented {domain} form (kept)"] += odd

@@ -24,11 +24,11 @@ from typing import Any
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
-from mtrbench.data.loaders.beir import group_qrels
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.beir import qrels_from_rows
 from mtrbench.hub import load_split
 
 _QID = re.compile(r"^(.+)-(\d+)$")
@@ -53,7 +53,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     check_corpus(corpus, corpus_origin)
     query_rows, query_origin = read(opts.get("queries_config", "queries"), "queries")
     qrel_rows, qrels_origin = read(opts.get("qrels_config", "default"), f"qrels ({split})")
-    qrels = group_qrels(qrel_rows, qrels_origin)
+    qrels = qrels_from_rows(qrel_rows, qrels_origin)
 
     warnings: Counter = Counter()
     queries = []

@@ -32,10 +32,11 @@ from typing import Any
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
-from mtrbench.data.loaders.common import corpus_from_rows
+from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, text_lines
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import TREC
 from mtrbench.hub import load_split
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
@@ -81,7 +82,8 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         auto_file = _find(folder, names["automatic_topics_file"], year, card.name)
         automatic = {qid: turn for qid, _, _, turn in _turns(_read_topics(auto_file, card.name), auto_file)}
     qrels_file = _find(folder, names["qrels_file"], year, card.name)
-    qrels = _read_qrels(qrels_file, card.name, warnings)
+    qrels = load_qrels(qrels_file, TREC, f"{card.name} qrels",
+                       on_duplicate=lambda *_: warnings.update(["duplicate qrels lines (last kept)"]))
 
     corpus = _read_corpus(request.corpus_path, card.name) if request.corpus_path is not None else None
     if corpus is None and request.require_corpus:
@@ -193,9 +195,8 @@ def _turns(topics: list[Any], path: Path):
 
 
 def _read_rewrites(path: Path, task: str) -> dict[str, str]:
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"{task} manual rewrites")
     rewrites: dict[str, str] = {}
-    for n, line in enumerate(lines["text"]):
+    for n, line in enumerate(text_lines(path, f"{task} manual rewrites")):
         if not line.strip():
             continue
         qid, sep, text = line.partition("\t")
@@ -206,27 +207,6 @@ def _read_rewrites(path: Path, task: str) -> dict[str, str]:
             raise MtrbenchError(f"{path} record {n}: expected '<topic>_<turn><TAB><rewrite>'")
         rewrites[qid.strip()] = text.strip()
     return rewrites
-
-
-def _read_qrels(path: Path, task: str, warnings: Counter) -> dict[str, dict[str, int]]:
-    lines = load_split(path, builder="text", data_files=str(path), split="train", what=f"{task} qrels")
-    qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(lines["text"]):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 4:
-            raise MtrbenchError(f"{path} record {n}: a qrels line needs 'qid iter docid grade', got {len(parts)} fields")
-        qid, _, doc_id, grade = parts
-        try:
-            value = int(grade)
-        except ValueError:
-            raise MtrbenchError(f"{path} record {n} ({qid}): grade '{grade}' is not an integer") from None
-        docs = qrels.setdefault(qid, {})
-        if doc_id in docs:
-            warnings["duplicate qrels lines (last kept)"] += 1
-        docs[doc_id] = value
-    return qrels
 
 
 # ------------------------------------------------------------------------------------------ corpus

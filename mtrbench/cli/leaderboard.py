@@ -1,13 +1,15 @@
-"""`mtrbench leaderboard build|verify|show|html` and `mtrbench plot` (registered by ``mtrbench.cli``)."""
+"""`mtrbench leaderboard build|verify|show|html` and `mtrbench plot`."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.errors import MtrbenchError
 
 
-def register(sub) -> dict:
+def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("leaderboard", help="build, verify, show or publish leaderboard JSON",
                        description="Leaderboards aggregate result files into comparable groups with per-task ranks "
                                    "and cross-task averages. NAME is leaderboards/NAME.json (here or shipped) or a "
@@ -23,7 +25,12 @@ def register(sub) -> dict:
     b.add_argument("--keep-newest", action="store_true",
                    help="for duplicate entries (same model, task and settings) keep the newest instead of failing")
 
-    v = actions.add_parser("verify", help="re-derive entries: compare existing results or re-run their commands")
+    v = actions.add_parser("verify", help="re-derive entries: compare existing results or re-run their commands",
+                           description="Compare each entry with an existing result, else re-run its recorded "
+                                       "`mtrbench eval` command. Only registered model aliases or Hugging Face ids, "
+                                       "registered task names and checked settings are re-run: an entry whose "
+                                       "command names a local path, --trust-remote-code or any option that chooses "
+                                       "where files are read or written is REFUSED (exit status 1).")
     v.add_argument("leaderboard", metavar="NAME|FILE")
     v.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted absolute difference [1e-4]")
     v.add_argument("--only", action="append", metavar="ID",
@@ -31,6 +38,9 @@ def register(sub) -> dict:
     v.add_argument("--results-dir", help="folder of existing results to compare with before re-running anything")
     v.add_argument("--rerun", action="store_true", help="re-run every command even when its result exists")
     v.add_argument("--work-dir", help="keep re-run results here [a temporary folder, removed afterwards]")
+    v.add_argument("--cache-dir", help="corpus embedding cache for re-runs [`mtrbench eval`'s default]")
+    v.add_argument("--data-dir", help="local copy of the task's data for re-runs (with --only, for one task)")
+    v.add_argument("--corpus", help="external corpus for re-runs of tasks that do not ship one")
 
     s = actions.add_parser("show", help="print the leaderboard as terminal tables, one per comparable group")
     s.add_argument("leaderboard", metavar="NAME|FILE")
@@ -50,11 +60,11 @@ def register(sub) -> dict:
     return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
 
 
-def _cmd_leaderboard(args) -> int:
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
     return {"build": _build, "verify": _verify, "show": _show, "html": _html}[args.leaderboard_action](args)
 
 
-def _build(args) -> int:
+def _build(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
@@ -79,11 +89,12 @@ def _build(args) -> int:
     return 0
 
 
-def _verify(args) -> int:
+def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.schema import load
-    from mtrbench.leaderboard.verify import FAIL, OK, verify
+    from mtrbench.cli.screen import screen_command
+    from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
 
     if args.tolerance < 0:
         raise MtrbenchError("--tolerance must be >= 0")
@@ -93,19 +104,22 @@ def _verify(args) -> int:
     checks = verify(document, path, tolerance=args.tolerance, only=only,
                     results_dir=Path(args.results_dir) if args.results_dir else None,
                     work_dir=Path(args.work_dir) if args.work_dir else None, rerun=args.rerun,
-                    say=lambda message: console.print(f"[dim]{message}[/dim]", soft_wrap=True))
+                    local=LocalOptions(*(Path(p) if p else None for p in (args.cache_dir, args.data_dir, args.corpus))),
+                    screen=screen_command, say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
+                                                      highlight=False))
     console.print(_checks_table(path, checks, args.tolerance))
-    counts = {status: sum(c.status == status for c in checks) for status in (OK, FAIL, "SKIP")}
-    console.print(f"{counts[OK]} OK, {counts[FAIL]} FAIL, {counts['SKIP']} SKIP (tolerance {args.tolerance:g})")
-    return 1 if counts[FAIL] else 0
+    counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
+    console.print(", ".join(f"{counts[s]} {s}" for s in STATUSES) + f" (tolerance {args.tolerance:g})")
+    return 1 if counts[FAIL] or counts[REFUSED] else 0
 
 
 def _checks_table(path, checks, tolerance):
+    from rich.markup import escape
     from rich.table import Table
 
-    from mtrbench.metrics.trec_metrics import pretty_name
+    from mtrbench.measures import label as pretty_name
 
-    style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow"}
+    style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow", "REFUSED": "bold magenta"}
     table = Table(title=f"verify {path}", title_justify="left")
     for column, justify in (("entry", "left"), ("status", "left"), ("metric", "left"), ("expected", "right"),
                             ("obtained", "right"), ("how / why", "left")):
@@ -115,16 +129,17 @@ def _checks_table(path, checks, tolerance):
         status = f"[{style[c.status]}]{c.status}[/{style[c.status]}]"
         if c.mismatches:
             for n, m in enumerate(c.mismatches):
-                table.add_row(c.entry_id if n == 0 else "", status if n == 0 else "", pretty_name(m.metric),
-                              number(m.expected), number(m.obtained), (c.reason + f" ({c.how})") if n == 0 else "")
+                table.add_row(escape(c.entry_id) if n == 0 else "", status if n == 0 else "", pretty_name(m.metric),
+                              number(m.expected), number(m.obtained),
+                              escape(c.reason + f" ({c.how})") if n == 0 else "")
         else:
             note = c.reason or (f"{c.how}: {c.compared} metrics within {tolerance:g}" if c.status == "OK" else c.how)
-            table.add_row(c.entry_id, status, pretty_name(c.main_score) if c.main_score else "",
-                          number(c.expected), number(c.obtained), note)
+            table.add_row(escape(c.entry_id), status, escape(pretty_name(c.main_score)) if c.main_score else "",
+                          number(c.expected), number(c.obtained), escape(note))  # texts from the file: no markup
     return table
 
 
-def _show(args) -> int:
+def _show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.leaderboard.render import render
@@ -135,7 +150,7 @@ def _show(args) -> int:
     return 0
 
 
-def _html(args) -> int:
+def _html(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.html import write_page
     from mtrbench.leaderboard.schema import load
 
@@ -145,8 +160,9 @@ def _html(args) -> int:
     return 0
 
 
-def _cmd_plot(args) -> int:
-    from mtrbench.results.plot import plot_leaderboard, plot_turn_curves
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from mtrbench.leaderboard.plot import plot_leaderboard
+    from mtrbench.results.plot import plot_turn_curves
 
     if not args.results and not args.leaderboard:
         raise MtrbenchError("nothing to plot: give result files/folders and/or --leaderboard NAME")

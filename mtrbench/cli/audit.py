@@ -1,16 +1,18 @@
-"""Command-line entry points of this package (registered by ``mtrbench.cli``)."""
+"""`mtrbench audit`: MTR-EVAL audit of a task's gold labels by LLM judges."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
+from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.errors import MtrbenchError
 
 
-def register(sub) -> dict:
+def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.audit.mtr_eval import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
     from mtrbench.audit.plan import DIMENSIONS
-    from mtrbench.llm.args import add_llm_arguments
+    from mtrbench.cli.llm_flags import add_llm_arguments
 
     p = sub.add_parser("audit", help="MTR-EVAL: audit a task's gold labels with LLM judges",
                        description="MTR-EVAL (MTR-SUITE §3): rate query-evidence alignment, evidence completeness "
@@ -43,10 +45,10 @@ def register(sub) -> dict:
     return {"audit": _cmd_audit}
 
 
-def _cmd_audit(args) -> int:
+def _cmd_audit(args: argparse.Namespace) -> int:
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
     from mtrbench.audit.plan import parse_dimensions
-    from mtrbench.llm.args import cache_from_args, judges_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, judges_from_args
 
     if args.negatives_run and args.negatives_model != "bm25":
         raise MtrbenchError("--negatives-run and --negatives-model exclude each other")

@@ -1,11 +1,14 @@
-"""Command-line entry points of this package (registered by ``mtrbench.cli``)."""
+"""`mtrbench assess`: DREAM debate assessment of a task's unjudged pooled documents."""
 
 from __future__ import annotations
 
+import argparse
+
 from mtrbench.assess.prompts import QUERY_FORMS
+from mtrbench.cli.common import Handler, Subparsers
 
 
-def register(sub) -> dict:
+def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser(
         "assess", help="fill a task's judgment holes by DREAM debate (pool runs, two LLM agents, escalation)",
         description="Pool the top-k of several runs, drop pairs the task already judges, and label the rest by a "
@@ -37,19 +40,19 @@ def register(sub) -> dict:
     p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
     p.add_argument("--output-dir", help="where the files go [results/assess/<task>]")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    from mtrbench.llm.args import add_llm_arguments
+    from mtrbench.cli.llm_flags import add_llm_arguments
 
     add_llm_arguments(p)
     return {"assess": _cmd_assess}
 
 
-def _cmd_assess(args) -> int:
+def _cmd_assess(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.assess.assessment import AssessOptions, run_assessment
     from mtrbench.assess.roles import pick_roles
     from mtrbench.assess.stats import stats_table
-    from mtrbench.llm.args import cache_from_args, judges_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, judges_from_args
 
     console = Console(stderr=True)
     if args.runs or args.judges or args.llm_model:

@@ -1,11 +1,14 @@
-"""Command-line entry points of this package (registered by ``mtrbench.cli``): ``mtrbench cache ls|rm``."""
+"""`mtrbench cache ls|rm`: the on-disk corpus embedding cache."""
 
 from __future__ import annotations
 
+import argparse
+
+from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.errors import MtrbenchError
 
 
-def register(sub) -> dict:
+def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("cache", help="list or remove cached corpus embeddings",
                        description="Corpus embeddings are cached under $MTRBENCH_CACHE_DIR/embeddings "
                                    "(default ~/.cache/mtrbench/embeddings).")
@@ -18,7 +21,7 @@ def register(sub) -> dict:
     return {"cache": _cmd_cache}
 
 
-def _cmd_cache(args) -> int:
+def _cmd_cache(args: argparse.Namespace) -> int:
     from mtrbench.encode.cache import EmbeddingCache
 
     cache = EmbeddingCache(args.cache_dir)

@@ -1,4 +1,5 @@
-"""Command-line flags shared by every command that calls LLM judges (``audit``, ``assess``)."""
+"""Flags shared by the commands that call LLM judges (``audit``, ``assess``), and their conversion into
+judge configurations and a response cache."""
 
 from __future__ import annotations
 

@@ -1,0 +1,56 @@
+"""What several command modules share: the registration protocol and flags used by more than one command."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mtrbench.metrics.analyses import AnalysisOptions
+
+Handler = Callable[[argparse.Namespace], int]
+# Every command module exposes ``register(subparsers: Subparsers) -> dict[str, Handler]``: it adds its
+# parsers and returns the handler of each command name it added.
+Subparsers = argparse._SubParsersAction
+
+
+def add_data_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--split", help="split [the card's eval split]")
+    p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
+    p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
+
+
+def unescape(text: str) -> str:
+    return text.encode("utf-8").decode("unicode_escape") if "\\" in text else text
+
+
+def add_analysis_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--refined-qrels", help="refined qrels (e.g. BRIDGE): scores on both, differences, BRIDGE Hole@k")
+    p.add_argument("--generation-judgments", help="per-query binary generation outcomes (JSONL qid/label or TSV) "
+                                                  "for RAGAlign")
+    p.add_argument("--ragalign-metric", default="hit_rate_at_10", help="binary retrieval metric for RAGAlign")
+    p.add_argument("--ragalign-continuous", default="ndcg_at_10", help="metric for point-biserial RAGAlign")
+
+
+def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
+    from mtrbench.metrics.analyses import AnalysisOptions
+
+    return AnalysisOptions(refined_qrels=args.refined_qrels, generation_judgments=args.generation_judgments,
+                           ragalign_metric=args.ragalign_metric, ragalign_continuous=args.ragalign_continuous)
+
+
+def print_analyses(analyses: dict, console) -> None:
+    from mtrbench.results.table import scores_table
+
+    if "refined_qrels" in analyses:
+        ref = analyses["refined_qrels"]
+        scores_table("BRIDGE Hole@k (share of the top-k that refinement newly found relevant)", ref["hole_bridge"],
+                     console)
+        headline = {k: v for k, v in ref["difference"].items() if k.endswith("_at_10")}
+        scores_table("refined minus original (at 10)", headline, console)
+    for label, parts in analyses.get("ragalign", {}).items():
+        for kind, r in parts.items():
+            p = f", p={r['p_value']:.3g}" if r["p_value"] is not None else ""
+            console.print(f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
+                          f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})")

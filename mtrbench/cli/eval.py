@@ -1,0 +1,129 @@
+"""`mtrbench eval`: a retriever on a conversational task, result files and tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
+                                 print_analyses, unescape)
+from mtrbench.errors import MtrbenchError
+
+if TYPE_CHECKING:
+    from mtrbench.evaluate import EvalConfig
+    from mtrbench.retrieve import RetrieverOptions
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    p = sub.add_parser("eval", help="evaluate a retriever on a conversational task",
+                       description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
+                                   "offline sample (mtrbench-sample).")
+    p.add_argument("--model", help="alias (`mtrbench models`), HF id or local folder [minilm]")
+    p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
+    add_data_options(p)
+    p.add_argument("--history", default="full",
+                   help="current | full | window:K | questions | last-response | rewrite; comma list or 'all' [full]")
+    p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
+                   help="left keeps the current question and drops the oldest text; right = tokenizer default [left]")
+    p.add_argument("--user-prefix", default="User: ")
+    p.add_argument("--assistant-prefix", default="Agent: ")
+    p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
+    p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
+    p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
+    p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
+    p.add_argument("--token-budget", type=int,
+                   help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]")
+    p.add_argument("--unpad", default="auto", choices=["auto", "on", "off"],
+                   help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]")
+    p.add_argument("--max-length", type=int, help="token limit for queries and documents [model's]")
+    p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
+    p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
+    p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
+    p.add_argument("--similarity", choices=["dot", "cosine"], help="dual encoder similarity [dot]")
+    p.add_argument("--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or "
+                                       "~/.cache/mtrbench/embeddings]")
+    p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
+    p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
+    p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
+                                     "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
+    p.add_argument("--revision", help="model revision (commit) on the Hub")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
+    p.add_argument("--output-dir", default="results", help="where result files go [results]")
+    add_analysis_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    return {"eval": _cmd_eval}
+
+
+def _eval_model(args: argparse.Namespace) -> str:
+    """--model, or the dual encoder named by --query-model/--doc-model."""
+    if args.query_model or args.doc_model:
+        if not (args.query_model and args.doc_model):
+            raise MtrbenchError("--query-model and --doc-model go together")
+        if args.model:
+            raise MtrbenchError("use either --model or --query-model/--doc-model")
+        from mtrbench.retrieve.registry import pair_name
+
+        return pair_name(args.query_model, args.doc_model)
+    return args.model or "minilm"
+
+
+def _eval_config(args: argparse.Namespace) -> EvalConfig:
+    from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line
+    from mtrbench.measures import parse_k_values
+    from mtrbench.serialize.history import QueryFormat
+
+    histories = [h.strip() for h in args.history.split(",") if h.strip()]
+    all_histories = histories == ["all"]
+    if all_histories:
+        histories = list(ALL_HISTORIES)
+    fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
+                      separator=unescape(args.separator), order=args.order)
+    return EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
+                      k_values=parse_k_values(args.k_values) if args.k_values else None,
+                      metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
+                      data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
+                      command=command_line(args.argv), skip_inapplicable=all_histories,
+                      analyses=analysis_options(args))
+
+
+def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
+    from mtrbench.retrieve import RetrieverOptions
+
+    return RetrieverOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                            token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
+                            revision=args.revision, trust_remote_code=args.trust_remote_code,
+                            cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
+                            similarity=args.similarity, show_progress=not args.quiet)
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mtrbench.evaluate import run_eval
+    from mtrbench.results.table import strategies_table, turn_table
+
+    console = Console(stderr=False)
+    config = _eval_config(args)
+    if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
+        raise MtrbenchError("--batch-size and --top-k must be positive")
+    model = _eval_model(args)
+    say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    results = run_eval(model, args.task, config, _retriever_options(args), progress=say)
+    first = results[0]
+    title = f"{args.task} · {model} · {first.n_evaluated} queries evaluated"
+    if first.n_excluded:
+        title += f", {first.n_excluded} without gold excluded"
+    strategies_table(title, results, console)
+    turn_table(results, console)
+    for r in results:
+        if r.analyses:
+            console.print(f"[bold]{r.history}[/bold]")
+            print_analyses(r.analyses, console)
+    console.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
+                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True)
+    for r in results:
+        console.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True)
+    return 0

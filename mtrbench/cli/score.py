@@ -1,0 +1,155 @@
+"""`mtrbench score`, `compare` and `pool`: analyses of TREC run and qrels files and of result files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
+from mtrbench.errors import MtrbenchError
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file (pytrec_eval)")
+    p.add_argument("--run", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
+    p.add_argument("--relevance-level", type=int, default=1, help="minimum grade counted relevant by binary "
+                                                                  "measures (TREC CAsT: 2) [1]")
+    p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
+                   help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
+                        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
+    add_analysis_options(p)
+    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
+    p.add_argument("--output", help="write the scores as JSON here")
+
+    p = sub.add_parser("compare", help="paired significance tests between two result files of one task")
+    p.add_argument("result_a")
+    p.add_argument("result_b")
+    p.add_argument("--metrics", help="metric keys to compare [every per-query metric both have]")
+    p.add_argument("--output", help="write the comparison as JSON here")
+
+    p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
+    p.add_argument("runs", nargs="+", help="TREC run files of one task")
+    p.add_argument("--qrels", required=True, help="original qrels")
+    p.add_argument("--refined-qrels", required=True, help="refined qrels (original + newly found relevant)")
+    p.add_argument("--k", type=int, default=10, help="pool depth and metric cutoff [10]")
+    p.add_argument("--metric", default="hit", choices=["hit", "ndcg", "recall"])
+    p.add_argument("--orders", type=int, default=10, help="random orders averaged [10]")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", help="write the analysis as JSON here")
+    return {"score": _cmd_score, "compare": _cmd_compare, "pool": _cmd_pool}
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mtrbench.metrics.analyses import run_analyses
+    from mtrbench.metrics.report import confidence_intervals
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
+    from mtrbench.measures import evaluate, parse_k_values, parse_measures
+    from mtrbench.results.table import scores_table
+
+    qrels = read_qrels(args.qrels)
+    run = read_run(args.run)
+    measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
+    unjudged_run_queries = sorted(set(run) - set(qrels))
+    evaluation = evaluate(qrels, run, measures, relevance_level=args.relevance_level)
+    scores = evaluation.scores()
+    analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
+    if args.per_query:
+        for qid, values in evaluation.per_query.items():
+            print(json.dumps({"qid": qid, **values}))
+    console = Console()
+    scores_table(f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
+                 f"{len(evaluation.excluded)} without positives excluded, "
+                 f"{len(unjudged_run_queries)} run queries without qrels ignored", scores, console)
+    print_analyses(analyses, console)
+    if args.output:
+        atomic_write_text(args.output, json.dumps({
+            "run": str(args.run), "qrels": str(args.qrels), "scores": scores,
+            "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
+            "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
+                        "run_queries_without_qrels": len(unjudged_run_queries)},
+            **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.metrics.significance import compare_paired
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.measures import label as pretty_name
+    from mtrbench.results.compare import load_per_query
+
+    a_name, a = load_per_query(args.result_a)
+    b_name, b = load_per_query(args.result_b)
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise MtrbenchError("the two results share no evaluated query: are they the same task and split?")
+    only = len(set(a) ^ set(b))
+    keys = [k for k in next(iter(a.values())) if k in next(iter(b.values()))]
+    if args.metrics:
+        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+        missing = [m for m in wanted if m not in keys]
+        if missing:
+            raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
+        keys = wanted
+    rows = [compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common]) for key in keys]
+    table = Table(title=f"B = {b_name} vs A = {a_name}: {len(common)} paired queries"
+                        + (f" ({only} not in both, left out)" if only else ""), title_justify="left")
+    for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "p(t)", "p(rand)", "d"):
+        table.add_column(column, justify="right")
+    for r in rows:
+        table.add_row(pretty_name(r.metric), f"{r.mean_a:.4f}", f"{r.mean_b:.4f}", f"{r.diff:+.4f}",
+                      f"{r.diff_ci95[0]:+.3f},{r.diff_ci95[1]:+.3f}",
+                      "-" if r.t_p_value is None else f"{r.t_p_value:.3g}", f"{r.randomization_p_value:.3g}",
+                      "-" if r.effect_size is None else f"{r.effect_size:+.2f}")
+    Console().print(table)
+    if args.output:
+        atomic_write_text(args.output, json.dumps({"a": args.result_a, "b": args.result_b, "paired_queries": len(common),
+                                                   "unpaired_queries": only,
+                                                   "comparisons": [r.as_dict() for r in rows]}, indent=2) + "\n")
+    return 0
+
+
+def _cmd_pool(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.metrics.pool import pool_analysis
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
+
+    names = [Path(r).name for r in args.runs]
+    if len(set(names)) != len(names):
+        names = [str(r) for r in args.runs]
+    runs = dict(zip(names, (read_run(r) for r in args.runs)))
+    result = pool_analysis(runs, read_qrels(args.qrels), read_qrels(args.refined_qrels), k=args.k,
+                           metric=args.metric, n_orders=args.orders, seed=args.seed)
+    console = Console()
+    table = Table(title=f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})",
+                  title_justify="left")
+    for column in ("pool size m", "holes found", "growth rate GR(m)", f"MC(m) {args.metric}@{args.k}"):
+        table.add_column(column, justify="right")
+    for m in range(1, len(names) + 1):
+        gr = result.growth_rate[m - 1]
+        mc = result.marginal_contribution_by_size[m - 1] if m - 1 < len(result.marginal_contribution_by_size) else None
+        table.add_row(str(m), f"{result.holes_per_size[m - 1]:.1f}", "-" if gr is None else f"{gr:.4f}",
+                      "-" if mc is None else f"{mc:.4f}")
+    console.print(table)
+    table = Table(title="marginal contribution, leave-one-out", title_justify="left")
+    table.add_column("run")
+    table.add_column(f"MC {args.metric}@{args.k}", justify="right")
+    for name, value in result.marginal_contribution.items():
+        table.add_row(name, f"{value:.4f}")
+    console.print(table)
+    if args.output:
+        atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
+    return 0

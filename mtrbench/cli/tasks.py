@@ -1,0 +1,52 @@
+"""`mtrbench tasks`: list the task cards, or show one with descriptive statistics."""
+
+from __future__ import annotations
+
+import argparse
+
+from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.errors import MtrbenchError
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    p = sub.add_parser("tasks", help="list task cards, or `tasks show NAME [--stats]`")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--stats", action="store_true", help="load the data and print descriptive statistics")
+    add_data_options(p)
+    return {"tasks": _cmd_tasks}
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    import yaml
+    from rich.console import Console
+    from rich.table import Table
+
+    from mtrbench.data.cards import all_cards
+
+    console = Console()
+    if args.action == "show":
+        if not args.name:
+            raise MtrbenchError("usage: mtrbench tasks show NAME")
+        from mtrbench.data import resolve_card
+
+        card = resolve_card(args.name)
+        print(yaml.safe_dump(card.to_dict(), sort_keys=False, allow_unicode=True, width=100), end="")
+        if args.stats:
+            from mtrbench.data import load_task
+            from mtrbench.data.stats import task_stats
+
+            task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
+                             require_corpus=False)
+            print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
+        return 0
+    table = Table(title="mtrbench tasks", title_justify="left")
+    for column in ("name", "split", "main score", "source (hub@revision or local path)"):
+        table.add_column(column, no_wrap=not column.startswith("source"), overflow="fold")
+    for card in all_cards().values():
+        source = card.source.hub or f"(local) {card.source.path}"
+        if card.source.hub and card.source.revision:
+            source += f"@{card.source.revision[:7]}"
+        table.add_row(card.name, card.eval_split, card.main_score, source)
+    console.print(table)
+    return 0

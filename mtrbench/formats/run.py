@@ -1,0 +1,48 @@
+"""TREC run files: ``qid Q0 docid rank score tag``, one retrieved document a line.
+
+Within a query, documents are written in the order trec_eval ranks them (the rank column is ignored on
+reading, as trec_eval ignores it): score descending, ties by document id descending.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.formats.lines import at_line, read_lines
+
+Run = dict[str, dict[str, float]]  # query id -> document id -> score
+
+
+def ranked(docs: dict[str, float]) -> list[tuple[str, float]]:
+    """trec_eval's order: score descending, then document id descending."""
+    return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
+
+
+def read_run(path: str | Path) -> Run:
+    """A run file. Errors name ``path:line``; a document listed twice for one query is one."""
+    run: Run = {}
+    locate = at_line(path)
+    for index, line in enumerate(read_lines(path, "run")):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            raise MtrbenchError(f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', "
+                                f"got {len(fields)}")
+        qid, _, doc_id, _, score, _ = fields
+        try:
+            value = float(score)
+        except ValueError:
+            raise MtrbenchError(f"{locate(index)}: score '{score}' is not a number") from None
+        docs = run.setdefault(qid, {})
+        if doc_id in docs:
+            raise MtrbenchError(f"{locate(index)}: document '{doc_id}' appears twice for query '{qid}'")
+        docs[doc_id] = value
+    return run
+
+
+def format_run(run: Run, tag: str) -> str:
+    """The text of a run file, each query's documents in ``ranked`` order with ranks from 1."""
+    return "".join(f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n"
+                   for qid, docs in run.items() for rank, (doc_id, score) in enumerate(ranked(docs), 1))

@@ -1,0 +1,134 @@
+"""A measure is a value: a family plus its parameters, printed and parsed as a string.
+
+``nDCG@10`` is ``Measure("ndcg", cutoff=10)``; ``R@100(rel=2)`` is ``Measure("recall", 100, rel=2)``.
+A measure's result key follows mteb (``ndcg_at_10``) when it is computed at the task's declared
+relevance level; asked for at another level it gets a key of its own (``recall_at_100_rel2``), so a
+changed level can never hide under a familiar name.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import Qrels
+from mtrbench.formats.run import Run
+
+PerQuery = dict[str, float]  # qid -> value
+
+
+@dataclass(frozen=True)
+class Measure:
+    family: str  # canonical family name, e.g. "ndcg"
+    cutoff: int | None = None
+    rel: int | None = None  # minimum grade binary measures count as relevant; None: the task's level
+    params: tuple[tuple[str, str], ...] = ()  # family-specific extras, sorted by name
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        return dict(self.params).get(name, default)
+
+    @property
+    def spec(self) -> MeasureFamily:
+        from mtrbench.measures.registry import family
+
+        return family(self.family)
+
+    def __str__(self) -> str:
+        return self.spec.format(self)
+
+    def key(self, task_level: int) -> str:
+        """The result-file key when the task declares ``task_level``."""
+        return self.spec.key(self, task_level)
+
+    def at_level(self, task_level: int) -> Measure:
+        """The same measure with the relevance level made explicit (families that use one)."""
+        if self.spec.uses_relevance_level and self.rel is None:
+            return Measure(self.family, self.cutoff, task_level, self.params)
+        return self
+
+
+@dataclass(frozen=True)
+class MeasureInputs:
+    """What measures are computed from. ``qrels`` holds the evaluated queries (those with a positive
+    judgment); ``run`` has an entry, possibly empty, for each of them."""
+
+    qrels: Qrels
+    run: Run
+    all_qrels: Qrels  # every judged query, with or without a positive judgment
+    raw_run: Run  # the run as given, queries without judgments included
+    task_level: int = 1
+    generation: Mapping[str, int] | None = None  # qid -> 1/0 generation outcome (RAGAlign)
+
+
+@dataclass
+class Computed:
+    per_query: dict[Measure, PerQuery] = field(default_factory=dict)
+    aggregate: dict[Measure, float] = field(default_factory=dict)
+    details: dict[Measure, dict] = field(default_factory=dict)  # e.g. RAGAlign's n and p-value
+
+
+class MeasureFamily(ABC):
+    """One family of measures: how it is named, parsed, keyed and computed. One module each."""
+
+    name: str  # canonical lower-case name, as in task cards' ``metrics`` lists
+    label: str  # printed name: nDCG, Recall, ...
+    aliases: tuple[str, ...] = ()  # other accepted spellings (matched case-insensitively)
+    key_stem: str  # result-key stem: ``{key_stem}_at_{k}``
+    definition: str  # one line
+    citation: str
+    uses_relevance_level: bool = False
+    per_query: bool = True  # False: one value for the whole run (BEIR's Hole@k, RAGAlign)
+    param_names: tuple[str, ...] = ()
+    order: int = 100  # position in tables and listings
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name, self.label, *self.aliases)
+
+    def check(self, measure: Measure, where: str) -> None:
+        """Refuse parameters this family does not take."""
+        if measure.cutoff is None:
+            raise MtrbenchError(f"{where}: {self.label} needs a cutoff, e.g. {self.label}@10")
+        if measure.cutoff < 1:
+            raise MtrbenchError(f"{where}: the cutoff must be a positive integer")
+        if measure.rel is not None and not self.uses_relevance_level:
+            raise MtrbenchError(f"{where}: {self.label} takes no relevance level (it does not binarize grades)")
+        if measure.rel is not None and measure.rel < 1:
+            raise MtrbenchError(f"{where}: rel must be a positive integer")
+        unknown = [n for n, _ in measure.params if n not in self.param_names]
+        if unknown:
+            raise MtrbenchError(f"{where}: {self.label} takes no parameter '{unknown[0]}'"
+                                + (f" (it takes: {', '.join(self.param_names)})" if self.param_names else ""))
+
+    def defaults(self, measure: Measure) -> Measure:
+        return measure
+
+    def format(self, measure: Measure) -> str:
+        text = self.label + (f"@{measure.cutoff}" if measure.cutoff is not None else "")
+        params = ([("rel", str(measure.rel))] if measure.rel is not None else []) + list(measure.params)
+        return text + (f"({','.join(f'{n}={v}' for n, v in params)})" if params else "")
+
+    def key(self, measure: Measure, task_level: int) -> str:
+        key = f"{self.key_stem}_at_{measure.cutoff}"
+        if measure.rel is not None and measure.rel != task_level:
+            key += f"_rel{measure.rel}"
+        return key
+
+    def key_pattern(self) -> re.Pattern:
+        return re.compile(rf"{re.escape(self.key_stem)}_at_(?P<cutoff>\d+)(?:_rel(?P<rel>\d+))?")
+
+    def from_key(self, match: re.Match) -> Measure:
+        rel = match.group("rel")
+        return Measure(self.name, int(match.group("cutoff")), int(rel) if rel else None)
+
+    def requires(self, measure: Measure) -> Sequence[Measure]:
+        """Measures whose per-query values this one is computed from."""
+        return ()
+
+    @abstractmethod
+    def compute(self, measures: Sequence[Measure], inputs: MeasureInputs,
+                computed: Computed) -> Computed:
+        """Values for ``measures`` (all of this family, levels resolved); ``computed`` holds what
+        :meth:`requires` asked for."""

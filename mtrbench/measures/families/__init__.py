@@ -1,0 +1,1 @@
+"""One module per measure family; each defines ``FAMILY``. The registry finds them all."""

@@ -1,0 +1,89 @@
+"""The command line is one package; nothing past it sees argparse or untyped option bags."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import mtrbench
+from mtrbench.cli import COMMAND_MODULES, build_parser
+
+PACKAGE = Path(mtrbench.__file__).resolve().parent
+CLI = PACKAGE / "cli"
+# Parameters that carry options or behaviour into core code: they must be typed, never Any, a plain
+# dict of anything, or an argparse Namespace.
+OPTION_LIKE = re.compile(r"option|config|callback|analys|progress|^say$|^args$")
+UNTYPED = re.compile(r"\bAny\b|Namespace")
+# A field may hold free-form data (dict[str, Any]) but not an untyped object or a callback.
+UNTYPED_FIELD = re.compile(r"^Any\b|Namespace|Callable")
+
+
+def _core_modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if CLI not in path.parents:
+            yield path, ast.parse(path.read_text(), filename=str(path))
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_argparse_and_the_cli_stay_inside_the_cli_package():
+    offenders = []
+    for path, tree in _core_modules():
+        for name in _imported(tree):
+            if name.split(".")[0] == "argparse" or name == "mtrbench.cli" or name.startswith("mtrbench.cli."):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)} imports {name}")
+    assert not offenders
+
+
+def test_core_functions_take_typed_options():
+    offenders = []
+    for path, tree in _core_modules():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                typed = [(p.arg, p.annotation) for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+                untyped = UNTYPED
+            elif isinstance(node, ast.ClassDef):  # dataclass fields such as EvalConfig.analyses
+                typed = [(s.target.id, s.annotation) for s in node.body
+                         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+                untyped = UNTYPED_FIELD
+            else:
+                continue
+            for name, annotation in typed:
+                text = ast.unparse(annotation) if annotation else ""
+                if OPTION_LIKE.search(name) and (not text or untyped.search(text)):
+                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}"
+                                     f"({name}: {text or 'unannotated'})")
+    assert not offenders
+
+
+def test_every_command_module_registers_the_same_way():
+    for module in COMMAND_MODULES:
+        assert module.__name__.startswith("mtrbench.cli.")
+        sub = argparse.ArgumentParser().add_subparsers()
+        handlers = module.register(sub)
+        assert handlers and set(handlers) <= set(sub.choices), module.__name__
+        assert all(callable(h) for h in handlers.values())
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
+    assert set(owner) == {"eval", "score", "compare", "pool", "tasks", "models", "metrics", "export", "cache", "audit",
+                          "assess", "leaderboard", "plot"}
+    assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
+
+
+@pytest.mark.parametrize("concept", ["encode", "audit", "assess", "leaderboard", "llm"])
+def test_concept_packages_keep_no_cli_module(concept):
+    assert not (PACKAGE / concept / "cli.py").exists()
+    assert not (PACKAGE / concept / "args.py").exists()
