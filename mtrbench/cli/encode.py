@@ -66,13 +66,12 @@ def _list(cache) -> int:
 
 
 def _state(entry) -> str:
-    from mtrbench.encode.cache import MANIFEST_FORMAT
-    from mtrbench.encode.lock import EntryLock
+    from mtrbench.encode.cache import LOCK_FILE, MANIFEST_FORMAT
+    from mtrbench.locking import is_held
 
     if entry.manifest.get("format") != MANIFEST_FORMAT:
         return "old format"  # encoded again (in place) by the next run that needs it
-    holder = EntryLock(entry.path, entry.key[:12]).holder()
-    if holder is not None and not holder.is_stale():
+    if is_held(entry.path / LOCK_FILE):
         return "writing"
     return "ok" if entry.manifest.get("complete") else "partial"
 

@@ -16,7 +16,7 @@ The manifest lists every shard's range and the sha256 of its tensor, and is rewr
 after each shard it names, so a killed run leaves whole shards or none. A later run loads the shards
 that check out (readable, this entry's key and range in the metadata, expected shape and dtype, finite
 values, the recorded hash) and encodes only the gaps; a shard that fails a check is counted, reported,
-and encoded again. Writers take the entry's lock (``mtrbench.encode.lock``); reading a complete entry
+and encoded again. Writers take the entry's lock (``.lock``, ``mtrbench.locking``); reading a complete entry
 takes none. No pickle anywhere.
 """
 
@@ -29,9 +29,9 @@ import logging
 import math
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,14 +39,16 @@ from typing import Any
 
 import torch
 
-from mtrbench.encode.lock import EntryLock
+from mtrbench.atomic import atomic_write_bytes
 from mtrbench.errors import MtrbenchError
+from mtrbench.locking import LockHeld, LockHolder, held_lock, is_held, read_holder
 
 log = logging.getLogger(__name__)
 
 KEY_VERSION = 1       # what the embeddings of a key mean; part of every key
 MANIFEST_FORMAT = 2   # how an entry is laid out on disk (1: fixed 50,000-text shards, no hashes)
 MANIFEST = "manifest.json"
+LOCK_FILE = ".lock"  # present while a run writes the entry (mtrbench.locking)
 TENSOR = "embeddings"
 
 DEFAULT_SHARD_SECONDS = 60.0
@@ -259,19 +261,6 @@ class Entry:
         return self.manifest.get("fields", {}).get("model", "?")
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -323,16 +312,28 @@ class EmbeddingCache:
             pieces, problems = self._verify(folder, manifest, key.dtype, device, checked)
             if not problems:
                 return self._assemble(pieces, manifest, report, device)
-        lock = EntryLock(folder, digest[:12])
-        try:
-            report.lock_wait_s = round(lock.acquire(self.lock_wait_s), 3)
-        except OSError as exc:
-            raise MtrbenchError(f"cannot write to the embedding cache folder {folder}: {exc.strerror or exc} "
-                                f"(use --cache-dir DIR or --no-cache)") from None
-        try:
+        path, label, wait_s = folder / LOCK_FILE, digest[:12], self.lock_wait_s
+        with ExitStack() as stack:
+            began = time.monotonic()
+            try:
+                stack.enter_context(held_lock(
+                    path, purpose=f"embedding cache entry {label}", wait_s=wait_s,
+                    on_wait=lambda holder: log.warning("embedding cache %s is being written by %s; waiting up to "
+                                                       "%.0f s for it (MTRBENCH_CACHE_LOCK_WAIT)",
+                                                       label, _who(holder), wait_s),
+                    on_stale=lambda holder: log.warning("embedding cache %s: taking over the lock of %s, which is "
+                                                        "no longer running", label, holder.describe())))
+            except LockHeld as held:
+                waited = time.monotonic() - began
+                raise MtrbenchError(
+                    f"embedding cache entry {label} is being written by {_who(held.holder)}"
+                    + (f"; waited {waited:.0f} s" if wait_s > 0 else "")
+                    + f". Let that run finish (set MTRBENCH_CACHE_LOCK_WAIT=SECONDS to wait longer), use another "
+                      f"--cache-dir or --no-cache, or delete {path} if that process is gone") from None
+            except MtrbenchError as err:  # the lock file cannot be created
+                raise MtrbenchError(f"{err} (use --cache-dir DIR or --no-cache)") from None
+            report.lock_wait_s = round(time.monotonic() - began, 3)
             return self._fill(folder, key, texts, encode, device, n_devices, report, checked)
-        finally:
-            lock.release()
 
     def _fill(self, folder: Path, key: CacheKey, texts: list[str], encode: EncodeFn, device: str | torch.device,
               n_devices: int, report: CacheReport, checked: dict) -> tuple[torch.Tensor, CacheReport]:
@@ -469,7 +470,7 @@ class EmbeddingCache:
 
         data = save({TENSOR: tensor}, metadata={"key": digest, "shard": str(index), "start": str(bounds[0]),
                                                 "end": str(bounds[1]), "format": str(MANIFEST_FORMAT)})
-        _atomic_write_bytes(path, data)
+        atomic_write_bytes(path, data, fsync=True)
 
     @staticmethod
     def _tidy(folder: Path, manifest: Manifest) -> None:
@@ -496,7 +497,7 @@ class EmbeddingCache:
     @staticmethod
     def _write_manifest(folder: Path, manifest: Manifest) -> None:
         data = json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n"
-        _atomic_write_bytes(folder / MANIFEST, data.encode())
+        atomic_write_bytes(folder / MANIFEST, data.encode(), fsync=True)
 
     # -- listing and removal --------------------------------------------------------------------
 
@@ -531,14 +532,17 @@ class EmbeddingCache:
             # only folders this cache created: directly under the root, holding a manifest
             if entry.path.parent.resolve() != self.root.resolve() or not (entry.path / MANIFEST).is_file():
                 continue
-            holder = EntryLock(entry.path, entry.key[:12]).holder()
-            if holder is not None and not holder.is_stale():
+            if is_held(entry.path / LOCK_FILE):
                 log.warning("not removing cache entry %s: it is being written by %s", entry.key[:12],
-                            holder.describe())
+                            _who(read_holder(entry.path / LOCK_FILE)))
                 continue
             shutil.rmtree(entry.path)
             removed += 1
         return removed
+
+
+def _who(holder: LockHolder | None) -> str:
+    return f"{holder.name} (since {holder.started})" if holder else "another run (its lock file cannot be read)"
 
 
 _TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
