@@ -7,9 +7,12 @@ cache so the user gets an actionable message in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -45,6 +48,30 @@ def _quiet_datasets() -> None:
     datasets.logging.set_verbosity_error()
 
 
+@contextlib.contextmanager
+def _silent_datasets() -> Iterator[None]:
+    """No line from datasets' logger while it loads: its errors ("Failed to load JSON ...") would precede
+    our own one-line error, and what they say is in the exception we turn into it."""
+    _quiet_datasets()
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _diagnose(builder: str | None, data_files: object, what: str) -> None:
+    """For a failed load of one local file, raise an error naming the file and line when our own reader
+    finds what is wrong with it."""
+    from mtrbench.formats.lines import diagnose_jsonl, diagnose_text
+
+    if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file():
+        return
+    (diagnose_jsonl if builder == "json" else diagnose_text)(data_files, what)
+
+
 def load_split(
     location: str | Path,
     *,
@@ -67,15 +94,25 @@ def load_split(
     local = Path(location).expanduser()
     is_local = local.exists() or builder is not None and data_files is not None and Path(str(data_files)).exists()
     if is_local:
-        _quiet_datasets()
         kwargs.setdefault("cache_dir", str(local_cache_dir(local)))
+        if builder and isinstance(data_files, (str, Path)) and Path(data_files).is_file() \
+                and Path(data_files).stat().st_size == 0:
+            raise MtrbenchError(f"{what} file {data_files} is empty (0 bytes)")
+        if builder in ("json", "text") and isinstance(data_files, (str, Path)) and Path(data_files).is_file():
+            from mtrbench.formats.lines import check_utf8
+
+            check_utf8(data_files)
         try:
-            if builder:
-                return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
-            return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
-        except (FileNotFoundError, ValueError) as exc:
+            with _silent_datasets():
+                if builder:
+                    return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
+                return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError, StopIteration) as exc:
+            # StopIteration: datasets' json builder on a file without records; UnicodeDecodeError: not UTF-8
+            _diagnose(builder, data_files, what)
             raise MtrbenchError(f"could not read {what} from {local}: {_first_line(exc)}") from None
         except datasets.exceptions.DatasetGenerationError as exc:
+            _diagnose(builder, data_files, what)
             cause = exc.__cause__ or exc
             raise MtrbenchError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
 
@@ -86,7 +123,8 @@ def load_split(
         if not offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what)
     try:
-        return datasets.load_dataset(repo, name=config, split=split, revision=revision, **kwargs)
+        with _silent_datasets():
+            return datasets.load_dataset(repo, name=config, split=split, revision=revision, **kwargs)
     except (ConnectionError, OSError, datasets.exceptions.DatasetNotFoundError) as exc:
         if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what) from None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtrbench.errors import MtrbenchError
 from mtrbench.formats.lines import Locate, at_line, read_lines
+from mtrbench.formats.run import id_problem
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 
@@ -79,6 +80,9 @@ def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int
     for name, field in ((layout.columns[0], qid), (layout.columns[-2], doc_id)):
         if not field:
             raise MtrbenchError(f"{locate(index)}: a qrels line needs '{layout.shape}', got an empty {name}")
+        problem = id_problem(field)
+        if problem:
+            raise MtrbenchError(f"{locate(index)}: {name} '{field}' {problem}")
     grade = parse_grade(value)
     if grade is None:
         raise MtrbenchError(f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is not an integer")
@@ -98,9 +102,25 @@ def parse_grade(text: str) -> int | None:
     return int(number) if number.is_integer() else None
 
 
+def grade_of(value: object) -> int | None:
+    """A grade from a parsed value (JSON, a ``datasets`` column): integers, integral floats and strings that
+    ``parse_grade`` reads; None for anything else (booleans, 1.5, inf, NaN, text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (float, str)):
+        return parse_grade(str(value))
+    return None
+
+
 def read_qrels(path: str | Path, layout: QrelsLayout | None = None) -> Qrels:
-    """A qrels file, errors naming ``path:line``; ``layout=None``: TREC, or BEIR when it starts with the header."""
-    return parse_qrels(read_lines(path, "qrels"), at_line(path), layout)
+    """A qrels file, errors naming ``path:line``; ``layout=None``: TREC, or BEIR when it starts with the header.
+    A file without any judgment is an error."""
+    qrels = parse_qrels(read_lines(path, "qrels"), at_line(path), layout)
+    if not qrels:
+        raise MtrbenchError(f"qrels file {path} is empty (no judgment)")
+    return qrels
 
 
 def format_qrels(qrels: Qrels, layout: QrelsLayout = TREC) -> str:
