@@ -18,7 +18,10 @@ def check_corpus(corpus: Corpus, origin: str) -> None:
             raise MtrbenchError(f"{origin} record {n}: document id '{doc_id}' {problem}")
     if len(corpus._position) != len(corpus.ids):
         dupes = [doc_id for doc_id, n in Counter(corpus.ids).items() if n > 1]
-        raise MtrbenchError(f"{origin}: {len(dupes)} duplicate document id(s), e.g. '{dupes[0]}'")
+        first = next(n for n, doc_id in enumerate(corpus.ids) if corpus.position(doc_id) != n)
+        doc_id = corpus.ids[first]  # position() holds an id's last record
+        raise MtrbenchError(f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
+                            f"e.g. '{doc_id}' (also record {first})")
 
 
 def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: str, warnings: Counter) -> None:
