@@ -62,14 +62,17 @@ def _silent_datasets() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _diagnose(builder: str | None, data_files: object, what: str) -> None:
-    """For a failed load of one local file, raise an error naming the file and line when our own reader
-    finds what is wrong with it."""
-    from mtrbench.formats.lines import diagnose_jsonl, diagnose_text
+def _fallback(builder: str | None, data_files: object, what: str) -> Any:
+    """For a failed load of one local file: the rows as our own reader parses them (a JSON-lines file
+    whose fields change type between lines), or an error naming the file and line. None: no opinion."""
+    from mtrbench.formats.lines import diagnose_text, read_jsonl
 
     if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file():
-        return
-    (diagnose_jsonl if builder == "json" else diagnose_text)(data_files, what)
+        return None
+    if builder == "json":
+        return read_jsonl(data_files, what)
+    diagnose_text(data_files, what)
+    return None
 
 
 def load_split(
@@ -87,7 +90,9 @@ def load_split(
 
     The same call serves both: a local folder laid out like the Hub repository (README ``configs``)
     loads exactly as the Hub copy would. ``builder`` ("json", "csv") with ``data_files`` reads plain
-    files, local or remote.
+    files, local or remote. A local JSON-lines file that pyarrow cannot read (a field changing type
+    between lines) comes back as a list of row dicts read by ``formats.lines.read_jsonl``, which names
+    the line of anything it cannot read.
     """
     import datasets
 
@@ -109,10 +114,14 @@ def load_split(
                 return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
         except (FileNotFoundError, ValueError, UnicodeDecodeError, StopIteration) as exc:
             # StopIteration: datasets' json builder on a file without records; UnicodeDecodeError: not UTF-8
-            _diagnose(builder, data_files, what)
+            rows = _fallback(builder, data_files, what)
+            if rows is not None:
+                return rows
             raise MtrbenchError(f"could not read {what} from {local}: {_first_line(exc)}") from None
         except datasets.exceptions.DatasetGenerationError as exc:
-            _diagnose(builder, data_files, what)
+            rows = _fallback(builder, data_files, what)
+            if rows is not None:
+                return rows
             cause = exc.__cause__ or exc
             raise MtrbenchError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
 

@@ -12,7 +12,7 @@ import gzip
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from mtrbench.errors import MtrbenchError
 
@@ -88,12 +88,13 @@ def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
             raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
 
 
-def diagnose_jsonl(path: str | Path, kind: str) -> None:
-    """Raise the first problem of a JSON-lines file, named by file and line: undecodable bytes, a line
-    that is not a JSON object, no record at all. For the slow path only: loaders parse with ``datasets``
-    and call this when it fails, to say where."""
+def read_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (blank lines skipped), errors naming the file and line: bytes that
+    are not UTF-8, a line that is not a JSON object, no record at all. Loaders parse with ``datasets``
+    (fast, columnar) and fall back to this when it fails: to say where, or to read records whose fields
+    change type from one line to the next, which pyarrow refuses."""
     path = Path(path)
-    records = 0
+    rows: list[dict[str, Any]] = []
     for index, line in enumerate(read_lines(path, kind)):
         if not line.strip():
             continue
@@ -103,9 +104,10 @@ def diagnose_jsonl(path: str | Path, kind: str) -> None:
             raise MtrbenchError(f"{path}:{index + 1}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(value, dict):
             raise MtrbenchError(f"{path}:{index + 1}: a record must be a JSON object, got {type(value).__name__}")
-        records += 1
-    if not records:
+        rows.append(value)
+    if not rows:
         raise MtrbenchError(f"{kind} file {path} is empty (no records)")
+    return rows
 
 
 def diagnose_text(path: str | Path, kind: str) -> None:

@@ -94,7 +94,11 @@ def text_lines(path: Path, what: str) -> Iterable[str]:
     record n is line n + 1."""
     from mtrbench.hub import load_split
 
-    return load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+    if len(lines) and lines[0].startswith("\ufeff"):  # datasets' text builder keeps a byte order mark
+        lines = list(lines)
+        lines[0] = lines[0][1:]
+    return lines
 
 
 def load_qrels(path: Path, layout: QrelsLayout, what: str,

@@ -94,7 +94,8 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
         if msg["role"] == USER:
             turn += 1
             following = messages[i + 1] if i + 1 < len(messages) else None
-            answer = following["content"] if isinstance(following, dict) and following.get("role") == ASSISTANT else None
+            answer = following.get("content") if isinstance(following, dict) and following.get("role") == ASSISTANT \
+                else None  # a malformed answer is reported when the loop reaches it
             qrels = {}
             for j, judgment in enumerate(msg.get("qrels") or []):
                 grade = grade_of(judgment.get("score")) if isinstance(judgment, dict) else None
