@@ -311,6 +311,8 @@ SCORE = [
        warning=("run_queries_without_qrels", 1), same_scores=True),
     ok("score: grade 1.0 written as a float", "score", text("a.qrels", line_edit(4, "q3 0 kest-born 1.0\n")),
        same_scores=True),
+    ok("score: negative grade (not relevant)", "score", text("a.qrels", lambda s: s + "q1 0 orrin-open -1\n"),
+       same_scores=True),
     bad("score: NaN score", "score", text("a.run", line_edit(2, "q1 Q0 varn-depth 2 nan t\n")),
         r"a\.run:2: score 'nan' is not a finite number"),
     bad("score: inf score", "score", text("a.run", line_edit(4, "q2 Q0 orrin-open 1 inf t\n")),
