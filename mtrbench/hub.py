@@ -65,9 +65,10 @@ def _silent_datasets() -> Iterator[None]:
 def _fallback(builder: str | None, data_files: object, what: str) -> Any:
     """For a failed load of one local file: the rows as our own reader parses them (a JSON-lines file
     whose fields change type between lines), or an error naming the file and line. None: no opinion."""
-    from mtrbench.formats.lines import diagnose_text, read_jsonl
+    from mtrbench.formats.lines import diagnose_text, is_other_container, read_jsonl
 
-    if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file():
+    if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file() \
+            or is_other_container(Path(data_files)):
         return None
     if builder == "json":
         return read_jsonl(data_files, what)
@@ -100,13 +101,14 @@ def load_split(
     is_local = local.exists() or builder is not None and data_files is not None and Path(str(data_files)).exists()
     if is_local:
         kwargs.setdefault("cache_dir", str(local_cache_dir(local)))
-        if builder and isinstance(data_files, (str, Path)) and Path(data_files).is_file() \
-                and Path(data_files).stat().st_size == 0:
-            raise MtrbenchError(f"{what} file {data_files} is empty (0 bytes)")
-        if builder in ("json", "text") and isinstance(data_files, (str, Path)) and Path(data_files).is_file():
-            from mtrbench.formats.lines import check_utf8
+        one_file = Path(data_files) if builder and isinstance(data_files, (str, Path)) else None
+        if one_file is not None and one_file.is_file():
+            if one_file.stat().st_size == 0:
+                raise MtrbenchError(f"{what} file {one_file} is empty (0 bytes)")
+            if builder in ("json", "text"):
+                from mtrbench.formats.lines import check_utf8
 
-            check_utf8(data_files)
+                check_utf8(one_file)
         try:
             with _silent_datasets():
                 if builder:

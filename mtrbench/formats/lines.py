@@ -20,6 +20,8 @@ from mtrbench.errors import MtrbenchError
 Locate = Callable[[int], str]
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# Archives and compressions other than gzip that datasets opens by file extension; we leave them to it.
+_OTHER_CONTAINERS = (b"PK\x03\x04", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
 _BOM = "\ufeff"
 
 
@@ -48,6 +50,12 @@ def is_gzip(path: Path) -> bool:
         return handle.read(2) == _GZIP_MAGIC
 
 
+def is_other_container(path: Path) -> bool:
+    """A zip, bz2, xz, zstd or lz4 file, which only ``datasets`` reads (by extension)."""
+    with path.open("rb") as handle:
+        return handle.read(6).startswith(_OTHER_CONTAINERS)
+
+
 def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # type: ignore[return-value]
 
@@ -70,6 +78,8 @@ def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
     """An error naming the line of the first byte that is not UTF-8. pyarrow (under ``datasets``) keeps
     such bytes and fails only when a value is read, with a traceback; this streams the file once, in C."""
     path = Path(path)
+    if is_other_container(path):
+        return
     decoder = codecs.getincrementaldecoder("utf-8")()
     newlines = 0
     with _open_binary(path) as handle:
