@@ -136,3 +136,23 @@ def test_metrics_command_lists_every_family(capsys):
     assert by_family["recall"]["relevance_level"] is True and by_family["ndcg"]["relevance_level"] is False
     assert by_family["hole_beir"]["per_query"] is False and "R" in by_family["recall"]["names"]
     assert all(r["definition"] and r["citation"] for r in rows)
+
+
+def test_score_records_the_level_and_keys_other_levels_apart(tmp_path):
+    import json
+
+    from mtrbench.cli import main
+    from mtrbench.formats.qrels import format_qrels
+    from mtrbench.formats.run import format_run
+
+    (tmp_path / "q.trec").write_text(format_qrels(QRELS))
+    (tmp_path / "r.trec").write_text(format_run(RUN, "t"))
+    out = tmp_path / "scores.json"
+    assert main(["score", "--run", str(tmp_path / "r.trec"), "--qrels", str(tmp_path / "q.trec"),
+                 "--relevance-level", "2", "--metrics", "R@2,R@2(rel=1)", "--output", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["relevance_level"] == 2
+    assert written["measures"] == {"recall_at_2": "Recall@2(rel=2)", "recall_at_2_rel1": "Recall@2(rel=1)"}
+    level2, level1 = _direct(2, "recall.2"), _direct(1, "recall.2")
+    assert written["scores"]["recall_at_2"] == pytest.approx(sum(level2.values()) / 3)
+    assert written["scores"]["recall_at_2_rel1"] == pytest.approx(sum(level1.values()) / 3)

@@ -77,7 +77,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     print_analyses(analyses, console)
     if args.output:
         atomic_write_text(args.output, json.dumps({
-            "run": str(args.run), "qrels": str(args.qrels), "scores": scores,
+            "run": str(args.run), "qrels": str(args.qrels), "relevance_level": evaluation.relevance_level,
+            "measures": {key: str(m) for key, m in evaluation.measures.items()}, "scores": scores,
             "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
             "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
                         "run_queries_without_qrels": len(unjudged_run_queries),
