@@ -46,6 +46,13 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                        "~/.cache/mtrbench/embeddings]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
+                                               "(1 - alpha) * bm25_norm (min-max per query) [0.7]")
+    p.add_argument("--candidate-k", type=int, help="hybrid only: documents each leg retrieves before the union "
+                                                   "[max(top-k, 100)]")
+    p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
+    p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
+    p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
     p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
     p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
                                      "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
@@ -96,7 +103,9 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
                             token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
                             revision=args.revision, trust_remote_code=args.trust_remote_code,
                             cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
-                            similarity=args.similarity, show_progress=not args.quiet)
+                            similarity=args.similarity, show_progress=not args.quiet, alpha=args.alpha,
+                            candidate_k=args.candidate_k, rerank=args.rerank, rerank_k=args.rerank_k,
+                            rerank_batch_size=args.rerank_batch_size)
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
