@@ -48,7 +48,7 @@ class CrossEncoderReranker:
     def settings(self) -> dict[str, Any]:
         first = self.first.settings()
         return {**first, "rerank": {"model": self.source.name, "revision": self.source.revision,
-                                    "rerank_k": self.rerank_k, "max_length": self.model.max_length,
+                                    "rerank_k": self.rerank_k, "max_length": getattr(self.model, "max_seq_length", None),
                                     "document": "title + ' ' + text", "below_rerank_k": "first-stage order"}}
 
     def pipeline_slug(self) -> dict[str, Any]:
