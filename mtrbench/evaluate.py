@@ -76,7 +76,8 @@ def hits_to_run(task: TaskData, hits) -> Run:
 
 
 def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
-             progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
+             progress: Callable[[str], None] | None = None, retriever: Retriever | None = None) -> list[StrategyResult]:
+    """``retriever``: one built already (a sweep reuses its legs); else built from ``model`` and the options."""
     say = progress or (lambda message: None)
     retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
@@ -96,7 +97,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
     started = time.perf_counter()
     say(f"Loading model {model}")
-    retriever = build_retriever(model, retriever_options)
+    retriever = retriever or build_retriever(model, retriever_options)
     t_model = time.perf_counter() - started
 
     t0 = time.perf_counter()
