@@ -46,8 +46,14 @@ def run_sweep(model: str, task_name: str, config: EvalConfig, grid: SweepGrid,
     cells = []
     for alpha, candidate_k in grid.cells:
         say(f"Sweep cell alpha={alpha} candidate_k={candidate_k}")
-        retriever = HybridRetriever(dense, sparse, alpha=DEFAULT_ALPHA if alpha is None else alpha,
-                                    candidate_k=candidate_k)
+        alpha = DEFAULT_ALPHA if alpha is None else alpha
+        if options.chunking:  # candidate_k counts the children retrieved, as H-RAG's k does
+            from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
+
+            retriever = ParentChildRetriever(HybridRetriever(dense, sparse, alpha=alpha), Chunking.parse(options.chunking),
+                                             candidate_k=candidate_k)
+        else:
+            retriever = HybridRetriever(dense, sparse, alpha=alpha, candidate_k=candidate_k)
         if options.rerank:
             from mtrbench.retrieve.rerank import CrossEncoderReranker
 

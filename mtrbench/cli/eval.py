@@ -50,6 +50,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                    "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]")
     p.add_argument("--candidate-k", help="hybrid only: documents each leg retrieves before the union; a comma list "
                                          "sweeps [max(top-k, 100)]")
+    p.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
+                                      "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
+                                      "best child")
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
     p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
     p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
@@ -105,7 +108,7 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
                             cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
                             similarity=args.similarity, show_progress=not args.quiet, alpha=_one(_alphas(args)),
                             candidate_k=_one(_candidate_ks(args)), rerank=args.rerank, rerank_k=args.rerank_k,
-                            rerank_batch_size=args.rerank_batch_size)
+                            rerank_batch_size=args.rerank_batch_size, chunking=args.chunking)
 
 
 def _numbers(text: str | None, kind: type, flag: str) -> tuple:

@@ -36,16 +36,25 @@ class RetrieverOptions:
     rerank: str | None = None  # cross-encoder: HF id or local folder
     rerank_k: int = 100
     rerank_batch_size: int = 32
+    # Parent-child retrieval: children retrieved (candidate_k of them), parents scored by their best child:
+    chunking: str | None = None  # sentences:SIZE:STRIDE
 
 
 # The fields above that belong to the pipeline, not to loading one model.
-PIPELINE_FIELDS = ("alpha", "candidate_k", "rerank", "rerank_k", "rerank_batch_size")
+PIPELINE_FIELDS = ("alpha", "candidate_k", "rerank", "rerank_k", "rerank_batch_size", "chunking")
 
 
 def build_retriever(model: str, options: RetrieverOptions | None = None, **overrides) -> Retriever:
     """``overrides`` replace single fields of ``options``: ``build_retriever("minilm", device="cpu")``."""
     options = replace(options or RetrieverOptions(), **overrides)
-    retriever = _first_stage(model, options)
+    if options.chunking:
+        from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
+
+        chunking = Chunking.parse(options.chunking)  # with chunking, --candidate-k counts children
+        inner = _first_stage(model, replace(options, candidate_k=None))
+        retriever = ParentChildRetriever(inner, chunking, candidate_k=options.candidate_k)
+    else:
+        retriever = _first_stage(model, options)
     if options.rerank:
         from mtrbench.retrieve.rerank import CrossEncoderReranker
 
