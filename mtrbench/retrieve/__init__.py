@@ -67,7 +67,8 @@ def build_retriever(model: str, options: RetrieverOptions | None = None, **overr
 def _first_stage(model: str, options: RetrieverOptions) -> Retriever:
     spec = resolve_model(model)
     if spec.kind != "hybrid" and (options.alpha is not None or options.candidate_k is not None):
-        raise MtrbenchError(f"--alpha and --candidate-k apply to hybrid models (hybrid:DENSE+bm25), not '{model}'")
+        raise MtrbenchError(f"--alpha and --candidate-k apply to hybrid models (hybrid:DENSE+bm25), not '{model}' "
+                            f"(--candidate-k also to --chunking)")
     if spec.kind == "hybrid":
         from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
 
