@@ -55,6 +55,7 @@ class StrategyResult:
     n_evaluated: int
     n_excluded: int
     analyses: dict[str, Any] = field(default_factory=dict)
+    warnings: dict[str, int] = field(default_factory=dict)  # the loader's counted drops, as in the result JSON
 
 
 def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool) -> str | None:
@@ -186,7 +187,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         write_result(paths, document, run, per_query_rows, run_tag=f"mtrbench-{strategy.name}")
         results.append(StrategyResult(strategy.name, scores, main_key, evaluation, breakdowns,
                                       truncator.stats.as_dict(), paths, len(evaluation.per_query),
-                                      len(evaluation.excluded) + n_no_qrels, analyses))
+                                      len(evaluation.excluded) + n_no_qrels, analyses, dict(task.warnings)))
     say(f"Done in {time.perf_counter() - started:.1f}s")
     return results
 

@@ -7,9 +7,12 @@ cache so the user gets an actionable message in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -45,6 +48,34 @@ def _quiet_datasets() -> None:
     datasets.logging.set_verbosity_error()
 
 
+@contextlib.contextmanager
+def _silent_datasets() -> Iterator[None]:
+    """No line from datasets' logger while it loads: its errors ("Failed to load JSON ...") would precede
+    our own one-line error, and what they say is in the exception we turn into it."""
+    _quiet_datasets()
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _fallback(builder: str | None, data_files: object, what: str) -> Any:
+    """For a failed load of one local file: the rows as our own reader parses them (a JSON-lines file
+    whose fields change type between lines), or an error naming the file and line. None: no opinion."""
+    from mtrbench.formats.lines import diagnose_text, is_other_container, read_jsonl
+
+    if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file() \
+            or is_other_container(Path(data_files)):
+        return None
+    if builder == "json":
+        return read_jsonl(data_files, what)
+    diagnose_text(data_files, what)
+    return None
+
+
 def load_split(
     location: str | Path,
     *,
@@ -60,22 +91,39 @@ def load_split(
 
     The same call serves both: a local folder laid out like the Hub repository (README ``configs``)
     loads exactly as the Hub copy would. ``builder`` ("json", "csv") with ``data_files`` reads plain
-    files, local or remote.
+    files, local or remote. A local JSON-lines file that pyarrow cannot read (a field changing type
+    between lines) comes back as a list of row dicts read by ``formats.lines.read_jsonl``, which names
+    the line of anything it cannot read.
     """
     import datasets
 
     local = Path(location).expanduser()
     is_local = local.exists() or builder is not None and data_files is not None and Path(str(data_files)).exists()
     if is_local:
-        _quiet_datasets()
         kwargs.setdefault("cache_dir", str(local_cache_dir(local)))
+        one_file = Path(data_files) if builder and isinstance(data_files, (str, Path)) else None
+        if one_file is not None and one_file.is_file():
+            if one_file.stat().st_size == 0:
+                raise MtrbenchError(f"{what} file {one_file} is empty (0 bytes)")
+            if builder in ("json", "text"):
+                from mtrbench.formats.lines import check_utf8
+
+                check_utf8(one_file)
         try:
-            if builder:
-                return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
-            return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
-        except (FileNotFoundError, ValueError) as exc:
+            with _silent_datasets():
+                if builder:
+                    return datasets.load_dataset(builder, data_files=data_files, split=split, **kwargs)
+                return datasets.load_dataset(str(local), name=config, split=split, data_files=data_files, **kwargs)
+        except (FileNotFoundError, ValueError, UnicodeDecodeError, StopIteration) as exc:
+            # StopIteration: datasets' json builder on a file without records; UnicodeDecodeError: not UTF-8
+            rows = _fallback(builder, data_files, what)
+            if rows is not None:
+                return rows
             raise MtrbenchError(f"could not read {what} from {local}: {_first_line(exc)}") from None
         except datasets.exceptions.DatasetGenerationError as exc:
+            rows = _fallback(builder, data_files, what)
+            if rows is not None:
+                return rows
             cause = exc.__cause__ or exc
             raise MtrbenchError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
 
@@ -86,7 +134,8 @@ def load_split(
         if not offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what)
     try:
-        return datasets.load_dataset(repo, name=config, split=split, revision=revision, **kwargs)
+        with _silent_datasets():
+            return datasets.load_dataset(repo, name=config, split=split, revision=revision, **kwargs)
     except (ConnectionError, OSError, datasets.exceptions.DatasetNotFoundError) as exc:
         if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what) from None

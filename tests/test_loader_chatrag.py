@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mtrbench.data import load_task
+from mtrbench.data.loaders.chatrag import chunk_id
 from mtrbench.data.cards import get_card
 from mtrbench.errors import MtrbenchError
 
@@ -74,7 +75,7 @@ def test_per_document_subsets_match_raw_files(root, subset):
     task = load_task(f"chatrag-{subset}", data_dir=root)
 
     assert task.split == "test" and not task.warnings
-    expected_ids = [f"{name}::{i}" for name, chunks in documents.items() for i in range(len(chunks))]
+    expected_ids = [chunk_id(name, i) for name, chunks in documents.items() for i in range(len(chunks))]
     assert task.corpus.ids == expected_ids
     assert task.corpus.texts == [chunk for chunks in documents.values() for chunk in chunks]
     assert len(task.queries) == len(items)
@@ -88,8 +89,8 @@ def test_per_document_subsets_match_raw_files(root, subset):
         assert q.answers == tuple(item["answers"])
         assert q.gold_rewrite is None
         document = item["document"]
-        assert q.qrels == {f"{document}::{item['ground_truth_ctx']['index']}": 1}
-        assert q.candidate_doc_ids == tuple(f"{document}::{i}" for i in range(len(documents[document])))
+        assert q.qrels == {chunk_id(document, item['ground_truth_ctx']['index']): 1}
+        assert q.candidate_doc_ids == tuple(chunk_id(document, i) for i in range(len(documents[document])))
         assert q.meta == {"subset": subset, "item_index": n, "document": document}
 
 
@@ -100,10 +101,10 @@ def test_doc2dial_by_hand(root):
     assert (q.qid, q.conversation_id, q.turn_id) == ("0_4", "0", 4)
     assert [m.role for m in q.history] == ["user", "assistant"] * 3
     assert q.history[0].content == "What is the Fennick Protocol used for?"
-    assert q.qrels == {"Fennick Protocol Specification::2": 1}
+    assert q.qrels == {"Fennick%20Protocol%20Specification::2": 1}
     library = task.queries[5]
     assert (library.qid, library.history) == ("1_1", ())
-    assert library.candidate_doc_ids == tuple(f"Cedar Hollow Library Visitor Guide::{i}" for i in range(3))
+    assert library.candidate_doc_ids == tuple(f"Cedar%20Hollow%20Library%20Visitor%20Guide::{i}" for i in range(3))
 
 
 def test_topiocqa_gold_by_exact_text(root, tsv):
@@ -197,7 +198,7 @@ def test_documents_json_from_corpus_option(root, tmp_path):
     other = tmp_path / "docs.json"
     other.write_text(json.dumps({"Marisol Quint": documents["Marisol Quint"] + ["extra chunk"]}))
     task = load_task("chatrag-quac", data_dir=root, corpus_path=other)
-    assert task.corpus.ids[-1] == "Marisol Quint::5" and len(task.queries[0].candidate_doc_ids) == 6
+    assert task.corpus.ids[-1] == "Marisol%20Quint::5" and len(task.queries[0].candidate_doc_ids) == 6
 
 
 def test_conversations_split_on_document_change(root, tmp_path):

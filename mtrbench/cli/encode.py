@@ -35,7 +35,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
         what = f"key '{args.key}'" if args.key else f"model '{args.model}'"
         raise MtrbenchError(f"no cache entry for {what} under {cache.root} (see `mtrbench cache ls`)")
     removed = cache.remove(entries)
-    freed = sum(e.size_bytes for e in entries)
+    freed = sum(e.size_bytes for e in entries if not e.path.exists())
     print(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'} ({_size(freed)}) from {cache.root}")
     return 0
 
@@ -58,11 +58,22 @@ def _list(cache) -> int:
         fields = entry.manifest.get("fields", {})
         date = entry.manifest.get("updated") or entry.manifest.get("created") or ""
         table.add_row(entry.key[:12], entry.model, f"{fields.get('n_docs', 0):,}", str(fields.get("dtype", "?")),
-                      _size(entry.size_bytes), date[:10], "ok" if entry.manifest.get("complete") else "partial")
+                      _size(entry.size_bytes), date[:10], _state(entry))
     console.print(table)
     console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
                   f"{_size(sum(e.size_bytes for e in entries))}", soft_wrap=True)
     return 0
+
+
+def _state(entry) -> str:
+    from mtrbench.encode.cache import LOCK_FILE, MANIFEST_FORMAT
+    from mtrbench.locking import is_held
+
+    if entry.manifest.get("format") != MANIFEST_FORMAT:
+        return "old format"  # encoded again (in place) by the next run that needs it
+    if is_held(entry.path / LOCK_FILE):
+        return "writing"
+    return "ok" if entry.manifest.get("complete") else "partial"
 
 
 def _size(n: int) -> str:

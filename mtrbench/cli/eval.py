@@ -184,6 +184,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         title += f", {first.n_excluded} without gold excluded"
     strategies_table(title, results, console)
     turn_table(results, console)
+    for what, count in sorted(first.warnings.items()):
+        console.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
     for r in results:
         if r.analyses:
             console.print(f"[bold]{r.history}[/bold]")

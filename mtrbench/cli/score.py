@@ -58,6 +58,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
     unjudged_run_queries = sorted(set(run) - set(qrels))
     evaluation = evaluate(qrels, run, measures, relevance_level=args.relevance_level)
+    # Judged queries the run does not answer score 0 (as they should), but say how many: often a wrong file.
+    judged_without_run = sorted(set(evaluation.per_query) - set(run))
+    if len(judged_without_run) == len(evaluation.per_query):
+        raise MtrbenchError(f"run {args.run} has none of the {len(judged_without_run)} judged queries of "
+                            f"{args.qrels}: are they of the same task?")
     scores = evaluation.scores()
     analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
     if args.per_query:
@@ -66,14 +71,17 @@ def _cmd_score(args: argparse.Namespace) -> int:
     console = Console()
     scores_table(f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
                  f"{len(evaluation.excluded)} without positives excluded, "
-                 f"{len(unjudged_run_queries)} run queries without qrels ignored", scores, console)
+                 f"{len(unjudged_run_queries)} run queries without qrels ignored"
+                 + (f", {len(judged_without_run)} judged queries absent from the run (scored 0)"
+                    if judged_without_run else ""), scores, console)
     print_analyses(analyses, console)
     if args.output:
         atomic_write_text(args.output, json.dumps({
             "run": str(args.run), "qrels": str(args.qrels), "scores": scores,
             "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
             "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
-                        "run_queries_without_qrels": len(unjudged_run_queries)},
+                        "run_queries_without_qrels": len(unjudged_run_queries),
+                        "judged_without_run": len(judged_without_run)},
             **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
     return 0
 

@@ -7,17 +7,30 @@ from collections import Counter
 
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.run import id_problem
 
 
 def check_corpus(corpus: Corpus, origin: str) -> None:
+    """Document ids: unique, and each one a TREC run can hold (record n is the n-th document)."""
+    for n, doc_id in enumerate(corpus.ids):
+        problem = id_problem(doc_id)
+        if problem:
+            raise MtrbenchError(f"{origin} record {n}: document id '{doc_id}' {problem}")
     if len(corpus._position) != len(corpus.ids):
         dupes = [doc_id for doc_id, n in Counter(corpus.ids).items() if n > 1]
-        raise MtrbenchError(f"{origin}: {len(dupes)} duplicate document id(s), e.g. '{dupes[0]}'")
+        first = next(n for n, doc_id in enumerate(corpus.ids) if corpus.position(doc_id) != n)
+        doc_id = corpus.ids[first]  # position() holds an id's last record
+        raise MtrbenchError(f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
+                            f"e.g. '{doc_id}' (also record {first})")
 
 
 def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: str, warnings: Counter) -> None:
     check_queries_without_corpus(queries, origin)
     for q in queries:
+        for doc_id in q.qrels:
+            problem = id_problem(doc_id)
+            if problem:
+                raise MtrbenchError(f"{origin}: qrels of query '{q.qid}' name document '{doc_id}', whose id {problem}")
         unknown = [d for d in q.qrels if d not in corpus]
         if unknown:
             warnings["qrels naming unknown documents (dropped)"] += len(unknown)
@@ -37,6 +50,10 @@ def check_queries_without_corpus(queries: list[ConversationalQuery], origin: str
     """The checks of ``check_queries`` that need no corpus (ids, empty questions), for topic-only loads."""
     seen: set[str] = set()
     for q in queries:
+        for name, value in (("query id", q.qid), ("conversation id", q.conversation_id)):
+            problem = id_problem(value)
+            if problem:
+                raise MtrbenchError(f"{origin}: {name} '{value}' (query '{q.qid}') {problem}")
         if q.qid in seen:
             raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
         seen.add(q.qid)

@@ -2,8 +2,8 @@
 
 How it keeps the accelerator busy:
 
-* a producer thread tokenizes ahead (windows of up to 16k texts, one window ahead of the batches,
-  split over tokenizer threads on CUDA), sorts each window by token length, cuts token-budget
+* a producer thread tokenizes ahead (windows of up to 16k texts inside one chunk, one window ahead of
+  the batches, split over tokenizer threads on CUDA), sorts each window by token length, cuts token-budget
   batches and collates them into (pinned, on CUDA) CPU tensors, which wait in a bounded queue;
 * the main thread copies each batch to the device with ``non_blocking`` copies, runs the model and
   scatters the vectors into one preallocated output tensor that stays on the device: there is no
@@ -290,16 +290,22 @@ class EncodingEngine:
 
 
 def _windows(sizes: list[int]) -> list[tuple[int, int, int, bool]]:
-    """(chunk index, start, end, closes the chunk) of the slices tokenized and length-sorted together: the
-    first is small so the device starts early, then they double up to ``MAX_WINDOW``; empty chunks get an
-    empty window so that their end is still reported."""
+    """(chunk index, start, end, closes the chunk) of the slices tokenized and length-sorted together.
+
+    A chunk of at most ``MAX_WINDOW`` texts is one window; a longer one is cut into windows that start
+    small, so the device starts early, and double up to ``MAX_WINDOW``. The cut depends on the chunk
+    alone, never on the chunks before it, so a chunk is batched - and its embeddings computed - the same
+    way whichever call encodes it (the embedding cache's resumed runs rely on that). An empty chunk gets
+    an empty window so that its end is still reported."""
     windows = []
-    start, width = 0, FIRST_WINDOW
+    start = 0
     for index, size in enumerate(sizes):
         end = start + size
-        if size == 0:
+        if size <= MAX_WINDOW:
             windows.append((index, start, end, True))
-        position = start
+            start = end
+            continue
+        position, width = start, FIRST_WINDOW
         while position < end:
             stop = min(end, position + width)
             if end - stop < width // 2:  # no sliver at the end of a chunk

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.errors import MtrbenchError
-from mtrbench.formats.qrels import BEIR, Qrels, parse_grade
+from mtrbench.formats.qrels import BEIR, Qrels, grade_of
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def qrels_from_rows(rows: Any, origin: str) -> Qrels:
     for n, (qid, doc_id, score) in enumerate(zip(*(table[c] for c in BEIR.columns))):
         if qid is None or doc_id is None or score is None:
             raise MtrbenchError(f"{origin} record {n}: incomplete qrels row")
-        grade = int(score) if isinstance(score, int) else parse_grade(str(score))
+        grade = grade_of(score)
         if grade is None:
             raise MtrbenchError(f"{origin} record {n} ({qid}): score '{score}' is not an integer")
         qrels.setdefault(str(qid), {})[str(doc_id)] = grade

@@ -1,14 +1,28 @@
-"""The lines of a text file, and how an error message names one of them."""
+"""The lines of a text file, and how an error message names one of them.
+
+Text files are UTF-8; a leading byte order mark is dropped and gzip-compressed files are read as
+their content (``datasets`` does the same for the files loaders read through it). Bytes that are not
+UTF-8 are an error naming the file and line.
+"""
 
 from __future__ import annotations
 
+import codecs
+import gzip
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 from mtrbench.errors import MtrbenchError
 
 # The index of a line (from 0) -> where it is, as an error message starts: "runs/a.trec:12".
 Locate = Callable[[int], str]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+# Archives and compressions other than gzip that datasets opens by file extension; we leave them to it.
+_OTHER_CONTAINERS = (b"PK\x03\x04", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18")
+_BOM = "\ufeff"
 
 
 def at_line(path: str | Path) -> Locate:
@@ -23,16 +37,90 @@ def at_record(path: str | Path) -> Locate:
 
 
 def read_lines(path: str | Path, kind: str) -> Iterator[str]:
-    """The lines of a UTF-8 file; ``kind`` ("run", "qrels") names it when it does not exist."""
+    """The lines of a UTF-8 (optionally gzip-compressed) file; ``kind`` ("run", "qrels") names it when it
+    does not exist."""
     path = Path(path)
     if not path.is_file():
         raise MtrbenchError(f"{kind} file {path} does not exist")
     return _lines(path)
 
 
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(2) == _GZIP_MAGIC
+
+
+def is_other_container(path: Path) -> bool:
+    """A zip, bz2, xz, zstd or lz4 file, which only ``datasets`` reads (by extension)."""
+    with path.open("rb") as handle:
+        return handle.read(6).startswith(_OTHER_CONTAINERS)
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # type: ignore[return-value]
+
+
 def _lines(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8") as handle:
+    with _open_binary(path) as handle:
         try:
-            yield from handle
+            for index, raw in enumerate(handle):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise MtrbenchError(f"{path}: not UTF-8 text at line {index + 1} "
+                                        f"(byte {exc.start + 1}: {exc.reason})") from None
+                yield line.removeprefix(_BOM) if index == 0 else line
+        except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
+            raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
+
+
+def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
+    """An error naming the line of the first byte that is not UTF-8. pyarrow (under ``datasets``) keeps
+    such bytes and fails only when a value is read, with a traceback; this streams the file once, in C."""
+    path = Path(path)
+    if is_other_container(path):
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    newlines = 0
+    with _open_binary(path) as handle:
+        try:
+            while chunk := handle.read(chunk_size):
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    line = newlines + chunk.count(b"\n", 0, max(exc.start, 0)) + 1
+                    raise MtrbenchError(f"{path}: not UTF-8 text at line {line} ({exc.reason})") from None
+                newlines += chunk.count(b"\n")
+            decoder.decode(b"", final=True)
         except UnicodeDecodeError as exc:
-            raise MtrbenchError(f"{path}: not UTF-8 text ({exc.reason})") from None
+            raise MtrbenchError(f"{path}: not UTF-8 text at line {newlines + 1} ({exc.reason})") from None
+        except (OSError, EOFError) as exc:
+            raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
+
+
+def read_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (blank lines skipped), errors naming the file and line: bytes that
+    are not UTF-8, a line that is not a JSON object, no record at all. Loaders parse with ``datasets``
+    (fast, columnar) and fall back to this when it fails: to say where, or to read records whose fields
+    change type from one line to the next, which pyarrow refuses."""
+    path = Path(path)
+    rows: list[dict[str, Any]] = []
+    for index, line in enumerate(read_lines(path, kind)):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise MtrbenchError(f"{path}:{index + 1}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(value, dict):
+            raise MtrbenchError(f"{path}:{index + 1}: a record must be a JSON object, got {type(value).__name__}")
+        rows.append(value)
+    if not rows:
+        raise MtrbenchError(f"{kind} file {path} is empty (no records)")
+    return rows
+
+
+def diagnose_text(path: str | Path, kind: str) -> None:
+    """Raise the first problem of a text file: undecodable bytes, no non-blank line."""
+    if not any(line.strip() for line in read_lines(path, kind)):
+        raise MtrbenchError(f"{kind} file {path} is empty")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtrbench.errors import MtrbenchError
 from mtrbench.formats.lines import Locate, at_line, read_lines
+from mtrbench.formats.run import id_problem
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 
@@ -41,11 +42,12 @@ BEIR = QrelsLayout(("query-id", "corpus-id", "score"), separator="\t", header=Tr
 
 
 def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None = TREC, *,
-                on_duplicate: Callable[[str, str], object] | None = None) -> Qrels:
+                on_duplicate: Callable[[str, str], object] | None = None, trec_ids: bool = False) -> Qrels:
     """Judgments from the lines of a qrels file; blank lines are skipped.
 
     ``layout=None`` takes BEIR's when the first non-blank line is its header, else TREC's. A query and
     document judged twice keep the later grade; ``on_duplicate(qid, docid)`` hears of each such line.
+    ``trec_ids``: ids a TREC file cannot hold (BEIR's tab-separated layout can) are an error.
     """
     qrels: Qrels = {}
     header_due = layout is not None and layout.header
@@ -61,7 +63,7 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
             if fields != list(layout.columns):
                 raise MtrbenchError(f"{locate(index)}: qrels need the header '{layout.shape}'")
             continue
-        qid, doc_id, grade = _judgment(fields, layout, locate, index)
+        qid, doc_id, grade = _judgment(fields, layout, locate, index, trec_ids)
         docs = qrels.setdefault(qid, {})
         if doc_id in docs and on_duplicate is not None:
             on_duplicate(qid, doc_id)
@@ -71,7 +73,8 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
     return qrels
 
 
-def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int) -> tuple[str, str, int]:
+def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int,
+              trec_ids: bool) -> tuple[str, str, int]:
     if len(fields) != len(layout.columns):
         count = f"{len(fields)} field" + ("" if len(fields) == 1 else "s")
         raise MtrbenchError(f"{locate(index)}: a qrels line needs '{layout.shape}', got {count}")
@@ -79,6 +82,9 @@ def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int
     for name, field in ((layout.columns[0], qid), (layout.columns[-2], doc_id)):
         if not field:
             raise MtrbenchError(f"{locate(index)}: a qrels line needs '{layout.shape}', got an empty {name}")
+        problem = id_problem(field) if trec_ids else None
+        if problem:
+            raise MtrbenchError(f"{locate(index)}: {name} '{field}' {problem}")
     grade = parse_grade(value)
     if grade is None:
         raise MtrbenchError(f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is not an integer")
@@ -98,9 +104,25 @@ def parse_grade(text: str) -> int | None:
     return int(number) if number.is_integer() else None
 
 
+def grade_of(value: object) -> int | None:
+    """A grade from a parsed value (JSON, a ``datasets`` column): integers, integral floats and strings that
+    ``parse_grade`` reads; None for anything else (booleans, 1.5, inf, NaN, text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (float, str)):
+        return parse_grade(str(value))
+    return None
+
+
 def read_qrels(path: str | Path, layout: QrelsLayout | None = None) -> Qrels:
-    """A qrels file, errors naming ``path:line``; ``layout=None``: TREC, or BEIR when it starts with the header."""
-    return parse_qrels(read_lines(path, "qrels"), at_line(path), layout)
+    """A qrels file, errors naming ``path:line``; ``layout=None``: TREC, or BEIR when it starts with the header.
+    Ids a TREC run cannot hold and a file without any judgment are errors."""
+    qrels = parse_qrels(read_lines(path, "qrels"), at_line(path), layout, trec_ids=True)
+    if not qrels:
+        raise MtrbenchError(f"qrels file {path} is empty (no judgment)")
+    return qrels
 
 
 def format_qrels(qrels: Qrels, layout: QrelsLayout = TREC) -> str:

@@ -6,6 +6,8 @@ reading, as trec_eval ignores it): score descending, ties by document id descend
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 from mtrbench.errors import MtrbenchError
@@ -19,8 +21,22 @@ def ranked(docs: dict[str, float]) -> list[tuple[str, float]]:
     return sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)
 
 
+_WHITESPACE = re.compile(r"\s")
+
+
+def id_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a query or document id in a TREC file (fields are split on white space),
+    or None when it can."""
+    if not value:
+        return "is empty"
+    if _WHITESPACE.search(value):
+        return "contains white space, which a TREC run or qrels file cannot hold"
+    return None
+
+
 def read_run(path: str | Path) -> Run:
-    """A run file. Errors name ``path:line``; a document listed twice for one query is one."""
+    """A run file. Errors name ``path:line``: a document listed twice for one query, a score that is not a
+    finite number (NaN would rank arbitrarily), a file with no line at all."""
     run: Run = {}
     locate = at_line(path)
     for index, line in enumerate(read_lines(path, "run")):
@@ -35,10 +51,14 @@ def read_run(path: str | Path) -> Run:
             value = float(score)
         except ValueError:
             raise MtrbenchError(f"{locate(index)}: score '{score}' is not a number") from None
+        if not math.isfinite(value):
+            raise MtrbenchError(f"{locate(index)}: score '{score}' is not a finite number")
         docs = run.setdefault(qid, {})
         if doc_id in docs:
             raise MtrbenchError(f"{locate(index)}: document '{doc_id}' appears twice for query '{qid}'")
         docs[doc_id] = value
+    if not run:
+        raise MtrbenchError(f"run file {path} is empty (no 'qid Q0 docid rank score tag' line)")
     return run
 
 

@@ -163,7 +163,9 @@ class EmbeddingRetriever:
         key = CacheKey(model=self.doc_source.name, revision=self.doc_source.cache_revision, prompt=self.doc_prompt,
                        pipeline=tower.signature(), normalize=self.normalize, max_length=tower.max_length,
                        dtype=self.dtype, corpus=corpus_fingerprint(corpus.ids, texts), n_docs=len(texts))
-        embeddings, self.cache_report = self.cache.load_or_encode(key, texts, encode, device=self.doc_engine.device)
+        embeddings, self.cache_report = self.cache.load_or_encode(
+            key, texts, encode, device=self.doc_engine.device,
+            n_devices=len(getattr(self.doc_engine, "devices", None) or [self.doc_engine.device]))
         if self.cache_report.corrupt:
             log.warning("embedding cache: %d corrupt shard(s) re-encoded (%s)", self.cache_report.corrupt,
                         "; ".join(self.cache_report.messages))

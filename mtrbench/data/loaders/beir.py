@@ -45,10 +45,18 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         qrels = qrels_from_rows(qrel_rows, f"{hub} qrels ({split})")
         sidecar = None
         origin = hub
-    corpus = corpus_from_rows(corpus_rows, f"{origin} corpus")
-    check_corpus(corpus, f"{origin} corpus")
-    queries = _queries(query_rows, qrels, sidecar, f"{origin} queries")
+    corpus_origin, queries_origin = f"{origin} corpus", f"{origin} queries"
+    if folder is not None:
+        files = BeirFolder(Path(folder), prefix=opts.get("prefix") or "")
+        corpus_origin, queries_origin = str(files.corpus), str(files.queries)
+    corpus = corpus_from_rows(corpus_rows, corpus_origin)
+    if not len(corpus):
+        raise MtrbenchError(f"{corpus_origin}: the corpus has no document")
+    check_corpus(corpus, corpus_origin)
     warnings: Counter = Counter()
+    queries = _queries(query_rows, qrels, sidecar, queries_origin, warnings)
+    if not queries:
+        raise MtrbenchError(f"{queries_origin}: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
     return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
                     warnings=warnings)
@@ -67,17 +75,26 @@ def _read_local(folder: Path, split: str, opts: dict[str, Any]):
     return corpus, queries, qrels, sidecar
 
 
-def _queries(rows, qrels, sidecar, origin: str) -> list[ConversationalQuery]:
+def _queries(rows, qrels, sidecar, origin: str, warnings: Counter) -> list[ConversationalQuery]:
     structured = {str(r["_id"]): r for r in sidecar} if sidecar is not None else {}
     queries = []
+    seen: set[str] = set()
     for n, row in enumerate(rows):
         qid = row.get("_id")
         if qid is None or row.get("text") is None:
             raise MtrbenchError(f"{origin}: record {n} needs '_id' and 'text'")
         qid = str(qid)
-        if qid not in qrels:  # BEIR keeps only queries that have qrels in the split
-            continue
+        seen.add(qid)
         where = f"{origin} record {n} ({qid})"
+        if qid not in qrels:  # BEIR keeps only queries that have qrels in the split; the others are counted
+            try:
+                messages = parse_messages(row["text"], where)
+                malformed = not messages or messages[-1].role != USER or not messages[-1].content.strip()
+            except MtrbenchError:
+                malformed = True
+            warnings["malformed queries without qrels (skipped)" if malformed
+                     else "queries without qrels in this split (skipped)"] += 1
+            continue
         if qid in structured:
             conv = structured[qid]
             history = tuple(parse_messages(conv.get("history") or [], where))
@@ -94,4 +111,7 @@ def _queries(rows, qrels, sidecar, origin: str) -> list[ConversationalQuery]:
         queries.append(ConversationalQuery(
             qid=qid, conversation_id=qid, turn_id=1 + sum(m.role == USER for m in history), history=history,
             query=messages[-1].content, qrels=qrels[qid], meta=dict(row.get("metadata") or {})))
+    unknown = [qid for qid in qrels if qid not in seen]
+    if unknown:
+        warnings["qrels for unknown queries (dropped)"] += len(unknown)
     return queries

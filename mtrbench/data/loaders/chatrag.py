@@ -11,7 +11,8 @@ The card names the subset in ``loader_options.subset``: ``doc2dial``, ``quac``, 
 
 **Per-document subsets (doc2dial, quac, qrecc).** The corpus is every chunk of ``documents.json``;
 doc ids are ``f"{document}::{index}"`` (``index`` 0-based within the document), so a chunk id
-is its document name, ``::`` and its position. ``ground_truth_ctx.index`` locates the gold chunk
+is its document name, ``::`` and its position; white space and ``%`` in the name are percent-encoded
+(``Fennick%20Protocol::2``) because a TREC run splits its lines on white space (``chunk_id``). ``ground_truth_ctx.index`` locates the gold chunk
 (an item without ``index`` is located by the exact text of ``ground_truth_ctx.ctx`` within its
 document). Each query's ``candidate_doc_ids`` are all chunks of its own document: the ChatQA
 protocol (and MTR-Suite) retrieves only within the dialogue's document. ``--corpus PATH`` may
@@ -256,9 +257,16 @@ def _query(item: dict[str, Any], conv_id: str, turn: int, qrels: dict[str, int],
 
 # ------------------------------------------------------------------------- per-document subsets
 
+def chunk_id(document: str, index: int) -> str:
+    """The id of a document's ``index``-th chunk, one TREC field: a name's white space (and ``%``, so
+    that decoding is unambiguous) percent-encoded."""
+    name = "".join(f"%{ord(c):02X}" if c.isspace() or c == "%" else c for c in document)
+    return f"{name}::{index}"
+
+
 def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
                    gold_answer: str | None, warnings: Counter) -> tuple[Corpus, list[ConversationalQuery]]:
-    chunk_ids = {name: tuple(f"{name}::{i}" for i in range(len(chunks))) for name, chunks in documents.items()}
+    chunk_ids = {name: tuple(chunk_id(name, i) for i in range(len(chunks))) for name, chunks in documents.items()}
     texts = {name: list(chunks) for name, chunks in documents.items()}
     queries = []
     for item, (conv_id, turn) in zip(items, _conversations(items, "document")):

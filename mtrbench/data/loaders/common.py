@@ -94,13 +94,18 @@ def text_lines(path: Path, what: str) -> Iterable[str]:
     record n is line n + 1."""
     from mtrbench.hub import load_split
 
-    return load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+    lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
+    if len(lines) and lines[0].startswith("\ufeff"):  # datasets' text builder keeps a byte order mark
+        lines = list(lines)
+        lines[0] = lines[0][1:]
+    return lines
 
 
 def load_qrels(path: Path, layout: QrelsLayout, what: str,
                on_duplicate: Callable[[str, str], object] | None = None) -> Qrels:
-    """A qrels file read through ``load_split``; errors name the file and record."""
-    return parse_qrels(text_lines(path, what), at_record(path), layout, on_duplicate=on_duplicate)
+    """A qrels file read through ``load_split``; errors name the file and record, ids a TREC run cannot
+    hold included (a run written for them could not be read back)."""
+    return parse_qrels(text_lines(path, what), at_record(path), layout, on_duplicate=on_duplicate, trec_ids=True)
 
 
 def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, Any]]:

@@ -11,11 +11,15 @@ Folder (also how a Hub copy is laid out; README.md ``configs`` map them)::
 Every user message is one query, qid ``<conversation_id>_<turn>`` (turn = 1-based user turn);
 its answer is the assistant message that follows it. No ``qrels`` (or an empty list) = no gold:
 the query is kept and excluded from metrics, counted in the results.
+
+A local folder is read file by file (no README ``configs`` needed); a Hub id through its configs.
+Every conversation is checked, judged or not.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
@@ -24,6 +28,8 @@ from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.qrels import grade_of
+from mtrbench.formats.run import id_problem
 from mtrbench.hub import load_split
 
 
@@ -32,12 +38,17 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     split, data_dir = request.split, request.data_dir
     location = data_dir or card.local_path() or card.source.hub
     revision = None if (data_dir or card.local_path()) else card.source.revision
-    corpus_rows = load_split(location, config="corpus", split="corpus", revision=revision, what=f"{card.name} corpus")
+    local = Path(location).expanduser()
+    if local.is_dir():
+        corpus_rows, conv_rows = _read_local(local, split)
+    else:
+        corpus_rows = load_split(location, config="corpus", split="corpus", revision=revision,
+                                 what=f"{card.name} corpus")
+        conv_rows = load_split(location, config="conversations", split=split, revision=revision,
+                               what=f"{card.name} conversations ({split})")
     origin = f"{location}/corpus.jsonl"
     corpus = corpus_from_rows(corpus_rows, origin)
     check_corpus(corpus, origin)
-    conv_rows = load_split(location, config="conversations", split=split, revision=revision,
-                           what=f"{card.name} conversations ({split})")
     origin = f"{location}/conversations/{split}.jsonl"
     queries: list[ConversationalQuery] = []
     for n, row in enumerate(conv_rows):
@@ -48,12 +59,30 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
                     dataset_revision=revision, warnings=warnings)
 
 
+def _read_local(folder: Path, split: str) -> tuple[Any, Any]:
+    """The corpus and one split's conversations of a local folder, named by the documented layout."""
+    corpus_file = folder / "corpus.jsonl"
+    conv_file = folder / "conversations" / f"{split}.jsonl"
+    for path in (corpus_file, conv_file):
+        if not path.is_file():
+            splits = sorted(p.stem for p in (folder / "conversations").glob("*.jsonl"))
+            extra = f" (conversation splits here: {splits})" if path == conv_file and splits else ""
+            raise MtrbenchError(f"native folder {folder}: missing {path.relative_to(folder)}{extra}")
+    corpus_rows = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train", what="corpus")
+    conv_rows = load_split(conv_file, builder="json", data_files=str(conv_file), split="train",
+                           what=f"conversations ({split})")
+    return corpus_rows, conv_rows
+
+
 def conversation_to_queries(row: dict[str, Any], origin: str) -> list[ConversationalQuery]:
     conv_id = row.get("conversation_id")
     messages = row.get("messages")
     if conv_id is None or not isinstance(messages, list):
         raise MtrbenchError(f"{origin}: needs 'conversation_id' and a 'messages' list")
     conv_id = str(conv_id)
+    problem = id_problem(conv_id)
+    if problem:
+        raise MtrbenchError(f"{origin}: conversation_id '{conv_id}' {problem}")
     meta = {k: v for k, v in row.items() if k not in ("conversation_id", "messages") and v is not None}
     switch_turn = meta.get("switch_turn")
     history: list[Message] = []
@@ -65,13 +94,19 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
         if msg["role"] == USER:
             turn += 1
             following = messages[i + 1] if i + 1 < len(messages) else None
-            answer = following["content"] if isinstance(following, dict) and following.get("role") == ASSISTANT else None
+            answer = following.get("content") if isinstance(following, dict) and following.get("role") == ASSISTANT \
+                else None  # a malformed answer is reported when the loop reaches it
             qrels = {}
             for j, judgment in enumerate(msg.get("qrels") or []):
-                try:
-                    qrels[str(judgment["doc_id"])] = int(judgment["score"])
-                except (KeyError, TypeError, ValueError):
-                    raise MtrbenchError(f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score") from None
+                grade = grade_of(judgment.get("score")) if isinstance(judgment, dict) else None
+                if grade is None or judgment.get("doc_id") is None:
+                    raise MtrbenchError(f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score, "
+                                        f"got {judgment!r}")
+                doc_id = str(judgment["doc_id"])
+                problem = id_problem(doc_id)
+                if problem:
+                    raise MtrbenchError(f"{origin} ({conv_id}): message {i} qrels[{j}] doc_id '{doc_id}' {problem}")
+                qrels[doc_id] = grade
             q_meta = dict(meta)
             if isinstance(switch_turn, int) and switch_turn > 0:
                 q_meta["after_switch"] = turn > switch_turn
