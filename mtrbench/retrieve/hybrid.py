@@ -1,9 +1,11 @@
 """Hybrid dense-sparse retrieval (H-RAG §3.2): score = alpha * dense_norm + (1 - alpha) * sparse_norm.
 
-Each leg retrieves its own ``candidate_k`` documents per query; the two candidate lists are merged
-as a union, nothing cut before the merge. Each leg's scores are min-max normalized per query over
-that leg's own candidates (best 1, worst 0; a leg whose candidates all score the same gives them 1).
-A document one leg did not retrieve gets 0 from that leg.
+Each leg retrieves its own ``candidate_k`` documents per query; the candidate lists of the legs with
+a non-zero weight are merged as a union, nothing cut before the merge (a leg weighted 0 cannot change
+any score, so it adds no candidates: alpha 1.0 is the dense ranking and 0.0 the BM25 ranking, exactly).
+Each leg's scores are min-max normalized per query over that leg's own candidates (best 1, worst 0; a
+leg whose candidates all score the same gives them 1). A document one leg did not retrieve gets 0 from
+that leg, as in Weaviate's relative-score fusion, which H-RAG's hybrid store uses.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from mtrbench.search.hits import Hits
 DEFAULT_ALPHA = 0.7  # H-RAG's submitted setting: 70% dense, 30% sparse
 MIN_CANDIDATES = 100  # each leg retrieves max(top_k, this) unless candidate_k is given
 NORMALIZATION = "min-max per query over each leg's candidates; a document missing from a leg gets 0 from it"
+MERGE = "union of the candidates of the legs with a non-zero weight"
 
 
 def min_max(scores: list[float]) -> np.ndarray:
@@ -35,8 +38,8 @@ def min_max(scores: list[float]) -> np.ndarray:
 def combine(dense: tuple[list[int], list[float]], sparse: tuple[list[int], list[float]],
             alpha: float) -> dict[int, float]:
     """One query's hybrid scores over the union of both legs' candidates."""
-    dense_norm = dict(zip(dense[0], min_max(dense[1]).tolist()))
-    sparse_norm = dict(zip(sparse[0], min_max(sparse[1]).tolist()))
+    dense_norm = dict(zip(dense[0], min_max(dense[1]).tolist())) if alpha > 0 else {}
+    sparse_norm = dict(zip(sparse[0], min_max(sparse[1]).tolist())) if alpha < 1 else {}
     return {doc: alpha * dense_norm.get(doc, 0.0) + (1.0 - alpha) * sparse_norm.get(doc, 0.0)
             for doc in dense_norm.keys() | sparse_norm.keys()}
 
@@ -68,7 +71,7 @@ class HybridRetriever:
         dense = self.dense.settings()
         return {"kind": "hybrid", "alpha": self.alpha, "candidate_k": self.candidate_k,
                 "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})", "normalization": NORMALIZATION,
-                "merge": "union of both legs' candidates", "dtype": dense.get("dtype"),
+                "merge": MERGE, "dtype": dense.get("dtype"),
                 "dense": {"name": self.dense.name, "revision": self.dense.revision, **dense},
                 "sparse": {"name": self.sparse.name, "revision": self.sparse.revision, **self.sparse.settings()}}
 
@@ -82,8 +85,9 @@ class HybridRetriever:
 
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         k = self.legs_k(top_k)
-        dense_hits = self.dense.search(queries, k, candidates)
-        sparse_hits = self.sparse.search(queries, k, candidates)
+        nothing: Hits = [([], []) for _ in queries]
+        dense_hits = self.dense.search(queries, k, candidates) if self.alpha > 0 else nothing
+        sparse_hits = self.sparse.search(queries, k, candidates) if self.alpha < 1 else nothing
         hits: Hits = []
         for dense, sparse in zip(dense_hits, sparse_hits):
             scores = combine(dense, sparse, self.alpha)
