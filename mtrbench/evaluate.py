@@ -62,7 +62,13 @@ def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
     return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
                            fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
-                           dtype=retriever.settings().get("dtype"))
+                           dtype=retriever.settings().get("dtype"), pipeline=pipeline_slug(retriever))
+
+
+def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:
+    """What a pipeline retriever (hybrid, reranker) adds to the experiment name; None for a single model."""
+    slug = getattr(retriever, "pipeline_slug", None)
+    return slug() if slug is not None else None
 
 
 def hits_to_run(task: TaskData, hits) -> Run:
@@ -71,7 +77,8 @@ def hits_to_run(task: TaskData, hits) -> Run:
 
 
 def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
-             progress: Callable[[str], None] | None = None) -> list[StrategyResult]:
+             progress: Callable[[str], None] | None = None, retriever: Retriever | None = None) -> list[StrategyResult]:
+    """``retriever``: one built already (a sweep reuses its legs); else built from ``model`` and the options."""
     say = progress or (lambda message: None)
     retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
@@ -91,7 +98,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
     started = time.perf_counter()
     say(f"Loading model {model}")
-    retriever = build_retriever(model, retriever_options)
+    retriever = retriever or build_retriever(model, retriever_options)
     t_model = time.perf_counter() - started
 
     t0 = time.perf_counter()
@@ -148,6 +155,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
             "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": task.split,
             "relevance_level": card.relevance_level,
             "retriever": retriever.settings(),
+            **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
         }
         extra = {
             "model": {"name": retriever.name, "revision": retriever.revision, "requested": model},

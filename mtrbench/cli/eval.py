@@ -46,6 +46,16 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                        "~/.cache/mtrbench/embeddings]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--alpha", help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
+                                   "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]")
+    p.add_argument("--candidate-k", help="hybrid only: documents each leg retrieves before the union; a comma list "
+                                         "sweeps [max(top-k, 100)]")
+    p.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
+                                      "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
+                                      "best child")
+    p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
+    p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
+    p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
     p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
     p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
                                      "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
@@ -96,7 +106,61 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
                             token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
                             revision=args.revision, trust_remote_code=args.trust_remote_code,
                             cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
-                            similarity=args.similarity, show_progress=not args.quiet)
+                            similarity=args.similarity, show_progress=not args.quiet, alpha=_one(_alphas(args)),
+                            candidate_k=_one(_candidate_ks(args)), rerank=args.rerank, rerank_k=args.rerank_k,
+                            rerank_batch_size=args.rerank_batch_size, chunking=args.chunking)
+
+
+def _numbers(text: str | None, kind: type, flag: str) -> tuple:
+    if text is None:
+        return (None,)
+    try:
+        values = tuple(kind(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise MtrbenchError(f"{flag} takes a number or a comma list of numbers, got '{text}'") from None
+    if not values:
+        raise MtrbenchError(f"{flag} is empty")
+    return values
+
+
+def _alphas(args: argparse.Namespace) -> tuple:
+    return _numbers(args.alpha, float, "--alpha")
+
+
+def _candidate_ks(args: argparse.Namespace) -> tuple:
+    return _numbers(args.candidate_k, int, "--candidate-k")
+
+
+def _one(values: tuple):
+    """The single value of a flag that is not swept (the sweep sets each cell's own)."""
+    return values[0] if len(values) == 1 else None
+
+
+def _cmd_sweep(args: argparse.Namespace, console) -> int:
+    from rich.table import Table
+
+    from mtrbench.measures import label
+    from mtrbench.sweep import SweepGrid, best_cell, run_sweep
+
+    say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    cells = run_sweep(_eval_model(args), args.task, _eval_config(args),
+                      SweepGrid(alphas=_alphas(args), candidate_ks=_candidate_ks(args)), _retriever_options(args),
+                      progress=say)
+    key = cells[0].results[0].main_score_key
+    best = best_cell(cells)
+    table = Table(title=f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the first "
+                        f"history)", title_justify="left")
+    for column in ("alpha", "candidate-k", *(r.history for r in cells[0].results), ""):
+        table.add_column(column, justify="right")
+    for i, cell in enumerate(cells):
+        table.add_row("default" if cell.alpha is None else f"{cell.alpha:g}",
+                      "default" if cell.candidate_k is None else str(cell.candidate_k),
+                      *(f"{r.scores[key]:.4f}" for r in cell.results), "<- best" if i == best else "")
+    console.print(table)
+    for cell in cells:
+        for r in cell.results:
+            console.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True)
+    return 0
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -109,6 +173,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     config = _eval_config(args)
     if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")
+    if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
+        return _cmd_sweep(args, console)
     model = _eval_model(args)
     say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
     results = run_eval(model, args.task, config, _retriever_options(args), progress=say)

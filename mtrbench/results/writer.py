@@ -60,7 +60,8 @@ def dataset_revision_label(revision: str | None) -> str:
 
 
 def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fmt: dict[str, Any],
-                    max_length: int | None, dtype: str | None = None) -> str | None:
+                    max_length: int | None, dtype: str | None = None,
+                    pipeline: dict[str, Any] | None = None) -> str | None:
     """None for mtrbench's default settings (mteb's plain layout); else a readable slug of what differs.
 
     Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
@@ -80,6 +81,9 @@ def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fm
         parts.append(f"maxlen={max_length}")
     if dtype not in (None, "fp32"):
         parts.append(f"dtype={dtype}")
+    # pipeline stages (hybrid alpha and candidates, reranker and depth), in the order given; None: not set
+    parts.extend(f"{key}={str(value).replace('/', '__')}" for key, value in (pipeline or {}).items()
+                 if value is not None)
     return "__".join(parts) or None
 
 

@@ -9,13 +9,14 @@ from mtrbench.errors import MtrbenchError, unknown_name
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
+HYBRID_PREFIX = "hybrid:"  # "hybrid:DENSE+bm25": a dense model and BM25, fused by score (retrieve.hybrid)
 PAIR_SEPARATOR = "|"  # "QUERY_MODEL|DOC_MODEL" names a generic dual encoder (`--query-model/--doc-model`)
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     alias: str
-    kind: str  # "dense" | "sparse" | "dual"
+    kind: str  # "dense" | "sparse" | "dual" | "hybrid" (model_id: the dense leg, doc_model_id: the sparse one)
     model_id: str = ""  # HF id or local path; "package:<name>" for a model shipped as a Python package; dual: query tower
     query_prompt: str = ""
     doc_prompt: str = ""
@@ -81,6 +82,15 @@ def resolve_model(name: str) -> ModelSpec:
     if name in REGISTRY:
         return REGISTRY[name]
     from pathlib import Path
+
+    if name.startswith(HYBRID_PREFIX):
+        dense, plus, sparse = name[len(HYBRID_PREFIX):].rpartition("+")
+        if not plus or not dense or sparse != "bm25":
+            raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
+        if resolve_model(dense).kind not in ("dense", "dual"):
+            raise MtrbenchError(f"hybrid model '{name}': the first leg '{dense}' must be a dense model")
+        return ModelSpec(alias=name, kind="hybrid", model_id=dense, doc_model_id=sparse,
+                         description="hybrid dense + BM25")
 
     if name.count(PAIR_SEPARATOR) == 1:
         query_model, doc_model = (part.strip() for part in name.split(PAIR_SEPARATOR))

@@ -1,0 +1,32 @@
+"""Sweeps over hybrid settings: one result file per cell, the best cell marked."""
+
+from __future__ import annotations
+
+import json
+
+from mtrbench.cli import main
+
+
+def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
+    assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
+                 "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",
+                 "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    files = sorted(tmp_path.rglob("mtrbench-sample.json"))
+    assert len(files) == 4
+    cells = {}
+    for path in files:
+        doc = json.loads(path.read_text())
+        retriever = doc["mtrbench"]["settings"]["retriever"]
+        cells[(retriever["alpha"], retriever["candidate_k"])] = doc["scores"]["test"][0]["ndcg_at_10"]
+        assert f"alpha={retriever['alpha']}" in str(path) and f"candk={retriever['candidate_k']}" in str(path)
+    assert set(cells) == {(0.5, 20), (0.5, 50), (0.9, 20), (0.9, 50)}
+    (alpha, k), best = max(cells.items(), key=lambda item: item[1])
+    best_line = next(line for line in out.splitlines() if "<- best" in line)
+    assert f"{best:.4f}" in best_line and str(k) in best_line and f"{alpha:g}" in best_line
+    print({f"alpha={a} candk={c}": round(v, 4) for (a, c), v in sorted(cells.items())})
+
+
+def test_sweep_needs_a_hybrid_model(tmp_path, capsys):
+    assert main(["eval", "--model", "bm25", "--alpha", "0.5,0.9", "--output-dir", str(tmp_path)]) == 2
+    assert "hybrid" in capsys.readouterr().err
