@@ -92,3 +92,45 @@ def test_eval_on_parent_qrels_with_bm25_children(tmp_path):
         top = dict(sorted(best.items(), key=lambda item: (item[1], item[0]), reverse=True)[:20])
         assert run[query.qid] == pytest.approx(top, rel=1e-6), query.qid
     print(f"parent-child BM25 nDCG@10 {doc['scores']['test'][0]['ndcg_at_10']:.4f}, {len(children)} children")
+
+
+def test_rank_parents_rescores_the_candidate_parents_on_their_own_text(tmp_path):
+    """H-RAG's strategy 2: the parents of the retrieved children, scored by BM25 over the whole parents."""
+    from mtrbench.data import load_task
+    from mtrbench.formats.run import read_run
+    from mtrbench.retrieve import build_retriever
+    from mtrbench.serialize.history import QueryFormat, get_strategy
+
+    assert main(["eval", "--model", "bm25", "--chunking", "sentences:3:2", "--candidate-k", "20", "--rank-parents",
+                 "--top-k", "10", "--k", "1,5,10", "--history", "current", "--quiet", "--output-dir", str(tmp_path)]) == 0
+    path, = tmp_path.rglob("mtrbench-sample.json")
+    assert "rankparents=True" in str(path)
+    settings = json.loads(path.read_text())["mtrbench"]["settings"]["retriever"]
+    assert settings["rank_parents"] is True and "own text" in settings["aggregation"]
+    run = read_run(path.with_name("mtrbench-sample.run.trec"))
+
+    task = load_task("mtrbench-sample")
+    texts = [get_strategy("current")(q, QueryFormat()).text() for q in task.queries]
+    children, parents = child_corpus(task.corpus, Chunking(3, 2))
+    on_children, on_parents = build_retriever("bm25", show_progress=False), build_retriever("bm25", show_progress=False)
+    on_children.index(children)
+    on_parents.index(task.corpus)
+    from_children = on_children.search(texts, 20)
+    whole = on_parents.search(texts, len(task.corpus))  # every parent's own BM25 score
+    changed = 0
+    for query, (found, _), (all_parents, all_scores) in zip(task.queries, from_children, whole):
+        candidates = {task.corpus.ids[parents[c]] for c in found}
+        own = {task.corpus.ids[p]: s for p, s in zip(all_parents, all_scores) if task.corpus.ids[p] in candidates}
+        got = run.get(query.qid, {})
+        assert set(got) <= candidates  # never a parent no child led to
+        # each written score is the parent's own BM25 score, and they are the best 10 among the candidates
+        # (which of several parents tied at the 10th score is kept is BM25's cut, not checked here)
+        assert all(got[doc] == pytest.approx(own[doc], rel=1e-6) for doc in got), query.qid
+        assert sorted(got.values(), reverse=True) == pytest.approx(sorted(own.values(), reverse=True)[:10], rel=1e-6)
+        changed += len(candidates) > 10
+    assert changed > 0  # some queries had more candidates than the cut: the rescoring chose among them
+
+
+def test_rank_parents_needs_chunking(capsys):
+    assert main(["eval", "--model", "bm25", "--rank-parents", "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --rank-parents")

@@ -527,3 +527,20 @@ def test_plot_writes_valid_pngs(sample_results, built, tmp_path):
             assert high - low > 100  # something was drawn
     assert main(["plot", "-o", str(out)]) == 2
 
+
+
+@pytest.mark.parametrize("command, accepted", [
+    ("mtrbench eval --model hybrid:minilm+bm25 --alpha 0.5,0.7 --candidate-k 30 --chunking sentences:3:2 "
+     "--rank-parents", True),
+    ("mtrbench eval --model bm25 --rerank cross-encoder/ms-marco-MiniLM-L6-v2 --rerank-k 50", True),
+    ("mtrbench eval --model hybrid:./folder+bm25", False),
+    ("mtrbench eval --model bm25 --rerank ./local-cross-encoder", False),
+    ("mtrbench eval --model hybrid:minilm+bm25 --alpha 1.5", False),
+    ("mtrbench eval --model bm25 --chunking tokens:128", False),
+])
+def test_screen_pipeline_options(command, accepted):
+    from mtrbench.cli.screen import screen_command
+
+    screened = screen_command(command)
+    assert (screened.arguments is not None) is accepted, screened.reason
+    assert screened.refused is (not accepted)

@@ -53,6 +53,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
                                       "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
                                       "best child")
+    p.add_argument("--rank-parents", action="store_true",
+                   help="with --chunking: rescore the parents of the retrieved children on their own text with the same "
+                        "model (H-RAG's rank_parents = true) instead of taking their best child's score")
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
     p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
     p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
@@ -108,7 +111,8 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
                             cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
                             similarity=args.similarity, show_progress=not args.quiet, alpha=_one(_alphas(args)),
                             candidate_k=_one(_candidate_ks(args)), rerank=args.rerank, rerank_k=args.rerank_k,
-                            rerank_batch_size=args.rerank_batch_size, chunking=args.chunking)
+                            rerank_batch_size=args.rerank_batch_size, chunking=args.chunking,
+                            rank_parents=args.rank_parents)
 
 
 def _numbers(text: str | None, kind: type, flag: str) -> tuple:

@@ -49,6 +49,9 @@ def _model(value: str) -> str | None:
 
     if value in REGISTRY:
         return None
+    if value.startswith("hybrid:") and value.count("+") == 1:  # hybrid:DENSE+SPARSE, each leg checked alike
+        problems = [p for p in map(_model, value[len("hybrid:"):].split("+")) if p]
+        return problems[0] if problems else None
     if value.count(PAIR_SEPARATOR) == 1:  # QUERY_MODEL|DOC_MODEL: two Hub ids
         problems = [p for p in map(_hub_id, value.split(PAIR_SEPARATOR)) if p]
         return problems[0] if problems else None
@@ -102,6 +105,26 @@ def _metrics(value: str) -> str | None:
     return None
 
 
+def _number_list(value: str, kind: type, low: float, high: float | None) -> str | None:
+    try:
+        numbers = [kind(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        return f"is not a comma list of {kind.__name__} values"
+    if not numbers or any(n < low or (high is not None and n > high) for n in numbers):
+        return f"must lie in [{low}, {high if high is not None else 'inf'}]"
+    return None
+
+
+def _chunking(value: str) -> str | None:
+    from mtrbench.retrieve.chunking import Chunking
+
+    try:
+        Chunking.parse(value)
+    except MtrbenchError:
+        return "is not sentences:SIZE:STRIDE"
+    return None
+
+
 def _text(value: str) -> str | None:
     if len(value) > MAX_TEXT or not value.isprintable():
         return f"is not printable text of at most {MAX_TEXT} characters"
@@ -145,6 +168,13 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
     "--metrics": _metrics,
     "--ragalign-metric": _matches(METRIC_KEY, "a metric key"),
     "--ragalign-continuous": _matches(METRIC_KEY, "a metric key"),
+    "--alpha": lambda value: _number_list(value, float, 0.0, 1.0),
+    "--candidate-k": lambda value: _number_list(value, int, 1, None),
+    "--chunking": _chunking,
+    "--rank-parents": None,
+    "--rerank": _hub_id,  # a Hub cross-encoder; a local folder is never re-run
+    "--rerank-k": _positive,
+    "--rerank-batch-size": _positive,
     "--quiet": None,  # verify adds it anyway
 }
 

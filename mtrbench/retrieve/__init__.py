@@ -38,21 +38,26 @@ class RetrieverOptions:
     rerank_batch_size: int = 32
     # Parent-child retrieval: children retrieved (candidate_k of them), parents scored by their best child:
     chunking: str | None = None  # sentences:SIZE:STRIDE
+    rank_parents: bool = False  # with chunking: rescore the candidate parents on their own text (H-RAG strategy 2)
 
 
 # The fields above that belong to the pipeline, not to loading one model.
-PIPELINE_FIELDS = ("alpha", "candidate_k", "rerank", "rerank_k", "rerank_batch_size", "chunking")
+PIPELINE_FIELDS = ("alpha", "candidate_k", "rerank", "rerank_k", "rerank_batch_size", "chunking", "rank_parents")
 
 
 def build_retriever(model: str, options: RetrieverOptions | None = None, **overrides) -> Retriever:
     """``overrides`` replace single fields of ``options``: ``build_retriever("minilm", device="cpu")``."""
     options = replace(options or RetrieverOptions(), **overrides)
+    if options.rank_parents and not options.chunking:
+        raise MtrbenchError("--rank-parents rescores the parents of retrieved children: it needs --chunking")
     if options.chunking:
         from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
 
         chunking = Chunking.parse(options.chunking)  # with chunking, --candidate-k counts children
         inner = _first_stage(model, replace(options, candidate_k=None))
-        retriever = ParentChildRetriever(inner, chunking, candidate_k=options.candidate_k)
+        # strategy 2 scores the candidate parents with the same model, over the parents' own text
+        parents = _first_stage(model, replace(options, candidate_k=None)) if options.rank_parents else None
+        retriever = ParentChildRetriever(inner, chunking, candidate_k=options.candidate_k, parent_scorer=parents)
     else:
         retriever = _first_stage(model, options)
     if options.rerank:

@@ -1,5 +1,8 @@
 """Parent-child retrieval (H-RAG §3.1, §3.3): documents split into overlapping sentence windows
-(children), the children indexed and searched, each parent scored by its best child (max).
+(children), the children indexed and searched, each parent scored by its best child (max; H-RAG's
+strategy 1, ``rank_parents = false``). With a ``parent_scorer`` (strategy 2, ``rank_parents = true``)
+the parents of the retrieved children are the candidates, and each is scored by the same model on its
+own whole text (the scorer indexes the parent corpus and searches only within those candidates).
 
 Sentences come from a rule-based splitter (H-RAG uses one too): a sentence ends at ``.``, ``!`` or
 ``?`` (closing quotes and brackets included) followed by whitespace and an upper-case letter, a digit
@@ -89,10 +92,12 @@ def child_corpus(corpus: Corpus, chunking: Chunking) -> tuple[Corpus, list[int]]
 class ParentChildRetriever:
     """Any retriever over the children; parents ranked by their best retrieved child."""
 
-    def __init__(self, inner: Retriever, chunking: Chunking, candidate_k: int | None = None) -> None:
+    def __init__(self, inner: Retriever, chunking: Chunking, candidate_k: int | None = None,
+                 parent_scorer: Retriever | None = None) -> None:
         if candidate_k is not None and candidate_k < 1:
             raise MtrbenchError("--candidate-k must be positive")
         self.inner, self.chunking, self.candidate_k = inner, chunking, candidate_k
+        self.parent_scorer = parent_scorer
         self.name, self.revision = inner.name, inner.revision
         self.tokenizer, self.max_length, self.query_prompt = inner.tokenizer, inner.max_length, inner.query_prompt
         self._parents: list[int] = []
@@ -110,12 +115,15 @@ class ParentChildRetriever:
         inner = self.inner.settings()
         return {"kind": "parent-child", "chunking": self.chunking.label, "splitter": "rule-based regex (docs/pipelines.md)",
                 "candidate_k": self.candidate_k, "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})",
-                "aggregation": "max child score", "children": len(self._parents), "dtype": inner.get("dtype"),
+                "aggregation": ("candidate parents rescored on their own text" if self.parent_scorer
+                                else "max child score"),
+                "rank_parents": self.parent_scorer is not None, "children": len(self._parents), "dtype": inner.get("dtype"),
                 "children_retriever": inner}
 
     def pipeline_slug(self) -> dict[str, Any]:
         inner = getattr(self.inner, "pipeline_slug", None)
-        return {**(inner() if inner else {}), "chunking": self.chunking.label, "candk": self.candidate_k}
+        return {**(inner() if inner else {}), "chunking": self.chunking.label, "candk": self.candidate_k,
+                "rankparents": True if self.parent_scorer is not None else None}
 
     def index(self, corpus: Corpus) -> None:
         children, self._parents = child_corpus(corpus, self.chunking)
@@ -124,6 +132,8 @@ class ParentChildRetriever:
             self._children_of.setdefault(parent, []).append(child)
         self._ids = corpus.ids
         self.inner.index(children)
+        if self.parent_scorer is not None:
+            self.parent_scorer.index(corpus)
 
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         child_candidates = None
@@ -131,12 +141,17 @@ class ParentChildRetriever:
             child_candidates = [None if pool is None else [c for p in pool for c in self._children_of.get(p, [])]
                                 for pool in candidates]
         hits: Hits = []
+        pools: list[list[int] | None] = []
         for children, scores in self.inner.search(queries, self.children_k(top_k), child_candidates):
             best: dict[int, float] = {}
             for child, score in zip(children, scores):
                 parent = self._parents[child]
                 if parent not in best or score > best[parent]:
                     best[parent] = score
-            order = sorted(best, key=lambda p: (best[p], self._ids[p]), reverse=True)[:top_k]
-            hits.append((order, [best[p] for p in order]))
-        return hits
+            order = sorted(best, key=lambda p: (best[p], self._ids[p]), reverse=True)
+            hits.append((order[:top_k], [best[p] for p in order[:top_k]]))
+            pools.append(order)
+        if self.parent_scorer is None:
+            return hits
+        # strategy 2: every candidate parent (not only the top_k by best child) scored on its own text
+        return self.parent_scorer.search(queries, top_k, pools)
