@@ -61,6 +61,8 @@ def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
         expected += [ids[d] for d in tail]  # below rerank-k: the first stage's order
         got = [d for d, _ in ranked(run[query.qid])]
         assert got == expected, query.qid
+        # the reranked scores are the cross-encoder's own (the run keeps 9 significant digits)
+        assert [run[query.qid][ids[d]] for d in head] == pytest.approx([float(s) for s in scores], rel=1e-6)
         checked += 1
         moved += got[:len(head)] != [ids[d] for d in head]
     assert checked == len(task.queries) and moved > 0.5 * checked  # random weights do reorder

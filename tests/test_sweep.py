@@ -15,12 +15,17 @@ def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
     files = sorted(tmp_path.rglob("mtrbench-sample.json"))
     assert len(files) == 4
     cells = {}
+    encoded = []
     for path in files:
         doc = json.loads(path.read_text())
+        cache = doc["mtrbench"]["embedding_cache"]
+        assert cache["texts_loaded"] + cache["texts_encoded"] == doc["mtrbench"]["corpus_size"]
+        encoded.append(cache["texts_encoded"])
         retriever = doc["mtrbench"]["settings"]["retriever"]
         cells[(retriever["alpha"], retriever["candidate_k"])] = doc["scores"]["test"][0]["ndcg_at_10"]
         assert f"alpha={retriever['alpha']}" in str(path) and f"candk={retriever['candidate_k']}" in str(path)
     assert set(cells) == {(0.5, 20), (0.5, 50), (0.9, 20), (0.9, 50)}
+    assert sum(n > 0 for n in encoded) <= 1  # the corpus is encoded once for the whole grid (or was cached)
     (alpha, k), best = max(cells.items(), key=lambda item: item[1])
     best_line = next(line for line in out.splitlines() if "<- best" in line)
     assert f"{best:.4f}" in best_line and str(k) in best_line and f"{alpha:g}" in best_line
