@@ -156,3 +156,17 @@ def test_score_records_the_level_and_keys_other_levels_apart(tmp_path):
     level2, level1 = _direct(2, "recall.2"), _direct(1, "recall.2")
     assert written["scores"]["recall_at_2"] == pytest.approx(sum(level2.values()) / 3)
     assert written["scores"]["recall_at_2_rel1"] == pytest.approx(sum(level1.values()) / 3)
+
+
+@pytest.mark.parametrize("metrics", ["Bogus@10", "nDCG@10(rel=2)", "R@10)"])
+def test_bad_measure_on_the_command_line_is_one_error_line(tmp_path, capsys, metrics):
+    from mtrbench.cli import main
+    from mtrbench.formats.qrels import format_qrels
+    from mtrbench.formats.run import format_run
+
+    (tmp_path / "q.trec").write_text(format_qrels(QRELS))
+    (tmp_path / "r.trec").write_text(format_run(RUN, "t"))
+    assert main(["score", "--run", str(tmp_path / "r.trec"), "--qrels", str(tmp_path / "q.trec"),
+                 "--metrics", metrics]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and len(err.strip().splitlines()) == 1 and "Traceback" not in err
