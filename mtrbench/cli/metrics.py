@@ -21,14 +21,15 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
 
     from mtrbench.measures import all_families
 
-    rows = [{"family": f.name, "example": f"{f.label}@10", "names": list(f.names()),
-             "result_key": f"{f.key_stem}_at_10", "relevance_level": f.uses_relevance_level,
+    rows = [{"family": f.name, "example": str(f.example()), "names": list(f.names()),
+             "result_key": f.key(f.example(), 1), "relevance_level": f.uses_relevance_level,
              "per_query": f.per_query, "parameters": list(f.param_names), "definition": f.definition,
              "citation": f.citation} for f in all_families().values()]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
-    table = Table(title="measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k",
+    table = Table(title="measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k; "
+                        "generation measures (mtrbench judge) take no @K",
                   title_justify="left")
     for column in ("measure", "also", "key", "rel", "definition", "citation"):
         table.add_column(column, overflow="fold", no_wrap=column in ("measure", "key"))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtrbench.errors import MtrbenchError
+from mtrbench.formats.generations import Generation
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
 
@@ -61,6 +62,8 @@ class MeasureInputs:
     raw_run: Run  # the run as given, queries without judgments included
     task_level: int = 1
     generation: Mapping[str, int] | None = None  # qid -> 1/0 generation outcome (RAGAlign)
+    generations: Mapping[str, Generation] | None = None  # qid -> generated answer (generation measures)
+    references: Mapping[str, tuple[str, ...]] | None = None  # qid -> reference answers
 
 
 @dataclass
@@ -83,6 +86,7 @@ class MeasureFamily(ABC):
     per_query: bool = True  # False: one value for the whole run (BEIR's Hole@k, RAGAlign)
     param_names: tuple[str, ...] = ()
     order: int = 100  # position in tables and listings
+    takes_cutoff: bool = True  # False: generation measures, written without @k (BLEU-1, ROUGE-L)
 
     def names(self) -> tuple[str, ...]:
         return (self.name, self.label, *self.aliases)
@@ -104,6 +108,10 @@ class MeasureFamily(ABC):
 
     def defaults(self, measure: Measure) -> Measure:
         return measure
+
+    def example(self) -> Measure:
+        """The measure shown in listings (``mtrbench metrics``)."""
+        return Measure(self.name, 10)
 
     def format(self, measure: Measure) -> str:
         text = self.label + (f"@{measure.cutoff}" if measure.cutoff is not None else "")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from mtrbench.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureInputs
 from mtrbench.measures.trec_eval import TrecEvalFamily, evaluate_trec
+from mtrbench.formats.generations import Generation
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
 
@@ -46,16 +47,19 @@ class Evaluation:
 
 
 def evaluate(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_level: int = 1,
-             generation: Mapping[str, int] | None = None) -> Evaluation:
+             generation: Mapping[str, int] | None = None, generations: Mapping[str, Generation] | None = None,
+             references: Mapping[str, tuple[str, ...]] | None = None) -> Evaluation:
     """``relevance_level``: the task's declared minimum grade for binary measures (TREC CAsT: 2); a
-    measure with its own ``rel`` is computed at that level and keyed apart."""
+    measure with its own ``rel`` is computed at that level and keyed apart. ``generations`` and
+    ``references`` (qid -> generated answer, reference answers) feed the generation measures."""
     if relevance_level < 1:
         raise MtrbenchError(f"the relevance level must be a positive integer, got {relevance_level}")
     positives = {qid: docs for qid, docs in qrels.items() if any(g > 0 for g in docs.values())}
     if not positives:
         raise MtrbenchError("no query has a positive judgment: nothing to evaluate")
     inputs = MeasureInputs(qrels=positives, run={qid: dict(run.get(qid, {})) for qid in positives},
-                           all_qrels=qrels, raw_run=run, task_level=relevance_level, generation=generation)
+                           all_qrels=qrels, raw_run=run, task_level=relevance_level, generation=generation,
+                           generations=generations, references=references)
 
     asked = list(dict.fromkeys(m.at_level(relevance_level) for m in measures))
     keys: dict[Measure, str] = {}

@@ -88,7 +88,9 @@ def parse_measures(items: Iterable[str], k_values: Sequence[int]) -> list[Measur
         item = item.strip()
         if not item:
             continue
-        if "@" not in item and "(" not in item:
+        if "@" not in item and "(" not in item and not family(item).takes_cutoff:
+            expanded = [parse(item)]
+        elif "@" not in item and "(" not in item:
             spec = family(item)
             expanded = [spec.defaults(Measure(spec.name, k)) for k in k_values]
             for m in expanded:

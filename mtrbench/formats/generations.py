@@ -1,0 +1,93 @@
+"""The generations file: one generated answer per turn (JSONL), the input of ``mtrbench judge``.
+
+``{"qid", "conversation_id", "turn", "question", "answer", "passages", "generator", "history", "source"}``;
+a citation label ``[n]`` in ``answer`` refers to ``passages[n-1]``, the documents shown to the generator in
+the order shown. Only ``qid`` and ``answer`` are required; ``passages`` is needed by citation measures.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtrbench.errors import MtrbenchError
+
+HISTORY_KINDS = ("raw", "last-response", "rewrite", "summary")
+
+
+@dataclass(frozen=True)
+class Generation:
+    qid: str
+    answer: str
+    passages: tuple[str, ...] = ()  # doc ids shown to the generator; label [n] is passages[n-1]
+    conversation_id: str = ""
+    turn: int | None = None
+    question: str = ""
+    generator: str = ""
+    history: str = ""
+    source: str = ""  # "run" (retrieved passages) or "oracle" (gold passages)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+_KNOWN = ("qid", "answer", "passages", "conversation_id", "turn", "question", "generator", "history", "source")
+
+
+def generation_from_record(row: Any, where: str) -> Generation:
+    if not isinstance(row, dict):
+        raise MtrbenchError(f"{where}: a generation must be a JSON object")
+    qid = row.get("qid")
+    if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
+        raise MtrbenchError(f"{where}: needs a 'qid' (the query id as in the task's qrels)")
+    where = f"{where} ({qid})"
+    answer = row.get("answer")
+    if not isinstance(answer, str):
+        raise MtrbenchError(f"{where}: 'answer' must be a string")
+    passages = row.get("passages", [])
+    if not isinstance(passages, list) or not all(isinstance(p, (str, int)) and not isinstance(p, bool)
+                                                 for p in passages):
+        raise MtrbenchError(f"{where}: 'passages' must be a list of document ids")
+    turn = row.get("turn")
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
+        raise MtrbenchError(f"{where}: 'turn' must be an integer")
+    text = {k: row.get(k) for k in ("conversation_id", "question", "generator", "history", "source")}
+    for key, value in text.items():
+        if value is not None and not isinstance(value, (str, int)):
+            raise MtrbenchError(f"{where}: '{key}' must be a string")
+    return Generation(qid=str(qid), answer=answer, passages=tuple(str(p) for p in passages),
+                      conversation_id=str(text["conversation_id"] or ""), turn=turn,
+                      question=str(text["question"] or ""), generator=str(text["generator"] or ""),
+                      history=str(text["history"] or ""), source=str(text["source"] or ""),
+                      extra={k: v for k, v in row.items() if k not in _KNOWN})
+
+
+def read_generations(path: str | Path) -> dict[str, Generation]:
+    """qid -> generation, in file order. A query answered twice, a bad line or field: one error naming
+    the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise MtrbenchError(f"generations file {path} does not exist")
+    out: dict[str, Generation] = {}
+    with path.open(encoding="utf-8") as handle:
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MtrbenchError(f"{where}: not valid JSON ({exc.msg})") from None
+            generation = generation_from_record(row, where)
+            if generation.qid in out:
+                raise MtrbenchError(f"{where}: query '{generation.qid}' has a second generation; one per turn")
+            out[generation.qid] = generation
+    if not out:
+        raise MtrbenchError(f"generations file {path} holds no generation")
+    return out
+
+
+def generation_record(g: Generation) -> dict[str, Any]:
+    return {"qid": g.qid, "conversation_id": g.conversation_id, "turn": g.turn, "question": g.question,
+            "answer": g.answer, "passages": list(g.passages), "generator": g.generator, "history": g.history,
+            "source": g.source, **g.extra}
