@@ -1,0 +1,217 @@
+"""`mtrbench judge`: score generated answers (reference measures, LLM judges, RAGAlign) and RAD-Bench."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.errors import MtrbenchError
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    from mtrbench.cli.llm_flags import add_llm_arguments
+    from mtrbench.judge.api import DEFAULT_MAX_PASSAGE_CHARS
+    from mtrbench.judge.scoring import DEFAULT_MEASURES
+
+    p = sub.add_parser("judge", help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, "
+                                     "RAGAlign; RAD-Bench tables",
+                       description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
+                                   "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
+                                   "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
+                                   "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.")
+    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench}")
+    p.set_defaults(judge_parser=p)
+
+    r = actions.add_parser("run", help="score a generations file against a task")
+    r.add_argument("generations", help="generations JSONL: one {qid, answer, passages, generator, ...} per turn")
+    r.add_argument("--task", required=True, help="task name (`mtrbench tasks`), card YAML or data folder")
+    add_data_options(r)
+    r.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
+                   help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]")
+    r.add_argument("--judge", choices=["rating", "verdict"],
+                   help="also ask an LLM judge: RAD-Bench's reference-guided 1-10 rating, or correct/incorrect")
+    r.add_argument("--scenario", default="RR", choices=["RS", "RR", "TR"],
+                   help="RAD-Bench prompt family for --judge rating: RS synthesis, RR reasoning over the passages "
+                        "shown, TR travel [RR]")
+    r.add_argument("--ragalign", help="with --judge verdict: RAGAlign measures, e.g. RAGAlign@10,RAGAlign@10(of=nDCG)")
+    r.add_argument("--run", dest="run_file", help="retrieval run (TREC) for RAGAlign [the passages shown, in order]")
+    r.add_argument("--max-passage-chars", type=int, default=DEFAULT_MAX_PASSAGE_CHARS,
+                   help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]")
+    r.add_argument("--output-dir", help="judge log, verdicts/ratings and summary [results/judge/<task>]")
+    r.add_argument("--output", help="results JSON [<output-dir>/scores.json]")
+    r.add_argument("--quiet", action="store_true", help="no progress bars, no per-turn table")
+    add_llm_arguments(r)
+
+    b = actions.add_parser("rad-bench", help="RAD-Bench: Table 2 from judgment files, or rate answer files")
+    source = b.add_mutually_exclusive_group(required=True)
+    source.add_argument("--judgments", help="judgment JSONL file, or a RAD-Bench folder (model_judgment/*.jsonl)")
+    source.add_argument("--answers", help="RAD-Bench data folder with questions.jsonl, reference_answer/ and "
+                                          "model_answer/: rate the answers with an LLM judge")
+    b.add_argument("--models", help="with --answers: comma list of models to rate [all]")
+    b.add_argument("--drop-unparsable", action="store_true",
+                   help="leave out released ratings of -1 (unparsable) instead of averaging them as RAD-Bench does")
+    b.add_argument("--max-passage-chars", type=int, default=0,
+                   help="with --answers: cut each context shown to the judge, 0 = never [0]")
+    b.add_argument("--output-dir", help="with --answers: judge log, judgments and summary [results/judge/rad-bench]")
+    b.add_argument("--output", help="table JSON [with --judgments: required; with --answers: <output-dir>/table.json]")
+    b.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_llm_arguments(b)
+    return {"judge": _cmd_judge}
+
+
+def _cmd_judge(args: argparse.Namespace) -> int:
+    if args.judge_action == "run":
+        return _cmd_run(args)
+    if args.judge_action == "rad-bench":
+        return _cmd_rad_bench(args)
+    args.judge_parser.print_help()
+    return 0
+
+
+def _single_judge(args: argparse.Namespace):
+    from mtrbench.cli.llm_flags import judges_from_args
+
+    judges = judges_from_args(args)
+    if len(judges) != 1:
+        raise MtrbenchError(f"judge takes one LLM judge; the judges file lists {len(judges)}")
+    return judges[0]
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from mtrbench.cli.llm_flags import cache_from_args
+    from mtrbench.data import load_task, resolve_card
+    from mtrbench.formats.generations import read_generations
+    from mtrbench.judge.api import JudgeOptions, judge_generations, ragalign_from_verdicts, run_from_generations
+    from mtrbench.judge.report import print_per_turn, write_scores
+    from mtrbench.judge.scoring import generation_measures, score_generations
+    from mtrbench.measures import parse_measures
+    from mtrbench.results.writer import safe_name
+
+    if args.ragalign and args.judge != "verdict":
+        raise MtrbenchError("--ragalign needs --judge verdict (RAGAlign pairs retrieval with binary verdicts)")
+    if args.run_file and not args.ragalign:
+        raise MtrbenchError("--run is used by --ragalign only")
+    measure_texts = [m for m in args.measures.split(",") if m.strip()]
+    if not measure_texts and not args.judge:
+        raise MtrbenchError("nothing to do: --measures is empty and no --judge asked")
+    measures = generation_measures(measure_texts) if measure_texts else []
+    ragalign = parse_measures(args.ragalign.split(","), [10]) if args.ragalign else []
+    judge = _single_judge(args) if args.judge else None
+    generations = read_generations(args.generations)  # a bad file fails before the task is loaded
+
+    console = Console()
+    card = resolve_card(args.task)
+    task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
+                     require_corpus=bool(args.judge))
+    output_dir = Path(args.output_dir) if args.output_dir else Path("results") / "judge" / safe_name(task.name)
+    scores = score_generations(generations, task, measures, card.relevance_level) if measures else None
+    outcome = None
+    if judge is not None:
+        options = JudgeOptions(mode=args.judge, scenario=args.scenario, output_dir=output_dir,
+                               max_passage_chars=args.max_passage_chars or None, dry_run=args.dry_run, yes=args.yes,
+                               show_progress=not args.quiet)
+        outcome = judge_generations(generations, task, judge, options,
+                                    cache=None if args.dry_run else cache_from_args(args))
+        if outcome is None:
+            return 0
+    alignment = None
+    if ragalign and outcome is not None:
+        from mtrbench.formats.run import read_run
+
+        run = read_run(args.run_file) if args.run_file else run_from_generations(generations)
+        alignment = ragalign_from_verdicts(outcome.verdicts or {}, task, run, ragalign, card.relevance_level)
+    output = Path(args.output) if args.output else output_dir / "scores.json"
+    write_scores(output, task, args.generations, scores, outcome, alignment, args.argv)
+    if not args.quiet:
+        print_per_turn(console, task.name, scores, outcome)
+    _print_summary(console, scores, outcome, alignment)
+    console.print(f"[dim]results: {output}[/dim]", soft_wrap=True)
+    return 0
+
+
+def _print_summary(console, scores, outcome, alignment) -> None:
+    if scores is not None:
+        means = "  ".join(f"{scores.evaluation.labels()[k]} {v:.4f}" for k, v in scores.means().items())
+        console.print(f"{len(scores.scored)} turns scored: {means}", soft_wrap=True)
+        for note, count in scores.notes.items():
+            console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
+    if outcome is not None:
+        s = outcome.summary
+        line = f"judge {s['judge']['name']} ({s['mode']}): {s['counts']['answered']} answered"
+        if s["mode"] == "rating" and s.get("mean_rating") is not None:
+            line += f", mean rating {s['mean_rating']:.3f}"
+        if s["mode"] == "verdict" and s.get("accuracy") is not None:
+            line += f", correct {s['accuracy']:.3f}"
+        console.print(line, soft_wrap=True)
+        if outcome.failures:
+            console.print(f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and "
+                          f"are not scored: " + ", ".join(f["key"] for f in outcome.failures[:10])
+                          + (" ..." if len(outcome.failures) > 10 else ""), soft_wrap=True)
+        for note, count in outcome.notes.items():
+            console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
+    for key, result in (alignment or {}).items():
+        p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
+        console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
+                      soft_wrap=True)
+
+
+def _cmd_rad_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from mtrbench.atomic import atomic_write_text
+    from mtrbench.judge.report import print_rad_table
+
+    console = Console()
+    if args.judgments:
+        from mtrbench.judge.table import rad_bench_tables
+
+        if not args.output:
+            raise MtrbenchError("--output FILE.json is needed with --judgments")
+        if args.models or args.output_dir:
+            raise MtrbenchError("--models and --output-dir apply to --answers")
+        tables = rad_bench_tables(args.judgments, drop_unparsable=args.drop_unparsable)
+        payload = {"judgments": str(args.judgments), "aggregation": "RAD-Bench Table 2: per model and category, "
+                   "the mean over turns of the per-turn mean rating; average = mean of the categories",
+                   "tables": [t.as_dict() for t in tables]}
+        atomic_write_text(Path(args.output), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        for t in tables:
+            print_rad_table(console, f"RAD-Bench · {t.source}", t.table)
+            if t.unparsable:
+                kept = "averaged as -1" if t.unparsable_kept else "left out"
+                console.print(f"[yellow]note:[/yellow] {sum(t.unparsable.values())} unparsable rating(s) ({kept})")
+        console.print(f"[dim]table: {args.output}[/dim]", soft_wrap=True)
+        return 0
+
+    from mtrbench.cli.llm_flags import cache_from_args
+    from mtrbench.data.loaders.rad_bench import load_rad_bench
+    from mtrbench.judge.api import JudgeOptions, judge_rad_bench_answers
+
+    if args.drop_unparsable:
+        raise MtrbenchError("--drop-unparsable applies to --judgments (mtrbench's own judging never scores a failure)")
+    judge = _single_judge(args)
+    bench = load_rad_bench(args.answers)
+    output_dir = Path(args.output_dir) if args.output_dir else Path("results") / "judge" / "rad-bench"
+    options = JudgeOptions(mode="rating", output_dir=output_dir, max_passage_chars=args.max_passage_chars or None,
+                           dry_run=args.dry_run, yes=args.yes, show_progress=not args.quiet)
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    outcome = judge_rad_bench_answers(bench, judge, options, models=models,
+                                      cache=None if args.dry_run else cache_from_args(args))
+    if outcome is None:
+        return 0
+    output = Path(args.output) if args.output else output_dir / "table.json"
+    atomic_write_text(output, json.dumps({"table": outcome.table, "summary": outcome.summary}, indent=2,
+                                         ensure_ascii=False) + "\n")
+    print_rad_table(console, f"RAD-Bench · judged by {judge.name}", outcome.table or {})
+    if outcome.failures:
+        console.print(f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and are not "
+                      f"scored: " + ", ".join(f["key"] for f in outcome.failures[:10]), soft_wrap=True)
+    for note, count in outcome.notes.items():
+        console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
+    console.print(f"[dim]table: {output}; RAD-Bench-layout judgments: {outcome.files['rad_judgments']}[/dim]",
+                  soft_wrap=True)
+    return 0
