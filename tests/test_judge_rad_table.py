@@ -79,7 +79,7 @@ def test_bad_inputs_are_one_error_line(tmp_path):
     bad = tmp_path / "judg.jsonl"
     bad.write_text('{"question_id": "RS_academic_00", "turn": 1, "type": "RS", "score": "high", "model": "m", '
                    '"judge": ["gpt-4o", "RS-1-turn"]}\n')
-    with pytest.raises(MtrbenchError, match=r"judg\.jsonl record 1 \(RS_academic_00\): 'score'"):
+    with pytest.raises(MtrbenchError, match=r"judg\.jsonl record 0 \(RS_academic_00\): 'score'"):
         rad_bench_tables(bad)
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments",
                            str(tmp_path / "absent"), "--output", str(tmp_path / "t.json")], capture_output=True,
