@@ -22,6 +22,7 @@ from mtrbench.cli import main
 from mtrbench.data import load_task
 from mtrbench.formats.run import read_run
 from mtrbench.formats.verdicts import read_generation_judgments
+from mtrbench.judge.api import ragalign_from_verdicts
 from mtrbench.judge.table import rad_bench_tables
 from mtrbench.measures import evaluate, parse
 from mtrbench.metrics.report import ragalign_report
@@ -171,6 +172,19 @@ def test_verdicts_feed_ragalign_like_the_file_path(tmp_path, monkeypatch):
     assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3) and got["ragalign_at_1"]["n"] == 3
     r = pointbiserialr([1, 0, 1], [1.0, 1 / math.log2(3), 0.0])
     assert got["ragalign_ndcg_at_2"]["value"] == pytest.approx(r.statistic)
+    # the one failed turn (geo-01_3) is the only generated turn without a verdict
+    assert got["ragalign_at_1"]["missing_generation"] == 1
+
+
+def test_undefined_correlation_is_not_nan():
+    """Every turn's retrieval at nDCG@1 is 1: the point-biserial r is undefined, reported as None with a note."""
+    task = load_task("mtrbench-sample")
+    qids = ["geo-01_1", "geo-01_2", "geo-01_3"]
+    run = {q: {next(iter(task.qrels()[q])): 1.0} for q in qids}
+    got = ragalign_from_verdicts({"geo-01_1": 1, "geo-01_2": 0, "geo-01_3": 1}, task, run,
+                                 [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids)
+    assert got["ragalign_ndcg_at_1"]["value"] is None and "constant" in got["ragalign_ndcg_at_1"]["note"]
+    assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3) and got["ragalign_at_1"]["missing_generation"] == 0
 
 
 def test_rad_bench_answers_rated_and_aggregated(shared, tmp_path, monkeypatch):

@@ -122,7 +122,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from mtrbench.formats.run import read_run
 
         run = read_run(args.run_file) if args.run_file else run_from_generations(generations)
-        alignment = ragalign_from_verdicts(outcome.verdicts or {}, task, run, ragalign, card.relevance_level)
+        alignment = ragalign_from_verdicts(outcome.verdicts or {}, task, run, ragalign, card.relevance_level,
+                                           qids=list(generations))
     output = Path(args.output) if args.output else output_dir / "scores.json"
     write_scores(output, task, args.generations, scores, outcome, alignment, args.argv)
     if not args.quiet:
@@ -153,6 +154,9 @@ def _print_summary(console, scores, outcome, alignment) -> None:
         for note, count in outcome.notes.items():
             console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
     for key, result in (alignment or {}).items():
+        if result["value"] is None:
+            console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
+            continue
         p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
         console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
                       soft_wrap=True)

@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,11 +267,23 @@ def run_from_generations(generations: Mapping[str, Generation]) -> Run:
 
 
 def ragalign_from_verdicts(verdicts: Mapping[str, int], task: TaskData, run: Run, measures: Sequence[Measure],
-                           relevance_level: int = 1) -> dict[str, dict[str, Any]]:
+                           relevance_level: int = 1, qids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """RAGAlign measures (``RAGAlign@10``, ``RAGAlign@10(of=nDCG)``) of binary verdicts against ``run`` on the
-    task's qrels: result key -> {"metric", "value", "n", "p_value", "missing_generation"}."""
+    task's qrels, over ``qids`` (e.g. the generated turns; default every judged query of the task):
+    result key -> {"metric", "value", "n", "p_value", "missing_generation"}. A correlation that is undefined
+    (retrieval or verdicts constant) has value None and a "note", never NaN."""
     wrong = [str(m) for m in measures if m.family != "ragalign"]
     if wrong:
         raise MtrbenchError(f"{', '.join(wrong)}: not a RAGAlign measure")
-    evaluation = evaluate(task.qrels(), run, measures, relevance_level, generation=dict(verdicts))
-    return {key: evaluation.details[key] for key in evaluation.aggregates}
+    qrels = task.qrels()
+    if qids is not None:
+        qrels = {q: docs for q, docs in qrels.items() if q in set(qids)}
+    evaluation = evaluate(qrels, run, measures, relevance_level, generation=dict(verdicts))
+    out: dict[str, dict[str, Any]] = {}
+    for key in evaluation.aggregates:
+        result = dict(evaluation.details[key])
+        if result["value"] is not None and math.isnan(result["value"]):
+            result.update(value=None, p_value=None,
+                          note="undefined: the retrieval values or the verdicts are constant over these turns")
+        out[key] = result
+    return out
