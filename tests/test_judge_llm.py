@@ -104,7 +104,8 @@ def test_rating_with_malformed_replies(tmp_path, monkeypatch, capsys):
     assert [f["qid"] for f in summary["failures"]] == ["geo-01_3"] and "rating 12" in summary["failures"][0]["error"]
     assert summary["mean_rating"] == pytest.approx(fmean([8, 6, 3]))
     # Table 2 style: mean over turn positions (1, 2, 4 here: one generation each) of the per-turn means
-    assert summary["table"]["scripted"] == pytest.approx({"mtrbench-sample": fmean([8, 6, 3]), "average": fmean([8, 6, 3])})
+    mean = fmean([8, 6, 3])
+    assert summary["table"]["scripted"] == pytest.approx({"mtrbench-sample": mean, "average": mean})
     scores = json.loads((out / "scores.json").read_text())
     assert scores["per_turn"]["geo-01_3"]["rating"] is None and "rating_error" in scores["per_turn"]["geo-01_3"]
     assert "1 turn(s) failed" in printed.out
@@ -226,7 +227,8 @@ def test_rad_bench_answers_rated_and_aggregated(shared, tmp_path, monkeypatch):
     travel_1 = judge.contents[(questions["TR_travel_00"][0], answers_by_key[("model-a", "TR_travel_00", 1)])]
     assert "[Reference" not in travel_1 and "travel plan" in travel_1
     rs_2 = judge.contents[(questions["RS_academic_00"][1], answers_by_key[("model-a", "RS_academic_00", 2)])]
-    refs = {r["question_id"]: r["choices"][0]["turns"] for r in read_jsonl(data / "reference_answer/reference_ans_model.jsonl")}
+    refs = {r["question_id"]: r["choices"][0]["turns"]
+            for r in read_jsonl(data / "reference_answer/reference_ans_model.jsonl")}
     assert f"Reference answer (turn 1): {refs['RS_academic_00'][0]}" in rs_2
     assert f"[Reference knowledge points]\n{refs['RS_academic_00'][1]}" in rs_2
 

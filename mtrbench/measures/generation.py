@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mtrbench.errors import MtrbenchError
-from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs, PerQuery
+from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
 
 CITATION_MARK = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -129,10 +129,6 @@ def turn_texts(inputs: MeasureInputs, family: GenerationFamily) -> dict[str, Tur
                                 f"e.g. {unreferenced[0]}")
     return {q: TurnText(answer=generations[q].answer, references=tuple(references.get(q, ())),
                         passages=tuple(generations[q].passages)) for q in inputs.qrels}
-
-
-def per_query(values: Mapping[str, float]) -> PerQuery:
-    return dict(values)
 
 
 def cited_documents(statement: str, passages: Sequence[str]) -> list[str | None]:
