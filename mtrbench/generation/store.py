@@ -1,7 +1,7 @@
 """``generations.jsonl``: one answer per turn, appended and flushed as each turn finishes.
 
-The file is the run's memory: a rerun reads it and asks only for turns not in it. A line cut short by a
-kill (the last one) is ignored and counted; the next write starts on a fresh line. Records made with other
+The file is the run's memory: a rerun reads it and asks only for turns not in it. A last line cut short by
+a kill is ignored and counted, then cut off before the next append, so the file stays valid JSONL. Records made with other
 settings (generator, history, source, top-k, prompt) are refused rather than mixed into one file. A run
 holds ``<file>.lock`` while it writes, so two runs never append to the same file. Failed turns never go
 here: they are listed in ``<stem>.failures.jsonl`` (rewritten by each run) and asked again next time.
@@ -70,16 +70,29 @@ class GenerationStore:
 
     def __enter__(self) -> GenerationStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        torn = self.path.is_file() and self.path.stat().st_size > 0 and not self._ends_with_newline()
+        if self.path.is_file():
+            self._cut_torn_tail()
         self._handle = self.path.open("a", encoding="utf-8")
-        if torn:
-            self._handle.write("\n")
         return self
 
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as handle:
-            handle.seek(-1, 2)
-            return handle.read(1) == b"\n"
+    def _cut_torn_tail(self) -> None:
+        """Drop bytes after the last newline: half a record from a killed run (counted by ``read``)."""
+        with self.path.open("rb+") as handle:
+            end = handle.seek(0, 2)
+            position, chunk = end, 1 << 16
+            while position > 0:
+                start = max(0, position - chunk)
+                handle.seek(start)
+                block = handle.read(position - start)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    keep = start + newline + 1
+                    break
+                position = start
+            else:
+                keep = 0
+            if keep < end:
+                handle.truncate(keep)
 
     def append(self, record: dict[str, Any]) -> None:
         assert self._handle is not None, "use GenerationStore as a context manager to append"
