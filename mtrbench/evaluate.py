@@ -219,6 +219,10 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
 
 def command_line(argv: list[str]) -> str:
+    """The reproducing command as recorded in results; a URL's user:password shows as ``***``."""
     import shlex
 
-    return shlex.join(["mtrbench", *argv])
+    from mtrbench.llm.redact import Redactor
+
+    hide_userinfo = Redactor()
+    return shlex.join(["mtrbench", *(hide_userinfo(a) if "://" in a else a for a in argv)])
