@@ -86,7 +86,8 @@ class HistoryStrategy:
 
     def _from_model(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         if self.texts is None:
-            raise MtrbenchError(f"--history {self.name}: the model's texts were not computed before serializing")
+            raise MtrbenchError(f"--history {self.name}: the model's texts were not computed before serializing "
+                                "(only `mtrbench eval --rewriter-model` and `mtrbench generate` run the rewriter)")
         text = self.texts.get(query.qid)
         if text is None:  # the model failed on this query: the full history, counted where texts were made
             return FULL(query, fmt)
