@@ -116,3 +116,30 @@ def test_generate_runs_on_the_hf_backend(tiny_model, native_mini, tmp_path, caps
         expected = tokenizer.decode(reference_ids(tiny_model, messages, 8), skip_special_tokens=True).strip()
         assert expected and record["answer"] == expected
         assert record["generator"] == "tiny-llama"
+
+
+def test_summary_on_the_same_hf_model_loads_it_once(tiny_model, native_mini, tmp_path, monkeypatch, capsys):
+    import transformers
+
+    loads = []
+    original = transformers.AutoModelForCausalLM.from_pretrained
+
+    def counting(*args, **kwargs):
+        loads.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", counting)
+    out = tmp_path / "gen.jsonl"
+    code = main(["generate", "--task", str(native_mini), "--oracle", "--history", "summary", "--model", "tiny-llama",
+                 "--base-url", f"hf://{tiny_model}", "--max-tokens", "6", "--output", str(out), "--no-llm-cache",
+                 "--yes", "--quiet"])
+    printed = capsys.readouterr()
+    assert len(loads) == 1
+    records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    failures_path = tmp_path / "gen.failures.jsonl"
+    failures = [json.loads(line) for line in failures_path.read_text().splitlines()] if failures_path.exists() else []
+    # 4 turns with gold passages: each either generated (with its summary, first turn empty) or a counted failure
+    assert sorted([r["qid"] for r in records] + [f["qid"] for f in failures]) == ["c1_1", "c1_2", "c1_3", "c1_4"]
+    assert code == (1 if failures else 0), printed.err
+    assert all(r["history_source"] == "llm:tiny-llama" for r in records)
+    assert all(r["summary"] == "" for r in records if r["qid"] == "c1_1")

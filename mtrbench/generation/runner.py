@@ -159,6 +159,11 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         # the model-written history, only for the turns still to generate
         texts: dict[str, str] | None = None
         failures: list[dict[str, Any]] = []
+        rewriter = config.rewriter
+        same_model = rewriter is not None and (rewriter.judge.model, rewriter.judge.base_url) == (
+            generator.model, generator.base_url)
+        if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
+            client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
         if history_source == "llm":
             texts, model_report = compute_model_history(history, [q for q, _ in plan], config.rewriter,
                                                         rewriter_client)
@@ -179,7 +184,12 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             question = q.query
             history_text = _history_text(history, q)
             if history == "rewrite":
-                question = texts[q.qid] if texts is not None else q.gold_rewrite or q.query
+                if texts is not None:
+                    question = texts[q.qid]
+                elif q.gold_rewrite:
+                    question = q.gold_rewrite
+                else:
+                    report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
             elif history == "summary":
                 history_text = texts[q.qid]
             passages = [_passage_text(task, d, config.max_passage_chars) for d in doc_ids]
