@@ -16,6 +16,7 @@ from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
 from mtrbench.formats.run import Run
+from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
 from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
@@ -41,6 +42,7 @@ class EvalConfig:
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
     analyses: AnalysisOptions = field(default_factory=AnalysisOptions)  # refined qrels, RAGAlign
+    rewriter: RewriterOptions | None = None  # the model behind rewrite:llm / summary:llm
 
 
 @dataclass
@@ -58,11 +60,15 @@ class StrategyResult:
     warnings: dict[str, int] = field(default_factory=dict)  # the loader's counted drops, as in the result JSON
 
 
-def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool) -> str | None:
+def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool,
+                    rewriter_model: str | None = None) -> str | None:
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
+    pipeline = dict(pipeline_slug(retriever) or {})
+    if rewriter_model:  # two rewriters must not share one result folder
+        pipeline["rewriter"] = rewriter_model
     return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
                            fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
-                           dtype=retriever.settings().get("dtype"), pipeline=pipeline_slug(retriever))
+                           dtype=retriever.settings().get("dtype"), pipeline=pipeline or None)
 
 
 def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:
@@ -82,6 +88,9 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
     say = progress or (lambda message: None)
     retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
+    if any(s.model_kind for s in strategies) and config.rewriter is None:
+        raise MtrbenchError(f"--history {', '.join(s.name for s in strategies if s.model_kind)} needs a rewriter "
+                            "model: pass --rewriter-model (and --rewriter-base-url for a local server or hf://MODEL)")
     resolve_model(model)  # unknown names fail before anything slow starts
     card = resolve_card(task_name)
     if card.type != "conversational-retrieval" and "retrieval" not in card.type:
@@ -109,6 +118,20 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         strategies = [s for s in strategies if s.name != "rewrite"]
     for strategy in strategies:
         check_strategy_applies(strategy, task.name, task.has_rewrites)
+    rewriter_reports: dict[str, dict[str, Any]] = {}
+    for i, strategy in enumerate(strategies):
+        if strategy.model_kind:
+            say(f"Asking {config.rewriter.judge.model} for {strategy.model_kind}s of {len(task.queries):,} queries")
+            texts, report = compute_model_history(strategy.model_kind, task.queries, config.rewriter)
+            if texts is None:  # dry run: the prompts were shown, nothing to evaluate
+                continue
+            strategies[i] = strategy.with_texts(texts)
+            rewriter_reports[strategy.name] = report.as_dict()
+            if report.failures:
+                say(f"warning: {report.failures} {strategy.model_kind}(s) failed after retries; those queries use "
+                    f"the full history (settings.rewriter.failures in the results)")
+    if config.rewriter is not None and config.rewriter.dry_run:
+        return []
 
     t0 = time.perf_counter()
     say(f"Indexing {len(task.corpus):,} documents")
@@ -148,7 +171,9 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         t_score = time.perf_counter() - t0
 
         n_no_qrels = sum(1 for q in task.queries if not q.qrels)
-        experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None)
+        rewriter = rewriter_reports.get(strategy.name)
+        experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None,
+                                     rewriter["model"] if rewriter else None)
         paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
         settings = {
             "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
@@ -156,6 +181,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
             "relevance_level": card.relevance_level,
             "retriever": retriever.settings(),
             **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
+            **({"rewriter": rewriter} if rewriter else {}),
         }
         extra = {
             "model": {"name": retriever.name, "revision": retriever.revision, "requested": model},
@@ -193,6 +219,10 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
 
 def command_line(argv: list[str]) -> str:
+    """The reproducing command as recorded in results; a URL's user:password shows as ``***``."""
     import shlex
 
-    return shlex.join(["mtrbench", *argv])
+    from mtrbench.llm.redact import Redactor
+
+    hide_userinfo = Redactor()
+    return shlex.join(["mtrbench", *(hide_userinfo(a) if "://" in a else a for a in argv)])

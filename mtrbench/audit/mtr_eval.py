@@ -127,7 +127,7 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
 
 def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: Callable[[str], None], human,
            card, task, log: AuditLog) -> AuditOutcome | None:
-    from mtrbench.llm.client import ChatClient
+    from mtrbench.llm.hf import make_client
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     output_dir = log.path.parent
@@ -165,7 +165,7 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
         _print_notes(notes, console)
         return None
     # keys are checked before the cost question, so a missing one stops the run before anything is asked
-    clients = {j.name: ChatClient(j, cache) for j in judges if pending[j.name]}
+    clients = {j.name: make_client(j, cache) for j in judges if pending[j.name]}  # hf:// runs in-process
     if n_pending:
         confirm_cost([(j, estimate_cost(_requests(pending[j.name]), j, cache)) for j in judges if pending[j.name]],
                      config.yes)

@@ -23,7 +23,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
     add_data_options(p)
     p.add_argument("--history", default="full",
-                   help="current | full | window:K | questions | last-response | rewrite; comma list or 'all' [full]")
+                   help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
+                        "comma list or 'all' (the strategies that need no model) [full]")
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
                    help="left keeps the current question and drops the oldest text; right = tokenizer default [left]")
     p.add_argument("--user-prefix", default="User: ")
@@ -67,6 +68,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
     add_analysis_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    from mtrbench.cli.llm_flags import add_rewriter_arguments
+
+    add_rewriter_arguments(p)
     return {"eval": _cmd_eval}
 
 
@@ -84,6 +88,7 @@ def _eval_model(args: argparse.Namespace) -> str:
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
+    from mtrbench.cli.llm_flags import rewriter_from_args
     from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line
     from mtrbench.measures import parse_k_values
     from mtrbench.serialize.history import QueryFormat
@@ -99,7 +104,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
                       metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
                       data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
                       command=command_line(args.argv), skip_inapplicable=all_histories,
-                      analyses=analysis_options(args))
+                      analyses=analysis_options(args), rewriter=rewriter_from_args(args, not args.quiet))
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
@@ -182,6 +187,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     model = _eval_model(args)
     say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
     results = run_eval(model, args.task, config, _retriever_options(args), progress=say)
+    if not results and config.rewriter is not None and config.rewriter.dry_run:
+        return 0
     first = results[0]
     title = f"{args.task} · {model} · {first.n_evaluated} queries evaluated"
     if first.n_excluded:

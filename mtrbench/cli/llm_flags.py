@@ -64,3 +64,52 @@ def cache_from_args(args: argparse.Namespace) -> ResponseCache | None:
             raise MtrbenchError("--llm-cache and --no-llm-cache contradict each other")
         return None
     return ResponseCache(getattr(args, "llm_cache", None))
+
+
+def add_rewriter_arguments(parser: argparse.ArgumentParser, *, with_run_flags: bool = True) -> None:
+    """The model behind ``--history rewrite:llm`` / ``summary:llm`` (eval, generate)."""
+    group = parser.add_argument_group("rewriter model (--history rewrite:llm, summary:llm)")
+    group.add_argument("--rewriter-model", metavar="MODEL",
+                       help="model id that writes stand-alone questions or history summaries")
+    group.add_argument("--rewriter-base-url", metavar="URL",
+                       help="OpenAI-compatible endpoint for --rewriter-model, or hf://MODEL_OR_PATH to run it "
+                            "in-process with transformers [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
+    if with_run_flags:
+        add_run_flags(group)
+
+
+def add_run_flags(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--api-key-env", metavar="NAME",
+                       help=f"environment variable holding the API key [{DEFAULT_KEY_ENV}]")
+    group.add_argument("--llm-cache", metavar="PATH",
+                       help=f"sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else {default_cache_path()}]")
+    group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
+    group.add_argument("--dry-run", action="store_true",
+                       help="print the first prompts and the request count; send nothing")
+    group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
+    group.add_argument("--concurrency", type=int, metavar="N",
+                       help="requests in flight (hf://: generation batch size) [8]")
+
+
+def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:
+    """A ``JudgeConfig`` for a generator or rewriter named on the command line."""
+    judge = judge_from_flags(model, base_url, getattr(args, "api_key_env", None) or DEFAULT_KEY_ENV, name=role)
+    concurrency = getattr(args, "concurrency", None)
+    if concurrency is not None:
+        if concurrency < 1:
+            raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
+        judge = dataclasses.replace(judge, concurrency=concurrency)
+    return judge
+
+
+def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
+    """``RewriterOptions`` from the rewriter flags, or None when no rewriter model is named."""
+    from mtrbench.generation.model_history import RewriterOptions
+
+    if not args.rewriter_model:
+        if args.rewriter_base_url:
+            raise MtrbenchError("--rewriter-base-url needs --rewriter-model")
+        return None
+    judge = model_judge(args.rewriter_model, args.rewriter_base_url, args, "rewriter")
+    cache = None if args.dry_run else cache_from_args(args)
+    return RewriterOptions(judge=judge, cache=cache, yes=args.yes, dry_run=args.dry_run, show_progress=show_progress)

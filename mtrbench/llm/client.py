@@ -159,6 +159,10 @@ class ChatClient:
 
     def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, backoff_base_s: float = 1.0,
                  backoff_max_s: float = 60.0, retry_after_max_s: float = 120.0) -> None:
+        if (judge.base_url or "").startswith("hf://"):
+            raise MtrbenchError(f"judge '{judge.name}': {judge.base_url} runs in-process, which this command does "
+                                "not support; serve the model over HTTP (vLLM, SGLang) or use it with generate, "
+                                "eval's rewriter or audit")
         self.judge = judge
         self.cache = cache
         # OPENAI_BASE_URL may carry user:password too; the judge's own were split off when it was made

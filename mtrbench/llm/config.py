@@ -74,9 +74,9 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
     if not isinstance(judge.model, str) or not judge.model.strip():
         return "field 'model' must be a non-empty string"
     if judge.base_url is not None and not (isinstance(judge.base_url, str)
-                                           and judge.base_url.startswith(("http://", "https://"))):
+                                           and judge.base_url.startswith(("http://", "https://", "hf://"))):
         shown = public_url(judge.base_url) if isinstance(judge.base_url, str) else judge.base_url
-        return f"field 'base_url' must be an http(s) URL, got {shown!r}"
+        return f"field 'base_url' must be an http(s) URL or hf://MODEL (local transformers), got {shown!r}"
     if not isinstance(judge.api_key_env, str) or not judge.api_key_env.strip():
         return "field 'api_key_env' must name an environment variable"
     checks: list[tuple[str, Any, float | None, bool]] = [  # field, value, minimum, must be int

@@ -27,6 +27,8 @@ CHARS_PER_TOKEN = 4  # rough average for English text with BPE tokenizers
 def price_for(judge: JudgeConfig) -> tuple[float, float] | None:
     """(input, output) USD per 1M tokens: the judge's own prices, else the table (an OpenRouter-style
     "openai/gpt-4o" is looked up as "gpt-4o"); None when unknown."""
+    if (judge.base_url or "").startswith("hf://"):
+        return 0.0, 0.0  # runs on this machine
     table = PRICES.get(judge.model) or PRICES.get(judge.model.rsplit("/", 1)[-1])
     prompt_price = judge.price_input_per_mtok if judge.price_input_per_mtok is not None else (
         table[0] if table else None)

@@ -6,8 +6,8 @@ separately, so truncation can drop history while keeping the question whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
 from mtrbench.errors import MtrbenchError, unknown_name
@@ -57,18 +57,44 @@ class Serialized:
 
 @dataclass(frozen=True)
 class HistoryStrategy:
-    """``select`` picks the history messages; ``prefixed`` says whether lines get role prefixes."""
+    """``select`` picks the history messages; ``prefixed`` says whether lines get role prefixes.
+
+    A model-backed strategy (``model_kind`` "rewrite" or "summary") reads texts a model wrote beforehand,
+    per query id (``with_texts``); serialization itself never calls a model. A query without a text (its
+    request failed after retries) falls back to the ``full`` history; the step that computed the texts
+    counts those.
+    """
 
     name: str
     select: Callable[[ConversationalQuery], tuple[list[Message], str]]
     prefixed: bool = True
+    model_kind: str | None = None
+    texts: Mapping[str, str] | None = None
+
+    def with_texts(self, texts: Mapping[str, str]) -> HistoryStrategy:
+        return replace(self, texts=texts)
 
     def __call__(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
+        if self.model_kind is not None:
+            return self._from_model(query, fmt)
         history, current = self.select(query)
         if not self.prefixed:
             return Serialized(history=tuple(m.content for m in history), current=current, fmt=fmt)
         return Serialized(history=tuple(fmt.line(m) for m in history),
                           current=fmt.line(Message(USER, current)), fmt=fmt)
+
+
+    def _from_model(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
+        if self.texts is None:
+            raise MtrbenchError(f"--history {self.name}: the model's texts were not computed before serializing "
+                                "(only `mtrbench eval --rewriter-model` and `mtrbench generate` run the rewriter)")
+        text = self.texts.get(query.qid)
+        if text is None:  # the model failed on this query: the full history, counted where texts were made
+            return FULL(query, fmt)
+        if self.model_kind == "rewrite":
+            return Serialized(history=(), current=text, fmt=fmt)
+        # summary: the summary stands for the history, the question stays whole and last to go
+        return Serialized(history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt)
 
 
 def _current(q: ConversationalQuery) -> tuple[list[Message], str]:
@@ -106,7 +132,10 @@ def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
     return [], q.query  # never scored (no gold), so its text cannot change a metric
 
 
-STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite")
+STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite", "rewrite:llm",
+                  "summary:llm")
+MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary"}  # name -> what the model writes
+FULL = HistoryStrategy("full", _full)
 
 
 def get_strategy(spec: str) -> HistoryStrategy:
@@ -116,9 +145,11 @@ def get_strategy(spec: str) -> HistoryStrategy:
         if not k.isdigit() or int(k) < 1:
             raise MtrbenchError(f"--history {spec}: use window:K with K >= 1 (messages, current question included)")
         return HistoryStrategy(spec, _window(int(k)))
+    if spec in MODEL_STRATEGIES:
+        return HistoryStrategy(spec, _full, model_kind=MODEL_STRATEGIES[spec])
     fixed = {
         "current": HistoryStrategy("current", _current, prefixed=False),
-        "full": HistoryStrategy("full", _full),
+        "full": FULL,
         "questions": HistoryStrategy("questions", _questions),
         "last-response": HistoryStrategy("last-response", _last_response),
         "rewrite": HistoryStrategy("rewrite", _rewrite, prefixed=False),

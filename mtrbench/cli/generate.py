@@ -1,0 +1,90 @@
+"""`mtrbench generate`: answers with citations per turn, from a retrieval result or the gold passages."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.errors import MtrbenchError
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
+    from mtrbench.generation.runner import DEFAULT_TOP_K, HISTORY_MODES
+
+    p = sub.add_parser("generate", help="conversational RAG: answer each turn with citations [n]",
+                       description="For each turn, prompt a generator with the chosen compression of the history "
+                                   "and the top-k passages of a retrieval result (or the gold passages, --oracle); "
+                                   "writes generations.jsonl beside the result, one record per turn, appended as "
+                                   "turns finish. Resumable: a rerun asks only for turns not in the file.")
+    p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
+    p.add_argument("--split", help="split [the card's eval split]")
+    p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
+    p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="PATH",
+                        help="retrieval result: a TREC run file, an eval result .json, or a folder with one *.run.trec")
+    source.add_argument("--oracle", action="store_true", help="the gold passages (qrels grade > 0) instead of a run")
+    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"passages per prompt [{DEFAULT_TOP_K}]")
+    p.add_argument("--history", default="raw", choices=list(HISTORY_MODES),
+                   help="raw: whole history; last-response: earlier questions + last response (CORAL); rewrite: "
+                        "the task's gold rewrite; rewrite:llm: a rewriter model's; summary (= summary:llm): a "
+                        "model's summary of the history, then the question [raw]")
+    p.add_argument("--output", help="generations JSONL [generations.jsonl beside the run; results/generations/"
+                                    "<task>/oracle/ with --oracle]")
+    p.add_argument("--max-passage-chars", type=int, default=0,
+                   help="cut each passage shown to the generator to this many characters, 0 = whole [0]")
+    p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    p.add_argument("--limit", type=int, help="only the first N turns (a smoke run)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    group = p.add_argument_group("generator model")
+    group.add_argument("--model", dest="generator_model", required=True, metavar="MODEL",
+                       help="generator model id on the server (with hf://: any name for the records)")
+    group.add_argument("--base-url", dest="generator_base_url", metavar="URL",
+                       help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH to run a transformers chat model "
+                            "in-process [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
+    add_run_flags(group)
+    add_rewriter_arguments(p, with_run_flags=False)
+    return {"generate": _cmd_generate}
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
+    from mtrbench.generation.runner import GenerateConfig, run_generate
+
+    if args.max_tokens < 1:
+        raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
+                                    max_tokens=args.max_tokens)
+    if args.history in ("rewrite:llm", "summary", "summary:llm") and not args.rewriter_model:
+        # the generator writes its own rewrites/summaries unless another model is named
+        args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
+    config = GenerateConfig(task=args.task, run_path=Path(args.run) if args.run else None, oracle=args.oracle,
+                            top_k=args.top_k, history=args.history, output=Path(args.output) if args.output else None,
+                            split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
+                            max_passage_chars=args.max_passage_chars or None, limit=args.limit, dry_run=args.dry_run,
+                            yes=args.yes, show_progress=not args.quiet,
+                            rewriter=rewriter_from_args(args, not args.quiet))
+    cache = None if args.dry_run else cache_from_args(args)
+    report = run_generate(config, generator, cache)
+    if args.dry_run:
+        return 0
+    print(f"generations: {report.output} ({report.done_before} turns already there, {report.generated} generated, "
+          f"{report.failed} failed of {report.turns})")
+    print(f"requests sent: {report.requests}, served from cache: {report.cached}")
+    for reason, count in sorted(report.skipped.items()):
+        print(f"warning: {count} {reason}")
+    if report.torn_lines:
+        print(f"warning: {report.torn_lines} unreadable line(s) in {report.output} ignored (a run killed mid-write)")
+    if report.duplicates:
+        print(f"warning: {report.duplicates} duplicate turn(s) in {report.output} ignored")
+    if report.rewriter and report.rewriter.get("failures"):
+        print(f"warning: {report.rewriter['failures']} {report.rewriter['kind']}(s) failed; those turns are not "
+              "generated (asked again on the next run)")
+    if report.failed:
+        print(f"failed turns (asked again on the next run): {report.failures_path}")
+        return 1
+    return 0

@@ -1,0 +1,1 @@
+"""Conversational RAG generation: model-written history (rewrites, summaries) and answers with citations."""

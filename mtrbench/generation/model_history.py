@@ -1,0 +1,113 @@
+"""The model-backed history step: a rewriter model writes, per query, a stand-alone question (CORAL's
+Rewrite, the MTRAG/QReCC rewrite setting) or a summary of the history (CORAL's LLM summarization), before
+any retrieval or generation. Serialization then reads the texts (``HistoryStrategy.with_texts``).
+
+A first turn has no history: its rewrite is the question itself and its summary empty, with no request.
+Replies go through ``mtrbench.llm`` (retries, cache, cost estimate, circuit breaker). A query whose
+request still fails (transport or malformed reply, after retries) gets no text: ``eval`` falls back to the
+``full`` history for it and counts it in ``settings.rewriter.failures``; ``generate`` records the turn
+as failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from mtrbench.data.model import ConversationalQuery
+from mtrbench.errors import MtrbenchError
+from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.client import ChatRequest, display_url, resolve_base_url
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+
+KINDS = ("rewrite", "summary")
+MAX_FAILED_SHOWN = 20
+
+
+@dataclass
+class RewriterOptions:
+    """The model that writes rewrites or summaries, and how to run it."""
+
+    judge: JudgeConfig
+    cache: ResponseCache | None = None
+    yes: bool = False  # skip the cost confirmation
+    dry_run: bool = False  # print prompts and counts, send nothing
+    show_progress: bool = True
+
+
+@dataclass
+class ModelHistoryReport:
+    kind: str
+    model: str
+    base_url: str  # without credentials
+    prompt_hash: str
+    queries: int = 0
+    without_history: int = 0  # first turns: no request
+    requested: int = 0  # requests planned (cached ones included)
+    cached: int = 0
+    failures: int = 0
+    failed_qids: list[str] = field(default_factory=list)
+    http_requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    fallback: str = "full history (eval) / turn failed (generate)"
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def prompt_hash(kind: str) -> str:
+    return template_hash(kind, MODEL_HISTORY_PROMPTS[kind][0])
+
+
+def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[ChatRequest]:
+    if kind not in KINDS:
+        raise MtrbenchError(f"model history kind must be one of {', '.join(KINDS)}, got '{kind}'")
+    build = MODEL_HISTORY_PROMPTS[kind][1]
+    return [ChatRequest(key=q.qid, messages=build(q.history, q.query), parse=partial(parse_model_history, kind),
+                        params={"max_tokens": 128 if kind == "rewrite" else 400})
+            for q in queries if q.history]
+
+
+def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions,
+                          client: Any = None) -> tuple[dict[str, str] | None, ModelHistoryReport]:
+    """(qid -> text for every query that got one, report); texts is None on a dry run.
+
+    ``client``: one made already (tests, a shared generator); else made from ``options.judge``.
+    """
+    from mtrbench.llm.hf import is_hf_url, make_client
+
+    judge = options.judge
+    base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
+    report = ModelHistoryReport(kind=kind, model=judge.model, base_url=base, prompt_hash=prompt_hash(kind),
+                                queries=len(queries))
+    texts = {q.qid: (q.query if kind == "rewrite" else "") for q in queries if not q.history}
+    report.without_history = len(texts)
+    requests = history_requests(kind, queries)
+    report.requested = len(requests)
+    if options.dry_run:
+        print_dry_run(requests, [judge])
+        return None, report
+    if not requests:
+        return texts, report
+    confirm_cost([(judge, estimate_cost(requests, judge, options.cache, completion_tokens_per_request=60
+                                        if kind == "rewrite" else 150))], options.yes)
+    client = client or make_client(judge, options.cache)
+    results = client.run(requests, desc=f"{kind} ({judge.model})", show_progress=options.show_progress)
+    for result in results:
+        if result.ok:
+            texts[result.key] = result.value
+        else:
+            report.failures += 1
+            if len(report.failed_qids) < MAX_FAILED_SHOWN:
+                report.failed_qids.append(result.key)
+    usage = client.usage
+    report.cached, report.http_requests = usage.cached, usage.requests
+    report.prompt_tokens, report.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+    report.cost_usd = usage.cost_usd(judge)
+    return texts, report

@@ -1,0 +1,233 @@
+"""``mtrbench generate``: for each turn, a prompt with the chosen compression of the history and the top-k
+passages (of a retrieval run, or the gold ones), an answer citing ``[n]``, one JSONL record per turn.
+
+Record contract (the judge reads it; extra fields may be added, these never change)::
+
+    {"qid", "conversation_id", "turn", "question", "answer", "passages": [doc ids], "generator",
+     "history": "raw|last-response|rewrite|summary", "source": "run|oracle"}
+
+Citation ``[n]`` in ``answer`` refers to ``passages[n-1]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtrbench.data import load_task
+from mtrbench.data.model import ConversationalQuery, TaskData
+from mtrbench.errors import MtrbenchError
+from mtrbench.generation.model_history import RewriterOptions, compute_model_history
+from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
+from mtrbench.generation.sources import load_run, oracle_passages, run_passages
+from mtrbench.generation.store import GenerationStore
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.client import ChatRequest, ChatResult
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.serialize.history import get_strategy
+
+# --history value -> (the record's history field, where its text comes from)
+HISTORY_MODES = {"raw": ("raw", "task"), "last-response": ("last-response", "task"), "rewrite": ("rewrite", "gold"),
+                 "rewrite:llm": ("rewrite", "llm"), "summary": ("summary", "llm"), "summary:llm": ("summary", "llm")}
+DEFAULT_TOP_K = 5
+
+
+@dataclass
+class GenerateConfig:
+    task: str
+    run_path: Path | None = None  # TREC run, eval result JSON or its folder; None with oracle
+    oracle: bool = False
+    top_k: int = DEFAULT_TOP_K
+    history: str = "raw"
+    output: Path | None = None  # default: generations.jsonl beside the run
+    split: str | None = None
+    data_dir: str | None = None
+    corpus_path: str | None = None
+    max_passage_chars: int | None = None  # cut each passage shown to the generator; None: whole
+    limit: int | None = None  # first N turns only (smoke runs)
+    dry_run: bool = False
+    yes: bool = False
+    show_progress: bool = True
+    rewriter: RewriterOptions | None = None  # for rewrite:llm / summary
+
+
+@dataclass
+class GenerateReport:
+    output: Path
+    turns: int = 0  # turns planned
+    done_before: int = 0  # already in the file
+    generated: int = 0
+    failed: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason -> turns not generated at all
+    torn_lines: int = 0
+    duplicates: int = 0
+    requests: int = 0  # HTTP requests sent (or generate calls)
+    cached: int = 0
+    rewriter: dict[str, Any] | None = None
+    failures_path: Path | None = None
+
+
+def default_output(config: GenerateConfig, run_file: Path | None, task_name: str) -> Path:
+    if config.output is not None:
+        return Path(config.output)
+    if run_file is not None:
+        return run_file.parent / "generations.jsonl"
+    return Path("results") / "generations" / task_name / "oracle" / "generations.jsonl"
+
+
+def _passage_text(task: TaskData, doc_id: str, max_chars: int | None) -> str:
+    text = task.corpus.document_text(task.corpus.position(doc_id), title_separator="\n")
+    return text[:max_chars] if max_chars else text
+
+
+def parse_answer(reply: str) -> str:
+    """A malformed answer (empty) raises, so the client asks again and then records a failure."""
+    text = (reply or "").strip()
+    if not text:
+        raise ValueError("empty answer")
+    return text
+
+
+def _history_text(mode: str, query: ConversationalQuery) -> str:
+    if mode == "raw":
+        return dialogue(query.history)
+    if mode == "last-response":
+        return dialogue(get_strategy("last-response").select(query)[0])
+    return ""
+
+
+def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: ResponseCache | None = None,
+                 client: Any = None, rewriter_client: Any = None) -> GenerateReport:
+    """Generate the turns not yet in the output file. ``client``/``rewriter_client``: clients made already
+    (tests); else made from the judge configurations."""
+    from mtrbench.llm.hf import make_client
+
+    if config.history not in HISTORY_MODES:
+        raise MtrbenchError(f"--history must be one of {', '.join(HISTORY_MODES)}, got '{config.history}'")
+    if config.oracle == (config.run_path is not None):
+        raise MtrbenchError("give a retrieval result (--run) or --oracle, exactly one")
+    if config.top_k < 1:
+        raise MtrbenchError(f"--top-k must be at least 1, got {config.top_k}")
+    history, history_source = HISTORY_MODES[config.history]
+    if history_source == "llm" and config.rewriter is None:
+        raise MtrbenchError(f"--history {config.history} needs a rewriter model (--rewriter-model)")
+    run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
+    task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
+    if history_source == "gold" and not task.has_rewrites:
+        raise MtrbenchError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
+                            "use --history rewrite:llm for a model's rewrites")
+    output = default_output(config, run_file, task.name)
+    store = GenerationStore(output)
+    report = GenerateReport(output=output, failures_path=store.failures_path)
+    source = "oracle" if config.oracle else "run"
+    settings = {"generator": generator.model, "history": history,
+                "history_source": history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
+                "source": source, "top_k": config.top_k, "prompt_hash": answer_prompt_hash(history)}
+
+    queries = task.queries[:config.limit] if config.limit else task.queries
+    if run is not None:
+        unknown = [qid for qid in run if qid not in {q.qid for q in task.queries}]
+        if unknown:
+            report.skipped["run queries not in the task"] = len(unknown)
+    with store.hold():
+        stored = store.read(settings)
+        report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
+        plan: list[tuple[ConversationalQuery, list[str]]] = []
+        for q in queries:
+            if q.qid in stored.done:
+                report.done_before += 1
+                continue
+            doc_ids = oracle_passages(q, config.top_k) if config.oracle else run_passages(run, q.qid, config.top_k)
+            if doc_ids is None:
+                report.skipped["turns absent from the run"] += 1
+                continue
+            if config.oracle and not doc_ids:
+                report.skipped["turns without gold passages (oracle)"] += 1
+                continue
+            missing = [d for d in doc_ids if d not in task.corpus]
+            if missing:
+                where = run_file if run_file is not None else f"task {task.name} qrels"
+                raise MtrbenchError(f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
+                                    f"corpus of task {task.name}")
+            plan.append((q, doc_ids))
+        report.turns = report.done_before + len(plan)
+
+        # the model-written history, only for the turns still to generate
+        texts: dict[str, str] | None = None
+        failures: list[dict[str, Any]] = []
+        rewriter = config.rewriter
+        same_model = rewriter is not None and (rewriter.judge.model, rewriter.judge.base_url) == (
+            generator.model, generator.base_url)
+        if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
+            client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
+        if history_source == "llm":
+            texts, model_report = compute_model_history(history, [q for q, _ in plan], config.rewriter,
+                                                        rewriter_client)
+            report.rewriter = model_report.as_dict()
+            if texts is None:
+                return report  # dry run
+            kept = []
+            for q, doc_ids in plan:
+                if q.qid in texts:
+                    kept.append((q, doc_ids))
+                else:
+                    failures.append({"qid": q.qid, "error": f"{history} by {config.rewriter.judge.model} failed "
+                                                            "after retries", "stage": history})
+            plan = kept
+
+        requests, records = [], {}
+        for q, doc_ids in plan:
+            question = q.query
+            history_text = _history_text(history, q)
+            if history == "rewrite":
+                if texts is not None:
+                    question = texts[q.qid]
+                elif q.gold_rewrite:
+                    question = q.gold_rewrite
+                else:
+                    report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
+            elif history == "summary":
+                history_text = texts[q.qid]
+            passages = [_passage_text(task, d, config.max_passage_chars) for d in doc_ids]
+            requests.append(ChatRequest(key=q.qid, messages=answer_messages(history, question, passages,
+                                                                             history_text), parse=parse_answer))
+            records[q.qid] = {"qid": q.qid, "conversation_id": q.conversation_id, "turn": q.turn_id,
+                              "question": q.query, "answer": None, "passages": doc_ids,
+                              "generator": generator.model, "history": history, "source": source,
+                              **({"rewrite": question} if history == "rewrite" else {}),
+                              **({"summary": history_text} if history == "summary" else {}),
+                              "history_source": settings["history_source"], "top_k": config.top_k,
+                              "prompt_hash": settings["prompt_hash"]}
+        if config.dry_run:
+            print_dry_run(requests, [generator])
+            return report
+        if requests:
+            confirm_cost([(generator, estimate_cost(requests, generator, cache))], config.yes)
+            client = client or make_client(generator, cache)
+
+            def finished(result: ChatResult) -> None:
+                if result.ok:
+                    record = dict(records[result.key], answer=result.value, cached=result.cached,
+                                  time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                    store.append(record)
+                    report.generated += 1
+                else:
+                    failures.append({"qid": result.key, "error": result.error, "attempts": result.attempts,
+                                     "stage": "answer"})
+
+            with store:
+                try:
+                    client.run(requests, desc=f"generate ({generator.model})", show_progress=config.show_progress,
+                               on_result=finished)
+                finally:
+                    report.requests, report.cached = client.usage.requests, client.usage.cached
+                    report.failed = len(failures)
+                    store.write_failures(failures)
+        else:
+            report.failed = len(failures)
+            store.write_failures(failures)
+    return report

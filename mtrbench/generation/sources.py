@@ -1,0 +1,58 @@
+"""Where a turn's passages come from: the top-k of a retrieval result, or the gold passages (oracle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mtrbench.data.model import ConversationalQuery
+from mtrbench.errors import MtrbenchError
+from mtrbench.formats.run import Run, ranked, read_run
+
+
+def resolve_run_file(path: str | Path) -> Path:
+    """A TREC run file; an eval result JSON (its run is the file ``mtrbench.files.run`` beside it); or a
+    folder holding exactly one ``*.run.trec``."""
+    path = Path(path)
+    if path.is_dir():
+        runs = sorted(path.glob("*.run.trec"))
+        if len(runs) != 1:
+            raise MtrbenchError(f"{path}: expected one *.run.trec in the folder, found {len(runs)}; name the file")
+        return runs[0]
+    if not path.is_file():
+        raise MtrbenchError(f"retrieval result {path} not found")
+    if path.suffix == ".json":
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            name = document["mtrbench"]["files"]["run"]
+        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+            raise MtrbenchError(f"{path}: not an mtrbench eval result (no mtrbench.files.run); pass the "
+                                ".run.trec file") from None
+        # the file only names a sibling: it never decides a path elsewhere
+        if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+            raise MtrbenchError(f"{path}: mtrbench.files.run must be a plain file name, got {name!r}")
+        run_path = path.parent / name
+        if not run_path.is_file():
+            raise MtrbenchError(f"{path}: its run file {run_path} is missing")
+        return run_path
+    return path
+
+
+def load_run(path: str | Path) -> tuple[Path, Run]:
+    run_path = resolve_run_file(path)
+    return run_path, read_run(run_path)
+
+
+def run_passages(run: Run, qid: str, top_k: int) -> list[str] | None:
+    """The top-k document ids for a query in trec_eval order; None when the run has no line for it."""
+    docs = run.get(qid)
+    if docs is None:
+        return None
+    return [doc_id for doc_id, _ in ranked(docs)[:top_k]]
+
+
+def oracle_passages(query: ConversationalQuery, top_k: int) -> list[str]:
+    """Gold passages (grade > 0), highest grade first, then by id; at most top_k."""
+    gold = sorted(((grade, doc_id) for doc_id, grade in query.qrels.items() if grade > 0),
+                  key=lambda pair: (-pair[0], pair[1]))
+    return [doc_id for _, doc_id in gold[:top_k]]

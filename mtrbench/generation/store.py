@@ -1,0 +1,112 @@
+"""``generations.jsonl``: one answer per turn, appended and flushed as each turn finishes.
+
+The file is the run's memory: a rerun reads it and asks only for turns not in it. A last line cut short by
+a kill is ignored and counted, then cut off before the next append, so the file stays valid JSONL. Records made with other
+settings (generator, history, source, top-k, prompt) are refused rather than mixed into one file. A run
+holds ``<file>.lock`` while it writes, so two runs never append to the same file. Failed turns never go
+here: they are listed in ``<stem>.failures.jsonl`` (rewritten by each run) and asked again next time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ContextManager, TextIO
+
+from mtrbench.atomic import atomic_write_text
+from mtrbench.errors import MtrbenchError
+from mtrbench.locking import LockHolder, held_lock, lock_path_for
+
+SETTING_FIELDS = ("generator", "history", "history_source", "source", "top_k", "prompt_hash")
+
+
+@dataclass
+class StoredGenerations:
+    done: dict[str, dict[str, Any]] = field(default_factory=dict)  # qid -> record
+    unreadable_lines: int = 0  # torn last line of a killed run (or any line that is not a JSON object)
+    duplicates: int = 0
+
+
+class GenerationStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._handle: TextIO | None = None
+
+    @property
+    def failures_path(self) -> Path:
+        return self.path.with_name(f"{self.path.stem}.failures.jsonl")
+
+    def hold(self) -> ContextManager[LockHolder]:
+        return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
+
+    def read(self, settings: dict[str, Any]) -> StoredGenerations:
+        stored = StoredGenerations()
+        if not self.path.is_file():
+            return stored
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    stored.unreadable_lines += 1
+                    continue
+                if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
+                    stored.unreadable_lines += 1
+                    continue
+                differs = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
+                if differs:
+                    shown = ", ".join(f"{k} {old!r} (now {new!r})" for k, (old, new) in differs.items())
+                    raise MtrbenchError(f"{self.path}:{number}: generated with other settings: {shown}; pass "
+                                        "--output to write these generations to another file")
+                if record["qid"] in stored.done:
+                    stored.duplicates += 1
+                    continue
+                stored.done[record["qid"]] = record
+        return stored
+
+    def __enter__(self) -> GenerationStore:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_file():
+            self._cut_torn_tail()
+        self._handle = self.path.open("a", encoding="utf-8")
+        return self
+
+    def _cut_torn_tail(self) -> None:
+        """Drop bytes after the last newline: half a record from a killed run (counted by ``read``)."""
+        with self.path.open("rb+") as handle:
+            end = handle.seek(0, 2)
+            position, chunk = end, 1 << 16
+            while position > 0:
+                start = max(0, position - chunk)
+                handle.seek(start)
+                block = handle.read(position - start)
+                newline = block.rfind(b"\n")
+                if newline >= 0:
+                    keep = start + newline + 1
+                    break
+                position = start
+            else:
+                keep = 0
+            if keep < end:
+                handle.truncate(keep)
+
+    def append(self, record: dict[str, Any]) -> None:
+        assert self._handle is not None, "use GenerationStore as a context manager to append"
+        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def write_failures(self, failures: list[dict[str, Any]]) -> None:
+        if failures:
+            atomic_write_text(self.failures_path, "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in failures))
+        elif self.failures_path.exists():
+            self.failures_path.unlink()
