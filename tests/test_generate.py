@@ -110,7 +110,7 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         per_qid = {qid: len(prompts) for qid, prompts in generator.prompts.items()}
     assert code == 1, printed.err  # failed turns make the exit status 1
     assert len(auth) == 8 and all(a == f"Bearer {SECRET}" for a in auth)  # the key was used ...
-    out = run.parent / "generations.jsonl"
+    out = run.parent / "mini.gen-model.raw.generations.jsonl"
     records = read_jsonl(out)
     assert [r["qid"] for r in sorted(records, key=lambda r: r["qid"])] == ["c1_1", "c1_2", "c1_4"]
     # 1 + 2 parse retries for the malformed turn, one retry for the 503, one request for the 401
@@ -134,12 +134,12 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
             "User: any fish in it?\nAssistant: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension "
             "Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in c1_4
     assert "Conversation history" not in generator.prompts["c1_1"][-1]  # first turn: no history
-    failures = {f["qid"]: f for f in read_jsonl(run.parent / "generations.failures.jsonl")}
+    failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.raw.generations.failures.jsonl")}
     assert set(failures) == {"c1_3", "c1_5"}
     assert "unparseable after 3 attempts" in failures["c1_3"]["error"]
     assert "HTTP 401" in failures["c1_5"]["error"]
     # ... and never appears in any output, log or cache
-    for path in [out, run.parent / "generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
+    for path in [out, run.parent / "mini.gen-model.raw.generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
         assert SECRET not in path.read_bytes().decode("utf-8", "replace"), path
     assert SECRET not in printed.out + printed.err
     assert "2 failed of 5" in printed.out
@@ -151,7 +151,7 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         assert server.request_count == 2
     records = read_jsonl(out)
     assert sorted(r["qid"] for r in records) == ["c1_1", "c1_2", "c1_3", "c1_4", "c1_5"]
-    assert not (run.parent / "generations.failures.jsonl").exists()
+    assert not (run.parent / "mini.gen-model.raw.generations.failures.jsonl").exists()
 
 
 def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatch, capsys):
@@ -223,7 +223,7 @@ def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_p
     """A real process killed mid-run (its third request hangs), then a rerun: the server sees only the
     three turns that were not written, and the torn line a kill can leave is dropped with a warning."""
     run = write_run(tmp_path)
-    out = run.parent / "generations.jsonl"
+    out = run.parent / "mini.gen-model.raw.generations.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{KEY_ENV: SECRET})
     with ScriptedChatServer(ScriptedGenerator(hang_after=2)) as server:
         args = generate_args(native_mini, server, "--run", str(run), "--no-llm-cache", "--concurrency", "1")
@@ -265,7 +265,7 @@ def test_dry_run_sends_nothing(native_mini, tmp_path, monkeypatch, capsys):
         assert server.request_count == 0
     out = capsys.readouterr().out
     assert "dry run: 5 requests" in out and "[1] Lake Varnholm" in out
-    assert not (run.parent / "generations.jsonl").exists()
+    assert not (run.parent / "mini.gen-model.raw.generations.jsonl").exists()
 
 
 @pytest.mark.parametrize("args, message", [

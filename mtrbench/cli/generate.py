@@ -31,8 +31,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                    help="raw: whole history; last-response: earlier questions + last response (CORAL); rewrite: "
                         "the task's gold rewrite; rewrite:llm: a rewriter model's; summary (= summary:llm): a "
                         "model's summary of the history, then the question [raw]")
-    p.add_argument("--output", help="generations JSONL [generations.jsonl beside the run; results/generations/"
-                                    "<task>/oracle/ with --oracle]")
+    p.add_argument("--output", help="generations JSONL [<task>.<generator>.<history>.generations.jsonl beside the run; in "
+                                    "results/generations/<task>/oracle/ with --oracle]")
     p.add_argument("--max-passage-chars", type=int, default=0,
                    help="cut each passage shown to the generator to this many characters, 0 = whole [0]")
     p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")

@@ -28,6 +28,7 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import get_strategy
 
 # --history value -> (the record's history field, where its text comes from)
@@ -71,12 +72,20 @@ class GenerateReport:
     failures_path: Path | None = None
 
 
-def default_output(config: GenerateConfig, run_file: Path | None, task_name: str) -> Path:
+def default_output(config: GenerateConfig, run_file: Path | None, task_name: str, generator: str) -> Path:
+    """Beside the run, named by run, generator and history, so two generators (or two histories) on one
+    retrieval result never share a file: ``<task>.<generator>.<history>.generations.jsonl``."""
     if config.output is not None:
         return Path(config.output)
+    tail = f"{safe_name(generator)}.{safe_name(config.history)}.generations.jsonl"
     if run_file is not None:
-        return run_file.parent / "generations.jsonl"
-    return Path("results") / "generations" / task_name / "oracle" / "generations.jsonl"
+        stem = run_file.name
+        for suffix in (".run.trec", ".trec", ".run", ".txt"):
+            if stem.endswith(suffix):
+                stem = stem[: -len(suffix)]
+                break
+        return run_file.parent / f"{stem}.{tail}"
+    return Path("results") / "generations" / safe_name(task_name) / "oracle" / tail
 
 
 def _passage_text(task: TaskData, doc_id: str, max_chars: int | None) -> str:
@@ -120,7 +129,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     if history_source == "gold" and not task.has_rewrites:
         raise MtrbenchError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
                             "use --history rewrite:llm for a model's rewrites")
-    output = default_output(config, run_file, task.name)
+    output = default_output(config, run_file, task.name, generator.model)
     store = GenerationStore(output)
     report = GenerateReport(output=output, failures_path=store.failures_path)
     source = "oracle" if config.oracle else "run"
