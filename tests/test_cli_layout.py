@@ -79,7 +79,7 @@ def test_every_command_module_registers_the_same_way():
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
     assert set(owner) == {"eval", "score", "compare", "pool", "fuse", "tasks", "models", "metrics", "export", "cache", "audit",
-                          "assess", "generate", "judge", "leaderboard", "plot"}
+                          "assess", "generate", "judge", "rag", "leaderboard", "plot"}
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"
 

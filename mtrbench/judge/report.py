@@ -19,6 +19,14 @@ PER_TURN_ROWS_SHOWN = 40
 
 def write_scores(path: Path, task: TaskData, generations_file: str, scores, outcome, alignment,
                  argv: Sequence[str] | None = None) -> dict[str, Any]:
+    payload = scores_payload(task, generations_file, scores, outcome, alignment, argv)
+    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    return payload
+
+
+def scores_payload(task: TaskData, generations_file: str, scores, outcome, alignment,
+                   argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Reference-measure means, the judge's summary, RAGAlign and a row per turn, as one JSON document."""
     per_turn: dict[str, dict[str, Any]] = {}
     payload: dict[str, Any] = {"mtrbench_version": __version__, "task": task.name, "split": task.split,
                                "generations": str(generations_file), "command": list(argv or [])}
@@ -39,7 +47,6 @@ def write_scores(path: Path, task: TaskData, generations_file: str, scores, outc
     if alignment is not None:
         payload["ragalign"] = alignment
     payload["per_turn"] = per_turn
-    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return payload
 
 

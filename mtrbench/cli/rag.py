@@ -1,0 +1,175 @@
+"""`mtrbench rag`: eval -> generate -> judge -> RAGAlign in one command."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.errors import MtrbenchError
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
+    from mtrbench.generation.runner import DEFAULT_TOP_K, HISTORY_MODES
+    from mtrbench.judge.scoring import DEFAULT_MEASURES
+    from mtrbench.rag import DEFAULT_RAGALIGN
+
+    p = sub.add_parser("rag", help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
+                       description="Retrieve with --model (as `mtrbench eval`), answer each turn from the top "
+                                   "--passages of that result with --generator-model (as `mtrbench generate`), "
+                                   "score the answers (reference measures; an LLM judge's verdicts or 1-10 ratings) "
+                                   "and relate them to retrieval (RAGAlign). Every file lands beside the retrieval "
+                                   "result; a rerun asks only for the turns not yet generated or judged.")
+    p.add_argument("--model", default="minilm", help="retriever: alias, HF id or local folder, or bm25 [minilm]")
+    p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
+    add_data_options(p)
+    p.add_argument("--history", default="full",
+                   help="retrieval history strategy, one of eval's (rewrite:llm/summary:llm need --rewriter-model) "
+                        "[full]")
+    p.add_argument("--truncate", default="left", choices=["left", "right", "none"], help="as in eval [left]")
+    p.add_argument("--device", default="auto", help="retriever device: auto | cpu | cuda | cuda:N [auto]")
+    p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
+    p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
+    p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
+    p.add_argument("--output-dir", default="results", help="where the retrieval result and everything beside it go "
+                                                          "[results]")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+    gen = p.add_argument_group("generation")
+    gen.add_argument("--generator-model", required=True, metavar="MODEL", help="generator model id on the server")
+    gen.add_argument("--generator-base-url", metavar="URL",
+                     help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH [env OPENAI_BASE_URL, else OpenAI's]")
+    gen.add_argument("--passages", type=int, default=DEFAULT_TOP_K,
+                     help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]")
+    gen.add_argument("--answer-history", default="raw", choices=list(HISTORY_MODES),
+                     help="history the generator sees: raw, last-response, rewrite (gold), rewrite:llm, summary [raw]")
+    gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
+    gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    gen.add_argument("--limit", type=int, help="only the first N turns (a smoke run)")
+
+    judging = p.add_argument_group("judging")
+    judging.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
+                         help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]")
+    judging.add_argument("--judge", default="verdict", choices=["verdict", "rating", "none"],
+                         help="LLM judge: correct/incorrect verdicts (feed RAGAlign), RAD-Bench 1-10 ratings, or none "
+                              "[verdict]")
+    judging.add_argument("--judge-model", metavar="MODEL", help="judge model id [the generator model, with a note]")
+    judging.add_argument("--judge-base-url", metavar="URL", help="judge endpoint [--generator-base-url]")
+    judging.add_argument("--scenario", default="RR", choices=["RS", "RR", "TR"],
+                         help="RAD-Bench prompt family for --judge rating [RR]")
+    judging.add_argument("--ragalign", default=",".join(DEFAULT_RAGALIGN),
+                         help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]")
+    add_run_flags(p.add_argument_group("LLM requests (generator, judge, rewriter)"))
+    add_rewriter_arguments(p, with_run_flags=False)
+    return {"rag": _cmd_rag}
+
+
+def _cmd_rag(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from rich.console import Console
+
+    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
+    from mtrbench.evaluate import EvalConfig, command_line
+    from mtrbench.generation.runner import GenerateConfig
+    from mtrbench.rag import RagConfig, run_rag
+    from mtrbench.retrieve import RetrieverOptions
+
+    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens)):
+        if value < 1:
+            raise MtrbenchError(f"{flag} must be at least 1, got {value}")
+    if "," in args.history or args.history == "all":
+        raise MtrbenchError("rag takes one --history strategy")
+    generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
+                                    max_tokens=args.max_tokens)
+    status = Console(stderr=True)
+    judge = None
+    if args.judge != "none":
+        if not args.judge_model:
+            status.print("[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an "
+                         "independent judge", soft_wrap=True)
+        judge = model_judge(args.judge_model or args.generator_model,
+                            args.judge_base_url or args.generator_base_url, args, "judge")
+    if args.answer_history in ("rewrite:llm", "summary", "summary:llm") and not args.rewriter_model:
+        args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
+    rewriter = rewriter_from_args(args, not args.quiet)
+    config = RagConfig(
+        model=args.model, task=args.task,
+        eval=EvalConfig(histories=[args.history], truncate=args.truncate, split=args.split, data_dir=args.data_dir,
+                        corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(args.argv),
+                        rewriter=rewriter),
+        retriever=RetrieverOptions(device=args.device, max_length=args.max_length, cache_dir=args.cache_dir,
+                                   use_cache=not args.no_cache, show_progress=not args.quiet),
+        generation=GenerateConfig(task=args.task, top_k=args.passages, history=args.answer_history,
+                                  max_passage_chars=args.max_passage_chars or None, limit=args.limit,
+                                  rewriter=rewriter),
+        generator=generator, judge=judge, judge_mode=args.judge if judge else "verdict", scenario=args.scenario,
+        measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()),
+        ragalign=tuple(m.strip() for m in args.ragalign.split(",") if m.strip()),
+        cache=None if args.dry_run else cache_from_args(args), dry_run=args.dry_run, yes=args.yes,
+        show_progress=not args.quiet)
+    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
+    report = run_rag(config, progress=say)
+    if args.dry_run:
+        return 0
+    _print_report(Console(), report, quiet=args.quiet)
+    return 0 if report.complete else 1
+
+
+def _print_report(console, report, quiet: bool) -> None:
+    from rich.table import Table
+
+    retrieval, generated = report.retrieval, report.generation
+    main = retrieval.main_score_key
+    per_query = retrieval.evaluation.per_query
+    scores, outcome = report.scores, report.outcome
+    labels = scores.evaluation.labels() if scores is not None else {}
+    keys = list(scores.evaluation.metric_keys) if scores is not None else []
+    judged = {t.item.qid: t for t in outcome.run.turns} if outcome is not None else {}
+    if not quiet:
+        table = Table(title=f"{report.task.name} · per turn", title_justify="left")
+        for column in ["qid", main, *(labels[k] for k in keys), *(["judge"] if outcome is not None else [])]:
+            table.add_column(column, justify="left" if column == "qid" else "right", no_wrap=column == "qid")
+        qids = list(dict.fromkeys([*(scores.scored if scores is not None else []), *judged]))
+        for qid in qids:
+            row = [qid, f"{per_query[qid][main]:.4f}" if qid in per_query else "-"]
+            if scores is not None:
+                values = scores.evaluation.per_query.get(qid, {})
+                row += [f"{values[k]:.4f}" if k in values else "-" for k in keys]
+            if outcome is not None:
+                turn = judged.get(qid)
+                row.append("-" if turn is None else "failed" if not turn.ok else
+                           f"{turn.value:g}" if outcome.run.mode == "rating" else
+                           "correct" if turn.value else "incorrect")
+            table.add_row(*row)
+        console.print(table)
+    console.print(f"retrieval {report.retrieval.history}: {main} {retrieval.scores.get(main, float('nan')):.4f} "
+                  f"over {retrieval.n_evaluated} turns", soft_wrap=True)
+    console.print(f"generation: {generated.generated} generated this run, {generated.done_before} already there, "
+                  f"{generated.failed} failed of {generated.turns}; {generated.requests} request(s) sent",
+                  soft_wrap=True)
+    if scores is not None:
+        means = "  ".join(f"{labels[k]} {v:.4f}" for k, v in scores.means().items())
+        console.print(f"{len(scores.scored)} turns scored: {means}", soft_wrap=True)
+    if outcome is not None:
+        s = outcome.summary
+        line = f"judge {s['judge']['model']} ({s['mode']}): {s['counts']['answered']} answered"
+        if s.get("accuracy") is not None:
+            line += f", correct {s['accuracy']:.3f}"
+        if s.get("mean_rating") is not None:
+            line += f", mean rating {s['mean_rating']:.3f}"
+        if outcome.failures:
+            line += f"; {len(outcome.failures)} failed after retries (not scored; asked again next run)"
+        console.print(line, soft_wrap=True)
+    for key, result in (report.alignment or {}).items():
+        if result["value"] is None:
+            console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
+        else:
+            p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
+            console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
+                          soft_wrap=True)
+    if generated.failed:
+        console.print(f"[yellow]warning:[/yellow] {generated.failed} turn(s) not generated: {generated.failures_path}",
+                      soft_wrap=True)
+    console.print(f"[dim]results: {report.output}[/dim]", soft_wrap=True)
