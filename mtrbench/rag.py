@@ -117,8 +117,9 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     report = RagReport(retrieval=retrieval, generation=generated)
     if config.dry_run:
         return report
-    if not generated.output.is_file():
-        raise MtrbenchError(f"no turn was generated ({generated.failed} failed); see {generated.failures_path}")
+    if generated.generated + generated.done_before == 0:
+        raise MtrbenchError(f"no turn was generated: {generated.failed} of {generated.turns} failed after retries"
+                            f"{_first_failure(generated)}; the list is in {generated.failures_path}")
 
     say("Stage 3/3: judging")
     generations = read_generations(generated.output)
@@ -143,6 +144,14 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     report.output = folder / f"{stem}.rag.json"
     atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
     return report
+
+
+def _first_failure(generated: GenerateReport) -> str:
+    try:
+        with open(generated.failures_path, encoding="utf-8") as handle:
+            return f" (first: {json.loads(handle.readline())['error']})"
+    except (OSError, ValueError, KeyError):
+        return ""
 
 
 def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
