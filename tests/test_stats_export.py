@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 
@@ -66,3 +68,21 @@ def test_export_hf(native_mini, tmp_path):
     assert {d: g for q, d, g in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if q == "c1_4"} == {
         "orrin-open": 2, "orrin-design": 1}
     assert row["meta"]["switch_turn"] == 2
+
+
+def test_hf_re_export_to_the_same_folder_never_loads_stale_rows(native_mini, tmp_path):
+    """datasets caches a local folder's config under a key that survives rewriting a file in place; the export
+    names its files by content so datasets (and mteb, which loads through it) sees the new rows."""
+    changed = tmp_path / "changed"
+    shutil.copytree(native_mini, changed)
+    with (changed / "conversations" / "test.jsonl").open("a") as handle:
+        handle.write(json.dumps({"conversation_id": "c2", "messages": [
+            {"role": "user", "content": "When did the Orrin bridge open?", "qrels": [{"doc_id": "orrin-open", "score": 1}]}]})
+            + "\n")
+    out = tmp_path / "hf"
+    for source, expected in ((native_mini, 5), (changed, 6)):
+        proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(source), "--format", "hf",
+                               "--out", str(out)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert len(datasets.load_dataset(str(out), "conversations", split="test")) == expected
+    assert len(list((out / "conversations").glob("*.parquet"))) == 1  # the older file is gone

@@ -106,29 +106,40 @@ def export_hf(task: TaskData, card: TaskCard, out: Path, texts: QueryTexts) -> l
             "meta": meta} for q, meta in zip(task.queries, metas)]),
     }
     splits = {"corpus": CORPUS_SPLIT, "queries": QUERIES_SPLIT, "qrels": task.split, "conversations": task.split}
-    paths = []
-    for name in HF_CONFIGS:
-        path = out / name / f"{splits[name]}.parquet"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f".{path.name}.partial")
-        tables[name].to_parquet(str(partial))
-        partial.replace(path)
-        paths.append(path)
+    files = {name: _write_parquet(tables[name], out / name, splits[name]) for name in HF_CONFIGS}
     readme = out / "README.md"
-    atomic_write_text(readme, dataset_card(task, card, texts, splits, meta_encoding))
-    return [readme, *paths]
+    atomic_write_text(readme, dataset_card(task, card, texts, splits, files, meta_encoding))
+    return [readme, *(out / f for f in files.values())]
+
+
+def _write_parquet(table, folder: Path, split: str) -> str:
+    """``<split>-<content hash>.parquet``: datasets caches a local folder's config under a key that does not
+    change when a file is rewritten in place, so a re-export to the same folder would load stale rows
+    (mteb included); a new name per content makes a new key. Older exports of this split are removed."""
+    import hashlib
+
+    folder.mkdir(parents=True, exist_ok=True)
+    partial = folder / f".{split}.parquet.partial"
+    table.to_parquet(str(partial))
+    digest = hashlib.sha256(partial.read_bytes()).hexdigest()[:12]
+    path = folder / f"{split}-{digest}.parquet"
+    for old in folder.glob(f"{split}-*.parquet"):
+        if old != path:
+            old.unlink()
+    partial.replace(path)
+    return f"{folder.name}/{path.name}"
 
 
 _TASK_CATEGORIES = {"conversational-retrieval": "text-retrieval", "retrieval": "text-retrieval"}
 
 
-def dataset_card(task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict[str, str],
+def dataset_card(task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict[str, str], files: dict[str, str],
                  meta_encoding: str) -> str:
     """README.md: YAML metadata the Hub and ``datasets`` read (configs with data_files, license,
     task categories, languages, pretty name), then the task card's description and citation."""
     import yaml
 
-    configs = [{"config_name": name, "data_files": [{"split": splits[name], "path": f"{name}/{splits[name]}.parquet"}]}
+    configs = [{"config_name": name, "data_files": [{"split": splits[name], "path": files[name]}]}
                for name in HF_CONFIGS]
     header: dict[str, Any] = {
         "pretty_name": task.name,
