@@ -18,7 +18,7 @@ from mtrbench.errors import MtrbenchError, unknown_name
 
 HISTORY_FIRST = "history-first"
 CURRENT_FIRST = "current-first"
-DEFAULT_HISTORY = "full"  # mteb's and MTR-SUITE's serialization
+DEFAULT_HISTORY = "full"  # mteb's and MTR-SUITE's serialization; a first turn is the bare question, as in BEIR
 
 
 @dataclass(frozen=True)
