@@ -24,7 +24,7 @@ EXPECTED = {
              "Agent: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\n"
              "User: when did it open?"),
     "window:3": "User: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\nUser: when did it open?",
-    "window:1": "User: when did it open?",
+    "window:1": "when did it open?",  # no history kept: the bare question, as `current`
     "questions": ("User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
                   "User: Who designed the Orrin Suspension Bridge?\nUser: when did it open?"),
     "last-response": ("User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
@@ -47,10 +47,32 @@ def test_custom_prefixes_separator_and_current_first(turn4):
         "How deep is Lake Varnholm? any fish in it? Who designed the Orrin Suspension Bridge? when did it open?")
 
 
-def test_first_turn_has_no_history(native_mini):
+@pytest.mark.parametrize("name", ["current", "full", "window:3", "questions", "last-response"])
+def test_first_turn_is_the_bare_question_under_every_strategy(native_mini, name):
+    """No history, no role prefix: a plain (BEIR) query is scored on exactly its text."""
     first = load_task(str(native_mini)).queries[0]
-    assert get_strategy("full")(first, DEFAULT).text() == "User: How deep is Lake Varnholm?"
-    assert get_strategy("last-response")(first, DEFAULT).text() == "User: How deep is Lake Varnholm?"
+    assert get_strategy(name)(first, DEFAULT).text() == "How deep is Lake Varnholm?"
+    fmt = QueryFormat(order="current-first")
+    assert get_strategy(name)(first, fmt).text() == "How deep is Lake Varnholm?"
+
+
+def test_second_turn_prefixes_every_line(native_mini):
+    second = load_task(str(native_mini)).queries[1]
+    assert get_strategy("full")(second, DEFAULT).text() == (
+        "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?")
+    assert get_strategy("questions")(second, DEFAULT).text() == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
+
+
+def test_left_truncation_that_drops_all_history_leaves_the_bare_question(minilm):
+    tok = minilm.tokenizer
+    question = " ".join(["bridge"] * 40) + " when?"
+    q = ConversationalQuery(qid="x_2", conversation_id="x", turn_id=2,
+                            history=(Message("user", "a very old question about the harbour"),), query=question)
+    serialized = get_strategy("full")(q, DEFAULT)
+    # 44 budget tokens after [CLS]/[SEP]: the question (41) fits, "User: " + question too, no history line does
+    truncator = Truncator(tok, 46, side="left")
+    assert truncator(serialized) == question
+    assert truncator.stats.truncated == 1 and truncator.stats.question_cut == 0
 
 
 def test_rewrite_missing_is_a_clear_error():

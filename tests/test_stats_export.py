@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -42,10 +43,14 @@ def test_export_beir_round_trip(native_mini, tmp_path):
         r = by_qid[q.qid]
         assert (r.conversation_id, r.turn_id, r.history, r.query, r.gold_rewrite, r.answers, r.qrels) == (
             q.conversation_id, q.turn_id, q.history, q.query, q.gold_rewrite, q.answers, q.qrels)
-    # without the sidecar the conversation still comes back from the query text
+    # without the sidecar the query is its text: the conversation serialized as eval's default (full) does
     (tmp_path / "beir/conversations.jsonl").unlink()
     plain = {q.qid: q for q in load_task(str(tmp_path / "beir")).queries}
-    assert plain["c1_4"].history == original.queries[3].history and plain["c1_4"].query == "when did it open?"
+    assert plain["c1_4"].history == () and plain["c1_4"].query == (
+        "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?\n"
+        "Agent: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\n"
+        "User: when did it open?")
+    assert plain["c1_1"].query == "How deep is Lake Varnholm?"
 
 
 def test_export_hf(native_mini, tmp_path):
@@ -53,10 +58,31 @@ def test_export_hf(native_mini, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "hf",
                            "--out", str(tmp_path / "hf")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    queries = datasets.load_from_disk(str(tmp_path / "hf/queries"))["test"]
-    corpus = datasets.load_from_disk(str(tmp_path / "hf/corpus"))["corpus"]
-    assert len(queries) == len(original.queries) and len(corpus) == len(original.corpus)
-    row = queries[3]
-    assert row["qid"] == "c1_4" and row["query"] == "when did it open?"
-    assert {q["doc_id"]: q["score"] for q in row["qrels"]} == {"orrin-open": 2, "orrin-design": 1}
-    assert json.loads(row["meta"])["switch_turn"] == 2
+    folder = str(tmp_path / "hf")
+    conversations = datasets.load_dataset(folder, "conversations", split="test")
+    corpus = datasets.load_dataset(folder, "corpus", split="corpus")
+    qrels = datasets.load_dataset(folder, "qrels", split="test")
+    assert len(conversations) == len(original.queries) and len(corpus) == len(original.corpus)
+    row = conversations[3]
+    assert row["_id"] == "c1_4" and row["query"] == "when did it open?"
+    assert {d: g for q, d, g in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if q == "c1_4"} == {
+        "orrin-open": 2, "orrin-design": 1}
+    assert row["meta"]["switch_turn"] == 2
+
+
+def test_hf_re_export_to_the_same_folder_never_loads_stale_rows(native_mini, tmp_path):
+    """datasets caches a local folder's config under a key that survives rewriting a file in place; the export
+    names its files by content so datasets (and mteb, which loads through it) sees the new rows."""
+    changed = tmp_path / "changed"
+    shutil.copytree(native_mini, changed)
+    with (changed / "conversations" / "test.jsonl").open("a") as handle:
+        handle.write(json.dumps({"conversation_id": "c2", "messages": [
+            {"role": "user", "content": "When did the Orrin bridge open?", "qrels": [{"doc_id": "orrin-open", "score": 1}]}]})
+            + "\n")
+    out = tmp_path / "hf"
+    for source, expected in ((native_mini, 5), (changed, 6)):
+        proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(source), "--format", "hf",
+                               "--out", str(out)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert len(datasets.load_dataset(str(out), "conversations", split="test")) == expected
+    assert len(list((out / "conversations").glob("*.parquet"))) == 1  # the older file is gone

@@ -1,28 +1,72 @@
-"""`mtrbench export`: a task as BEIR files or Hugging Face datasets."""
+"""`mtrbench export`: a task as BEIR files or a Hub-ready Hugging Face dataset folder."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("export", help="write a task as BEIR files or Hugging Face datasets")
+    p = sub.add_parser("export", help="write a task as BEIR files or a Hub-ready Hugging Face dataset",
+                       description="Each query's text is serialized as `mtrbench eval` serializes it (--history and "
+                                   "the query-format options; with --model also truncated to that model's limit), "
+                                   "so beir's and mteb's own retrievers score the export as mtrbench scores the task.")
     p.add_argument("task")
     p.add_argument("--format", required=True, choices=["beir", "hf"])
     p.add_argument("--out", required=True)
     add_data_options(p)
+    p.add_argument("--history", default="full",
+                   help="current | full | window:K | questions | last-response | rewrite [full, as eval]")
+    p.add_argument("--model", help="truncate each query as `mtrbench eval --model M` does (its tokenizer, max length "
+                                   "and query prompt; the prompt itself is not written) [no truncation]")
+    p.add_argument("--max-length", type=int, help="with --model: token limit, as eval's --max-length [model's]")
+    p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
+                   help="with --model: as eval's --truncate [left]")
+    p.add_argument("--user-prefix", default="User: ")
+    p.add_argument("--assistant-prefix", default="Agent: ")
+    p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
+    p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
     return {"export": _cmd_export}
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from mtrbench.data import load_task
-    from mtrbench.data.export import export_beir, export_hf
+    from mtrbench.data import load_task, resolve_card
+    from mtrbench.data.export import QueryTexts, export_beir, export_hf
+    from mtrbench.errors import MtrbenchError
+    from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
+    from mtrbench.serialize.truncate import Truncator
 
-    task = load_task(args.task, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
-    paths = (export_beir if args.format == "beir" else export_hf)(task, Path(args.out))
-    print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents) to "
+    strategy = get_strategy(args.history)
+    fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
+                      separator=unescape(args.separator), order=args.order)
+    if args.max_length is not None and not args.model:
+        raise MtrbenchError("--max-length needs --model (the tokenizer that counts the tokens)")
+    card = resolve_card(args.task)
+    task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
+    check_strategy_applies(strategy, task.name, task.has_rewrites)
+    tokenizer, max_length, prompt = None, None, ""
+    if args.model:
+        from mtrbench.retrieve import RetrieverOptions, build_retriever
+
+        retriever = build_retriever(args.model, RetrieverOptions(device="cpu", max_length=args.max_length,
+                                                                 show_progress=False))
+        tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
+    truncator = Truncator(tokenizer, max_length, prompt=prompt, side=args.truncate)
+    texts = {q.qid: truncator(strategy(q, fmt)) for q in task.queries}
+    settings = {"history": strategy.name, "truncate": truncator.side, "model": args.model,
+                "max_length": max_length if truncator.side != "none" else None, "query_prompt": prompt or None,
+                "user_prefix": fmt.user_prefix, "assistant_prefix": fmt.assistant_prefix,
+                "separator": fmt.separator, "order": fmt.order}
+    query_texts = QueryTexts(texts, settings)
+    out = Path(args.out)
+    paths = export_beir(task, out, query_texts) if args.format == "beir" else export_hf(task, card, out, query_texts)
+    if prompt:
+        print(f"note: {args.model} encodes queries with the prompt {prompt!r}; the exported text leaves it out "
+              f"(its tokens were counted when truncating)", file=sys.stderr)
+    print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents; "
+          f"history={strategy.name}, truncate={truncator.side}, {truncator.stats.truncated} truncated) to "
           + ", ".join(str(p) for p in paths))
     return 0

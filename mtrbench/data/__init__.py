@@ -13,22 +13,34 @@ from mtrbench.errors import MtrbenchError
 
 
 def detect_format(folder: Path) -> str:
+    from mtrbench.data.loaders.hf import is_hf_layout
+
+    if is_hf_layout(folder):
+        return "hf"
     if (folder / "conversations").is_dir() and (folder / "corpus.jsonl").is_file():
         return "mtrbench"
     if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
         return "beir"
     raise MtrbenchError(f"{folder}: cannot tell the format (expected corpus.jsonl with conversations/ "
-                        f"(mtrbench) or queries.jsonl + qrels/ (BEIR))")
+                        f"(mtrbench), queries.jsonl + qrels/ (BEIR) or a README.md whose configs name corpus, "
+                        f"queries and qrels (Hugging Face, `mtrbench export --format hf`))")
 
 
 def card_for_folder(folder: Path) -> TaskCard:
     """An ad-hoc card for ``--task PATH`` pointing at a local folder in a known format."""
     fmt = detect_format(folder)
-    split_dir = folder / ("conversations" if fmt == "mtrbench" else "qrels")
-    ext = "jsonl" if fmt == "mtrbench" else "tsv"
-    splits = sorted(p.stem for p in split_dir.glob(f"*.{ext}"))
-    if not splits:
-        raise MtrbenchError(f"{split_dir}: no split files (*.{ext})")
+    if fmt == "hf":
+        from mtrbench.data.loaders.hf import folder_splits
+
+        splits = folder_splits(folder)
+        if not splits:
+            raise MtrbenchError(f"{folder}/README.md: the qrels config names no split")
+    else:
+        split_dir = folder / ("conversations" if fmt == "mtrbench" else "qrels")
+        ext = "jsonl" if fmt == "mtrbench" else "tsv"
+        splits = sorted(p.stem for p in split_dir.glob(f"*.{ext}"))
+        if not splits:
+            raise MtrbenchError(f"{split_dir}: no split files (*.{ext})")
     eval_split = "test" if "test" in splits else splits[0]
     return card_from_dict({"name": folder.resolve().name, "description": f"local {fmt} folder {folder}",
                            "format": fmt, "source": {"path": str(folder.resolve())}, "splits": splits,

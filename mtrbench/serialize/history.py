@@ -2,6 +2,10 @@
 
 Every strategy yields the formatted history lines (oldest first) and the current question line
 separately, so truncation can drop history while keeping the question whole.
+
+Role prefixes mark turns only where there is history: a query whose serialized history is empty
+(a first turn, ``current``, ``window:1``, or every history line dropped by truncation) is the bare
+question, so a plain BEIR query scores exactly as beir scores it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from mtrbench.errors import MtrbenchError, unknown_name
 
 HISTORY_FIRST = "history-first"
 CURRENT_FIRST = "current-first"
-DEFAULT_HISTORY = "full"  # mteb's and MTR-SUITE's serialization
+DEFAULT_HISTORY = "full"  # mteb's and MTR-SUITE's serialization; a first turn is the bare question, as in BEIR
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,19 @@ class QueryFormat:
 @dataclass(frozen=True)
 class Serialized:
     history: tuple[str, ...]  # formatted lines, oldest first
-    current: str
+    current: str  # the question's line as it reads beside history (role-prefixed where the strategy prefixes)
     fmt: QueryFormat
+    question: str = ""  # the bare question: the whole text when no history is kept
+
+    def __post_init__(self) -> None:
+        if not self.question:
+            object.__setattr__(self, "question", self.current)
 
     def text(self, history_text: str | None = None) -> str:
         """The query string; ``history_text`` replaces the joined history (after truncation)."""
         hist = self.history_text() if history_text is None else history_text
         if not hist:
-            return self.current
+            return self.question
         if self.fmt.order == HISTORY_FIRST:
             return f"{hist}{self.fmt.separator}{self.current}"
         return f"{self.current}{self.fmt.separator}{hist}"
@@ -81,7 +90,7 @@ class HistoryStrategy:
         if not self.prefixed:
             return Serialized(history=tuple(m.content for m in history), current=current, fmt=fmt)
         return Serialized(history=tuple(fmt.line(m) for m in history),
-                          current=fmt.line(Message(USER, current)), fmt=fmt)
+                          current=fmt.line(Message(USER, current)), fmt=fmt, question=current)
 
 
     def _from_model(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:

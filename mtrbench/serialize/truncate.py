@@ -81,14 +81,14 @@ class Truncator:
         return kept
 
     def _left(self, serialized: Serialized) -> str:
-        current = serialized.current
-        if self._fits(current) > 0:
-            # The question alone is too long: keep its beginning, drop all history.
+        current, question = serialized.current, serialized.question
+        if self._fits(question) > 0:
+            # The question alone is too long: keep its beginning, drop all history (so no role prefix).
             self.stats.question_cut += 1
-            enc = self.tokenizer(self.prompt + current, add_special_tokens=False, return_offsets_mapping=True,
-                             verbose=False)
+            enc = self.tokenizer(self.prompt + question, add_special_tokens=False, return_offsets_mapping=True,
+                                 verbose=False)
             end = enc["offset_mapping"][self.budget - 1][1] - len(self.prompt)
-            return current[:end]
+            return question[:end]
         history = serialized.history_text()
         enc = self.tokenizer(history, add_special_tokens=False, return_offsets_mapping=True,
                              verbose=False)
@@ -105,4 +105,4 @@ class Truncator:
             if over <= 0:
                 return serialized.text(kept)
             keep -= over
-        return current
+        return question

@@ -10,6 +10,7 @@ On the Hub, the same data follows mteb's layout: configs ``corpus``, ``queries``
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         raise MtrbenchError(f"{corpus_origin}: the corpus has no document")
     check_corpus(corpus, corpus_origin)
     warnings: Counter = Counter()
-    queries = _queries(query_rows, qrels, sidecar, queries_origin, warnings)
+    queries = queries_from_rows(query_rows, qrels, sidecar, queries_origin, warnings)
     if not queries:
         raise MtrbenchError(f"{queries_origin}: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
@@ -75,7 +76,20 @@ def _read_local(folder: Path, split: str, opts: dict[str, Any]):
     return corpus, queries, qrels, sidecar
 
 
-def _queries(rows, qrels, sidecar, origin: str, warnings: Counter) -> list[ConversationalQuery]:
+def _sidecar_meta(conv: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """A query's metadata: the sidecar's ``meta`` (a struct, or a JSON string when the values do not fit one
+    Arrow schema: the HF export) or the BEIR query record's ``metadata``."""
+    meta = conv.get("meta")
+    if meta is None:
+        return dict(row.get("metadata") or {})
+    if isinstance(meta, str):
+        meta = json.loads(meta)
+    return {k: v for k, v in meta.items() if v is not None}  # a struct column gives every row every key
+
+
+def queries_from_rows(rows, qrels, sidecar, origin: str, warnings: Counter) -> list[ConversationalQuery]:
+    """Queries of the split (those with qrels) from BEIR query rows; a sidecar row of the same ``_id``
+    (``conversations.jsonl``, or the HF export's ``conversations`` config) supplies the conversation."""
     structured = {str(r["_id"]): r for r in sidecar} if sidecar is not None else {}
     queries = []
     seen: set[str] = set()
@@ -102,7 +116,9 @@ def _queries(rows, qrels, sidecar, origin: str, warnings: Counter) -> list[Conve
                 qid=qid, conversation_id=str(conv.get("conversation_id", qid)),
                 turn_id=int(conv.get("turn_id") or 1 + sum(m.role == USER for m in history)),
                 history=history, query=str(conv["query"]), gold_rewrite=conv.get("gold_rewrite") or None,
-                answers=tuple(conv.get("answers") or ()), qrels=qrels[qid], meta=dict(row.get("metadata") or {})))
+                answers=tuple(conv.get("answers") or ()), qrels=qrels[qid], meta=_sidecar_meta(conv, row),
+                candidate_doc_ids=tuple(conv["candidate_doc_ids"]) if conv.get("candidate_doc_ids") is not None
+                else None))
             continue
         messages = parse_messages(row["text"], where)
         if not messages or messages[-1].role != USER:
