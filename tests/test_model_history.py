@@ -142,6 +142,8 @@ def test_summary_strategy_puts_the_summary_before_the_whole_question():
     fmt = QueryFormat()
     strategy = get_strategy("summary:llm").with_texts({"q": "The user asks about lakes."})
     assert strategy(_query(1), fmt).text() == "The user asks about lakes.\nUser: and how deep is the deepest one in norway?"
+    # an empty summary (a first turn) keeps no history: the bare question, as every strategy gives (BEIR-exact)
+    assert strategy.with_texts({"q": ""})(_query(1), fmt).text() == "and how deep is the deepest one in norway?"
     rewrite = get_strategy("rewrite:llm").with_texts({"q": "How deep is Norway's deepest lake?"})
     assert rewrite(_query(1), fmt).text() == "How deep is Norway's deepest lake?"
     # no text for the query (its request failed): the full history

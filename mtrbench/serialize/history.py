@@ -103,7 +103,8 @@ class HistoryStrategy:
         if self.model_kind == "rewrite":
             return Serialized(history=(), current=text, fmt=fmt)
         # summary: the summary stands for the history, the question stays whole and last to go
-        return Serialized(history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt)
+        return Serialized(history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt,
+                          question=query.query)
 
 
 def _current(q: ConversationalQuery) -> tuple[list[Message], str]:
