@@ -107,20 +107,22 @@ def _verify(args: argparse.Namespace) -> int:
                     local=LocalOptions(*(Path(p) if p else None for p in (args.cache_dir, args.data_dir, args.corpus))),
                     screen=screen_command, say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
                                                       highlight=False))
-    console.print(_checks_table(path, checks, args.tolerance))
+    from mtrbench.results.table import print_titled
+
+    print_titled(console, f"verify {path}", _checks_table(checks, args.tolerance))
     counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
     console.print(", ".join(f"{counts[s]} {s}" for s in STATUSES) + f" (tolerance {args.tolerance:g})")
     return 1 if counts[FAIL] or counts[REFUSED] else 0
 
 
-def _checks_table(path, checks, tolerance):
+def _checks_table(checks, tolerance):
     from rich.markup import escape
-    from rich.table import Table
 
     from mtrbench.measures import label as pretty_name
+    from mtrbench.results.table import compact_table
 
     style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow", "REFUSED": "bold magenta"}
-    table = Table(title=f"verify {path}", title_justify="left")
+    table = compact_table()
     for column, justify in (("entry", "left"), ("status", "left"), ("metric", "left"), ("expected", "right"),
                             ("obtained", "right"), ("how / why", "left")):
         table.add_column(column, justify=justify, overflow="fold")
