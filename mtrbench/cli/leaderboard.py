@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
@@ -47,9 +48,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     s.add_argument("--task", help="only this task, with its headline metrics")
     s.add_argument("--metric", help="metric key to show, e.g. recall_at_20 [each task's main score]")
 
-    h = actions.add_parser("html", help="write a static page: sortable table, bar charts, settings per entry")
+    h = actions.add_parser("html", help="write a static page: a section per comparable group, tables, charts")
     h.add_argument("leaderboard", metavar="NAME|FILE")
     h.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
+    h.add_argument("--results", action="append", metavar="DIR",
+                   help="result folder (repeatable) holding the entries' `mtrbench eval` results: adds per-turn "
+                        "curves with bootstrap bands over conversations")
 
     plot = sub.add_parser("plot", help="PNG figures: per-turn Recall@k/nDCG@k by history strategy; leaderboard bars")
     plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
@@ -157,7 +161,16 @@ def _html(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.schema import load
 
     _, document = load(args.leaderboard)
-    page = write_page(document, Path(args.output))
+    turns = None
+    if args.results:
+        from mtrbench.leaderboard.turns import turn_curves
+
+        missing = [r for r in args.results if not Path(r).is_dir()]
+        if missing:
+            raise MtrbenchError(f"--results {missing[0]}: not a folder")
+        turns = turn_curves(document, [Path(r) for r in args.results])
+        print(f"per-turn curves for {len(turns)} of {len(document['entries'])} entries", file=sys.stderr)
+    page = write_page(document, Path(args.output), turns)
     print(f"wrote {page}")
     return 0
 
