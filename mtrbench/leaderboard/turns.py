@@ -8,35 +8,16 @@ leaderboard file, so a downloaded leaderboard cannot make the page read an arbit
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.entries import entry_from_result
 from mtrbench.leaderboard.keys import identity
 from mtrbench.metrics.turn_bands import TurnBand, turn_bands
-from mtrbench.results.documents import find_inputs, read_json
+from mtrbench.results.documents import find_inputs, read_json, read_per_query_rows
 
 # entry id -> metric -> bands, turns ascending
 TurnCurves = dict[str, dict[str, list[TurnBand]]]
-
-
-def _per_query_rows(result: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
-    name = document["mtrbench"].get("files", {}).get("per_query")
-    if not name or Path(name).name != name:
-        raise MtrbenchError(f"{result}: no per-query file recorded beside it")
-    path = result.with_name(name)
-    if not path.is_file():
-        raise MtrbenchError(f"{result}: its per-query file {path} is missing")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                raise MtrbenchError(f"{path}:{n}: not valid JSON") from None
-    return rows
 
 
 def turn_curves(document: dict[str, Any], results_dirs: list[Path]) -> TurnCurves:
@@ -58,7 +39,7 @@ def turn_curves(document: dict[str, Any], results_dirs: list[Path]) -> TurnCurve
         matches = by_identity.get(identity(entry_from_result(path, result)), [])
         if not matches:
             continue
-        rows = _per_query_rows(path, result)
+        rows = read_per_query_rows(path, result)
         for entry_id in matches:
             for metric in sorted(wanted[entry_id]):
                 points = [(r.get("conversation_id"), r.get("turn_id"), r[metric]) for r in rows
