@@ -231,6 +231,20 @@ def test_per_turn_bands_come_from_the_per_query_files(document, results):
             assert band.low <= band.mean <= band.high
 
 
+def test_a_result_without_its_per_query_file_is_skipped_with_a_warning(document, results, tmp_path):
+    import shutil
+
+    from mtrbench.leaderboard.turns import turn_curves
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    removed = next(copy.rglob("history=current/*.per_query.jsonl"))
+    removed.unlink()
+    warnings: list[str] = []
+    curves = turn_curves(document, [copy], warnings)
+    assert len(curves) == 1 and len(warnings) == 1 and "per-query file" in warnings[0] and str(removed) in warnings[0]
+
+
 def test_page_in_headless_chromium(server, document, tmp_path):
     sync_playwright = _browser_or_skip()
     requests: list[str] = []

@@ -112,3 +112,15 @@ def test_score_title_wraps_within_80_columns(columns_80, tmp_path, capsys):
     assert all(len(line) <= 80 for line in _lines(out)), max(map(len, _lines(out)))
     recall_1 = next(line for line in _lines(out) if line.split()[:1] == ["Recall@1"])
     assert recall_1.split()[-1] == "0.5000"  # q1 misses at 1, q2 hits: (0 + 1) / 2
+
+
+@pytest.mark.parametrize("command", [["tasks"], ["metrics"]])
+def test_listings_fit_80_columns(command, columns_80, capsys):
+    assert main(command) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in _lines(out)), [line for line in _lines(out) if len(line) > 80]
+    if command == ["metrics"]:
+        from mtrbench.measures import all_families
+
+        for family in all_families().values():  # each family's key on one line, whole
+            assert any(f"key {family.key_stem}_at_10" in line for line in _lines(out)), family.name

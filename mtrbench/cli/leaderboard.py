@@ -168,7 +168,11 @@ def _html(args: argparse.Namespace) -> int:
         missing = [r for r in args.results if not Path(r).is_dir()]
         if missing:
             raise MtrbenchError(f"--results {missing[0]}: not a folder")
-        turns = turn_curves(document, [Path(r) for r in args.results])
+        warnings: list[str] = []
+        turns = turn_curves(document, [Path(r) for r in args.results], warnings)
+        if warnings:
+            print(f"warning: {len(warnings)} result file(s) skipped for the per-turn curves, e.g. {warnings[0]}",
+                  file=sys.stderr)
         print(f"per-turn curves for {len(turns)} of {len(document['entries'])} entries", file=sys.stderr)
     page = write_page(document, Path(args.output), turns)
     print(f"wrote {page}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.entries import entry_from_result
 from mtrbench.leaderboard.keys import identity
 from mtrbench.metrics.turn_bands import TurnBand, turn_bands
@@ -20,8 +21,12 @@ from mtrbench.results.documents import find_inputs, read_json, read_per_query_ro
 TurnCurves = dict[str, dict[str, list[TurnBand]]]
 
 
-def turn_curves(document: dict[str, Any], results_dirs: list[Path]) -> TurnCurves:
-    """Bands of every group's main metric for each run entry that has a matching result under ``results_dirs``."""
+def turn_curves(document: dict[str, Any], results_dirs: list[Path], warnings: list[str] | None = None) -> TurnCurves:
+    """Bands of every group's main metric for each run entry that has a matching result under ``results_dirs``.
+
+    A result that cannot be read (or lacks its per-query file) is skipped and described in ``warnings``:
+    the page is still written, without that curve.
+    """
     wanted: dict[str, set[str]] = {}
     by_identity: dict[str, list[str]] = {}
     for entry in document["entries"]:
@@ -35,11 +40,14 @@ def turn_curves(document: dict[str, Any], results_dirs: list[Path]) -> TurnCurve
                 wanted[entry_id].add(group["main_scores"][task])
     curves: TurnCurves = {}
     for path in find_inputs(list(results_dirs)).results:
-        result = read_json(path)
-        matches = by_identity.get(identity(entry_from_result(path, result)), [])
-        if not matches:
+        try:
+            result = read_json(path)
+            matches = by_identity.get(identity(entry_from_result(path, result)), [])
+            rows = read_per_query_rows(path, result) if matches else []
+        except MtrbenchError as exc:
+            if warnings is not None:
+                warnings.append(str(exc))
             continue
-        rows = read_per_query_rows(path, result)
         for entry_id in matches:
             for metric in sorted(wanted[entry_id]):
                 points = [(r.get("conversation_id"), r.get("turn_id"), r[metric]) for r in rows
