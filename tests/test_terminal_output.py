@@ -72,7 +72,7 @@ def test_run_tags_name_model_and_strategy(bm25_eval):
     ("/models/my model/", "current", "mtrbench-my_model-current"),
 ])
 def test_run_tag_is_one_token(model, strategy, tag):
-    from mtrbench.formats.run import format_run, read_run, run_tag
+    from mtrbench.formats.run import format_run, run_tag
 
     assert run_tag(model, strategy) == tag
     assert len(format_run({"q": {"d": 1.0}}, run_tag(model, strategy)).split()) == 6

@@ -158,8 +158,8 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
         table.add_row("default" if cell.alpha is None else f"{cell.alpha:g}",
                       "default" if cell.candidate_k is None else str(cell.candidate_k),
                       *(f"{r.scores[key]:.4f}" for r in cell.results), "<- best" if i == best else "")
-    print_titled(console, f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the first "
-                          f"history)", table)
+    print_titled(console, f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the "
+                          f"first history)", table)
     for cell in cells:
         for r in cell.results:
             status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)

@@ -146,10 +146,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.output:
         comparisons = [{**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
                        for r, th, rh in zip(rows, t_holm, rand_holm)]
-        atomic_write_text(args.output, json.dumps({"a": args.result_a, "b": args.result_b, "paired_queries": len(common),
-                                                   "unpaired_queries": only, "tie_epsilon": epsilon,
-                                                   "multiple_comparisons": "holm (per test, over the metrics)",
-                                                   "comparisons": comparisons}, indent=2) + "\n")
+        atomic_write_text(args.output, json.dumps({
+            "a": args.result_a, "b": args.result_b, "paired_queries": len(common), "unpaired_queries": only,
+            "tie_epsilon": epsilon, "multiple_comparisons": "holm (per test, over the metrics)",
+            "comparisons": comparisons}, indent=2) + "\n")
     return 0
 
 

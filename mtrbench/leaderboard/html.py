@@ -182,11 +182,12 @@ def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]], turns
         parts.append(f'<div class="task" data-task="{escape(task)}"><h3>{escape(task)} '
                      f'<span class="metric">sorted by {escape(pretty_name(main))}</span></h3>')
         parts.append(task_table(group, task, by_id, names))
-        items = [(names[i][0].split(" \u00b7 ")[0], by_id[i]["scores"][main], colour_of[systems[system_identity(by_id[i])]])
+        system_of = {i: systems[system_identity(by_id[i])] for i in ids}
+        items = [(system_label(system_of[i]), by_id[i]["scores"][main], colour_of[system_of[i]])
                  for i in ids if by_id[i]["scores"].get(main) is not None]
         charts = [bar_chart(items, f"{task}: {pretty_name(main)}")] if items else []
-        series = [Series(names[i][0].split(" \u00b7 ")[0], colour_of[systems[system_identity(by_id[i])]],
-                         turns[i][main]) for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
+        series = [Series(system_label(system_of[i]), colour_of[system_of[i]], turns[i][main])
+                  for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
         if series:
             charts.append(turn_chart(series, f"{task}: {pretty_name(main)} per turn, mean and 95% bootstrap band "
                                              f"(conversations resampled)"))
@@ -201,9 +202,8 @@ def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     by_id = {e["id"]: e for e in document["entries"]}
     meta = (f"{len(document['entries'])} entries in {len(groups)} comparable group(s) \u00b7 created "
             f"{document['created']} \u00b7 {document['generator']}")
-    nav = "".join(f'<li><a href="#group-{escape(g["id"])}">{escape(g["id"])}</a>: '
-                  f'{escape(", ".join(g["tasks"]))} \u00b7 history={escape(clipped(str(g["comparability"]["history"] or DASH)))}'
-                  f"</li>" for g in groups)
+    nav = "".join(f'<li><a href="#group-{escape(g["id"])}">{escape(g["id"])}</a>: {escape(", ".join(g["tasks"]))} '
+                  f'\u00b7 history={escape(clipped(str(g["comparability"]["history"] or DASH)))}</li>' for g in groups)
     parts = [f"<header><h1>{escape(document['name'])}</h1>"
              f"<p class=\"description\">{escape(document['description'])}</p>"
              f"<p class=\"meta\">{escape(meta)}</p></header><main>",
