@@ -124,3 +124,21 @@ def test_listings_fit_80_columns(command, columns_80, capsys):
 
         for family in all_families().values():  # each family's key on one line, whole
             assert any(f"key {family.key_stem}_at_10" in line for line in _lines(out)), family.name
+
+
+def test_verify_fits_80_columns_with_entry_ids_whole(columns_80, tmp_path, capsys):
+    from mtrbench.leaderboard.schema import leaderboards_dir
+
+    document = json.loads((leaderboards_dir() / "sample.json").read_text())
+    for entry in document["entries"]:
+        entry["command"] = "rm -rf /tmp/never"  # refused without running anything
+    path = tmp_path / ("a-long-folder-name-for-the-leaderboard-" * 2) / "lb.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(document))
+    assert main(["leaderboard", "verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in _lines(out)), [line for line in _lines(out) if len(line) > 80]
+    for entry in document["entries"]:
+        row = next(line for line in _lines(out) if line.split()[:1] == [entry["id"]])
+        assert "REFUSED" in row
+        assert any(line.startswith(f"{entry['id']}: refused: ") for line in _lines(out))

@@ -105,21 +105,30 @@ def _verify(args: argparse.Namespace) -> int:
     path, document = load(args.leaderboard)
     only = [i.strip() for chunk in (args.only or []) for i in chunk.split(",") if i.strip()] or None
     console = Console()
+    status = Console(stderr=True)  # progress (refusals as they happen, re-runs) on stderr; the table on stdout
     checks = verify(document, path, tolerance=args.tolerance, only=only,
                     results_dir=Path(args.results_dir) if args.results_dir else None,
                     work_dir=Path(args.work_dir) if args.work_dir else None, rerun=args.rerun,
                     local=LocalOptions(*(Path(p) if p else None for p in (args.cache_dir, args.data_dir, args.corpus))),
-                    screen=screen_command, say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
-                                                      highlight=False))
+                    screen=screen_command, say=lambda message: status.print(message, style="dim", soft_wrap=True, markup=False,
+                                                     highlight=False))
     from mtrbench.results.table import print_titled
+    from rich.text import Text
 
-    print_titled(console, f"verify {path}", _checks_table(checks, args.tolerance))
+    table, notes = _checks_table(checks, args.tolerance)
+    print_titled(console, f"verify {path}", table)
+    # How each entry was checked (often a result path) under the table, not squeezed into a column of it.
+    for entry_id, note in notes:
+        line = Text(f"{entry_id}: ", style="bold")
+        line.append(note)  # texts from the file: plain text, no markup
+        console.print(line, overflow="fold", highlight=False)
     counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
     console.print(", ".join(f"{counts[s]} {s}" for s in STATUSES) + f" (tolerance {args.tolerance:g})")
     return 1 if counts[FAIL] or counts[REFUSED] else 0
 
 
 def _checks_table(checks, tolerance):
+    """The table of values per entry, and (entry, how / why) notes printed below it."""
     from rich.markup import escape
 
     from mtrbench.measures import label as pretty_name
@@ -128,21 +137,23 @@ def _checks_table(checks, tolerance):
     style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow", "REFUSED": "bold magenta"}
     table = compact_table()
     for column, justify in (("entry", "left"), ("status", "left"), ("metric", "left"), ("expected", "right"),
-                            ("obtained", "right"), ("how / why", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
+                            ("obtained", "right")):
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=column != "entry")
     number = lambda v: "-" if v is None else f"{v:.6f}"  # noqa: E731
+    notes = []
     for c in checks:
         status = f"[{style[c.status]}]{c.status}[/{style[c.status]}]"
         if c.mismatches:
             for n, m in enumerate(c.mismatches):
                 table.add_row(escape(c.entry_id) if n == 0 else "", status if n == 0 else "", pretty_name(m.metric),
-                              number(m.expected), number(m.obtained),
-                              escape(c.reason + f" ({c.how})") if n == 0 else "")
+                              number(m.expected), number(m.obtained))
+            notes.append((c.entry_id, c.reason + f" ({c.how})"))
         else:
             note = c.reason or (f"{c.how}: {c.compared} metrics within {tolerance:g}" if c.status == "OK" else c.how)
             table.add_row(escape(c.entry_id), status, escape(pretty_name(c.main_score)) if c.main_score else "",
-                          number(c.expected), number(c.obtained), escape(note))  # texts from the file: no markup
-    return table
+                          number(c.expected), number(c.obtained))
+            notes.append((c.entry_id, note))
+    return table, notes
 
 
 def _show(args: argparse.Namespace) -> int:
