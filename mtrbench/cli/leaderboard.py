@@ -70,6 +70,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
 
@@ -82,13 +83,14 @@ def _build(args: argparse.Namespace) -> int:
                               keep_newest=args.keep_newest, report=report)
     write_document(document, output)
     console = Console()
+    status = Console(stderr=True)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        status.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
     skipped = f", {report.n_skipped} other JSON file(s) skipped" if report.n_skipped else ""
     console.print(f"{len(document['entries'])} entries from {report.n_results} result file(s) and "
                   f"{report.n_leaderboards} leaderboard(s){skipped}; {len(document['groups'])} comparable group(s)")
     for sentence in document["separations"]:
-        console.print(f"- {sentence}", soft_wrap=True)
+        console.print(Text(f"- {sentence}"))
     console.print(f"wrote {output}")
     return 0
 
