@@ -15,7 +15,7 @@ from mtrbench.metrics.analyses import AnalysisOptions, run_analyses
 from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
-from mtrbench.formats.run import Run
+from mtrbench.formats.run import Run, run_tag
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.measures import Measure, evaluate, parse_measures
 from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
@@ -210,7 +210,7 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         by_qid = {q.qid: q for q in task.queries}
         per_query_rows = [{"qid": qid, "conversation_id": by_qid[qid].conversation_id, "turn_id": by_qid[qid].turn_id,
                            **values} for qid, values in evaluation.per_query.items()]
-        write_result(paths, document, run, per_query_rows, run_tag=f"mtrbench-{strategy.name}")
+        write_result(paths, document, run, per_query_rows, run_tag=run_tag(model, strategy.name))
         results.append(StrategyResult(strategy.name, scores, main_key, evaluation, breakdowns,
                                       truncator.stats.as_dict(), paths, len(evaluation.per_query),
                                       len(evaluation.excluded) + n_no_qrels, analyses, dict(task.warnings)))

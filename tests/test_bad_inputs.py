@@ -413,7 +413,7 @@ def test_bad_input(case: Case, tmp_path: Path, capfd: pytest.CaptureFixture[str]
     if case.warning is not None:
         key, count = case.warning
         assert counts.get(key) == count, counts
-        shown = " ".join(out.split())  # rich wraps titles
+        shown = " ".join((out + err).split())  # rich wraps titles; eval's warnings go to stderr
         assert (f"{count} {key}" if case.kind != "score" else "judged queries absent" if key == "judged_without_run"
                 else "run queries without qrels") in shown, out
     if clean is not None:

@@ -253,3 +253,17 @@ def test_shards_with_non_finite_values_are_re_encoded(tmp_path, dtype, bad):
     assert report.messages == ["shard 1: non-finite values"]
     assert calls == [texts[4:8]]
     assert torch.equal(healed, expected) and healed.dtype == torch_dtype
+
+
+def test_cache_rm_takes_the_model_alias_eval_takes(tmp_path, capsys):
+    """`--model minilm` removes the entries recorded under MiniLM's checkpoint id, and only those."""
+    root = str(tmp_path / "cache")
+    cache = EmbeddingCache(root, shard_docs=4)
+    fill(cache, "sentence-transformers/all-MiniLM-L6-v2", "")
+    fill(cache, "sentence-transformers/all-MiniLM-L6-v2", "passage: ")
+    other = fill(cache, "BAAI/bge-base-en-v1.5", "")
+    assert main(["cache", "rm", "--model", "minilm", "--cache-dir", root]) == 0
+    assert [e.key for e in cache.entries()] == [other]
+    assert "removed 2 cache entries" in capsys.readouterr().out
+    assert main(["cache", "rm", "--model", "bge-base", "--cache-dir", root]) == 0  # alias -> BAAI/bge-base-en-v1.5
+    assert cache.entries() == []

@@ -346,9 +346,9 @@ def test_committed_sample_leaderboard_verifies(sample_results, tmp_path, monkeyp
     assert all(e["command"] and e["command"].startswith("mtrbench eval") for e in document["entries"])
     capsys.readouterr()
     assert main(["leaderboard", "verify", "sample", "--results-dir", str(sample_results)]) == 0
-    out = capsys.readouterr().out
-    assert f"{len(document['entries'])} OK, 0 FAIL, 0 SKIP" in out
-    assert "re-running 1/1: mtrbench eval --model bm25" in out
+    captured = capsys.readouterr()
+    assert f"{len(document['entries'])} OK, 0 FAIL, 0 SKIP" in captured.out
+    assert "re-running 1/1: mtrbench eval --model bm25" in captured.err  # progress: stderr
 
 
 def leaderboard_with_commands(tmp_path: Path, commands: dict[str, str | None], keep: list[dict] = ()) -> Path:
@@ -373,11 +373,14 @@ def test_verify_skips_what_cannot_run_here_and_refuses_what_is_not_checked(tmp_p
         "user-error": "mtrbench eval --query-model org/query-tower"})  # eval itself refuses: exit 2
     capsys.readouterr()
     assert main(["leaderboard", "verify", str(path)]) == 1  # a refusal is not a pass
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = " ".join(captured.out.split())  # the notes under the table wrap at the terminal's width
     assert "0 OK, 0 FAIL, 2 SKIP, 2 REFUSED" in out
     assert "no command recorded" in out
-    assert "not-mtrbench: refused: only `mtrbench eval` commands are re-run" in out
-    assert "task-folder: refused: --task '/nonexistent/task-folder' is not a registered task name" in out
+    for refusal in ("not-mtrbench: refused: only `mtrbench eval` commands are re-run",
+                    "task-folder: refused: --task '/nonexistent/task-folder' is not a registered task name"):
+        assert any(refusal in line for line in captured.err.splitlines())  # as it happened, whole
+        assert refusal.split(": refused: ")[0] + ": refused: " in out  # and in the notes under the table
     assert "not runnable here: error: --query-model and --doc-model go together" in out
 
 
@@ -410,7 +413,8 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
     mine, work = tmp_path / "my-cache", tmp_path / "work"
     capsys.readouterr()
     code = main(["leaderboard", "verify", str(path), "--rerun", "--work-dir", str(work), "--cache-dir", str(mine)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out, err = captured.out, captured.err  # the table on stdout; refusals and re-runs as they happen on stderr
     assert code == 1
     assert "2 OK, 0 FAIL, 0 SKIP, 6 REFUSED" in out
     assert not marker.exists() and not their_cache.exists() and not their_output.exists()
@@ -421,10 +425,10 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
                "evil-output": "--output-dir names a folder to write",
                "evil-value": "--user-prefix has no value"}
     for entry_id, reason in reasons.items():
-        [line] = [line for line in out.splitlines() if line.startswith(f"{entry_id}: refused: ")]
+        [line] = [line for line in err.splitlines() if line.startswith(f"{entry_id}: refused: ")]
         assert reason in line, line
     # the one safe command, printed before it ran, with the user's cache folder and verify's work folder
-    [shown] = [line for line in out.splitlines() if line.startswith("re-running")]
+    [shown] = [line for line in err.splitlines() if line.startswith("re-running")]
     assert shown == "re-running 1/1: " + shlex.join([
         "mtrbench", "eval", "--model", "bm25", "--history", "current,full", f"--cache-dir={mine.resolve()}",
         f"--output-dir={(work / 'run-1').resolve()}", "--quiet"])

@@ -15,7 +15,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("action", choices=["ls", "rm"])
     p.add_argument("key", nargs="?", help="rm: a cache key (a unique prefix is enough)")
     p.add_argument("--all", action="store_true", help="rm: every entry")
-    p.add_argument("--model", help="rm: every entry of this model (name as `cache ls` shows it)")
+    p.add_argument("--model", help="rm: every entry of this model: an alias (`mtrbench models`) or the name "
+                                   "`cache ls` shows")
     p.add_argument("--cache-dir", help="embedding cache folder [$MTRBENCH_CACHE_DIR/embeddings or "
                                        "~/.cache/mtrbench/embeddings]")
     return {"cache": _cmd_cache}
@@ -30,7 +31,13 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     chosen = [x for x in (args.key, args.all or None, args.model) if x]
     if len(chosen) != 1:
         raise MtrbenchError("usage: mtrbench cache rm KEY | --all | --model MODEL (exactly one)")
-    entries = cache.select(key=args.key, model=args.model, everything=args.all)
+    if args.model:
+        from mtrbench.retrieve.registry import recorded_names
+
+        names = recorded_names(args.model)
+        entries = [e for e in cache.select(everything=True) if e.model in names]
+    else:
+        entries = cache.select(key=args.key, everything=args.all)
     if not entries and not args.all:
         what = f"key '{args.key}'" if args.key else f"model '{args.model}'"
         raise MtrbenchError(f"no cache entry for {what} under {cache.root} (see `mtrbench cache ls`)")
@@ -42,14 +49,15 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 
 def _list(cache) -> int:
     from rich.console import Console
-    from rich.table import Table
+
+    from mtrbench.results.table import compact_table, print_titled
 
     entries = cache.entries()
     console = Console()
     if not entries:
         console.print(f"no cached embeddings under {cache.root}", soft_wrap=True)
         return 0
-    table = Table(title=f"cached corpus embeddings in {cache.root}", title_justify="left")
+    table = compact_table()
     table.add_column("key", no_wrap=True)
     table.add_column("model", overflow="fold", min_width=12)
     for column in ("docs", "dtype", "size", "date", "state"):
@@ -59,7 +67,7 @@ def _list(cache) -> int:
         date = entry.manifest.get("updated") or entry.manifest.get("created") or ""
         table.add_row(entry.key[:12], entry.model, f"{fields.get('n_docs', 0):,}", str(fields.get("dtype", "?")),
                       _size(entry.size_bytes), date[:10], _state(entry))
-    console.print(table)
+    print_titled(console, f"cached corpus embeddings in {cache.root}", table)
     console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
                   f"{_size(sum(e.size_bytes for e in entries))}", soft_wrap=True)
     return 0

@@ -145,30 +145,29 @@ def _one(values: tuple):
     return values[0] if len(values) == 1 else None
 
 
-def _cmd_sweep(args: argparse.Namespace, console) -> int:
-    from rich.table import Table
-
+def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
     from mtrbench.measures import label
+    from mtrbench.results.table import compact_table, print_titled
     from mtrbench.sweep import SweepGrid, best_cell, run_sweep
 
-    say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     cells = run_sweep(_eval_model(args), args.task, _eval_config(args),
                       SweepGrid(alphas=_alphas(args), candidate_ks=_candidate_ks(args)), _retriever_options(args),
                       progress=say)
     key = cells[0].results[0].main_score_key
     best = best_cell(cells)
-    table = Table(title=f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the first "
-                        f"history)", title_justify="left")
+    table = compact_table()
     for column in ("alpha", "candidate-k", *(r.history for r in cells[0].results), ""):
         table.add_column(column, justify="right")
     for i, cell in enumerate(cells):
         table.add_row("default" if cell.alpha is None else f"{cell.alpha:g}",
                       "default" if cell.candidate_k is None else str(cell.candidate_k),
                       *(f"{r.scores[key]:.4f}" for r in cell.results), "<- best" if i == best else "")
-    console.print(table)
+    print_titled(console, f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the "
+                          f"first history)", table)
     for cell in cells:
         for r in cell.results:
-            console.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True)
+            status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -178,14 +177,15 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from mtrbench.evaluate import run_eval
     from mtrbench.results.table import strategies_table, turn_table
 
-    console = Console(stderr=False)
+    console = Console()  # tables and results: stdout
+    status = Console(stderr=True)  # progress, warnings and where files went: stderr
     config = _eval_config(args)
     if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")
     if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
-        return _cmd_sweep(args, console)
+        return _cmd_sweep(args, console, status)
     model = _eval_model(args)
-    say = (lambda m: None) if args.quiet else (lambda m: console.print(f"[dim]{m}[/dim]"))
+    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     results = run_eval(model, args.task, config, _retriever_options(args), progress=say)
     if not results and config.rewriter is not None and config.rewriter.dry_run:
         return 0
@@ -196,13 +196,13 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     strategies_table(title, results, console)
     turn_table(results, console)
     for what, count in sorted(first.warnings.items()):
-        console.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
+        status.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
     for r in results:
         if r.analyses:
             console.print(f"[bold]{r.history}[/bold]")
             print_analyses(r.analyses, console)
-    console.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
-                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True)
+    status.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
+                 f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
     for r in results:
-        console.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True)
+        status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
     return 0

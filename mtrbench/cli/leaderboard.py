@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
@@ -47,9 +48,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     s.add_argument("--task", help="only this task, with its headline metrics")
     s.add_argument("--metric", help="metric key to show, e.g. recall_at_20 [each task's main score]")
 
-    h = actions.add_parser("html", help="write a static page: sortable table, bar charts, settings per entry")
+    h = actions.add_parser("html", help="write a static page: a section per comparable group, tables, charts")
     h.add_argument("leaderboard", metavar="NAME|FILE")
     h.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
+    h.add_argument("--results", action="append", metavar="DIR",
+                   help="result folder (repeatable) holding the entries' `mtrbench eval` results: adds per-turn "
+                        "curves with bootstrap bands over conversations")
 
     plot = sub.add_parser("plot", help="PNG figures: per-turn Recall@k/nDCG@k by history strategy; leaderboard bars")
     plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
@@ -66,6 +70,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.text import Text
 
     from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
 
@@ -78,13 +83,14 @@ def _build(args: argparse.Namespace) -> int:
                               keep_newest=args.keep_newest, report=report)
     write_document(document, output)
     console = Console()
+    status = Console(stderr=True)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        status.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
     skipped = f", {report.n_skipped} other JSON file(s) skipped" if report.n_skipped else ""
     console.print(f"{len(document['entries'])} entries from {report.n_results} result file(s) and "
                   f"{report.n_leaderboards} leaderboard(s){skipped}; {len(document['groups'])} comparable group(s)")
     for sentence in document["separations"]:
-        console.print(f"- {sentence}", soft_wrap=True)
+        console.print(Text(f"- {sentence}"))
     console.print(f"wrote {output}")
     return 0
 
@@ -101,42 +107,55 @@ def _verify(args: argparse.Namespace) -> int:
     path, document = load(args.leaderboard)
     only = [i.strip() for chunk in (args.only or []) for i in chunk.split(",") if i.strip()] or None
     console = Console()
+    status = Console(stderr=True)  # progress (refusals as they happen, re-runs) on stderr; the table on stdout
     checks = verify(document, path, tolerance=args.tolerance, only=only,
                     results_dir=Path(args.results_dir) if args.results_dir else None,
                     work_dir=Path(args.work_dir) if args.work_dir else None, rerun=args.rerun,
                     local=LocalOptions(*(Path(p) if p else None for p in (args.cache_dir, args.data_dir, args.corpus))),
-                    screen=screen_command, say=lambda message: console.print(message, style="dim", soft_wrap=True, markup=False,
-                                                      highlight=False))
-    console.print(_checks_table(path, checks, args.tolerance))
+                    screen=screen_command, say=lambda message: status.print(message, style="dim", soft_wrap=True, markup=False,
+                                                     highlight=False))
+    from mtrbench.results.table import print_titled
+    from rich.text import Text
+
+    table, notes = _checks_table(checks, args.tolerance)
+    print_titled(console, f"verify {path}", table)
+    # How each entry was checked (often a result path) under the table, not squeezed into a column of it.
+    for entry_id, note in notes:
+        line = Text(f"{entry_id}: ", style="bold")
+        line.append(note)  # texts from the file: plain text, no markup
+        console.print(line, overflow="fold", highlight=False)
     counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
     console.print(", ".join(f"{counts[s]} {s}" for s in STATUSES) + f" (tolerance {args.tolerance:g})")
     return 1 if counts[FAIL] or counts[REFUSED] else 0
 
 
-def _checks_table(path, checks, tolerance):
+def _checks_table(checks, tolerance):
+    """The table of values per entry, and (entry, how / why) notes printed below it."""
     from rich.markup import escape
-    from rich.table import Table
 
     from mtrbench.measures import label as pretty_name
+    from mtrbench.results.table import compact_table
 
     style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow", "REFUSED": "bold magenta"}
-    table = Table(title=f"verify {path}", title_justify="left")
+    table = compact_table()
     for column, justify in (("entry", "left"), ("status", "left"), ("metric", "left"), ("expected", "right"),
-                            ("obtained", "right"), ("how / why", "left")):
-        table.add_column(column, justify=justify, overflow="fold")
+                            ("obtained", "right")):
+        table.add_column(column, justify=justify, overflow="fold", no_wrap=column != "entry")
     number = lambda v: "-" if v is None else f"{v:.6f}"  # noqa: E731
+    notes = []
     for c in checks:
         status = f"[{style[c.status]}]{c.status}[/{style[c.status]}]"
         if c.mismatches:
             for n, m in enumerate(c.mismatches):
                 table.add_row(escape(c.entry_id) if n == 0 else "", status if n == 0 else "", pretty_name(m.metric),
-                              number(m.expected), number(m.obtained),
-                              escape(c.reason + f" ({c.how})") if n == 0 else "")
+                              number(m.expected), number(m.obtained))
+            notes.append((c.entry_id, c.reason + f" ({c.how})"))
         else:
             note = c.reason or (f"{c.how}: {c.compared} metrics within {tolerance:g}" if c.status == "OK" else c.how)
             table.add_row(escape(c.entry_id), status, escape(pretty_name(c.main_score)) if c.main_score else "",
-                          number(c.expected), number(c.obtained), escape(note))  # texts from the file: no markup
-    return table
+                          number(c.expected), number(c.obtained))
+            notes.append((c.entry_id, note))
+    return table, notes
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -155,7 +174,20 @@ def _html(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.schema import load
 
     _, document = load(args.leaderboard)
-    page = write_page(document, Path(args.output))
+    turns = None
+    if args.results:
+        from mtrbench.leaderboard.turns import turn_curves
+
+        missing = [r for r in args.results if not Path(r).is_dir()]
+        if missing:
+            raise MtrbenchError(f"--results {missing[0]}: not a folder")
+        warnings: list[str] = []
+        turns = turn_curves(document, [Path(r) for r in args.results], warnings)
+        if warnings:
+            print(f"warning: {len(warnings)} result file(s) skipped for the per-turn curves, e.g. {warnings[0]}",
+                  file=sys.stderr)
+        print(f"per-turn curves for {len(turns)} of {len(document['entries'])} entries", file=sys.stderr)
+    page = write_page(document, Path(args.output), turns)
     print(f"wrote {page}")
     return 0
 

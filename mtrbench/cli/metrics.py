@@ -17,7 +17,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     import json
 
     from rich.console import Console
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
     from mtrbench.measures import all_families
 
@@ -28,14 +29,24 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
-    table = Table(title="measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k; "
-                        "generation measures (mtrbench judge) take no @K",
-                  title_justify="left")
-    for column in ("measure", "also", "key", "rel", "definition", "citation"):
-        table.add_column(column, overflow="fold", no_wrap=column in ("measure", "key"))
+    # One block per family rather than a six-column table: definitions and citations are prose and wrap
+    # at the terminal's width under the names one types.
+    console = Console(highlight=False)
+    console.print(Text("measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k; "
+                       "generation measures (mtrbench judge) take no @K",
+                       style="bold"))
     for row, f in zip(rows, all_families().values()):
-        table.add_row(row["example"] + (f"({','.join(p + '=...' for p in f.param_names)})" if f.param_names else ""),
-                      ", ".join(n for n in row["names"] if n != f.label), row["result_key"],
-                      "yes" if f.uses_relevance_level else "-", f.definition, f.citation)
-    Console().print(table)
+        line = Text()
+        line.append(row["example"] + (f"({','.join(p + '=...' for p in f.param_names)})" if f.param_names else ""),
+                    style="bold cyan")
+        line.append(f"  key {row['result_key']}")
+        also = ", ".join(n for n in row["names"] if n != f.label)
+        if also:
+            line.append(f"  also: {also}")
+        if f.uses_relevance_level:
+            line.append("  (rel=N)")
+        console.print(line)
+        console.print(Padding(Text(f.definition), (0, 0, 0, 4)))
+        if f.citation:
+            console.print(Padding(Text(f.citation, style="dim"), (0, 0, 0, 4)))
     return 0

@@ -14,16 +14,30 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
+    from rich.padding import Padding
+    from rich.text import Text
 
     from mtrbench.retrieve.registry import REGISTRY
 
-    table = Table(title="model aliases (any HF id or local folder works too)", title_justify="left")
-    for column in ("alias", "checkpoint", "query prompt", "doc prompt", "notes"):
-        table.add_column(column)
+    # One block per alias rather than a table: the checkpoint ids are what users copy, so each is printed
+    # whole on the alias's line, and the notes wrap below at the terminal's width.
+    console = Console(highlight=False)
+    console.print(Text("model aliases (any HF id or local folder works too)", style="bold"), overflow="fold")
     for spec in REGISTRY.values():
-        query = repr(spec.query_prompt) if spec.query_prompt else (f"<{spec.query_prompt_name}>" if spec.query_prompt_name else "")
-        table.add_row(spec.alias, spec.model_id or "-", query, repr(spec.doc_prompt) if spec.doc_prompt else "",
-                      spec.description)
-    Console().print(table)
+        line = Text()
+        line.append(spec.alias, style="bold cyan")
+        if not spec.doc_model_id:
+            line.append("  " + (spec.model_id or "-"))
+        console.print(line, soft_wrap=True)  # never cut or folded: the ids stay copyable
+        if spec.doc_model_id:  # two towers: one id a line
+            console.print(f"    query tower:   {spec.model_id}\n    context tower: {spec.doc_model_id}",
+                          soft_wrap=True)
+        notes = [spec.description]
+        if spec.query_prompt:
+            notes.append(f"query prompt: {spec.query_prompt!r}")
+        elif spec.query_prompt_name:
+            notes.append(f"query prompt: <{spec.query_prompt_name}> (defined by the checkpoint)")
+        if spec.doc_prompt:
+            notes.append(f"doc prompt: {spec.doc_prompt!r}")
+        console.print(Padding(Text("; ".join(n for n in notes if n), style="dim"), (0, 0, 0, 4)))
     return 0

@@ -28,6 +28,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("result_a")
     p.add_argument("result_b")
     p.add_argument("--metrics", help="metric keys to compare [every per-query metric both have]")
+    p.add_argument("--tie-epsilon", type=float, default=None,
+                   help="per-query differences within this count as ties in win/tie/loss [1e-6]")
     p.add_argument("--output", help="write the comparison as JSON here")
 
     p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
@@ -89,7 +91,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from mtrbench.metrics.significance import compare_paired
     from mtrbench.atomic import atomic_write_text
@@ -109,21 +110,46 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if missing:
             raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
         keys = wanted
-    rows = [compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common]) for key in keys]
-    table = Table(title=f"B = {b_name} vs A = {a_name}: {len(common)} paired queries"
-                        + (f" ({only} not in both, left out)" if only else ""), title_justify="left")
-    for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "p(t)", "p(rand)", "d"):
-        table.add_column(column, justify="right")
+    from mtrbench.metrics.multiple import holm
+    from mtrbench.metrics.significance import TIE_EPSILON
+    from mtrbench.results.table import compact_table, print_titled
+
+    epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
+    if epsilon < 0:
+        raise MtrbenchError("--tie-epsilon must be >= 0")
+    rows = [compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common], tie_epsilon=epsilon)
+            for key in keys]
+    # Each test is its own family: Holm over the t-test p-values of every metric shown, and over the
+    # randomization p-values.
+    t_holm = holm([r.t_p_value for r in rows])
+    rand_holm = holm([r.randomization_p_value for r in rows])
+    console = Console()
+    p_text = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
+    title = (f"B = {b_name} vs A = {a_name}: {len(common)} paired queries"
+             + (f" ({only} not in both, left out)" if only else ""))
+    table = compact_table()
+    for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "d", "B win/tie/loss"):
+        table.add_column(column, justify="right", no_wrap=True)
     for r in rows:
         table.add_row(pretty_name(r.metric), f"{r.mean_a:.4f}", f"{r.mean_b:.4f}", f"{r.diff:+.4f}",
                       f"{r.diff_ci95[0]:+.3f},{r.diff_ci95[1]:+.3f}",
-                      "-" if r.t_p_value is None else f"{r.t_p_value:.3g}", f"{r.randomization_p_value:.3g}",
-                      "-" if r.effect_size is None else f"{r.effect_size:+.2f}")
-    Console().print(table)
+                      "-" if r.effect_size is None else f"{r.effect_size:+.2f}", f"{r.wins}/{r.ties}/{r.losses}")
+    print_titled(console, title + f"; win/tie/loss per query, tie = |B-A| <= {epsilon:g}", table)
+    table = compact_table()
+    for column in ("metric", "p(t)", "p(t) Holm", "p(rand)", "p(rand) Holm"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for r, th, rh in zip(rows, t_holm, rand_holm):
+        table.add_row(pretty_name(r.metric), p_text(r.t_p_value), p_text(th), p_text(r.randomization_p_value),
+                      p_text(rh))
+    print_titled(console, f"p-values, two-sided: paired t-test and randomization test; Holm-adjusted over the "
+                          f"{len(rows)} metric(s) of each test", table)
     if args.output:
-        atomic_write_text(args.output, json.dumps({"a": args.result_a, "b": args.result_b, "paired_queries": len(common),
-                                                   "unpaired_queries": only,
-                                                   "comparisons": [r.as_dict() for r in rows]}, indent=2) + "\n")
+        comparisons = [{**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
+                       for r, th, rh in zip(rows, t_holm, rand_holm)]
+        atomic_write_text(args.output, json.dumps({
+            "a": args.result_a, "b": args.result_b, "paired_queries": len(common), "unpaired_queries": only,
+            "tie_epsilon": epsilon, "multiple_comparisons": "holm (per test, over the metrics)",
+            "comparisons": comparisons}, indent=2) + "\n")
     return 0
 
 

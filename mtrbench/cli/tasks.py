@@ -20,7 +20,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_tasks(args: argparse.Namespace) -> int:
     import yaml
     from rich.console import Console
-    from rich.table import Table
 
     from mtrbench.data.cards import all_cards
 
@@ -40,13 +39,15 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
                              require_corpus=False)
             print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
-    table = Table(title="mtrbench tasks", title_justify="left")
-    for column in ("name", "split", "main score", "source (hub@revision or local path)"):
+    from mtrbench.results.table import compact_table, print_titled
+
+    table = compact_table()
+    for column in ("name", "split", "main score", "source"):
         table.add_column(column, no_wrap=not column.startswith("source"), overflow="fold")
     for card in all_cards().values():
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
             source += f"@{card.source.revision[:7]}"
         table.add_row(card.name, card.eval_split, card.main_score, source)
-    console.print(table)
+    print_titled(console, "mtrbench tasks (source: Hub dataset@revision, or a local path)", table)
     return 0

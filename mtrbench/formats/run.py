@@ -62,6 +62,16 @@ def read_run(path: str | Path) -> Run:
     return run
 
 
+def run_tag(model: str, strategy: str) -> str:
+    """``mtrbench-MODEL-STRATEGY`` as one whitespace-free token (TREC tools split lines on whitespace).
+
+    The model is named as given (an alias stays an alias); a path or Hub id keeps its last part.
+    """
+    name = model.rstrip("/").rsplit("/", 1)[-1] if "|" not in model else model
+    token = f"mtrbench-{name}-{strategy}"
+    return re.sub(r"[^A-Za-z0-9._:+=|@-]+", "_", token)
+
+
 def format_run(run: Run, tag: str) -> str:
     """The text of a run file, each query's documents in ``ranked`` order with ranks from 1."""
     return "".join(f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n"

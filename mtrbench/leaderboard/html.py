@@ -1,8 +1,12 @@
 """A static leaderboard page: one self-contained index.html (inline CSS, JS and SVG; nothing fetched).
 
-The entries table sorts on a header click (numbers numerically; again to reverse); each comparable
-group gets its per-task bar charts (SVG drawn here) and its averages; every entry's settings,
-command and source are one click away. The leaderboard JSON is embedded for scripts.
+One section per comparable group (same label, history strategy, truncation, query format and dataset
+revisions: see keys.py). Within a group, each task gets its own table with its own metric columns,
+sorted by that task's main score (a header click re-sorts; again to reverse), its bar chart, and, when
+result files were given, its per-turn curves with bootstrap bands. Entries are named by model and
+setting; every entry's settings, command and source are one click away. Missing values show as an em
+dash. Tables scroll inside their own box and charts scale, so the page fits a 390 px wide phone. The
+leaderboard JSON is embedded for scripts.
 """
 
 from __future__ import annotations
@@ -16,21 +20,26 @@ from typing import Any
 
 from mtrbench import __version__
 from mtrbench.atomic import atomic_write_text
-from mtrbench.leaderboard.keys import system_identity
-from mtrbench.leaderboard.render import group_title, groups_of, system_label, system_summaries
+from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
+from mtrbench.leaderboard.keys import flatten, system_identity
+from mtrbench.leaderboard.render import groups_of, system_label, system_summaries
+from mtrbench.leaderboard.turns import TurnCurves
 from mtrbench.measures import label as pretty_name
 
-# Metric columns of the entries table, when some entry has them.
-PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "recall_at_5", "recall_at_10", "recall_at_20", "recall_at_100",
-                     "mrr_at_10", "mrr_at_20", "hit_rate_at_5")
-MAX_METRIC_COLUMNS = 6
-BAR_HEIGHT, LABEL_WIDTH, BAR_AREA, CHART_PAD = 22, 230, 300, 56
+# Metric columns after the main score, when some entry of the table has them.
+PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "ndcg_at_5", "recall_at_5", "recall_at_10", "recall_at_20",
+                     "recall_at_100", "mrr_at_10", "mrr", "hit_rate_at_5")
+MAX_METRIC_COLUMNS = 5
+DASH = "\u2014"
 
 
-def number(value: float | None) -> str:
-    if value is None:
-        return ""
-    return f"{value:.4f}" if abs(value) <= 1 else f"{value:.2f}"
+def clipped(text: str, limit: int = 32) -> str:
+    """Long free text (a paper's description of its setting) cut short; the group heading has it whole."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+
+
+def _sort_value(value: float | None) -> str:
+    return "" if value is None else repr(value)
 
 
 def _cell(text: str, sort: Any = None, css: str = "") -> str:
@@ -39,162 +48,170 @@ def _cell(text: str, sort: Any = None, css: str = "") -> str:
     return f"<td{class_attr}{sort_attr}>{text}</td>"
 
 
-def _header(label: str, numeric: bool = False, key: str = "") -> str:
-    attrs = ' data-type="number" class="num"' if numeric else ' data-type="text"'
+def _header(label: str, numeric: bool = False, key: str = "", css: str = "") -> str:
+    attrs = ' data-type="number"' if numeric else ' data-type="text"'
+    classes = " ".join(c for c in ("num" if numeric else "", css) if c)
+    if classes:
+        attrs += f' class="{classes}"'
     if key:
         attrs += f' data-key="{escape(key)}"'
     return f"<th{attrs}>{escape(label)}</th>"
 
 
-def metric_columns(entries: list[dict[str, Any]]) -> list[str]:
+def metric_columns(entries: list[dict[str, Any]], main: str) -> list[str]:
+    """The main score first, then the headline metrics these entries have (their own, not the page's)."""
     present = {k for e in entries for k in e["scores"]}
-    return [k for k in PREFERRED_METRICS if k in present][:MAX_METRIC_COLUMNS]
+    others = [k for k in PREFERRED_METRICS if k in present and k != main]
+    if not others:  # a metric family outside the headline list (judge ratings): its own keys
+        others = sorted(k for k in present if k != main)
+    return [main] + others[:MAX_METRIC_COLUMNS]
 
 
-def _clipped(text: str, limit: int = 40) -> str:
-    """Long free text (a paper's description of its setting) clipped, whole in the tooltip."""
-    if len(text) <= limit:
-        return escape(text)
-    return f'<span title="{escape(text)}">{escape(text[:limit - 1])}\u2026</span>'
-
-
-def _settings_summary(entry: dict[str, Any]) -> str:
-    s = entry["settings"]
-    parts = [f"history={s.get('history')}", f"truncate={s.get('truncate')}"]
-    if s.get("max_length") is not None:
-        parts.append(f"max_length={s['max_length']}")
-    dtype = (s.get("retriever") or {}).get("dtype") if isinstance(s.get("retriever"), dict) else None
-    if dtype:
-        parts.append(dtype)
-    text = ", ".join(parts)
-    return text if len(text) <= 60 else text[:57] + "..."
+def _setting_text(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value) if value != value.strip() or "\n" in value or value == "" else value
+    return str(value)
 
 
 def _details(entry: dict[str, Any]) -> str:
-    shown = {"settings": entry["settings"], "command": entry["command"], "date": entry["date"],
-             "wall_time_s": entry["wall_time_s"], "harness": entry["harness"], "hardware": entry["hardware"],
-             "model_revision": entry["model_revision"], "dataset_revision": entry["dataset_revision"],
-             "split": entry["split"], "source": entry["source"]}
-    body = escape(json.dumps(shown, indent=2, ensure_ascii=False))
-    return f"<details><summary>{escape(_settings_summary(entry))}</summary><pre>{body}</pre></details>"
+    """Every setting as a key/value list (not raw JSON), then how the number was made and where it is from."""
+    rows = [(k, _setting_text(v)) for k, v in flatten(entry["settings"]).items() if v is not None]
+    rows += [(k, str(entry[k])) for k in ("model", "model_revision", "split", "dataset_revision", "date",
+                                          "wall_time_s") if entry.get(k) is not None]
+    if entry.get("hardware"):
+        rows.append(("hardware", ", ".join(f"{k} {v}" for k, v in entry["hardware"].items() if v is not None)))
+    rows += [(f"source.{k}", str(v)) for k, v in (entry.get("source") or {}).items() if v is not None]
+    body = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
+    command = (f'<p class="command"><code>{escape(entry["command"])}</code></p>' if entry.get("command") else "")
+    return f"<details><summary>settings</summary><dl>{body}</dl>{command}</details>"
 
 
-def entries_table(document: dict[str, Any], groups: list[dict[str, Any]]) -> str:
-    entries = document["entries"]
-    by_id = {e["id"]: e for e in entries}
-    memberships: dict[str, list[tuple[str, int | None]]] = {e["id"]: [] for e in entries}
-    for group in groups:
-        for entry_id in group["entries"]:
-            task = by_id[entry_id]["task"]
-            memberships[entry_id].append((group["id"], group["ranks"].get(task, {}).get(entry_id)))
-    metrics = metric_columns(entries)
-    head = ([_header("group"), _header("rank", True), _header("model"), _header("task"), _header("history"),
-             _header("main score", True, "main_value")]
-            + [_header(pretty_name(m), True, m) for m in metrics]
-            + [_header("truncate"), _header("max length", True), _header("label"), _header("date"),
-               _header("settings, command, source")])
+def entry_names(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """entry id -> (``model · history=H``, the system's notable settings) within its group."""
+    systems = {system_identity(by_id[i]): name for name, s in group["systems"].items() for i in s["entries"].values()}
+    summaries = system_summaries(group)
+    history = group["comparability"].get("history")
+    names = {}
+    for entry_id in group["entries"]:
+        system = systems[system_identity(by_id[entry_id])]
+        label = system_label(system)
+        if history:
+            label += f" \u00b7 history={clipped(str(history))}"
+        names[entry_id] = (label, summaries.get(system, ""))
+    return names
+
+
+def _ordered(ids: list[str], by_id: dict[str, dict[str, Any]], metric: str) -> list[str]:
+    """Best main score first; entries without it last (in their original order)."""
+    return sorted(ids, key=lambda i: (by_id[i]["scores"].get(metric) is None, -(by_id[i]["scores"].get(metric) or 0)))
+
+
+def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]],
+               names: dict[str, tuple[str, str]]) -> str:
+    main = group["main_scores"][task]
+    ids = _ordered([i for i in group["entries"] if by_id[i]["task"] == task], by_id, main)
+    metrics = metric_columns([by_id[i] for i in ids], main)
+    head = ([_header("#", True), _header("entry")]
+            + [_header(pretty_name(m), True, m, "main" if m == main else "") for m in metrics] + [_header("details")])
+    ranks = group["ranks"].get(task, {})
     rows = []
-    for entry in entries:
-        groups_in = memberships[entry["id"]]
-        ranks = [r for _, r in groups_in if r is not None]
-        main_value = entry["scores"].get(entry["main_score"])
-        settings = entry["settings"]
-        cells = [
-            _cell(escape(", ".join(g for g, _ in groups_in)), ",".join(g for g, _ in groups_in)),
-            _cell(escape(", ".join(str(r) for r in ranks)), min(ranks) if ranks else "",
-                  "num" + (" rank-1" if 1 in ranks else "")),
-            _cell(escape(entry["model"])),
-            _cell(escape(entry["task"])),
-            _cell(_clipped(str(settings.get("history") or "")), str(settings.get("history") or "")),
-            _cell(f'{number(main_value)} <span class="metric">{escape(pretty_name(entry["main_score"]))}</span>',
-                  "" if main_value is None else repr(main_value), "num"),
-        ]
+    for entry_id in ids:
+        entry = by_id[entry_id]
+        name, summary = names[entry_id]
+        rank = ranks.get(entry_id)
+        label = '<span class="badge">reported</span>' if entry["label"] == "reported" else ""
+        cells = [_cell(DASH if rank is None else str(rank), "" if rank is None else rank,
+                       "num" + (" rank-1" if rank == 1 else "")),
+                 _cell(f'<span class="name">{escape(name)}</span>{label}'
+                       + (f'<span class="setting">{escape(summary)}</span>' if summary else ""), name, "entry")]
         for metric in metrics:
             value = entry["scores"].get(metric)
-            cells.append(_cell(number(value), "" if value is None else repr(value), "num"))
-        max_length = settings.get("max_length")
-        cells += [_cell(escape(str(settings.get("truncate") or ""))),
-                  _cell("" if max_length is None else str(max_length), "" if max_length is None else max_length, "num"),
-                  _cell(escape(entry["label"])), _cell(escape(str(entry["date"] or ""))), _cell(_details(entry))]
+            cells.append(_cell(number(value), _sort_value(value), "num" + (" main" if metric == main else "")))
+        cells.append(_cell(_details(entry)))
         tooltip = entry["command"] or entry["source"].get("citation") or ""
         css = ' class="reported"' if entry["label"] == "reported" else ""
-        rows.append(f'<tr id="entry-{escape(entry["id"])}" data-entry-id="{escape(entry["id"])}"{css} '
-                    f'title="{escape(tooltip)}">' + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table id="entries" class="sortable"><thead><tr>{"".join(head)}</tr></thead>'
+        rows.append(f'<tr data-entry-id="{escape(entry_id)}" data-main="{_sort_value(entry["scores"].get(main))}"'
+                    f'{css} title="{escape(tooltip)}">' + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="sortable board" data-group="{escape(group["id"])}" '
+            f'data-task="{escape(task)}" data-main="{escape(main)}"><thead><tr>{"".join(head)}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def bar_chart(items: list[tuple[str, float]], caption: str) -> str:
-    """Horizontal bars, best first; the scale is 0-1 unless a value exceeds 1."""
-    items = sorted(items, key=lambda item: -item[1])
-    top = max([1.0] + [v for _, v in items])
-    height = BAR_HEIGHT * len(items) + 8
-    width = LABEL_WIDTH + BAR_AREA + CHART_PAD
-    parts = [f'<svg width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(caption)}">',
-             f'<line class="axis" x1="{LABEL_WIDTH}" y1="0" x2="{LABEL_WIDTH}" y2="{height}"/>']
-    best = items[0][1] if items else None
-    for n, (label, value) in enumerate(items):
-        y = 4 + n * BAR_HEIGHT
-        length = max(1.0, BAR_AREA * value / top) if value > 0 else 0
-        shown = label if len(label) <= 32 else label[:31] + "\u2026"
-        css = "bar top" if value == best else "bar"
-        parts.append(f'<text x="{LABEL_WIDTH - 6}" y="{y + 15}" text-anchor="end">{escape(shown)}</text>'
-                     f'<rect class="{css}" x="{LABEL_WIDTH}" y="{y + 3}" width="{length:.1f}" '
-                     f'height="{BAR_HEIGHT - 6}">'
-                     f'<title>{escape(label)}: {number(value)}</title></rect>'
-                     f'<text x="{LABEL_WIDTH + length + 4:.1f}" y="{y + 15}">{number(value)}</text>')
-    parts.append("</svg>")
-    return f"<figure><figcaption>{escape(caption)}</figcaption>{''.join(parts)}</figure>"
+def _averages(group: dict[str, Any], colour_of: dict[str, str]) -> str:
+    if not group["averages"]:
+        return ""
+    metrics = list(dict.fromkeys(k for a in group["averages"].values() for k in a))[:MAX_METRIC_COLUMNS]
+    first = metrics[0]
+    order = sorted(group["averages"], key=lambda n: (group["averages"][n].get(first) is None,
+                                                     -(group["averages"][n].get(first) or 0)))
+    head = [_header("system")] + [_header(f"average {pretty_name(m)}", True, m) for m in metrics]
+    summaries = system_summaries(group)
+    rows = []
+    for name in order:
+        values = group["averages"][name]
+        summary = summaries.get(name, "")
+        cells = [_cell(f'<span class="name">{escape(system_label(name))}</span>'
+                       + (f'<span class="setting">{escape(summary)}</span>' if summary else ""), name, "entry")]
+        cells += [_cell(number(values.get(m)), _sort_value(values.get(m)), "num") for m in metrics]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    parts = [f'<h3>Averages over {escape(", ".join(group["average_over"]))}</h3>'
+             f'<div class="scroll"><table class="sortable averages"><thead><tr>{"".join(head)}</tr></thead>'
+             f'<tbody>{"".join(rows)}</tbody></table></div>']
+    main_metrics = set(group["main_scores"].values())
+    if len(main_metrics) == 1:
+        metric = main_metrics.pop()
+        items = [(system_label(n), v[metric], colour_of[n]) for n, v in group["averages"].items() if metric in v]
+        parts.append(f'<div class="charts">{bar_chart(items, f"average: {pretty_name(metric)}")}</div>')
+    return "".join(parts)
 
 
-def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
-    title, datasets = group_title(group).split("\n", 1)
-    names = {system_identity(by_id[i]): name for name, s in group["systems"].items() for i in s["entries"].values()}
-    charts = []
+def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+    comp = group["comparability"]
+    title = " \u00b7 ".join(p for p in (group["id"], comp["label"], f"history={comp['history'] or DASH}",
+                                          f"truncate={comp['truncate'] or DASH}", comp.get("reported_in")) if p)
+    datasets = "; ".join(f"{task} ({d['split'] or DASH}, revision {d['dataset_revision'] or DASH})"
+                         for task, d in comp["datasets"].items())
+    names = entry_names(group, by_id)
+    systems = {system_identity(by_id[i]): name for name, s in group["systems"].items() for i in s["entries"].values()}
+    colour_of = dict(zip(group["systems"], colours(len(group["systems"]))))  # one colour per system, all charts
+    parts = [f'<section class="group" id="group-{escape(group["id"])}"><h2>{escape(title)}</h2>'
+             f'<p class="datasets">{escape(datasets)}</p>']
     for task in group["tasks"]:
         main = group["main_scores"][task]
-        items = [(system_label(names[system_identity(by_id[i])]), by_id[i]["scores"][main]) for i in group["entries"]
-                 if by_id[i]["task"] == task and main in by_id[i]["scores"]]
-        charts.append(bar_chart(items, f"{task}: {pretty_name(main)}"))
-    averages = ""
-    if group["averages"]:
-        metrics = list(dict.fromkeys(k for a in group["averages"].values() for k in a))
-        shown = metrics[:MAX_METRIC_COLUMNS]
-        head = [_header("system"), _header("settings")] + [_header(f"average {pretty_name(m)}", True, m) for m in shown]
-        summaries = system_summaries(group)
-        rows = []
-        for name, values in group["averages"].items():
-            cells = [_cell(escape(name)), _cell(escape(summaries.get(name, "")))]
-            cells += [_cell(number(values.get(m)), "" if values.get(m) is None else repr(values[m]), "num")
-                      for m in shown]
-            rows.append("<tr>" + "".join(cells) + "</tr>")
-        averages = (f'<h3>Averages over {escape(", ".join(group["average_over"]))}</h3>'
-                    f'<div class="scroll"><table class="sortable averages"><thead><tr>{"".join(head)}</tr></thead>'
-                    f'<tbody>{"".join(rows)}</tbody></table></div>')
-        main_metrics = set(group["main_scores"].values())
-        if len(main_metrics) == 1:
-            metric = main_metrics.pop()
-            items = [(system_label(n), v[metric]) for n, v in group["averages"].items() if metric in v]
-            charts.append(bar_chart(items, f"average: {pretty_name(metric)}"))
-    return (f'<section class="group" id="group-{escape(group["id"])}"><h2>{escape(title)}</h2>'
-            f'<p class="datasets">{escape(datasets)}</p>{averages}'
-            f'<div class="charts">{"".join(charts)}</div></section>')
+        ids = [i for i in group["entries"] if by_id[i]["task"] == task]
+        parts.append(f'<div class="task" data-task="{escape(task)}"><h3>{escape(task)} '
+                     f'<span class="metric">sorted by {escape(pretty_name(main))}</span></h3>')
+        parts.append(task_table(group, task, by_id, names))
+        system_of = {i: systems[system_identity(by_id[i])] for i in ids}
+        items = [(system_label(system_of[i]), by_id[i]["scores"][main], colour_of[system_of[i]])
+                 for i in ids if by_id[i]["scores"].get(main) is not None]
+        charts = [bar_chart(items, f"{task}: {pretty_name(main)}")] if items else []
+        series = [Series(system_label(system_of[i]), colour_of[system_of[i]], turns[i][main])
+                  for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
+        if series:
+            charts.append(turn_chart(series, f"{task}: {pretty_name(main)} per turn, mean and 95% bootstrap band "
+                                             f"(conversations resampled)"))
+        parts.append(f'<div class="charts">{"".join(charts)}</div></div>')
+    parts.append(_averages(group, colour_of))
+    parts.append("</section>")
+    return "".join(parts)
 
 
-def page_body(document: dict[str, Any]) -> str:
+def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
-    meta = (f"{len(document['entries'])} entries in {len(groups)} comparable group(s) · created "
-            f"{document['created']} · {document['generator']}")
+    meta = (f"{len(document['entries'])} entries in {len(groups)} comparable group(s) \u00b7 created "
+            f"{document['created']} \u00b7 {document['generator']}")
+    nav = "".join(f'<li><a href="#group-{escape(g["id"])}">{escape(g["id"])}</a>: {escape(", ".join(g["tasks"]))} '
+                  f'\u00b7 history={escape(clipped(str(g["comparability"]["history"] or DASH)))}</li>' for g in groups)
     parts = [f"<header><h1>{escape(document['name'])}</h1>"
              f"<p class=\"description\">{escape(document['description'])}</p>"
              f"<p class=\"meta\">{escape(meta)}</p></header><main>",
-             "<section id=\"all-entries\"><h2>Entries</h2><p class=\"hint\">Click a column header to sort, again to "
-             "reverse. Ranks count within a group (same history strategy, truncation, query format and dataset "
-             "revisions); open a row's settings for its command and source.</p>",
-             entries_table(document, groups), "</section>"]
-    parts += [group_section(group, by_id) for group in groups]
+             "<p class=\"hint\">Entries are ranked only within a comparable group (same history strategy, "
+             "truncation, query format and dataset revisions), each task by its own main score. Click a column "
+             "header to sort, again to reverse; open an entry's settings for its command and source.</p>",
+             f'<nav><h2>Groups</h2><ul class="groups">{nav}</ul></nav>']
+    parts += [group_section(group, by_id, turns or {}) for group in groups]
     if separations:
         parts.append("<section id=\"separations\"><h2>Why entries are kept apart</h2><ul class=\"separations\">"
                      + "".join(f"<li>{escape(s)}</li>" for s in separations) + "</ul></section>")
@@ -212,16 +229,17 @@ def embedded_json(document: dict[str, Any]) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def render_page(document: dict[str, Any]) -> str:
+def render_page(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     template = resources.files("mtrbench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
-    values = {"title": escape(f"{document['name']} · mtrbench leaderboard"),
+    values = {"title": escape(f"{document['name']} \u00b7 mtrbench leaderboard"),
               "generator": escape(f"mtrbench {__version__}"), "data": embedded_json(document),
-              "body": page_body(document)}
+              "body": page_body(document, turns)}
     # One pass over the template, so user text that looks like a placeholder is never substituted.
     return re.sub(r"\{\{(title|generator|body|data)\}\}", lambda m: values[m.group(1)], template)
 
 
-def write_page(document: dict[str, Any], output_dir: Path) -> Path:
+def write_page(document: dict[str, Any], output_dir: Path, turns: TurnCurves | None = None) -> Path:
     path = Path(output_dir) / "index.html"
-    atomic_write_text(path, render_page(document))
+    atomic_write_text(path, render_page(document, turns))
     return path
+

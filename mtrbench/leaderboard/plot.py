@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mtrbench.leaderboard.charts import colours
 from mtrbench.leaderboard.render import groups_of, system_label
 from mtrbench.measures import label as pretty_name
 from mtrbench.results.plot import new_figure, save_png
@@ -12,7 +13,11 @@ from mtrbench.results.writer import safe_name
 
 
 def plot_leaderboard(document: dict[str, Any], output_dir: Path, metric: str | None = None) -> list[Path]:
-    """One figure per comparable group: a bar per system and task (and the average, when there is one)."""
+    """One figure per comparable group: a bar per system and task (and the average, when there is one).
+
+    Systems are sorted best first (by the average, else the first task), each has its own colour, every bar
+    carries its value, and the legend sits outside the axes, so it never hides a bar or a label.
+    """
     groups, _ = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     written = []
@@ -33,14 +38,18 @@ def plot_leaderboard(document: dict[str, Any], output_dir: Path, metric: str | N
             values[name] = row
         if all(v is None for row in values.values() for v in row):
             continue
+        key = len(columns) - 1 if columns[-1] == "average" else 0
+        systems.sort(key=lambda n: (values[n][key] is None, -(values[n][key] or 0.0)))
+        palette = dict(zip(group["systems"], colours(len(group["systems"]))))
         height = max(3.0, 0.28 * len(systems) * len(columns) + 1.5)
-        figure = new_figure(9, min(height, 30))
+        figure = new_figure(11, min(height, 30))
         axis = figure.subplots()
         bar = 0.8 / max(len(systems), 1)
         for s, name in enumerate(systems):
             ys = [c + s * bar for c in range(len(columns))]
             widths = [v or 0.0 for v in values[name]]
-            bars = axis.barh(ys, widths, height=bar * 0.92, label=system_label(name))
+            bars = axis.barh(ys, widths, height=bar * 0.92, label=_clip(system_label(name), 48),
+                             color=palette[name])
             for rect, value in zip(bars, values[name]):
                 if value is not None:
                     axis.text(rect.get_width(), rect.get_y() + rect.get_height() / 2, f" {value:.3f}",
@@ -52,10 +61,10 @@ def plot_leaderboard(document: dict[str, Any], output_dir: Path, metric: str | N
         top = max([1.0] + [v for row in values.values() for v in row if v is not None])
         axis.set_xlim(0, top * 1.12)
         axis.grid(axis="x", alpha=0.3)
-        axis.legend(fontsize=8, loc="lower right")
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
         comp = group["comparability"]
         axis.set_title(f"{document['name']} {group['id']}: {comp['label']}, history={_clip(comp['history'])}, "
-                       f"truncate={comp['truncate']}", fontsize=10)
+                       f"truncate={comp['truncate'] or '—'}", fontsize=10)
         written.append(save_png(figure, Path(output_dir) / f"{safe_name(document['name'])}__{group['id']}.png"))
     return written
 

@@ -6,13 +6,14 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from mtrbench.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.keys import flatten
 from mtrbench.results.labels import short_model
 from mtrbench.measures import label as pretty_name
-from mtrbench.results.table import SUMMARY
+from mtrbench.results.table import SUMMARY, compact_table, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
 SHOWN_SETTINGS = ("max_length", "retriever.dtype", "retriever.query_prompt", "retriever.doc_prompt",
@@ -79,18 +80,26 @@ def render(document: dict[str, Any], console: Console, task: str | None = None, 
         if not groups:
             tasks = sorted({e["task"] for e in document["entries"]})
             raise MtrbenchError(f"no entry for task '{task}' in {document['name']}; tasks: {', '.join(tasks)}")
-    console.print(f"[bold]{document['name']}[/bold]: {document['description']} "
-                  f"({len(document['entries'])} entries, {len(groups)} group(s))", soft_wrap=True)
+    heading = Text(document["name"], style="bold")
+    heading.append(f": {document['description']} ({len(document['entries'])} entries, {len(groups)} group(s))",
+                   style="not bold")
+    console.print(heading)
     shown = 0
     for group in groups:
         table = _task_table(group, by_id, task, metric) if task else _group_table(group, by_id, metric)
         if table is not None:
-            console.print(table)
+            console.print()
+            print_titled(console, group_title(group), table)
             shown += 1
     if metric and not shown:
         raise MtrbenchError(f"no entry has the metric '{metric}'")
     for sentence in separations:
-        console.print(f"[dim]- {sentence}[/dim]", soft_wrap=True)
+        console.print(Text(f"- {sentence}", style="dim"))
+
+
+def _model_column(table: Table, names: list[str]) -> None:
+    """Short model names (``org/`` dropped), wide enough that a name wraps only when it cannot fit."""
+    table.add_column("model", overflow="fold", min_width=min(max([5] + [len(system_label(n)) for n in names]), 36))
 
 
 def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | None) -> Table | None:
@@ -108,9 +117,9 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
     else:
         order_ranks = task_ranks[tasks[0]]
     names = sorted(entries, key=lambda n: (order_ranks.get(n, 10**9), n))
-    table = Table(title=group_title(group), title_justify="left")
+    table = compact_table()
     table.add_column("#", justify="right")
-    table.add_column("model", overflow="fold")
+    _model_column(table, names)
     for t in tasks:
         table.add_column(f"{t}\n{pretty_name(metrics[t])}", justify="right")
     if averages:
@@ -118,7 +127,7 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
     table.add_column("settings", overflow="fold")
     summaries = system_summaries(group)
     for name in names:
-        row = [str(order_ranks.get(name, "-")), name]
+        row = [str(order_ranks.get(name, "-")), system_label(name)]
         row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].get(name)) for t in tasks]
         if averages:
             row.append(_cell(averages.get(name)))
@@ -136,14 +145,14 @@ def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str, metric:
     ranks = competition_ranks(values)
     keys = [main] + [k for k in SUMMARY if k != main and any(k in e["scores"] for e in systems.values())]
     keys = keys[:HEADLINE_COLUMNS]
-    table = Table(title=group_title(group), title_justify="left")
+    table = compact_table()
     table.add_column("#", justify="right")
-    table.add_column("model", overflow="fold")
+    _model_column(table, list(systems))
     for key in keys:
         table.add_column(pretty_name(key) + ("*" if key == main else ""), justify="right")
     table.add_column("settings", overflow="fold")
     summaries = system_summaries(group)
     for name in sorted(systems, key=lambda n: (ranks.get(n, 10**9), n)):
-        table.add_row(str(ranks.get(name, "-")), name, *(_cell(_value(systems[name], k)) for k in keys),
+        table.add_row(str(ranks.get(name, "-")), system_label(name), *(_cell(_value(systems[name], k)) for k in keys),
                       summaries.get(name, ""))
     return table

@@ -27,6 +27,30 @@ def read_json(path: Path) -> Any:
         raise MtrbenchError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
+def read_per_query_rows(result: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of the per-query file beside an ``eval`` result (qid, conversation_id, turn_id, metrics).
+
+    Only a plain file name recorded in the result is followed, and only beside the result itself.
+    """
+    name = (document.get("mtrbench") or {}).get("files", {}).get("per_query")
+    if not isinstance(name, str) or not name or Path(name).name != name:
+        raise MtrbenchError(f"{result}: no per-query file recorded beside it")
+    path = Path(result).with_name(name)
+    if not path.is_file():
+        raise MtrbenchError(f"{result}: its per-query file {path} is missing")
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                raise MtrbenchError(f"{path}:{n}: not valid JSON") from None
+            if not isinstance(row, dict):
+                raise MtrbenchError(f"{path}:{n}: not a JSON object")
+            rows.append(row)
+    return rows
+
+
 def kind_of(document: Any) -> str | None:
     if isinstance(document, dict):
         if "schema_version" in document and "entries" in document:

@@ -8,7 +8,8 @@ from typing import Any
 
 from mtrbench.atomic import atomic_write_bytes
 from mtrbench.errors import MtrbenchError
-from mtrbench.results.documents import find_inputs, read_json
+from mtrbench.metrics.turn_bands import turn_bands
+from mtrbench.results.documents import find_inputs, read_json, read_per_query_rows
 from mtrbench.results.labels import canonical, short_model
 from mtrbench.measures import label as pretty_name
 from mtrbench.results.writer import safe_name
@@ -31,7 +32,7 @@ def save_png(figure, path: Path) -> Path:
     return path
 
 
-def _curve_groups(paths: list[str | Path]) -> dict[str, list[dict[str, Any]]]:
+def _curve_groups(paths: list[str | Path]) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
     """Results that differ only in history strategy share one figure."""
     inputs = find_inputs(paths)
     if not inputs.results:
@@ -44,15 +45,25 @@ def _curve_groups(paths: list[str | Path]) -> dict[str, list[dict[str, Any]]]:
             raise MtrbenchError(f"{path}: no per-turn breakdown (mtrbench.breakdowns.turn) to plot")
         settings = {k: v for k, v in meta["settings"].items() if k != "history"}
         key = canonical([document["task_name"], document.get("dataset_revision"), meta["model"], settings])
-        groups.setdefault(key, []).append(document)
+        groups.setdefault(key, []).append((path, document))
     return groups
 
 
+def _rows_or_none(path: Path, document: dict[str, Any]) -> list[dict[str, Any]] | None:
+    try:
+        return read_per_query_rows(path, document)
+    except MtrbenchError:
+        return None  # a result copied without its per-query file: the curve is drawn without a band
+
+
 def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> list[Path]:
-    """One figure per (task, model, settings): Recall@k and nDCG@k per turn, a line per history strategy."""
+    """One figure per (task, model, settings): Recall@k and nDCG@k per turn, a line per history strategy,
+    shaded by its 95% bootstrap band over conversations (from the per-query file, when it is there)."""
     written = []
     names_used: set[str] = set()
-    for documents in _curve_groups(paths).values():
+    for pairs in _curve_groups(paths).values():
+        documents = [document for _, document in pairs]
+        rows_of = {id(document): _rows_or_none(path, document) for path, document in pairs}
         first = documents[0]
         meta = first["mtrbench"]
         task, model = first["task_name"], meta["model"]["name"]
@@ -66,7 +77,15 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
                 points = sorted((int(t), row[key]) for t, row in turns.items() if key in row)
                 if points:
                     xs, ys = zip(*points)
-                    axis.plot(xs, ys, marker="o", linewidth=1.8, label=document["mtrbench"]["settings"]["history"])
+                    line, = axis.plot(xs, ys, marker="o", linewidth=1.8,
+                                      label=document["mtrbench"]["settings"]["history"])
+                    rows = rows_of[id(document)]
+                    if rows:
+                        bands = turn_bands((r["conversation_id"], r["turn_id"], r[key]) for r in rows
+                                           if key in r and isinstance(r.get("turn_id"), int)
+                                           and r.get("conversation_id") is not None)
+                        axis.fill_between([b.turn for b in bands], [b.low for b in bands], [b.high for b in bands],
+                                          color=line.get_color(), alpha=0.15, linewidth=0)
                     drawn = True
             axis.set_title(pretty_name(key))
             axis.set_xlabel("turn")
@@ -78,9 +97,9 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
         turns = first["mtrbench"]["breakdowns"]["turn"]
         counts = ", ".join(f"{t}: {row.get('n', '?')}" for t, row in sorted(turns.items(), key=lambda x: int(x[0])))
         axes[0].set_ylabel("mean over the turn's queries")
-        axes[-1].legend(title="history", fontsize=9, loc="best")
+        axes[-1].legend(title="history", fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
         figure.suptitle(f"{task} · {short_model(model)} · truncate={meta['settings'].get('truncate')}\n"
-                        f"queries per turn: {counts}", fontsize=10)
+                        f"queries per turn: {counts}; shaded: 95% bootstrap band over conversations", fontsize=10)
         stem = safe_name(f"{task}__{short_model(model)}__turns_at_{k}")
         name, n = stem, 1
         while name in names_used:

