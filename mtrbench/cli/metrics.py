@@ -40,7 +40,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
         line.append(row["example"] + (f"({','.join(p + '=...' for p in f.param_names)})" if f.param_names else ""),
                     style="bold cyan")
         line.append(f"  key {row['result_key']}")
-        also = ", ".join(n for n in row["names"] if n != f.label)
+        also = ", ".join(dict.fromkeys(n for n in row["names"] if n != f.label))
         if also:
             line.append(f"  also: {also}")
         if f.uses_relevance_level:
