@@ -13,14 +13,14 @@ import sys
 from types import ModuleType
 
 from mtrbench import __version__
-from mtrbench.cli import assess, audit, encode, export, fuse, leaderboard, metrics, models, score, tasks
+from mtrbench.cli import assess, audit, encode, export, fuse, leaderboard, metrics, models, score, synthesize, tasks
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
 from mtrbench.errors import MtrbenchError
 
 # In the order `mtrbench --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (eval_command, score, fuse, tasks, models, metrics, export, encode, audit,
-                                           assess, leaderboard)
+                                           assess, synthesize, leaderboard)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,181 @@
+"""Stage 2, greedy traversal clustering (MTR-SUITE §4.2, App. A.5.3).
+
+The chunks' embeddings (L2-normalised: similarity is cosine) give a k-nearest-neighbour graph by exact
+top-k (torch; faiss's exact inner-product index with ``use_faiss``). From a seeded random start the walk
+steps to the most similar unvisited neighbour in the graph. When every neighbour of the current chunk
+has been visited, the walk jumps to the most similar unvisited chunk over the whole corpus (exact search
+over all unvisited chunks; ties go to the lower index). Every chunk is visited exactly once, so the path
+is a permutation.
+
+Then adjacent near-identical chunks are dropped (word 5-gram Jaccard similarity with the previous kept
+chunk on the path at or above a threshold) and the path is cut every ``cluster_size`` chunks: every
+cluster has exactly ``cluster_size`` chunks except possibly the last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.synthesize.curate import Chunk, shingles
+from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
+
+CLUSTERS = "clusters.jsonl"
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    model: str = "minilm"
+    device: str = "cpu"
+    neighbours: int = 16  # k of the kNN graph
+    cluster_size: int = 8
+    ngram_threshold: float = 0.5  # adjacent chunks with word 5-gram Jaccard >= this: the later one is dropped
+    use_faiss: bool = False
+    seed: int = 0
+
+    def settings(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Traversal:
+    path: list[int]
+    jumps: int  # steps where every graph neighbour was visited and the walk jumped
+
+
+def knn_graph(embeddings: torch.Tensor, neighbours: int, use_faiss: bool = False) -> np.ndarray:
+    """For each row, the indices of its ``neighbours`` most similar other rows, most similar first."""
+    n = embeddings.shape[0]
+    k = min(neighbours + 1, n)
+    if use_faiss:
+        import faiss
+
+        vectors = np.ascontiguousarray(embeddings.float().cpu().numpy())
+        index = faiss.IndexFlatIP(vectors.shape[1])
+        index.add(vectors)
+        _, ids = index.search(vectors, k)
+    else:
+        from mtrbench.search.exact import _full_search
+
+        _, ids_t = _full_search(embeddings, embeddings, k, query_chunk=4096, doc_chunk=65536)
+        ids = ids_t.numpy()
+    rows = []
+    for i in range(n):  # drop the row itself, wherever ties put it
+        row = [int(j) for j in ids[i] if j != i and j >= 0][:neighbours]
+        rows.append(row + [-1] * (neighbours - len(row)))
+    return np.asarray(rows, dtype=np.int64).reshape(n, max(neighbours, 0))
+
+
+def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
+                     show_progress: bool = False) -> Traversal:
+    """The greedy walk described in the module docstring; ``embeddings`` must be L2-normalised."""
+    n = embeddings.shape[0]
+    visited = np.zeros(n, dtype=bool)
+    path = [start]
+    visited[start] = True
+    jumps = 0
+    # Unvisited rows for the jump search, compacted when half of them have been visited since.
+    pool = torch.arange(n)
+    pool_vectors = embeddings
+    current = start
+    bar = tqdm(total=n, desc="Cluster: greedy traversal", unit="chunk", disable=not show_progress)
+    bar.update(1)
+    while len(path) < n:
+        step = next((int(j) for j in graph[current] if j >= 0 and not visited[j]), None)
+        if step is None:
+            jumps += 1
+            alive = torch.from_numpy(~visited[pool.numpy()])
+            if int(alive.sum()) * 2 < pool.shape[0]:
+                pool, pool_vectors = pool[alive], pool_vectors[alive]
+                alive = torch.ones(pool.shape[0], dtype=torch.bool)
+            scores = (pool_vectors @ embeddings[current]).float()
+            scores[~alive] = float("-inf")
+            best = scores.max()
+            # lowest index among ties: pool is in increasing index order
+            step = int(pool[int(torch.nonzero(scores == best)[0, 0])])
+        visited[step] = True
+        path.append(step)
+        current = step
+        bar.update(1)
+    bar.close()
+    return Traversal(path=path, jumps=jumps)
+
+
+def drop_adjacent_near_identical(path: list[int], texts: list[str], threshold: float,
+                                 n: int = 5) -> tuple[list[int], list[int]]:
+    """(kept path, dropped): a chunk whose word n-gram set has Jaccard >= threshold with the previous kept
+    chunk on the path is dropped (App. A.5.3: related, not identical, information within a cluster)."""
+    kept: list[int] = []
+    dropped: list[int] = []
+    previous: set[str] | None = None
+    for node in path:
+        grams = shingles(texts[node], n)
+        if previous is not None and grams and previous:
+            overlap = len(grams & previous) / len(grams | previous)
+            if overlap >= threshold:
+                dropped.append(node)
+                continue
+        kept.append(node)
+        previous = grams
+    return kept, dropped
+
+
+def cut(path: list[int], size: int) -> list[list[int]]:
+    return [path[i:i + size] for i in range(0, len(path), size)]
+
+
+def embed_chunks(chunks: list[Chunk], model: str, device: str, show_progress: bool) -> torch.Tensor:
+    """The chunks' embeddings through the model's retriever: mtrbench's encoding engine and embedding cache."""
+    from mtrbench.data.model import Corpus
+    from mtrbench.retrieve import build_retriever
+    from mtrbench.retrieve.dense import EmbeddingRetriever
+
+    retriever = build_retriever(model, device=device, show_progress=show_progress)
+    if not isinstance(retriever, EmbeddingRetriever):
+        raise MtrbenchError(f"clustering needs an embedding model; '{model}' is not one (bm25, hybrids and "
+                            "rerankers have no single vector per chunk): try --embedding-model minilm")
+    retriever.index(Corpus([c.chunk_id for c in chunks], [c.title for c in chunks], [c.text for c in chunks]))
+    return retriever.corpus_embeddings
+
+
+def cluster_embeddings(embeddings: torch.Tensor, texts: list[str], options: ClusterOptions,
+                       show_progress: bool = False) -> tuple[list[list[int]], dict[str, Any]]:
+    n = embeddings.shape[0]
+    if n == 0:
+        raise MtrbenchError("no chunks to cluster")
+    vectors = torch.nn.functional.normalize(embeddings.float(), dim=1)
+    graph = knn_graph(vectors, options.neighbours, options.use_faiss)
+    start = int(np.random.default_rng(options.seed).integers(n))
+    walk = greedy_traversal(vectors, graph, start, show_progress)
+    kept, dropped = drop_adjacent_near_identical(walk.path, texts, options.ngram_threshold)
+    clusters = cut(kept, options.cluster_size)
+    return clusters, {"start": start, "jumps": walk.jumps, "path_length": len(walk.path),
+                      "dropped_near_identical": len(dropped), "clusters": len(clusters)}
+
+
+def run_cluster(chunks: list[Chunk], folder: Path, options: ClusterOptions, upstream: str,
+                show_progress: bool = True) -> dict[str, Any]:
+    settings = {"curate": upstream, **options.settings()}
+    done = finished_summary(folder, settings)
+    if done is not None and (folder / CLUSTERS).is_file():
+        return done
+    if options.cluster_size < 1 or options.neighbours < 1:
+        raise MtrbenchError("--cluster-size and --neighbours must be at least 1")
+    embeddings = embed_chunks(chunks, options.model, options.device, show_progress)
+    clusters, facts = cluster_embeddings(embeddings, [c.text for c in chunks], options, show_progress)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(folder / CLUSTERS, [{"cluster_id": i, "chunk_ids": [chunks[j].chunk_id for j in members]}
+                                   for i, members in enumerate(clusters)])
+    return write_summary(folder, settings, {**facts, "chunks": len(chunks), "embedding_model": options.model,
+                                            "knn": "faiss IndexFlatIP" if options.use_faiss else "exact torch top-k",
+                                            "jump_rule": "most similar unvisited chunk over the whole corpus"})
+
+
+def read_clusters(folder: Path) -> list[list[str]]:
+    return [row["chunk_ids"] for row in read_jsonl(folder / CLUSTERS)]
