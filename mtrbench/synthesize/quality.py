@@ -123,13 +123,21 @@ class TransformersScorer:
         self.spec = spec
         self.name = spec.model
         self.device = torch.device(device)
+        from pathlib import Path
+
+        from mtrbench.hub import hub_reachable
+
+        # Without the Hub, only a local folder or an earlier download can work: do not wait for retries.
+        local_only = not Path(spec.model).expanduser().exists() and not hub_reachable()
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(spec.model)
-            self.model = AutoModelForSequenceClassification.from_pretrained(spec.model).to(self.device).eval()
+            self.tokenizer = AutoTokenizer.from_pretrained(spec.model, local_files_only=local_only)
+            self.model = AutoModelForSequenceClassification.from_pretrained(
+                spec.model, local_files_only=local_only).to(self.device).eval()
         except OSError as err:
-            first = " ".join(str(err).split())[:160]
-            raise HubUnavailableError(f"quality classifier {spec.model} could not be loaded ({first}); it needs the "
-                                      "Hugging Face Hub or a local copy: use --quality heuristic offline") from None
+            why = ("it is not in the local Hugging Face cache and the Hub is unreachable" if local_only
+                   else " ".join(str(err).split())[:160])
+            raise HubUnavailableError(f"quality classifier {spec.model} could not be loaded: {why}; use --quality "
+                                      "heuristic offline (the documented stand-in)") from None
         labels = self.model.config.id2label
         if spec.kind == "label" and not set(spec.keep_labels) <= set(labels.values()):
             raise MtrbenchError(f"quality classifier {spec.model}: labels {sorted(labels.values())} do not include "
