@@ -235,7 +235,7 @@ def test_faiss_graph_gives_the_same_walk_as_the_torch_graph():
     pytest.importorskip("faiss")
     vectors = _random_unit(300, 8, 4)
     torch_graph = knn_graph(vectors, 6)
-    faiss_graph = knn_graph(vectors, 6, use_faiss=True)
+    faiss_graph = knn_graph(vectors, 6, knn="faiss")
     assert (torch_graph == faiss_graph).all()
     assert greedy_traversal(vectors, faiss_graph, 17).path == greedy_traversal(vectors, torch_graph, 17).path
 
@@ -281,3 +281,26 @@ def test_seed_cost_model_gives_the_papers_half_cent_per_dialogue():
     assert estimate.requests == 100 * 8 * 3
     assert estimate.usd == pytest.approx(0.49532)
     assert estimate.input_tokens == 100 * 8 * 3000 and estimate.output_tokens == 100 * 8 * 80
+
+
+def _naive_greedy_walk(vectors: torch.Tensor, start: int) -> list[int]:
+    """All-pairs greedy walk: from each chunk, the most similar unvisited chunk over the whole set."""
+    visited = torch.zeros(vectors.shape[0], dtype=torch.bool)
+    path, current = [start], start
+    visited[start] = True
+    while len(path) < vectors.shape[0]:
+        scores = vectors @ vectors[current]
+        scores[visited] = float("-inf")
+        current = int(torch.argmax(scores))
+        visited[current] = True
+        path.append(current)
+    return path
+
+
+@pytest.mark.parametrize("neighbours", [1, 4, 32])
+def test_graph_walk_with_exact_jumps_equals_the_all_pairs_greedy_walk(neighbours):
+    # A kNN row lists the most similar chunks in order, so its first unvisited entry is the most similar
+    # unvisited chunk overall; the jump is exact too. Any graph size gives the naive walk's path.
+    vectors = _random_unit(400, 12, 9)
+    walk = greedy_traversal(vectors, knn_graph(vectors, neighbours), start=123)
+    assert walk.path == _naive_greedy_walk(vectors, 123)

@@ -41,7 +41,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--cluster-size", type=int, default=8, help="chunks per cluster [8]")
     g.add_argument("--ngram-threshold", type=float, default=0.5,
                    help="drop a chunk whose word 5-gram Jaccard with the previous one on the path is >= this [0.5]")
-    g.add_argument("--faiss", action="store_true", help="build the kNN graph with faiss (large corpora)")
+    g.add_argument("--knn", default="exact", choices=("exact", "faiss", "faiss-hnsw"),
+                   help="kNN graph: exact torch top-k, faiss exact, or faiss HNSW (approximate; large corpora) [exact]")
     g = p.add_argument_group("generate")
     g.add_argument("--conversations", type=int, help="conversations to generate [one per cluster]")
     g.add_argument("--turns", type=int, default=8, help="turns per conversation (12: the newer release) [8]")
@@ -132,7 +133,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
                              seed=args.seed),
         cluster=ClusterOptions(model=args.embedding_model, device=device, neighbours=args.neighbours,
                                cluster_size=args.cluster_size, ngram_threshold=args.ngram_threshold,
-                               use_faiss=args.faiss, seed=args.seed),
+                               knn=args.knn, seed=args.seed),
         generate=GenerateOptions(plan=PlanOptions(conversations=args.conversations, turns=args.turns,
                                                   hard_switches=args.hard_switches,
                                                   soft_switch_probability=args.soft_switch_probability,

@@ -1,8 +1,8 @@
 """Stage 2, greedy traversal clustering (MTR-SUITE §4.2, App. A.5.3).
 
 The chunks' embeddings (L2-normalised: similarity is cosine) give a k-nearest-neighbour graph by exact
-top-k (torch; faiss's exact inner-product index with ``use_faiss``). From a seeded random start the walk
-steps to the most similar unvisited neighbour in the graph. When every neighbour of the current chunk
+top-k (torch, or faiss's exact inner-product index; faiss HNSW, approximate, for large corpora). From a
+seeded random start the walk steps to the most similar unvisited neighbour in the graph. When every neighbour of the current chunk
 has been visited, the walk jumps to the most similar unvisited chunk over the whole corpus (exact search
 over all unvisited chunks; ties go to the lower index). Every chunk is visited exactly once, so the path
 is a permutation.
@@ -36,7 +36,7 @@ class ClusterOptions:
     neighbours: int = 16  # k of the kNN graph
     cluster_size: int = 8
     ngram_threshold: float = 0.5  # adjacent chunks with word 5-gram Jaccard >= this: the later one is dropped
-    use_faiss: bool = False
+    knn: str = "exact"  # exact (torch top-k) | faiss (exact flat index) | faiss-hnsw (approximate, large corpora)
     seed: int = 0
 
     def settings(self) -> dict[str, Any]:
@@ -49,15 +49,28 @@ class Traversal:
     jumps: int  # steps where every graph neighbour was visited and the walk jumped
 
 
-def knn_graph(embeddings: torch.Tensor, neighbours: int, use_faiss: bool = False) -> np.ndarray:
-    """For each row, the indices of its ``neighbours`` most similar other rows, most similar first."""
+KNN_CHOICES = ("exact", "faiss", "faiss-hnsw")
+HNSW_LINKS = 32
+
+
+def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> np.ndarray:
+    """For each row, the indices of its ``neighbours`` most similar other rows, most similar first.
+
+    ``faiss-hnsw`` is approximate: a row may miss some of its true neighbours, and the walk then differs
+    from the all-pairs greedy walk where it does (the jump stays exact)."""
+    if knn not in KNN_CHOICES:
+        raise MtrbenchError(f"--knn must be one of {', '.join(KNN_CHOICES)}, got '{knn}'")
     n = embeddings.shape[0]
     k = min(neighbours + 1, n)
-    if use_faiss:
+    if knn != "exact":
         import faiss
 
         vectors = np.ascontiguousarray(embeddings.float().cpu().numpy())
-        index = faiss.IndexFlatIP(vectors.shape[1])
+        if knn == "faiss":
+            index = faiss.IndexFlatIP(vectors.shape[1])
+        else:
+            index = faiss.IndexHNSWFlat(vectors.shape[1], HNSW_LINKS, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efSearch = max(64, 2 * k)
         index.add(vectors)
         _, ids = index.search(vectors, k)
     else:
@@ -74,15 +87,23 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, use_faiss: bool = False
 
 def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
                      show_progress: bool = False) -> Traversal:
-    """The greedy walk described in the module docstring; ``embeddings`` must be L2-normalised."""
+    """The greedy walk described in the module docstring; ``embeddings`` must be L2-normalised.
+
+    Because each graph row lists a chunk's most similar chunks in order, the first unvisited one is the
+    most similar unvisited chunk of all; with the exact jump, the walk equals the all-pairs greedy walk.
+    """
     n = embeddings.shape[0]
+    device = embeddings.device
     visited = np.zeros(n, dtype=bool)
-    path = [start]
     visited[start] = True
+    path = [start]
     jumps = 0
-    # Unvisited rows for the jump search, compacted when half of them have been visited since.
-    pool = torch.arange(n)
+    # For the jump search: the not-yet-visited rows, compacted once half of them have been visited since,
+    # and the steps taken since the last jump (marked on the device copy of ``visited`` only when needed).
+    visited_on_device = torch.zeros(n, dtype=torch.bool, device=device)
+    pool = torch.arange(n, device=device)
     pool_vectors = embeddings
+    unsynced = [start]
     current = start
     bar = tqdm(total=n, desc="Cluster: greedy traversal", unit="chunk", disable=not show_progress)
     bar.update(1)
@@ -90,16 +111,18 @@ def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
         step = next((int(j) for j in graph[current] if j >= 0 and not visited[j]), None)
         if step is None:
             jumps += 1
-            alive = torch.from_numpy(~visited[pool.numpy()])
+            visited_on_device[torch.as_tensor(unsynced, device=device)] = True
+            unsynced = []
+            alive = ~visited_on_device[pool]
             if int(alive.sum()) * 2 < pool.shape[0]:
                 pool, pool_vectors = pool[alive], pool_vectors[alive]
-                alive = torch.ones(pool.shape[0], dtype=torch.bool)
+                alive = torch.ones(pool.shape[0], dtype=torch.bool, device=device)
             scores = (pool_vectors @ embeddings[current]).float()
             scores[~alive] = float("-inf")
-            best = scores.max()
-            # lowest index among ties: pool is in increasing index order
-            step = int(pool[int(torch.nonzero(scores == best)[0, 0])])
+            # the lowest index among ties: pool is in increasing index order and argmax takes the first maximum
+            step = int(pool[int(torch.argmax(scores))])
         visited[step] = True
+        unsynced.append(step)
         path.append(step)
         current = step
         bar.update(1)
@@ -150,7 +173,7 @@ def cluster_embeddings(embeddings: torch.Tensor, texts: list[str], options: Clus
     if n == 0:
         raise MtrbenchError("no chunks to cluster")
     vectors = torch.nn.functional.normalize(embeddings.float(), dim=1)
-    graph = knn_graph(vectors, options.neighbours, options.use_faiss)
+    graph = knn_graph(vectors, options.neighbours, options.knn)
     start = int(np.random.default_rng(options.seed).integers(n))
     walk = greedy_traversal(vectors, graph, start, show_progress)
     kept, dropped = drop_adjacent_near_identical(walk.path, texts, options.ngram_threshold)
@@ -173,7 +196,8 @@ def run_cluster(chunks: list[Chunk], folder: Path, options: ClusterOptions, upst
     write_jsonl(folder / CLUSTERS, [{"cluster_id": i, "chunk_ids": [chunks[j].chunk_id for j in members]}
                                    for i, members in enumerate(clusters)])
     return write_summary(folder, settings, {**facts, "chunks": len(chunks), "embedding_model": options.model,
-                                            "knn": "faiss IndexFlatIP" if options.use_faiss else "exact torch top-k",
+                                            "knn": {"exact": "exact torch top-k", "faiss": "faiss IndexFlatIP (exact)",
+                                                    "faiss-hnsw": "faiss HNSW (approximate)"}[options.knn],
                                             "jump_rule": "most similar unvisited chunk over the whole corpus"})
 
 
