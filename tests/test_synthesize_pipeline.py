@@ -322,3 +322,46 @@ def test_bm25_is_refused_as_an_embedding_model(tmp_path, capsys):
     assert main(["synthesize", str(corpus), "--out", str(tmp_path / "o"), "--stage", "cluster", "--quiet",
                  "--embedding-model", "bm25"]) == 2
     assert "needs an embedding model" in _error_line(capsys)
+
+
+def test_agents_file_gives_each_agent_its_model_and_a_failed_request_drops_the_conversation(tmp_path, capsys):
+    corpus = _corpus(tmp_path, 40)
+    out = tmp_path / "work"
+    assert main(["synthesize", str(corpus), "--out", str(out), "--stage", "cluster", "--quiet", "--device", "cpu",
+                 "--cluster-size", "4", "--neighbours", "4"]) == 0
+    clusters = [json.loads(line)["chunk_ids"] for line in (out / "cluster" / "clusters.jsonl").read_text().splitlines()]
+    chunks = {json.loads(line)["chunk_id"]: json.loads(line)["text"]
+              for line in (out / "curate" / "chunks.jsonl").read_text().splitlines()}
+    agents = ScriptedAgents()
+    refused = set(clusters[0])  # the responder's server refuses (HTTP 400) any question on cluster 0's chunks
+
+    def respond(body: dict) -> Reply:
+        last = body["messages"][-1]["content"]
+        if body["messages"][0]["content"].startswith("You are the assistant") and any(
+                f"**Reference document:**\n{chunks[c]}\n\n" in last for c in refused):
+            return Reply("bad request", status=400)
+        return agents(body)
+
+    with ScriptedChatServer(respond) as server:
+        agents_file = tmp_path / "agents.yaml"
+        agents_file.write_text("judges:\n" + "".join(
+            f"  - {{name: {name}, model: {name}-model, base_url: '{server.base_url}'}}\n"
+            for name in ("questioner", "responder", "polisher")))
+        assert main(["synthesize", str(corpus), "--out", str(out), "--agents", str(agents_file), "--no-llm-cache",
+                     "--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", "--conversations", "3",
+                     "--turns", "2", "--hard-switches", "0"]) == 0
+        by_agent = {}
+        for body in server.requests:
+            system = body["messages"][0]["content"]
+            agent = ("questioner" if system.startswith("You play the user") else
+                     "responder" if system.startswith("You are the assistant") else "polisher")
+            by_agent.setdefault(agent, set()).add(body["model"])
+    assert by_agent == {"questioner": {"questioner-model"}, "responder": {"responder-model"},
+                        "polisher": {"polisher-model"}}
+    assert "dropped: 1 request failed" in capsys.readouterr().out
+    dropped = [r for r in _log(out) if r["status"] == "dropped"]
+    assert [r["conversation_id"] for r in dropped] == ["synth-00000"] and "HTTP 400" in dropped[0]["reason"]
+    incomplete = tmp_path / "incomplete.yaml"
+    incomplete.write_text("judges:\n  - {name: questioner, model: m}\n  - {name: responder, model: m}\n")
+    assert main(["synthesize", str(corpus), "--out", str(out), "--agents", str(incomplete), "--quiet"]) == 2
+    assert "missing ['polisher']" in _error_line(capsys)

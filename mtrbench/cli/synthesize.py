@@ -22,6 +22,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                    "write a native task folder (MTR-SUITE §4). Every stage writes into --out and "
                                    "resumes from it.")
     p.add_argument("corpus", help="JSONL or Parquet file, folder of .txt/.md files, or Hugging Face dataset id")
+    p.add_argument("--corpus-split", default="train", help="split of a Hugging Face dataset corpus [train]")
     p.add_argument("--out", required=True, help="work folder (stage outputs; the task lands in OUT/task)")
     p.add_argument("--stage", default="all", choices=(*STAGES, "all"),
                    help="run up to this stage (earlier finished stages are reused) [all]")
@@ -130,7 +131,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         curate=CurateOptions(chunk_size=args.chunk_size, min_chunk_chars=args.min_chunk_chars,
                              minhash_threshold=args.minhash_threshold,
                              minhash_permutations=args.minhash_permutations, quality=args.quality, device=device,
-                             seed=args.seed),
+                             seed=args.seed, corpus_split=args.corpus_split),
         cluster=ClusterOptions(model=args.embedding_model, device=device, neighbours=args.neighbours,
                                cluster_size=args.cluster_size, ngram_threshold=args.ngram_threshold,
                                knn=args.knn, seed=args.seed),

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from mtrbench.errors import MtrbenchError
 from mtrbench.synthesize.quality import QualityScorer, build_scorer
-from mtrbench.synthesize.reading import RawDocument, read_documents
+from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
 from mtrbench.synthesize.stage import finished_summary, write_jsonl, write_summary
 
 # Table 8 of the seed, in priority order.
@@ -39,6 +39,7 @@ class CurateOptions:
     quality: str = "heuristic"
     device: str = "cpu"  # for the transformers quality classifiers
     seed: int = 0  # MinHash permutation seed
+    corpus_split: str = "train"  # for a Hub dataset
 
     def settings(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,11 +129,11 @@ def chunk_documents(documents: list[RawDocument], options: CurateOptions, counts
 def run_curate(corpus: str, folder: Path, options: CurateOptions, show_progress: bool = True,
                scorer: QualityScorer | None = None) -> dict[str, Any]:
     """Curate ``corpus`` into ``folder/chunks.jsonl``; the summary counts kept and dropped chunks per reason."""
-    settings = {"corpus": str(corpus), **options.settings()}
+    settings = {"corpus": str(corpus), "corpus_fingerprint": source_fingerprint(corpus), **options.settings()}
     done = finished_summary(folder, settings)
     if done is not None and (folder / CHUNKS).is_file():
         return done
-    read = read_documents(corpus)
+    read = read_documents(corpus, options.corpus_split)
     if not read.documents:
         raise MtrbenchError(f"corpus {corpus}: no documents"
                             + (f" ({', '.join(f'{n} {k}' for k, n in read.warnings.items())})" if read.warnings else ""))

@@ -52,6 +52,23 @@ def read_documents(source: str, split: str = "train") -> ReadResult:
     raise MtrbenchError(f"corpus {source}: no such file or folder")
 
 
+def source_fingerprint(source: str) -> str:
+    """Names, sizes and modification times of a local corpus's files (a Hub id stands for itself): an edited
+    corpus is curated again on a rerun."""
+    import hashlib
+
+    path = Path(source).expanduser()
+    if not path.exists():
+        return f"hub:{source}"
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        stat = file.stat()
+        digest.update(f"{file.relative_to(path) if path.is_dir() else file.name}\0{stat.st_size}\0"
+                      f"{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 def _document(row: object, origin: str, index: int) -> RawDocument:
     if not isinstance(row, dict):
         raise MtrbenchError(f"{origin} record {index}: expected a JSON object, got {type(row).__name__}")
