@@ -38,7 +38,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g = p.add_argument_group("cluster")
     g.add_argument("--embedding-model", default="minilm", help="any mtrbench embedding model [minilm]")
     g.add_argument("--device", default="auto", help="device for embeddings and quality classifiers [auto]")
-    g.add_argument("--neighbours", type=int, default=16, help="k of the nearest-neighbour graph [16]")
+    g.add_argument("--neighbours", type=int, default=64, help="k of the nearest-neighbour graph [64]")
     g.add_argument("--cluster-size", type=int, default=8, help="chunks per cluster [8]")
     g.add_argument("--ngram-threshold", type=float, default=0.5,
                    help="drop a chunk whose word 5-gram Jaccard with the previous one on the path is >= this [0.5]")

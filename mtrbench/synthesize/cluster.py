@@ -33,7 +33,7 @@ CLUSTERS = "clusters.jsonl"
 class ClusterOptions:
     model: str = "minilm"
     device: str = "cpu"
-    neighbours: int = 16  # k of the kNN graph
+    neighbours: int = 64  # k of the kNN graph (a larger k leaves fewer dead ends, so fewer costly jumps)
     cluster_size: int = 8
     ngram_threshold: float = 0.5  # adjacent chunks with word 5-gram Jaccard >= this: the later one is dropped
     knn: str = "exact"  # exact (torch top-k) | faiss (exact flat index) | faiss-hnsw (approximate, large corpora)
@@ -76,13 +76,20 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
     else:
         from mtrbench.search.exact import _full_search
 
-        _, ids_t = _full_search(embeddings, embeddings, k, query_chunk=4096, doc_chunk=65536)
+        # 1,024 x 65,536 float32 scores (256 MiB) at a time
+        _, ids_t = _full_search(embeddings, embeddings, k, query_chunk=1024, doc_chunk=65536)
         ids = ids_t.numpy()
-    rows = []
-    for i in range(n):  # drop the row itself, wherever ties put it
-        row = [int(j) for j in ids[i] if j != i and j >= 0][:neighbours]
-        rows.append(row + [-1] * (neighbours - len(row)))
-    return np.asarray(rows, dtype=np.int64).reshape(n, max(neighbours, 0))
+    ids = np.asarray(ids, dtype=np.int64)
+    # Drop each row's own index wherever ties put it (and faiss's -1 fillers): a stable sort moves the
+    # entries to keep to the front in their order; a row that did not contain itself loses its last entry.
+    drop = (ids == np.arange(n)[:, None]) | (ids < 0)
+    order = np.argsort(drop, axis=1, kind="stable")
+    kept = np.take_along_axis(ids, order, axis=1)
+    kept[np.take_along_axis(drop, order, axis=1)] = -1
+    graph = np.full((n, neighbours), -1, dtype=np.int64)
+    width = min(neighbours, kept.shape[1])
+    graph[:, :width] = kept[:, :width]
+    return graph.astype(np.int32) if n < 2**31 else graph
 
 
 def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
