@@ -79,12 +79,12 @@ def test_every_command_module_registers_the_same_way():
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
     assert set(owner) == {"eval", "score", "compare", "pool", "fuse", "tasks", "models", "metrics", "export", "cache", "audit",
-                          "assess", "generate", "judge", "rag", "leaderboard", "plot"}
+                          "assess", "generate", "judge", "rag", "synthesize", "leaderboard", "plot"}
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"
 
 
-@pytest.mark.parametrize("concept", ["encode", "audit", "assess", "judge", "leaderboard", "llm"])
+@pytest.mark.parametrize("concept", ["encode", "audit", "assess", "judge", "leaderboard", "llm", "synthesize"])
 def test_concept_packages_keep_no_cli_module(concept):
     assert not (PACKAGE / concept / "cli.py").exists()
     assert not (PACKAGE / concept / "args.py").exists()

@@ -174,6 +174,13 @@ class EmbeddingRetriever:
                         "; ".join(self.cache_report.messages))
         self._doc_emb = embeddings
 
+    @property
+    def corpus_embeddings(self) -> torch.Tensor:
+        """The indexed corpus's embeddings, one row per document in corpus order."""
+        if self._doc_emb is None:
+            raise RuntimeError("index() the corpus first")
+        return self._doc_emb
+
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         if self._doc_emb is None:
             raise RuntimeError("index() the corpus before searching")

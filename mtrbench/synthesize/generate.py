@@ -1,0 +1,296 @@
+"""Stage 3, multi-agent dialogue generation (MTR-SUITE §4.3).
+
+Per turn, in order: the questioner writes a stand-alone question for one of the documents it is shown
+(the current one to drill down; up to three unused chunks of the current cluster for the start and a soft
+switch; of another cluster for a hard switch), the responder answers it from that gold chunk alone, and the
+polisher rewrites it into the casual follow-up the user actually types (coreference, ellipsis). The
+stand-alone question is kept as the turn's rewrite.
+
+Finished conversations are appended to ``conversations.log.jsonl`` one line each, flushed and synced;
+a conversation cut short by a kill is never written, so a rerun requests exactly the conversations the
+log does not hold (with the same plan digest). A conversation whose agent reply stays malformed after
+the client's parse retries, or whose request fails, is logged as dropped with its reason and counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.cost import price_for
+from mtrbench.locking import held_lock, lock_path_for
+from mtrbench.synthesize import prompts
+from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
+from mtrbench.synthesize.curate import Chunk
+from mtrbench.synthesize.plan import DRILL, HARD, SOFT, START, ConversationPlan, PlanOptions, plan_conversations
+from mtrbench.synthesize.stage import settings_digest, write_summary
+
+LOG = "conversations.log.jsonl"
+CANDIDATES_SHOWN = 3
+AGENT_NAMES = ("questioner", "responder", "polisher")
+
+
+@dataclass(frozen=True)
+class Agents:
+    questioner: JudgeConfig
+    responder: JudgeConfig
+    polisher: JudgeConfig
+
+    def items(self) -> list[tuple[str, JudgeConfig]]:
+        return [(name, getattr(self, name)) for name in AGENT_NAMES]
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    plan: PlanOptions = field(default_factory=PlanOptions)
+    cost_model: SeedCostModel = field(default_factory=SeedCostModel)
+    max_cost_usd: float | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class GenerateReport:
+    planned: int
+    finished: int  # in the log with status done (this run or earlier)
+    dropped: Counter  # reason -> conversations
+    requests_sent: int
+    spent_usd: float
+    stopped_by_cost: bool
+
+
+class DroppedConversation(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ConversationLog:
+    """Append-only JSONL of finished (done or dropped) conversations; a line cut by a kill is ignored."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self, digest: str) -> tuple[dict[str, dict[str, Any]], int]:
+        records: dict[str, dict[str, Any]] = {}
+        unreadable = 0
+        if self.path.is_file():
+            with self.path.open(encoding="utf-8") as handle:
+                for line in handle:
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError:
+                        unreadable += 1
+                        continue
+                    if isinstance(record, dict) and record.get("plan_digest") == digest:
+                        records[str(record.get("conversation_id"))] = record
+        return records, unreadable
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(("\n" if cut_short else "") + json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
+class ConversationRunner:
+    """Runs one planned conversation through the three agents."""
+
+    def __init__(self, clients: dict[str, ChatClient], chunks: dict[str, Chunk], clusters: list[list[str]]) -> None:
+        self.clients = clients
+        self.chunks = chunks
+        self.clusters = clusters
+
+    async def _ask(self, agent: str, key: str, messages: list[dict[str, str]], parse: Callable[[str], Any]) -> Any:
+        result: ChatResult = await self.clients[agent].acomplete(ChatRequest(key=key, messages=messages, parse=parse))
+        if not result.ok:
+            raise DroppedConversation(f"{agent}: {result.error}")
+        return result.value
+
+    async def run(self, plan: ConversationPlan) -> list[dict[str, Any]]:
+        cluster = plan.cluster
+        hard_targets = list(plan.hard_clusters)
+        used: set[str] = set()
+        gold: str | None = None
+        standalone_questions: list[str] = []
+        dialogue: list[tuple[str, str]] = []  # (role, content) as the user and assistant said it
+        turns = []
+        for turn, move in enumerate(plan.moves, start=1):
+            if move == HARD:
+                cluster = hard_targets.pop(0)
+            unused = [c for c in self.clusters[cluster] if c not in used]
+            if move == DRILL or (move == SOFT and not unused):
+                move, candidates = DRILL, [gold]
+            else:
+                candidates = unused[:CANDIDATES_SHOWN]
+                if not candidates:
+                    raise DroppedConversation(f"cluster {cluster} has no unused chunk for turn {turn}")
+            shown = [self.chunks[c].text for c in candidates]
+            key = f"{plan.conversation_id}/t{turn}"
+            question = await self._ask(
+                "questioner", f"{key}/questioner",
+                [{"role": "system", "content": prompts.QUESTIONER_SYSTEM},
+                 {"role": "user", "content": prompts.questioner_user_message(move, shown, standalone_questions)}],
+                lambda text, n=len(shown): prompts.parse_question(text, n))
+            gold = candidates[question.position - 1]
+            used.add(gold)
+            history = [{"role": "user" if role == "user" else "assistant", "content": content}
+                       for role, content in dialogue]
+            answer = await self._ask(
+                "responder", f"{key}/responder",
+                [{"role": "system", "content": prompts.RESPONDER_SYSTEM}, *history,
+                 {"role": "user", "content": prompts.responder_user_message(self.chunks[gold].text, question.text)}],
+                prompts.parse_answer)
+            polished = await self._ask(
+                "polisher", f"{key}/polisher",
+                [{"role": "system", "content": prompts.POLISHER_SYSTEM},
+                 {"role": "user", "content": prompts.polisher_user_message(dialogue, question.text)}],
+                prompts.parse_polished)
+            standalone_questions.append(question.text)
+            dialogue += [("user", polished), ("assistant", answer)]
+            turns.append({"turn": turn, "switch": move, "cluster": cluster, "gold_chunk": gold,
+                          "standalone": question.text, "question": polished, "answer": answer})
+        return turns
+
+
+def plan_digest(agents: Agents, plan_options: PlanOptions, upstream: str) -> str:
+    judges = {name: {"model": j.model, "temperature": j.temperature, "max_tokens": j.max_tokens,
+                     "extra_body": j.extra_body} for name, j in agents.items()}
+    return settings_digest({"cluster": upstream, "prompts": prompts.PROMPT_VERSION, "agents": judges,
+                            "plan": asdict(plan_options)})
+
+
+def _spent(clients: dict[str, ChatClient], model: SeedCostModel) -> float:
+    total = 0.0
+    for client in clients.values():
+        prices = price_for(client.judge) or (model.input_miss_usd_per_mtok, model.output_usd_per_mtok)
+        total += (client.usage.prompt_tokens * prices[0] + client.usage.completion_tokens * prices[1]) / 1_000_000
+    return total
+
+
+def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, agents: Agents,
+                 options: GenerateOptions, upstream: str, cache: ResponseCache | None = None,
+                 show_progress: bool = True) -> GenerateReport | None:
+    """Generate the planned conversations not yet in the log; None after a dry run (nothing sent)."""
+    plans = plan_conversations(len(clusters), options.plan)
+    if not plans:
+        raise MtrbenchError("no clusters to generate conversations from")
+    digest = plan_digest(agents, options.plan, upstream)
+    log = ConversationLog(folder / LOG)
+    done, unreadable = log.read(digest)
+    todo = [p for p in plans if p.conversation_id not in done]
+    estimate = estimate_synthesis(len(todo), options.plan.turns, options.cost_model)
+    for line in estimate.lines():
+        print(line)
+    if len(done):
+        print(f"  resuming: {len(done)} of {len(plans)} conversations already in {log.path}")
+    if unreadable:
+        print(f"  note: {unreadable} unreadable line(s) in {log.path} ignored (a run killed mid-write)")
+    for name, judge in agents.items():
+        print(f"  {name}: model {judge.model}")
+    if options.dry_run:
+        _print_first_prompt(plans[0] if plans else None, chunks, clusters)
+        print("dry run: nothing was sent")
+        return None
+    if options.max_cost_usd is not None and estimate.usd > options.max_cost_usd:
+        raise MtrbenchError(f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
+                            "lower --conversations or --turns, or raise --max-cost")
+    folder.mkdir(parents=True, exist_ok=True)
+    clients = {name: ChatClient(judge, cache) for name, judge in agents.items()}
+    by_id = {c.chunk_id: c for c in chunks}
+    runner = ConversationRunner(clients, by_id, clusters)
+    stopped = False
+    with held_lock(lock_path_for(log.path), purpose=f"synthesis log {log.path}"):
+        stopped = asyncio.run(_run_all(runner, todo, log, digest, clients, options, show_progress))
+    done, _ = log.read(digest)
+    dropped = Counter(r.get("reason_kind", "dropped") for r in done.values() if r.get("status") == "dropped")
+    finished = sum(1 for r in done.values() if r.get("status") == "done")
+    report = GenerateReport(planned=len(plans), finished=finished, dropped=dropped,
+                            requests_sent=sum(c.usage.requests for c in clients.values()),
+                            spent_usd=_spent(clients, options.cost_model), stopped_by_cost=stopped)
+    write_summary(folder, {"plan_digest": digest}, {
+        "planned": report.planned, "finished": report.finished, "dropped": dict(report.dropped),
+        "requests_sent_last_run": report.requests_sent, "spent_usd_last_run": round(report.spent_usd, 6),
+        "stopped_by_max_cost": stopped, "complete": not stopped and finished + sum(dropped.values()) == len(plans)})
+    return report
+
+
+async def _run_all(runner: ConversationRunner, todo: list[ConversationPlan], log: ConversationLog, digest: str,
+                   clients: dict[str, ChatClient], options: GenerateOptions, show_progress: bool) -> bool:
+    width = max(1, min(c.judge.concurrency for c in clients.values()))
+    slots = asyncio.Semaphore(width)
+    bar = tqdm(total=len(todo), desc="Generate: conversations", unit="conv", disable=not show_progress)
+    stopped = False
+
+    async def one(plan: ConversationPlan) -> None:
+        try:
+            turns = await runner.run(plan)
+            record = {"status": "done", "turns": turns}
+        except DroppedConversation as dropped:
+            kind = "malformed reply" if "unparseable" in dropped.reason else "request failed"
+            record = {"status": "dropped", "reason": dropped.reason, "reason_kind": kind}
+        finally:
+            slots.release()
+        log.append({"conversation_id": plan.conversation_id, "plan_digest": digest, "cluster": plan.cluster,
+                    "moves": list(plan.moves),
+                    "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record})
+        bar.update(1)
+
+    tasks = []
+    try:
+        for plan in todo:
+            await slots.acquire()
+            if options.max_cost_usd is not None and _spent(clients, options.cost_model) >= options.max_cost_usd:
+                stopped = True
+                slots.release()
+                break
+            tasks.append(asyncio.create_task(one(plan)))
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        bar.close()
+        for client in clients.values():
+            await client.aclose()
+    if stopped:
+        print(f"stopped: --max-cost ${options.max_cost_usd:.4f} reached; finished conversations are kept, "
+              "rerun with a higher cap to continue")
+    return stopped
+
+
+def _print_first_prompt(plan: ConversationPlan | None, chunks: list[Chunk], clusters: list[list[str]]) -> None:
+    if plan is None:
+        return
+    by_id = {c.chunk_id: c for c in chunks}
+    shown = [by_id[c].text for c in clusters[plan.cluster][:CANDIDATES_SHOWN]]
+    print(f"--- first questioner prompt ({plan.conversation_id}, moves {' '.join(plan.moves)}) ---")
+    print(prompts.QUESTIONER_SYSTEM)
+    print(prompts.questioner_user_message(START, shown, []))
+
+
+def finished_conversations(folder: Path, digest: str) -> list[dict[str, Any]]:
+    done, _ = ConversationLog(folder / LOG).read(digest)
+    return sorted((r for r in done.values() if r.get("status") == "done"), key=lambda r: r["conversation_id"])

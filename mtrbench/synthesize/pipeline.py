@@ -1,0 +1,82 @@
+"""``run_synthesis``: the four stages in order over one work folder, each resuming from its own outputs.
+
+Work folder::
+
+    curate/   chunks.jsonl, summary.json
+    cluster/  clusters.jsonl, summary.json
+    generate/ conversations.log.jsonl, summary.json
+    task/     the native task folder (see ``write.py``)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtrbench.errors import MtrbenchError
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
+from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
+from mtrbench.synthesize.generate import Agents, GenerateOptions, finished_conversations, plan_digest, run_generate
+from mtrbench.synthesize.write import WriteOptions, format_table2, write_task
+
+STAGES = ("curate", "cluster", "generate", "write")
+
+
+@dataclass(frozen=True)
+class SynthesisConfig:
+    corpus: str
+    out: Path
+    stage: str = "all"  # one of STAGES, or all: every stage up to and including it runs (finished ones resume)
+    curate: CurateOptions = field(default_factory=CurateOptions)
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+    generate: GenerateOptions = field(default_factory=GenerateOptions)
+    write: WriteOptions = field(default_factory=WriteOptions)
+    show_progress: bool = True
+
+
+def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: ResponseCache | None = None) -> int:
+    if config.stage not in (*STAGES, "all"):
+        raise MtrbenchError(f"--stage must be one of {', '.join(STAGES)} or all, got '{config.stage}'")
+    last = STAGES.index(config.stage) if config.stage != "all" else len(STAGES) - 1
+    out = config.out
+    curated = run_curate(config.corpus, out / "curate", config.curate, config.show_progress)
+    dropped = ", ".join(f"{n} {k}" for k, n in curated["dropped"].items()) or "none"
+    print(f"curate: {curated['documents']} documents -> {curated['chunks']} chunks, kept {curated['kept']} "
+          f"(dropped: {dropped}); quality: {curated['quality_scorer']}")
+    for warning, n in curated.get("warnings", {}).items():
+        print(f"warning: {n} {warning}")
+    if last == 0:
+        return 0
+    chunks = read_chunks(out / "curate")
+    clustered = run_cluster(chunks, out / "cluster", config.cluster, curated["settings_digest"], config.show_progress)
+    print(f"cluster: {clustered['clusters']} clusters of {config.cluster.cluster_size} from {clustered['path_length']} "
+          f"chunks ({clustered['dropped_near_identical']} adjacent near-identical dropped, {clustered['jumps']} jumps)")
+    if last == 1:
+        return 0
+    if agents is None:
+        raise MtrbenchError("generation needs the agents' models: --questioner-model/--responder-model/"
+                            "--polisher-model (or --llm-model for all three) or --agents FILE")
+    clusters = read_clusters(out / "cluster")
+    report = run_generate(chunks, clusters, out / "generate", agents, config.generate, clustered["settings_digest"],
+                          cache, config.show_progress)
+    if report is None:  # dry run
+        return 0
+    dropped_text = ", ".join(f"{n} {k}" for k, n in report.dropped.items()) or "none"
+    print(f"generate: {report.finished} of {report.planned} conversations finished, dropped: {dropped_text}; "
+          f"{report.requests_sent} requests this run, ~${report.spent_usd:.4f}")
+    if last == 2:
+        return 0
+    digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
+    records = finished_conversations(out / "generate", digest)
+    if not records:
+        raise MtrbenchError("no finished conversation to write (every one was dropped: see "
+                            f"{out / 'generate' / 'conversations.log.jsonl'})")
+    summary = {"quality_scorer": curated["quality_scorer"], "minhash": curated["minhash"],
+               "curate_dropped": curated["dropped"], "clusters": clustered["clusters"],
+               "conversations_dropped": dict(report.dropped)}
+    stats = write_task(chunks, records, out / "task", config.write, summary)
+    print(f"write: {out / 'task'} (card {out / 'task' / (config.write.name + '.yaml')})")
+    print("Table 2 statistics (tokens: MiniLM WordPiece):")
+    print(format_table2(stats))
+    return 0
