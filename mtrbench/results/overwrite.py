@@ -1,0 +1,70 @@
+"""Whether to (re-)evaluate a result that may exist already: mteb's overwrite strategies.
+
+Mirrors ``mteb.evaluate(overwrite_strategy=...)`` (mteb 2.x):
+
+* ``always``: evaluate and replace any existing file;
+* ``only-missing`` (default, as mteb): skip a finished result with the same settings; evaluate what is
+  missing, and replace a file made with other settings (mteb re-runs results it cannot merge);
+* ``never``: skip a finished result with the same settings, evaluate what is missing, and refuse to
+  replace a file made with other settings (mteb raises rather than overwrite).
+
+A result file is written last and atomically, so one that parses is finished. "Same settings" is
+the ``mtrbench.settings`` block without what only changes speed (device, batch size, ...), plus the
+dataset revision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtrbench.errors import MtrbenchError
+
+OVERWRITE_STRATEGIES = ("always", "only-missing", "never")
+DEFAULT_OVERWRITE = "only-missing"
+# Retriever settings that change speed or memory, never a score (as the leaderboard's identity ignores them).
+EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache")
+
+
+@dataclass(frozen=True)
+class Decision:
+    evaluate: bool
+    reason: str  # "missing", "forced", "finished", "settings differ", "unreadable"
+
+
+def comparable_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    out = dict(settings)
+    retriever = out.get("retriever")
+    if isinstance(retriever, dict):
+        out["retriever"] = {k: v for k, v in retriever.items() if k not in EXECUTION_ONLY}
+    return json.loads(json.dumps(out))  # tuples -> lists, as they come back from a file
+
+
+def _existing_settings(path: Path) -> tuple[dict[str, Any], str | None] | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        return document["mtrbench"]["settings"], document.get("dataset_revision")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def decide(path: Path, settings: dict[str, Any], strategy: str, dataset_revision: str | None = None) -> Decision:
+    """``dataset_revision``: compared only when given (it is known once the task is loaded)."""
+    if strategy not in OVERWRITE_STRATEGIES:
+        raise MtrbenchError(f"--overwrite-strategy must be one of {', '.join(OVERWRITE_STRATEGIES)}, got '{strategy}'")
+    if not path.exists():
+        return Decision(True, "missing")
+    if strategy == "always":
+        return Decision(True, "forced")
+    existing = _existing_settings(path)
+    same = existing is not None and comparable_settings(existing[0]) == comparable_settings(settings) and (
+        dataset_revision is None or existing[1] == dataset_revision)
+    if same:
+        return Decision(False, "finished")
+    reason = "unreadable" if existing is None else "settings differ"
+    if strategy == "never":
+        raise MtrbenchError(f"{path}: a result with other settings exists ({reason}); --overwrite-strategy never "
+                            f"does not replace it (use only-missing or always, or another --output-dir)")
+    return Decision(True, reason)
