@@ -30,8 +30,8 @@ def env() -> dict[str, str]:
 
 
 def results(folder: Path) -> dict[tuple[str, str], Path]:
-    """(model folder, task) -> result JSON, for default-settings results."""
-    return {(p.parents[1].name, p.stem): p for p in folder.glob("*/*/*.json") if p.name != "model_meta.json"}
+    """(model folder, task) -> result JSON, experiments included."""
+    return {(p.relative_to(folder).parts[0], p.stem): p for p in folder.rglob("*.json") if p.name != "model_meta.json"}
 
 
 def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(native_mini, tmp_path):
@@ -61,8 +61,8 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
                                       if SKIP_NOTE.match(line))}
     model_label = {"sentence-transformers__all-MiniLM-L6-v2": "minilm", "bm25": "bm25"}
     assert skipped == {(model_label[m], t) for m, t in done}
-    written = {(Path(line.strip()).parents[1].name, Path(line.strip()).stem) for line in rerun.stdout.splitlines()
-               if line.strip().endswith(".json")}
+    written = {(Path(line.strip()).relative_to(out).parts[0], Path(line.strip()).stem)
+               for line in rerun.stdout.splitlines() if line.strip().endswith(".json")}
     assert written == set(order) - set(done)
     assert set(results(out)) == set(order)
     assert all(finished[pair].stat().st_mtime_ns == mtimes[pair] for pair in done)  # never rewritten
@@ -71,7 +71,7 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
     assert f"--model bm25 --task {native_mini}" in command and "minilm" not in command
 
     again = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and len(SKIP_NOTE.findall(again.stderr.replace("\n", "\n"))) <= 4
+    assert again.returncode == 0
     assert sum(1 for line in again.stderr.splitlines() if SKIP_NOTE.match(line)) == 4
 
 

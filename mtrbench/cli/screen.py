@@ -175,6 +175,8 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
     "--rerank": _hub_id,  # a Hub cross-encoder; a local folder is never re-run
     "--rerank-k": _positive,
     "--rerank-batch-size": _positive,
+    "--limit": _positive,
+    "--overwrite-strategy": None,  # choices checked by argparse; verify's work folder starts empty anyway
     "--quiet": None,  # verify adds it anyway
 }
 

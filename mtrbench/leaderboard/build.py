@@ -34,7 +34,7 @@ from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
 REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
-                "query_format": "query format", "reported_in": "source table"}
+                "query_format": "query format", "reported_in": "source table", "limit": "conversation limit"}
 
 
 @dataclass
@@ -241,12 +241,12 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     ca, cb = a["comparability"], b["comparability"]
     reasons = []
     for key, name in REASON_NAMES.items():
-        if ca[key] != cb[key]:
+        if ca.get(key) != cb.get(key):
             if key == "label":
                 reasons.append(f"label differs ({ca[key]} vs {cb[key]}): reported numbers are never ranked "
                                f"with runs")
             else:
-                reasons.append(f"{name} differs ({_describe(ca[key])} vs {_describe(cb[key])})")
+                reasons.append(f"{name} differs ({_describe(ca.get(key))} vs {_describe(cb.get(key))})")
     for task in a["tasks"]:
         if task in b["tasks"]:
             da, db = ca["datasets"][task], cb["datasets"][task]

@@ -9,8 +9,9 @@ Mirrors ``mteb.evaluate(overwrite_strategy=...)`` (mteb 2.x):
   replace a file made with other settings (mteb raises rather than overwrite).
 
 A result file is written last and atomically, so one that parses is finished. "Same settings" is
-the ``mtrbench.settings`` block without what only changes speed (device, batch size, ...), plus the
-dataset revision.
+the ``mtrbench.settings`` block without what only changes speed (device, batch size, ...); the
+decision is taken before the task is loaded, so the dataset revision is compared only by callers
+that pass it.
 """
 
 from __future__ import annotations
