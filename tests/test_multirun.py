@@ -148,7 +148,9 @@ def test_mteb_result_cache_loads_results_with_its_defaults(native_mini, tmp_path
     assert registry.revision == MINILM_HUB_REVISION
     meta = json.loads((minilm_folder / "model_meta.json").read_text())
     assert set(meta) <= set(registry.to_dict()) | {"loader"}
-    validated = mteb.ModelMeta.model_validate({**meta, "loader": None})
+    from mteb.models import ModelMeta
+
+    validated = ModelMeta.model_validate({**meta, "loader": None})
     assert (validated.name, validated.revision) == (registry.name, registry.revision)
     assert validated.max_tokens == registry.max_tokens and validated.similarity_fn_name == registry.similarity_fn_name
 
