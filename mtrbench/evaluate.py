@@ -201,7 +201,8 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
 
         n_no_qrels = sum(1 for q in task.queries if not q.qrels)
         experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None)
-        paths, settings = planned[strategy.name]
+        paths, planned_settings = planned[strategy.name]
+        settings = {**planned_settings, "retriever": retriever.settings()}  # as indexed (parent-child: child count)
         extra = {
             "model": {"name": retriever.name, "revision": retriever.revision, "requested": model},
             "settings": settings,

@@ -209,3 +209,24 @@ def test_readme_mteb_snippet_runs_offline(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     score = float(run.stdout.strip().splitlines()[-1])
     assert score == pytest.approx(float(claimed.group(1)), abs=1e-5)  # what the README says it prints
+
+
+def test_same_settings_ignore_only_speed_and_corpus_derived_values(tmp_path):
+    from mtrbench.results.overwrite import decide
+
+    recorded = {"history": "full", "top_k": 100, "retriever": {
+        "kind": "parent-child", "children": 928, "device": "cuda:0",
+        "children_retriever": {"dense": {"name": "m", "device": "cuda:0", "batch_size": 64, "dtype": "bf16"}}}}
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"mtrbench": {"settings": recorded}}))
+    before_index = {"history": "full", "top_k": 100, "retriever": {
+        "kind": "parent-child", "children": 0, "device": "cpu",
+        "children_retriever": {"dense": {"name": "m", "device": "cpu", "batch_size": None, "dtype": "bf16"}}}}
+    assert decide(path, before_index, "only-missing").reason == "finished"
+    other_dtype = json.loads(json.dumps(before_index))
+    other_dtype["retriever"]["children_retriever"]["dense"]["dtype"] = "fp32"
+    assert decide(path, other_dtype, "only-missing").reason == "settings differ"
+    assert decide(path, {**before_index, "top_k": 50}, "only-missing").evaluate
+    assert decide(path, before_index, "always").reason == "forced"
+    path.write_text("{\"mtrbench\": ")  # cut short: not finished
+    assert decide(path, before_index, "only-missing").reason == "unreadable"

@@ -25,8 +25,10 @@ from mtrbench.errors import MtrbenchError
 
 OVERWRITE_STRATEGIES = ("always", "only-missing", "never")
 DEFAULT_OVERWRITE = "only-missing"
-# Retriever settings that change speed or memory, never a score (as the leaderboard's identity ignores them).
+# Retriever settings that change speed or memory, never a score (as the leaderboard's identity ignores them),
+# and what the corpus decides once indexed (the child count of parent-child retrieval: the chunking spec is kept).
 EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache")
+CORPUS_DERIVED = ("children",)
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,16 @@ class Decision:
     reason: str  # "missing", "forced", "finished", "settings differ", "unreadable"
 
 
+def _without(value: Any, keys: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, keys) for k, v in value.items() if k not in keys}
+    return value
+
+
 def comparable_settings(settings: dict[str, Any]) -> dict[str, Any]:
     out = dict(settings)
-    retriever = out.get("retriever")
-    if isinstance(retriever, dict):
-        out["retriever"] = {k: v for k, v in retriever.items() if k not in EXECUTION_ONLY}
+    if isinstance(out.get("retriever"), dict):  # nested too: hybrid legs, the children retriever
+        out["retriever"] = _without(out["retriever"], EXECUTION_ONLY + CORPUS_DERIVED)
     return json.loads(json.dumps(out))  # tuples -> lists, as they come back from a file
 
 
