@@ -11,6 +11,8 @@ from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_
 from mtrbench.errors import MtrbenchError
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
+DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
+
 if TYPE_CHECKING:
     from mtrbench.evaluate import EvalConfig
     from mtrbench.retrieve import RetrieverOptions
@@ -102,11 +104,11 @@ def _eval_models(args: argparse.Namespace) -> list[str]:
         from mtrbench.retrieve.registry import pair_name
 
         return [pair_name(args.query_model, args.doc_model)]
-    return _listed(args.model) or ["minilm"]
+    return _listed(args.model) or [DEFAULT_MODEL]
 
 
 def _eval_tasks(args: argparse.Namespace) -> list[str]:
-    return _listed(args.task) or ["mtrbench-sample"]
+    return _listed(args.task) or [DEFAULT_TASK]
 
 
 def _eval_model(args: argparse.Namespace) -> str:
@@ -267,7 +269,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     for model in models:
         retriever = None
         for task in tasks:
-            pair_config = replace(config, command=command_line(pair_argv(args.argv, model, task)))
+            single = len(models) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
+            pair_config = config if single else replace(config, command=command_line(pair_argv(args.argv, model, task)))
             if retriever is None:
                 say(f"Loading model {model}")
                 retriever = build_retriever(model, options)

@@ -295,8 +295,9 @@ def _split_problem(given: dict[str, str | None]) -> str | None:
     split = given.get("--split")
     if split is None:
         return None
-    default_task = eval_options()["--task"].default
-    card = all_cards().get(given.get("--task") or default_task)
+    from mtrbench.cli.eval import DEFAULT_TASK
+
+    card = all_cards().get(given.get("--task") or DEFAULT_TASK)
     if card is not None and split not in card.splits:
         return f"--split {split!r}: task '{card.name}' has no such split ({', '.join(card.splits)})"
     return None
