@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,16 @@ from mtrbench.metrics.breakdown import by_topic_switch, by_turn
 from mtrbench.metrics.report import confidence_intervals, refined_comparison
 from mtrbench.results.table import summary_keys
 from mtrbench.formats.run import Run, run_tag
-from mtrbench.generation.model_history import RewriterOptions, compute_model_history
+from mtrbench.generation.model_history import RewriterOptions, compute_model_history, rewriter_identity
 from mtrbench.measures import Measure, evaluate, parse_measures
-from mtrbench.results.writer import experiment_slug, hardware, result_document, result_paths, write_result
+from mtrbench.results.model_meta import model_meta, write_model_meta
+from mtrbench.results.overwrite import decide
+from mtrbench.results.writer import (ResultPaths, experiment_slug, hardware, result_document, result_paths,
+                                     write_result)
 from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
 from mtrbench.retrieve.base import Retriever
-from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.history import (DEFAULT_HISTORY, HistoryStrategy, QueryFormat, check_strategy_applies,
+                                       get_strategy)
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
 
 ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
@@ -42,6 +46,8 @@ class EvalConfig:
     command: str | None = None
     skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
     analyses: AnalysisOptions = field(default_factory=AnalysisOptions)  # refined qrels, RAGAlign
+    limit: int | None = None  # evaluate the first N conversations only (recorded in settings and the folder name)
+    overwrite: str = "always"  # mteb's overwrite strategies (results/overwrite.py); the CLI's default: only-missing
     rewriter: RewriterOptions | None = None  # the model behind rewrite:llm / summary:llm
 
 
@@ -60,6 +66,15 @@ class StrategyResult:
     warnings: dict[str, int] = field(default_factory=dict)  # the loader's counted drops, as in the result JSON
 
 
+@dataclass(frozen=True)
+class SkippedResult:
+    """A strategy not evaluated because its finished result exists (overwrite strategy only-missing/never)."""
+    model: str
+    task: str
+    history: str
+    path: Path
+
+
 def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool,
                     rewriter_model: str | None = None) -> str | None:
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
@@ -68,7 +83,8 @@ def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_
         pipeline["rewriter"] = rewriter_model
     return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
                            fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
-                           dtype=retriever.settings().get("dtype"), pipeline=pipeline or None)
+                           dtype=retriever.settings().get("dtype"), pipeline=pipeline or None,
+                           limit=config.limit)
 
 
 def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:
@@ -82,10 +98,30 @@ def hits_to_run(task: TaskData, hits) -> Run:
     return {q.qid: {ids[i]: float(s) for i, s in zip(*hits[n])} for n, q in enumerate(task.queries)}
 
 
+def first_conversations(task: TaskData, limit: int) -> TaskData:
+    """The queries of the first ``limit`` conversations in the task's own (file) order; the corpus stays whole."""
+    kept: list[str] = []
+    for q in task.queries:
+        if q.conversation_id not in kept:
+            if len(kept) == limit:
+                continue
+            kept.append(q.conversation_id)
+    keep = set(kept)
+    queries = [q for q in task.queries if q.conversation_id in keep]
+    qids = {q.qid for q in queries}
+    extra = {name: {qid: rels for qid, rels in qrels.items() if qid in qids} for name, qrels in task.extra_qrels.items()}
+    return replace(task, queries=queries, extra_qrels=extra)
+
+
 def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
-             progress: Callable[[str], None] | None = None, retriever: Retriever | None = None) -> list[StrategyResult]:
-    """``retriever``: one built already (a sweep reuses its legs); else built from ``model`` and the options."""
+             progress: Callable[[str], None] | None = None, retriever: Retriever | None = None,
+             on_skip: Callable[[SkippedResult], None] | None = None) -> list[StrategyResult]:
+    """``retriever``: one built already (a sweep reuses its legs; a run over several tasks, the model); else built
+    from ``model`` and the options. Strategies whose finished result exists are skipped per ``config.overwrite``
+    (reported to ``on_skip``); when all are, the task is not even loaded and the list is empty."""
     say = progress or (lambda message: None)
+    if config.limit is not None and config.limit < 1:
+        raise MtrbenchError(f"--limit must be a positive number of conversations, got {config.limit}")
     retriever_options = retriever_options or RetrieverOptions()
     strategies = [get_strategy(h) for h in config.histories]
     if any(s.model_kind for s in strategies) and config.rewriter is None:
@@ -106,13 +142,30 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         raise MtrbenchError(f"the task's main score {main_key} is not among the requested metrics/k values")
 
     started = time.perf_counter()
-    say(f"Loading model {model}")
-    retriever = retriever or build_retriever(model, retriever_options)
+    if retriever is None:
+        say(f"Loading model {model}")
+        retriever = build_retriever(model, retriever_options)
     t_model = time.perf_counter() - started
 
+    split = config.split or card.eval_split
+    planned = {s.name: plan_strategy(s, config, retriever, retriever_options, card, split, measures, k_values)
+               for s in strategies}
+    todo = []
+    for strategy in strategies:
+        paths, settings = planned[strategy.name]
+        if decide(paths.json, settings, config.overwrite).evaluate:
+            todo.append(strategy)
+        elif on_skip is not None:
+            on_skip(SkippedResult(model, card.name, strategy.name, paths.json))
+    strategies = todo
+    if not strategies:
+        return []
+
     t0 = time.perf_counter()
-    say(f"Loading task {card.name} ({config.split or card.eval_split})")
+    say(f"Loading task {card.name} ({split})")
     task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
+    if config.limit is not None:
+        task = first_conversations(task, config.limit)
     t_load = time.perf_counter() - t0
     if config.skip_inapplicable and not task.has_rewrites:
         strategies = [s for s in strategies if s.name != "rewrite"]
@@ -174,15 +227,9 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         rewriter = rewriter_reports.get(strategy.name)
         experiment = experiment_name(strategy.name, config, retriever, retriever_options.max_length is not None,
                                      rewriter["model"] if rewriter else None)
-        paths = result_paths(config.output_dir, retriever.name, retriever.revision, task.name, experiment)
-        settings = {
-            "history": strategy.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
-            "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": task.split,
-            "relevance_level": card.relevance_level,
-            "retriever": retriever.settings(),
-            **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
-            **({"rewriter": rewriter} if rewriter else {}),
-        }
+        paths, planned_settings = planned[strategy.name]
+        settings = {**planned_settings, "retriever": retriever.settings(),  # as indexed (parent-child: child count)
+                    **({"rewriter": rewriter} if rewriter else {})}  # identity as planned, plus the request counts
         extra = {
             "model": {"name": retriever.name, "revision": retriever.revision, "requested": model},
             "settings": settings,
@@ -211,11 +258,38 @@ def run_eval(model: str, task_name: str, config: EvalConfig, retriever_options: 
         per_query_rows = [{"qid": qid, "conversation_id": by_qid[qid].conversation_id, "turn_id": by_qid[qid].turn_id,
                            **values} for qid, values in evaluation.per_query.items()]
         write_result(paths, document, run, per_query_rows, run_tag=run_tag(model, strategy.name))
+        revision_folder = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, None).json.parent
+        write_model_meta(revision_folder, model_meta(retriever))
+        if experiment:
+            write_model_meta(paths.json.parent, model_meta(retriever, experiment))
         results.append(StrategyResult(strategy.name, scores, main_key, evaluation, breakdowns,
                                       truncator.stats.as_dict(), paths, len(evaluation.per_query),
                                       len(evaluation.excluded) + n_no_qrels, analyses, dict(task.warnings)))
     say(f"Done in {time.perf_counter() - started:.1f}s")
     return results
+
+
+def plan_strategy(strategy: HistoryStrategy, config: EvalConfig, retriever: Retriever, retriever_options: RetrieverOptions,
+                  card, split: str, measures: list[Measure], k_values: list[int]) -> tuple[ResultPaths, dict[str, Any]]:
+    """Where a strategy's result goes and the settings it records, known before the task is loaded (a model-backed
+    history records its rewriter's identity here; the request counts are added once it has run)."""
+    history = strategy.name
+    rewriter = rewriter_identity(strategy.model_kind, config.rewriter) if strategy.model_kind else None
+    truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
+                          side=config.truncate)
+    experiment = experiment_name(history, config, retriever, retriever_options.max_length is not None,
+                                 rewriter["model"] if rewriter else None)
+    paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
+    settings = {
+        "history": history, "truncate": truncator.side, "query_format": asdict(config.fmt),
+        "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": split,
+        "relevance_level": card.relevance_level,
+        "retriever": retriever.settings(),
+        **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
+        **({"limit": {"conversations": config.limit}} if config.limit is not None else {}),
+        **({"rewriter": rewriter} if rewriter else {}),
+    }
+    return paths, settings
 
 
 def command_line(argv: list[str]) -> str:

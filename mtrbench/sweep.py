@@ -41,6 +41,7 @@ def run_sweep(model: str, task_name: str, config: EvalConfig, grid: SweepGrid,
         raise MtrbenchError(f"a sweep over --alpha/--candidate-k needs a hybrid model (hybrid:DENSE+bm25), not '{model}'")
     from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
 
+    config = replace(config, overwrite="always")  # the table compares every cell: none is skipped as finished
     legs = replace(options, alpha=None, candidate_k=None, rerank=None)
     dense, sparse = build_retriever(spec.model_id, legs), build_retriever(spec.doc_model_id, legs)
     cells = []

@@ -364,7 +364,7 @@ def _result(kind: str, out: Path) -> tuple[dict[str, float], dict[str, int]]:
     if kind == "score":
         document = json.loads((out / "s.json").read_text())
         return document["scores"], document["queries"]
-    [path] = [p for p in out.rglob("*.json")]
+    [path] = [p for p in out.rglob("*.json") if p.name != "model_meta.json"]
     document = json.loads(path.read_text())
     scores = {k: v for k, v in document["scores"]["test"][0].items() if isinstance(v, float)}
     return scores, document["mtrbench"]["warnings"]

@@ -361,7 +361,7 @@ def eval_args(task: Path, cache: Path, out: Path) -> list[str]:
 
 def outputs(out: Path) -> tuple[bytes, dict]:
     [run] = list(out.rglob("*.run.trec"))
-    [result] = list(out.rglob("*.json"))
+    [result] = [p for p in out.rglob("*.json") if p.name != "model_meta.json"]
     return run.read_bytes(), json.loads(result.read_text())["mtrbench"]["embedding_cache"]
 
 

@@ -46,7 +46,7 @@ def read_run_file(path: Path) -> dict[str, dict[str, float]]:
 
 def read_result(output_dir: Path) -> tuple[dict, dict[str, dict[str, float]], list[dict]]:
     """(result JSON, TREC run, per-query rows) of the one result an eval wrote under ``output_dir``."""
-    [path] = [p for p in output_dir.rglob("*.json")]
+    [path] = [p for p in output_dir.rglob("*.json") if p.name != "model_meta.json"]
     document = json.loads(path.read_text())
     files = document["mtrbench"]["files"]
     run = read_run_file(path.with_name(files["run"]))

@@ -181,7 +181,7 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: Any = Non
             for name, client in clients.items():
                 u = client.usage
                 usage[name] = {"model": client.judge.model, "requests": u.requests, "cached": u.cached,
-                               "failures": u.failures, "prompt_tokens": u.prompt_tokens,
+                               "failures": u.failures, "items": u.items, "prompt_tokens": u.prompt_tokens,
                                "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd(client.judge)}
         elif options.dry_run:
             print("nothing to assess: every pooled pair is finished in the log")

@@ -52,8 +52,10 @@ def _cmd_assess(args: argparse.Namespace) -> int:
     from mtrbench.assess.assessment import AssessOptions, run_assessment
     from mtrbench.assess.roles import pick_roles
     from mtrbench.assess.stats import stats_table
-    from mtrbench.cli.llm_flags import cache_from_args, judges_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
+    from mtrbench.llm.failure_rate import JudgeFailures
 
+    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     console = Console(stderr=True)
     if args.runs or args.judges or args.llm_model:
         judges = judges_from_args(args)
@@ -80,4 +82,4 @@ def _cmd_assess(args: argparse.Namespace) -> int:
     p = result.paths
     out.print(f"[dim]refined qrels: {p.qrels}\nlog: {p.log}\nescalations: {p.escalations_csv} (+ .jsonl)\n"
               f"statistics: {p.stats}[/dim]", soft_wrap=True)
-    return 0
+    return check_failure_rates(args, [JudgeFailures(name, u["failures"], u["items"]) for name, u in result.usage.items()])

@@ -48,7 +48,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
     from mtrbench.audit.plan import parse_dimensions
-    from mtrbench.cli.llm_flags import cache_from_args, judges_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
+    from mtrbench.llm.failure_rate import JudgeFailures
 
     if args.negatives_run and args.negatives_model != "bm25":
         raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
@@ -60,6 +61,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                          output_dir=Path(args.output_dir) if args.output_dir else None,
                          human_scores=args.human_scores, dry_run=args.dry_run, yes=args.yes,
                          show_progress=not args.quiet)
+    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     judges = judges_from_args(args)
-    run_audit(config, judges, cache=None if args.dry_run else cache_from_args(args))
-    return 0
+    outcome = run_audit(config, judges, cache=None if args.dry_run else cache_from_args(args))
+    if outcome is None:
+        return 0
+    aggregates = outcome.summary["aggregates"]
+    counts = [JudgeFailures(j.name, sum(aggregates[d][j.name]["failures"] for d in aggregates if j.name in aggregates[d]),
+                            sum(aggregates[d][j.name]["failures"] + aggregates[d][j.name]["n"]
+                                for d in aggregates if j.name in aggregates[d]))
+              for j in judges]
+    return check_failure_rates(args, counts)

@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING
 from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
                                  print_analyses, unescape)
 from mtrbench.errors import MtrbenchError
+from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
+
+DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
 if TYPE_CHECKING:
     from mtrbench.evaluate import EvalConfig
@@ -19,8 +22,19 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("eval", help="evaluate a retriever on a conversational task",
                        description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
                                    "offline sample (mtrbench-sample).")
-    p.add_argument("--model", help="alias (`mtrbench models`), HF id or local folder [minilm]")
-    p.add_argument("--task", default="mtrbench-sample", help="task name (`mtrbench tasks`), card YAML or data folder")
+    p.add_argument("-m", "--model", action="append",
+                   help="alias (`mtrbench models`), HF id or local folder; repeat or comma list: every model x task "
+                        "[minilm]")
+    p.add_argument("-t", "--task", action="append",
+                   help="task name (`mtrbench tasks`), card YAML or data folder; repeat or comma list "
+                        "[mtrbench-sample]")
+    p.add_argument("--overwrite-strategy", default=DEFAULT_OVERWRITE, choices=OVERWRITE_STRATEGIES,
+                   help="only-missing: skip results finished with the same settings (a note on stderr), evaluate "
+                        "the rest; never: as only-missing, but a result with other settings is an error, not "
+                        "replaced; always: evaluate and replace (mteb's strategies) [only-missing]")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="evaluate the first N conversations of each task (file order); recorded in the settings and "
+                        "the experiment folder (limit=N), so it never passes as a full run [all]")
     add_data_options(p)
     p.add_argument("--history", default="full",
                    help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
@@ -74,8 +88,18 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"eval": _cmd_eval}
 
 
-def _eval_model(args: argparse.Namespace) -> str:
-    """--model, or the dual encoder named by --query-model/--doc-model."""
+def _listed(values: list[str] | None) -> list[str]:
+    """Repeated flags and comma lists, in order, each name once."""
+    names: list[str] = []
+    for value in values or []:
+        for name in value.split(","):
+            if name.strip() and name.strip() not in names:
+                names.append(name.strip())
+    return names
+
+
+def _eval_models(args: argparse.Namespace) -> list[str]:
+    """--model (one or more), or the dual encoder named by --query-model/--doc-model."""
     if args.query_model or args.doc_model:
         if not (args.query_model and args.doc_model):
             raise MtrbenchError("--query-model and --doc-model go together")
@@ -83,8 +107,49 @@ def _eval_model(args: argparse.Namespace) -> str:
             raise MtrbenchError("use either --model or --query-model/--doc-model")
         from mtrbench.retrieve.registry import pair_name
 
-        return pair_name(args.query_model, args.doc_model)
-    return args.model or "minilm"
+        return [pair_name(args.query_model, args.doc_model)]
+    return _listed(args.model) or [DEFAULT_MODEL]
+
+
+def _eval_tasks(args: argparse.Namespace) -> list[str]:
+    return _listed(args.task) or [DEFAULT_TASK]
+
+
+def _eval_model(args: argparse.Namespace) -> str:
+    models = _eval_models(args)
+    if len(models) > 1:
+        raise MtrbenchError("a sweep (--alpha/--candidate-k lists) takes one --model")
+    return models[0]
+
+
+def _eval_task(args: argparse.Namespace) -> str:
+    tasks = _eval_tasks(args)
+    if len(tasks) > 1:
+        raise MtrbenchError("a sweep (--alpha/--candidate-k lists) takes one --task")
+    return tasks[0]
+
+
+_MODEL_FLAGS, _TASK_FLAGS = ("-m", "--model"), ("-t", "--task")
+
+
+def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
+    """The command line of one (model, task) pair of a multi-run: what re-runs that result alone."""
+    kept: list[str] = []
+    skip_next = False
+    for word in argv:
+        if skip_next:
+            skip_next = False
+            continue
+        name = word.split("=", 1)[0]
+        if name in _MODEL_FLAGS + _TASK_FLAGS:
+            skip_next = "=" not in word
+            continue
+        if word[:2] in _MODEL_FLAGS + _TASK_FLAGS and len(word) > 2 and not word.startswith("--"):
+            continue  # -mminilm
+        kept.append(word)
+    if not kept or kept[0] != "eval":
+        return kept
+    return [kept[0], "--model", model, "--task", task, *kept[1:]]
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
@@ -104,7 +169,8 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
                       metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
                       data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
                       command=command_line(args.argv), skip_inapplicable=all_histories,
-                      analyses=analysis_options(args), rewriter=rewriter_from_args(args, not args.quiet))
+                      analyses=analysis_options(args), limit=args.limit, overwrite=args.overwrite_strategy,
+                      rewriter=rewriter_from_args(args, not args.quiet))
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
@@ -151,7 +217,7 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
     from mtrbench.sweep import SweepGrid, best_cell, run_sweep
 
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
-    cells = run_sweep(_eval_model(args), args.task, _eval_config(args),
+    cells = run_sweep(_eval_model(args), _eval_task(args), _eval_config(args),
                       SweepGrid(alphas=_alphas(args), candidate_ks=_candidate_ks(args)), _retriever_options(args),
                       progress=say)
     key = cells[0].results[0].main_score_key
@@ -172,25 +238,68 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from rich.console import Console
 
-    from mtrbench.evaluate import run_eval
-    from mtrbench.results.table import strategies_table, turn_table
+    from mtrbench.evaluate import command_line, run_eval
+    from mtrbench.retrieve import build_retriever
 
     console = Console()  # tables and results: stdout
-    status = Console(stderr=True)  # progress, warnings and where files went: stderr
+    status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
     config = _eval_config(args)
     if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")
+    if args.limit is not None and args.limit < 1:
+        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
     if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
         return _cmd_sweep(args, console, status)
-    model = _eval_model(args)
+    models, tasks = _eval_models(args), _eval_tasks(args)
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
-    results = run_eval(model, args.task, config, _retriever_options(args), progress=say)
-    if not results and config.rewriter is not None and config.rewriter.dry_run:
+    options = _retriever_options(args)
+    from mtrbench.retrieve import resolve_model
+    from mtrbench.data import resolve_card
+
+    for model in models:  # unknown names fail before anything slow starts
+        resolve_model(model)
+    for task in tasks:
+        resolve_card(task)
+
+    def skipped(s) -> None:
+        status.print(f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
+                     f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})", soft_wrap=True,
+                     highlight=False, markup=False)
+
+    written = []
+    for model in models:
+        retriever = None
+        for task in tasks:
+            single = len(models) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
+            pair_config = config if single else replace(config, command=command_line(pair_argv(args.argv, model, task)))
+            if retriever is None:
+                say(f"Loading model {model}")
+                retriever = build_retriever(model, options)
+            if len(models) * len(tasks) > 1:
+                status.print(f"[bold]{model} on {task}[/bold]", highlight=False)
+            results = run_eval(model, task, pair_config, options, progress=say, retriever=retriever,
+                               on_skip=skipped)
+            if results:
+                _print_results(model, task, results, console, status)
+                written.extend(results)
+    if config.rewriter is not None and config.rewriter.dry_run:
         return 0
+    status.print(f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
+                 f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
+    for r in written:
+        status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
+    return 0
+
+
+def _print_results(model: str, task: str, results, console, status) -> None:
+    from mtrbench.results.table import strategies_table, turn_table
+
     first = results[0]
-    title = f"{args.task} · {model} · {first.n_evaluated} queries evaluated"
+    title = f"{task} · {model} · {first.n_evaluated} queries evaluated"
     if first.n_excluded:
         title += f", {first.n_excluded} without gold excluded"
     strategies_table(title, results, console)
@@ -201,8 +310,3 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         if r.analyses:
             console.print(f"[bold]{r.history}[/bold]")
             print_analyses(r.analyses, console)
-    status.print(f"[dim]results: {len(results)} JSON file(s) with TREC runs and per-query metrics under "
-                 f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
-    for r in results:
-        status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
-    return 0

@@ -9,6 +9,7 @@ import dataclasses
 from mtrbench.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache, default_cache_path
 from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
@@ -31,6 +32,23 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
     group.add_argument("--concurrency", type=int, metavar="N",
                        help="requests in flight per judge (overrides the judges file) [8]")
+    group.add_argument("--max-failure-rate", type=float, default=DEFAULT_MAX_FAILURE_RATE, metavar="SHARE",
+                       help="exit 1 when a judge failed (HTTP error, unusable reply) on more than this share of its "
+                            f"items; outputs are written either way [{DEFAULT_MAX_FAILURE_RATE}]")
+
+
+def check_failure_rates(args: argparse.Namespace, counts) -> int:
+    """0, or 1 after one `error:` line on stderr per judge over --max-failure-rate."""
+    import sys
+
+    from mtrbench.llm.failure_rate import EXIT_JUDGE_FAILURES, failure_message, over_limit
+
+    if not 0 <= args.max_failure_rate <= 1:
+        raise MtrbenchError(f"--max-failure-rate is a share between 0 and 1, got {args.max_failure_rate:g}")
+    bad = over_limit(counts, args.max_failure_rate)
+    for c in bad:
+        print(failure_message(c, args.max_failure_rate), file=sys.stderr)
+    return EXIT_JUDGE_FAILURES if bad else 0
 
 
 def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:

@@ -175,6 +175,8 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
     "--rerank": _hub_id,  # a Hub cross-encoder; a local folder is never re-run
     "--rerank-k": _positive,
     "--rerank-batch-size": _positive,
+    "--limit": _positive,
+    "--overwrite-strategy": None,  # choices checked by argparse; verify's work folder starts empty anyway
     "--quiet": None,  # verify adds it anyway
 }
 
@@ -293,8 +295,9 @@ def _split_problem(given: dict[str, str | None]) -> str | None:
     split = given.get("--split")
     if split is None:
         return None
-    default_task = eval_options()["--task"].default
-    card = all_cards().get(given.get("--task") or default_task)
+    from mtrbench.cli.eval import DEFAULT_TASK
+
+    card = all_cards().get(given.get("--task") or DEFAULT_TASK)
     if card is not None and split not in card.splits:
         return f"--split {split!r}: task '{card.name}' has no such split ({', '.join(card.splits)})"
     return None

@@ -74,18 +74,26 @@ def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[
             for q in queries if q.history]
 
 
+def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
+    """What decides a model-backed history's texts (recorded in results, compared to skip finished ones):
+    kind, model, endpoint without credentials, prompt hash."""
+    from mtrbench.llm.hf import is_hf_url
+
+    judge = options.judge
+    base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
+    return {"kind": kind, "model": judge.model, "base_url": base, "prompt_hash": prompt_hash(kind)}
+
+
 def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions,
                           client: Any = None) -> tuple[dict[str, str] | None, ModelHistoryReport]:
     """(qid -> text for every query that got one, report); texts is None on a dry run.
 
     ``client``: one made already (tests, a shared generator); else made from ``options.judge``.
     """
-    from mtrbench.llm.hf import is_hf_url, make_client
+    from mtrbench.llm.hf import make_client
 
     judge = options.judge
-    base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
-    report = ModelHistoryReport(kind=kind, model=judge.model, base_url=base, prompt_hash=prompt_hash(kind),
-                                queries=len(queries))
+    report = ModelHistoryReport(**rewriter_identity(kind, options), queries=len(queries))
     texts = {q.qid: (q.query if kind == "rewrite" else "") for q in queries if not q.history}
     report.without_history = len(texts)
     requests = history_requests(kind, queries)

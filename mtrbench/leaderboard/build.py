@@ -34,7 +34,7 @@ from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
 REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
-                "query_format": "query format", "reported_in": "source table"}
+                "query_format": "query format", "reported_in": "source table", "limit": "conversation limit"}
 
 
 @dataclass
@@ -51,6 +51,11 @@ def _date_order(sourced: SourcedEntry) -> str:
     return sourced.entry.get("date") or ""
 
 
+def same_scores(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Equal metric sets with equal values; 1e-12 absorbs only the last bit of a float round trip."""
+    return a.keys() == b.keys() and all(abs(a[k] - b[k]) <= 1e-12 for k in a)
+
+
 def deduplicate(entries: list[SourcedEntry], keep_newest: bool, report: BuildReport) -> list[SourcedEntry]:
     """One entry per identity. The same result reached twice (same scores and date) is kept once silently;
     different results with one identity are an error naming both files, or with ``keep_newest`` the newer wins."""
@@ -62,12 +67,22 @@ def deduplicate(entries: list[SourcedEntry], keep_newest: bool, report: BuildRep
             kept[key] = sourced
             continue
         a, b = previous.entry, sourced.entry
-        if a["scores"] == b["scores"] and a.get("date") == b.get("date"):
-            continue
         what = f"{a['model']} on {a['task']} (history {a['settings'].get('history')})"
+        if same_scores(a["scores"], b["scores"]):
+            # the same result reached twice, or a re-run that reproduced it: one entry, the newer one
+            if _date_order(sourced) > _date_order(previous):
+                kept[key] = sourced
+            if a.get("date") != b.get("date"):
+                report.warnings.append(f"{what}: {previous.origin} and {sourced.origin} have identical scores "
+                                       f"(a re-run); kept once, dated {kept[key].entry.get('date')}")
+            continue
         if not keep_newest:
-            raise MtrbenchError(f"duplicate entries for {what} with the same settings: {previous.origin} and "
-                                f"{sourced.origin}; remove one, or pass --keep-newest to keep the newer one")
+            differing = sorted(k for k in set(a["scores"]) | set(b["scores"])
+                               if a["scores"].get(k) != b["scores"].get(k))
+            raise MtrbenchError(f"conflicting entries for {what} with the same settings: {previous.origin} and "
+                                f"{sourced.origin} differ in {len(differing)} score(s) (e.g. {differing[0]}: "
+                                f"{a['scores'].get(differing[0])} vs {b['scores'].get(differing[0])}); remove one, "
+                                f"or pass --keep-newest to keep the newer one")
         newer, older = (sourced, previous) if _date_order(sourced) >= _date_order(previous) else (previous, sourced)
         kept[key] = newer
         report.warnings.append(f"duplicate {what}: kept {newer.origin} (date {newer.entry.get('date')}), "
@@ -226,12 +241,12 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     ca, cb = a["comparability"], b["comparability"]
     reasons = []
     for key, name in REASON_NAMES.items():
-        if ca[key] != cb[key]:
+        if ca.get(key) != cb.get(key):
             if key == "label":
                 reasons.append(f"label differs ({ca[key]} vs {cb[key]}): reported numbers are never ranked "
                                f"with runs")
             else:
-                reasons.append(f"{name} differs ({_describe(ca[key])} vs {_describe(cb[key])})")
+                reasons.append(f"{name} differs ({_describe(ca.get(key))} vs {_describe(cb.get(key))})")
     for task in a["tasks"]:
         if task in b["tasks"]:
             da, db = ca["datasets"][task], cb["datasets"][task]

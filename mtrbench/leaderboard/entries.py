@@ -104,6 +104,7 @@ def entry_from_result(path: Path, document: dict[str, Any]) -> dict[str, Any]:
             "query_format": settings.get("query_format"),
             "relevance_level": settings.get("relevance_level"),
             "retriever": retriever,
+            **({"limit": settings["limit"]} if settings.get("limit") is not None else {}),
         },
         "harness": {"name": "mtrbench", "version": meta.get("version")},
         "date": meta.get("date"),

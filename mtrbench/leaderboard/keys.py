@@ -47,8 +47,11 @@ def identity(entry: dict[str, Any]) -> str:
 
 def comparability(entry: dict[str, Any]) -> dict[str, Any]:
     settings = entry["settings"]
-    return {"label": entry["label"], "history": settings.get("history"), "truncate": settings.get("truncate"),
+    keys = {"label": entry["label"], "history": settings.get("history"), "truncate": settings.get("truncate"),
             "query_format": settings.get("query_format"), "reported_in": reported_in(entry)}
+    if settings.get("limit") is not None:  # a run on the first N conversations is ranked only with its like
+        keys["limit"] = settings["limit"]
+    return keys
 
 
 def truncation_free(entry: dict[str, Any]) -> bool:

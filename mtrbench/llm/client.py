@@ -74,6 +74,7 @@ class Usage:
     requests: int = 0  # HTTP requests sent, retries included
     cached: int = 0  # items served from the cache
     failures: int = 0  # items that ended with ok=False
+    items: int = 0  # items finished, ok or not, cached included
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
@@ -273,6 +274,7 @@ class ChatClient:
     def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: Any = None,
                 error: str | None = None, attempts: int, prompt_tokens: int = 0,
                 completion_tokens: int = 0, cached: bool = False) -> ChatResult:
+        self.usage.items += 1
         if not ok:
             self.usage.failures += 1
             log.info("judge %s: %s failed: %s", self.judge.name, request.key, error)

