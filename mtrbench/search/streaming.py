@@ -1,11 +1,15 @@
 """Exact search over a cache entry's shards read piece by piece from disk, in a bounded footprint.
 
-Each piece is a row range of one shard, memory-mapped (``numpy.memmap`` over just that range of the
-safetensors file) and copied out as float32, scored against a block of queries and folded into the
-running top-k with ``search.topk``'s rule; the map is dropped before the next piece, so resident memory
-stays near ``memory_bytes`` however large the corpus: embeddings four times the cap search in the same
-run as in memory (tests/test_search_scale.py). The shards are the ones the cache checked (sha256) when it
-made the entry complete; the searcher reads their safetensors header (JSON) for the data offset only.
+Each piece is a row range of one shard, read with one positioned read straight into a float32 buffer
+that is allocated once and reused for every piece (16-bit shards go through a second reused buffer and
+are widened into the first), scored against a block of queries into a reused score buffer and folded
+into the running top-k with ``search.topk``'s rule. Nothing else grows with the corpus, so resident
+memory stays under ``memory_bytes`` plus a small constant however large the corpus: embeddings four
+times the cap search in the same run as in memory (tests/test_search_scale.py measures the peak RSS).
+A memory map (numpy.memmap, safetensors' own mmap) would do the same reads, but its touched pages count
+as resident until unmapped, and a fresh buffer per piece leaves the allocator's slack behind; one
+reused buffer avoids both. The shards are the ones the cache checked (sha256) when it made the entry
+complete; the searcher reads their safetensors header (JSON) for the data offset only.
 """
 
 from __future__ import annotations
@@ -69,23 +73,32 @@ class ShardReader:
         self.itemsize = np.dtype(self.np_dtype).itemsize
         self.offset = 8 + size + int(info["data_offsets"][0])
 
-    def read(self, first: int, last: int) -> torch.Tensor:
-        """Rows [first, last) of this shard as a float32 host tensor (a copy; the map is released)."""
-        view = np.memmap(self.ref.path, dtype=self.np_dtype, mode="r", offset=self.offset + first * self.dim *
-                         self.itemsize, shape=(last - first, self.dim))
-        try:
-            raw = torch.from_numpy(np.array(view))
-        finally:
-            del view
-        if self.torch_view is not None:
-            raw = raw.view(self.torch_view)
-        return raw.float()
+    def read(self, first: int, last: int, out: torch.Tensor | None = None,
+             staging: torch.Tensor | None = None) -> torch.Tensor:
+        """Rows [first, last) of this shard as float32, in ``out`` (and, for 16-bit shards, through
+        ``staging``) when given: buffers of at least that many rows of this width, reused across calls."""
+        rows = last - first
+        out = torch.empty(rows, self.dim) if out is None else out[:rows]
+        if self.itemsize == 4:
+            target = out
+        else:
+            target = torch.empty(rows, self.dim, dtype=torch.int16) if staging is None else staging[:rows]
+        wanted = rows * self.dim * self.itemsize
+        with open(self.ref.path, "rb", buffering=0) as handle:
+            handle.seek(self.offset + first * self.dim * self.itemsize)
+            got = handle.readinto(memoryview(target.numpy()).cast("B"))
+        if got != wanted:
+            raise MtrbenchError(f"{self.ref.path}: truncated ({got} of {wanted} bytes at row {first})")
+        if self.itemsize != 4:
+            out.copy_(target.view(self.torch_view or torch.float16))
+        return out
 
 
 def rows_per_piece(dim: int, itemsize: int, queries: int, memory_bytes: int) -> int:
-    """Corpus rows scored at once: the mapped range, its float32 copy (and the raw copy for 16-bit
-    shards), and a float32 score plus a comparison byte per query and row fit in ``memory_bytes``."""
-    per_row = dim * itemsize + dim * 4 + (dim * itemsize if itemsize != 4 else 0) + queries * 9
+    """Corpus rows scored at once: the float32 buffer (and the 16-bit staging buffer), the float32 score
+    buffer, and select_top's per-score temporaries (a comparison byte, topk's scratch: 8 bytes) per query
+    and row fit in ``memory_bytes``."""
+    per_row = dim * 4 + (dim * itemsize if itemsize != 4 else 0) + queries * 13
     return max(1, memory_bytes // per_row)
 
 
@@ -101,14 +114,21 @@ def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int,
     for qs in range(0, queries.shape[0], QUERY_BLOCK):
         q = queries[qs:qs + QUERY_BLOCK]
         best: tuple[torch.Tensor, torch.Tensor] | None = None
+        step = min(max((r.rows for r in readers), default=1),
+                   rows_per_piece(queries.shape[1], max((r.itemsize for r in readers), default=4), q.shape[0],
+                                  memory_bytes))
+        buffer = torch.empty(step, queries.shape[1])
+        staging = torch.empty(step, queries.shape[1], dtype=torch.int16) if any(
+            r.itemsize != 4 for r in readers) else None
+        scores_buffer = torch.empty(q.shape[0], step)
         for reader in readers:
-            step = rows_per_piece(reader.dim, reader.itemsize, q.shape[0], memory_bytes)
             for first in range(0, reader.rows, step):
                 last = min(reader.rows, first + step)
-                docs = reader.read(first, last)
+                docs = reader.read(first, last, buffer, staging)
+                piece = scores_buffer[:, :last - first]
+                torch.matmul(q, docs.T, out=piece)
                 positions = torch.arange(reader.ref.start + first, reader.ref.start + last)
-                part = select_top(q @ docs.T, positions, top_k)
-                del docs
+                part = select_top(piece, positions, top_k)
                 best = part if best is None else merge_top([best, part], top_k)
         if best is None:
             best = (torch.zeros(q.shape[0], 0), torch.zeros(q.shape[0], 0, dtype=torch.long))
