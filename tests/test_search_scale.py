@@ -203,6 +203,26 @@ def test_eval_with_a_faiss_index_marks_the_results_approximate(tmp_path, native_
     assert results["ivf"]["settings"]["retriever"]["search"] == {
         "index": "faiss:ivf-flat", "params": {"nlist": 2, "nprobe": 2}, "approximate": True}
     assert results["exact"]["settings"]["retriever"]["search"]["approximate"] is False
+    assert "index=faiss:ivf-flat,nlist=2,nprobe=2" in results["ivf"]["experiment"]
+    assert "index=" not in results["exact"]["experiment"]
     # every list probed: the same run as exact search
     runs = {name: list((tmp_path / name).rglob("*.run.trec"))[0].read_text().split("\n") for name in results}
     assert [line.split()[:3] for line in runs["ivf"] if line] == [line.split()[:3] for line in runs["exact"] if line]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--search-memory", "lots"], r"--search-memory takes a size like 8GB"),
+    (["--ray-workers", "2"], r"--ray-workers goes with --ray"),
+    (["--ray", "--ray-address", "auto"], r"either --ray"),
+    (["--index", "faiss:lsh"], r"unknown faiss index 'lsh'"),
+    (["--search-memory", "1GB", "--no-cache"], r"drop --no-cache"),
+    (["--index", "faiss:hnsw", "--search-memory", "1GB"], r"does not combine"),
+])
+def test_bad_scale_flags_are_one_error_line(flags, message, tmp_path, native_mini, minilm, capsys):
+    import re
+
+    code = main(["eval", "--model", "minilm", "--task", str(native_mini), "--device", "cpu", "--quiet",
+                 "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert re.search(message, err), err

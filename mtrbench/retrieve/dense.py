@@ -169,6 +169,10 @@ class EmbeddingRetriever:
         self._shards = None   # streamed or sharded search: the cache entry's shards
         self._faiss = None
 
+    def pipeline_slug(self) -> dict[str, Any]:
+        """An approximate index names the experiment, so its results never overwrite exact ones."""
+        return {"index": self.index_spec.describe()} if self.index_spec.approximate else {}
+
     def _search_settings(self) -> dict[str, Any]:
         if self._faiss is not None:
             return self._faiss.settings()

@@ -30,7 +30,9 @@ def split_shards(shards: Sequence[ShardRef], workers: int) -> list[list[ShardRef
 
 
 def _search_group(queries: torch.Tensor, group: list[ShardRef], top_k: int, memory_bytes: int | None):
-    return stream_search(queries, group, top_k, memory_bytes or WHOLE_SHARD)
+    """One worker: its shards from disk, on its GPU when Ray gave it one."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    return stream_search(queries, group, top_k, memory_bytes or WHOLE_SHARD, device)
 
 
 def sharded_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int, workers: int,

@@ -103,35 +103,58 @@ def rows_per_piece(dim: int, itemsize: int, queries: int, memory_bytes: int) -> 
 
 
 def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int, memory_bytes: int,
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(scores, corpus positions), each (Q, min(top_k, rows)), best first, equal scores by position."""
-    queries = queries.detach().to("cpu", torch.float32)
+                  device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """(scores, corpus positions), each (Q, min(top_k, rows)) on the host, best first, equal scores by
+    position. ``shards`` must be contiguous (a complete entry, or a contiguous group of one). Scores are
+    float32 dot products of the stored values; on ``device`` a GPU, each piece is read into the host
+    buffer and copied over, and the scores and the running top-k stay on the GPU."""
+    device = torch.device(device)
+    queries = queries.detach().to(device, torch.float32)
     readers = [ShardReader(ref) for ref in shards]
+    for reader, after in zip(readers, readers[1:]):
+        if after.ref.start != reader.ref.end:
+            raise MtrbenchError(f"{after.ref.path}: shards are not contiguous (rows {reader.ref.end} to "
+                                f"{after.ref.start} missing)")
     for reader in readers:
         if reader.dim != queries.shape[1]:
             raise MtrbenchError(f"{reader.ref.path}: dimension {reader.dim}, queries have {queries.shape[1]}")
+    begin = readers[0].ref.start if readers else 0
+    end = readers[-1].ref.end if readers else 0
     scores, ids = [], []
     for qs in range(0, queries.shape[0], QUERY_BLOCK):
         q = queries[qs:qs + QUERY_BLOCK]
         best: tuple[torch.Tensor, torch.Tensor] | None = None
-        step = min(max((r.rows for r in readers), default=1),
-                   rows_per_piece(queries.shape[1], max((r.itemsize for r in readers), default=4), q.shape[0],
-                                  memory_bytes))
+        step = max(1, min(end - begin, rows_per_piece(
+            queries.shape[1], max((r.itemsize for r in readers), default=4), q.shape[0], memory_bytes)))
+        # Pieces of equal size that may span two shards: every piece allocates the same temporaries, so
+        # the allocator reuses its blocks instead of accumulating slack over many odd-sized pieces.
         buffer = torch.empty(step, queries.shape[1])
         staging = torch.empty(step, queries.shape[1], dtype=torch.int16) if any(
             r.itemsize != 4 for r in readers) else None
-        scores_buffer = torch.empty(q.shape[0], step)
-        for reader in readers:
-            for first in range(0, reader.rows, step):
-                last = min(reader.rows, first + step)
-                docs = reader.read(first, last, buffer, staging)
-                piece = scores_buffer[:, :last - first]
-                torch.matmul(q, docs.T, out=piece)
-                positions = torch.arange(reader.ref.start + first, reader.ref.start + last)
-                part = select_top(piece, positions, top_k)
-                best = part if best is None else merge_top([best, part], top_k)
+        scores_buffer = torch.empty(q.shape[0] * step, device=device)
+        for first in range(begin, end, step):
+            last = min(end, first + step)
+            docs = _read_rows(readers, first, last, buffer, staging).to(device)
+            piece = scores_buffer[:q.shape[0] * (last - first)].view(q.shape[0], last - first)
+            torch.matmul(q, docs.T, out=piece)
+            part = select_top(piece, torch.arange(first, last, device=device), top_k)
+            best = part if best is None else merge_top([best, part], top_k)
         if best is None:
             best = (torch.zeros(q.shape[0], 0), torch.zeros(q.shape[0], 0, dtype=torch.long))
-        scores.append(best[0])
-        ids.append(best[1])
+        scores.append(best[0].cpu())
+        ids.append(best[1].cpu())
     return torch.cat(scores), torch.cat(ids)
+
+
+def _read_rows(readers: list[ShardReader], first: int, last: int, buffer: torch.Tensor,
+               staging: torch.Tensor | None) -> torch.Tensor:
+    """Corpus rows [first, last) from the shards that hold them, into the start of ``buffer``."""
+    filled = 0
+    for reader in readers:
+        lo, hi = max(first, reader.ref.start), min(last, reader.ref.end)
+        if lo >= hi:
+            continue
+        reader.read(lo - reader.ref.start, hi - reader.ref.start, buffer[filled:],
+                    staging[filled:] if staging is not None else None)
+        filled += hi - lo
+    return buffer[:filled]
