@@ -178,6 +178,7 @@ def main() -> int:
     parser.add_argument("--search-memory", type=int, default=64 * 2**20, help="bytes [64 MiB]")
     parser.add_argument("--single-threads", type=int, help="torch threads of the single-process run [all cores]")
     parser.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="CPUs of the local Ray [all]")
+    parser.add_argument("--search-only", action="store_true", help="skip the encoding runs (and Ray)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = parser.parse_args()
 
@@ -186,10 +187,13 @@ def main() -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     work = Path(tempfile.mkdtemp(prefix="mtrbench-scale-"))
     try:
-        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        print(f"encoding {args.corpus_size:,} synthetic passages (tiny BERT {args.layers}x{args.hidden})", flush=True)
-        encoding = encode_runs(args, work)
-        ray.shutdown()
+        encoding = []
+        if not args.search_only:
+            ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            print(f"encoding {args.corpus_size:,} synthetic passages (tiny BERT {args.layers}x{args.hidden})",
+                  flush=True)
+            encoding = encode_runs(args, work)
+            ray.shutdown()
         print("search peak RSS growth", flush=True)
         search = search_runs(args, work)
     finally:
@@ -209,7 +213,7 @@ def main() -> int:
               f"{row['stream_peak_growth_mib']:>14} {row['search_memory_mib']:>8} {str(row['same_run']):>9}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"scale-cpu{os.cpu_count()}-{date.today().isoformat()}.json"
+    path = out / f"scale-cpu{os.cpu_count()}-{date.today().isoformat()}{'-search' if args.search_only else ''}.json"
     path.write_text(json.dumps(report, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {path}")
     return 0
