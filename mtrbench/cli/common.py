@@ -64,6 +64,8 @@ def parse_size(text: str, flag: str) -> int:
     """Bytes of a size like 8GB, 512MB or 1.5GiB (binary units either way)."""
     import re
 
+    from mtrbench.errors import MtrbenchError
+
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text or "")
     unit = match.group(2).upper() if match else ""
     if not match or unit not in _SIZE_UNITS or float(match.group(1)) <= 0:
