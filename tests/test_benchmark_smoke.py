@@ -88,3 +88,24 @@ def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path)
                            "--work", str(foreign), "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0 and "not a folder this benchmark made" in proc.stderr
     assert (foreign / "keep.txt").read_text() == "mine"
+
+
+def test_scale_benchmark_smoke_run(tmp_path):
+    """benchmarks/scale.py at toy size: single process and Ray with 1 and 2 workers agree, and the streamed
+    search gives the in-memory run within the cap's neighbourhood."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--corpus-size", "300",
+                           "--block", "100", "--search-sizes", "3000", "--dim", "32", "--queries", "8",
+                           "--search-memory", str(2**20), "--cpus", "2", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [path] = list(tmp_path.glob("scale-*.json"))
+    report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    rows = report["encoding"]
+    assert [row["workers"] for row in rows] == [0, 1, 2]
+    for row in rows:
+        assert row["passages"] == 300 and row["passages_per_s"] > 0
+        assert row["ratio_to_single"] == round(row["passages_per_s"] / rows[0]["passages_per_s"], 3)
+    assert all(row["min_cosine_vs_single"] >= 0.9999 for row in rows[1:])
+    [search] = report["search"]
+    assert search["docs"] == 3000 and search["same_run"] is True
+    assert "ray, 2 workers" in proc.stdout

@@ -54,3 +54,20 @@ def print_analyses(analyses: dict, console) -> None:
             p = f", p={r['p_value']:.3g}" if r["p_value"] is not None else ""
             console.print(f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
                           f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})")
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40,
+               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """Bytes of a size like 8GB, 512MB or 1.5GiB (binary units either way)."""
+    import re
+
+    from mtrbench.errors import MtrbenchError
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text or "")
+    unit = match.group(2).upper() if match else ""
+    if not match or unit not in _SIZE_UNITS or float(match.group(1)) <= 0:
+        raise MtrbenchError(f"{flag} takes a size like 8GB or 512MB, got '{text}'")
+    return int(float(match.group(1)) * _SIZE_UNITS[unit])

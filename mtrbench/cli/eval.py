@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
-                                 print_analyses, unescape)
+                                 parse_size, print_analyses, unescape)
 from mtrbench.errors import MtrbenchError
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
@@ -61,6 +61,15 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                        "~/.cache/mtrbench/embeddings]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    scale = p.add_argument_group("past one device (docs/scale.md)")
+    scale.add_argument("--ray", action="store_true", help="encode the corpus on a local Ray (an actor pool of the "
+                                                          "engine) and search its cached shards in Ray workers")
+    scale.add_argument("--ray-address", metavar="ADDR", help="as --ray, on the Ray cluster at ADDR (ray.init address)")
+    scale.add_argument("--ray-workers", type=int, help="encoding actors and search workers [one per GPU, else 2]")
+    scale.add_argument("--search-memory", metavar="SIZE",
+                       help="search the cached corpus embeddings from disk in this footprint (e.g. 8GB, 512MB)")
+    scale.add_argument("--index", help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
+                                       "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)")
     p.add_argument("--alpha", help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
                                    "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]")
     p.add_argument("--candidate-k", help="hybrid only: documents each leg retrieves before the union; a comma list "
@@ -183,7 +192,17 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
                             similarity=args.similarity, show_progress=not args.quiet, alpha=_one(_alphas(args)),
                             candidate_k=_one(_candidate_ks(args)), rerank=args.rerank, rerank_k=args.rerank_k,
                             rerank_batch_size=args.rerank_batch_size, chunking=args.chunking,
-                            rank_parents=args.rank_parents)
+                            rank_parents=args.rank_parents, ray=_ray(args), ray_workers=args.ray_workers,
+                            search_memory=parse_size(args.search_memory, "--search-memory") if args.search_memory
+                            else None, index=args.index)
+
+
+def _ray(args: argparse.Namespace) -> str | None:
+    if args.ray and args.ray_address:
+        raise MtrbenchError("use either --ray (a local Ray) or --ray-address ADDR")
+    if args.ray_workers is not None and not (args.ray or args.ray_address):
+        raise MtrbenchError("--ray-workers goes with --ray or --ray-address")
+    return args.ray_address or ("local" if args.ray else None)
 
 
 def _numbers(text: str | None, kind: type, flag: str) -> tuple:

@@ -291,11 +291,22 @@ class EmbeddingCache:
 
     # -- encode with resume ---------------------------------------------------------------------
 
+    _keep = True  # whether this call's checked and encoded shards are held for the result (load_or_encode)
+
+    def entry_folder(self, key: CacheKey) -> Path:
+        return self.root / key.digest()
+
     def load_or_encode(self, key: CacheKey, texts: list[str], encode: EncodeFn, device: str | torch.device = "cpu",
-                       n_devices: int = 1) -> tuple[torch.Tensor, CacheReport]:
+                       n_devices: int = 1, keep: bool = True, block_device: str | torch.device | None = None,
+                       ) -> tuple[torch.Tensor, CacheReport]:
         """All embeddings on ``device``, from disk where valid shards exist, else encoded and written shard by
         shard. Shards go to ``device`` as they are read and are checked there (cheap on a GPU), so a cached
-        million-passage corpus is never concatenated on the host first."""
+        million-passage corpus is never concatenated on the host first.
+
+        ``keep=False``: make the entry complete on disk but hold no embeddings (each shard is checked and
+        dropped; an empty tensor is returned) - for searchers that read the shards themselves
+        (``entry_folder``, ``mtrbench.search.streaming``). ``block_device``: the device type whose block size
+        applies (default ``device``; a Ray driver's encoders may live elsewhere)."""
         if len(texts) != key.n_docs:
             raise ValueError(f"{len(texts)} texts for a key of {key.n_docs} documents")
         digest = key.digest()
@@ -307,6 +318,7 @@ class EmbeddingCache:
                                 f"(use --cache-dir DIR or --no-cache)") from None
         report = CacheReport(digest)
         checked: dict[tuple[int, str], torch.Tensor | str] = {}
+        self._keep = keep
         manifest = self._read_manifest(folder, digest)
         if manifest is not None and manifest.complete:  # a finished entry is read without the lock
             pieces, problems = self._verify(folder, manifest, key.dtype, device, checked)
@@ -333,10 +345,11 @@ class EmbeddingCache:
             except MtrbenchError as err:  # the lock file cannot be created
                 raise MtrbenchError(f"{err} (use --cache-dir DIR or --no-cache)") from None
             report.lock_wait_s = round(time.monotonic() - began, 3)
-            return self._fill(folder, key, texts, encode, device, n_devices, report, checked)
+            return self._fill(folder, key, texts, encode, device, n_devices, report, checked, block_device)
 
     def _fill(self, folder: Path, key: CacheKey, texts: list[str], encode: EncodeFn, device: str | torch.device,
-              n_devices: int, report: CacheReport, checked: dict) -> tuple[torch.Tensor, CacheReport]:
+              n_devices: int, report: CacheReport, checked: dict, block_device: str | torch.device | None = None,
+              ) -> tuple[torch.Tensor, CacheReport]:
         """Under the lock: load what checks out, encode the gaps, leave a complete manifest."""
         digest = report.key
         manifest = self._read_manifest(folder, digest)  # re-read: another run may have written it meanwhile
@@ -354,7 +367,7 @@ class EmbeddingCache:
         self._tidy(folder, manifest)
         gaps = manifest.gaps()
         if gaps:
-            block = self.limits.block_texts(device, n_devices)
+            block = self.limits.block_texts(block_device or device, n_devices)
             manifest.limits = {"seconds": self.limits.seconds, "bytes": self.limits.bytes,
                                "texts": self.limits.texts, "block": block}
             self._encode_gaps(folder, manifest, gaps, block, texts, encode, device, report, pieces)
@@ -391,7 +404,7 @@ class EmbeddingCache:
             manifest.updated = _now()
             self._write_manifest(folder, manifest)  # after its shard: a listed shard is always on disk
             for start, part in pending.parts:  # the engine's own rows, not a concatenated copy
-                pieces[start] = part.detach().to(device)
+                pieces[start] = part.detach().to(device) if self._keep else torch.empty(0)
             report.encoded += 1
             report.texts_encoded += pending.end - pending.start
             pending.parts, pending.nbytes, pending.since = [], 0, _clock()
@@ -420,7 +433,7 @@ class EmbeddingCache:
             if memo not in checked:
                 tensor, problem = self._load_shard(folder / record.file, manifest.key, record, manifest.dim, dtype,
                                                    device)
-                checked[memo] = tensor if tensor is not None else problem
+                checked[memo] = (tensor if self._keep else torch.empty(0)) if tensor is not None else problem
             result = checked[memo]
             if isinstance(result, str):
                 problems.append((record, result))
@@ -434,7 +447,7 @@ class EmbeddingCache:
         report.shards = len(manifest.shards)
         report.loaded = report.shards - report.encoded
         report.texts_loaded = manifest.n_docs - report.texts_encoded
-        if not pieces:
+        if not pieces or not all(piece.dim() == 2 for piece in pieces.values()):  # none, or not kept
             return torch.empty(0, 0, device=device), report
         return torch.cat([pieces[start] for start in sorted(pieces)]), report
 

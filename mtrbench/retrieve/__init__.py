@@ -29,6 +29,11 @@ class RetrieverOptions:
     pooling: str | None = None  # cls | mean | last; None: the model's
     similarity: str | None = None  # dot | cosine; None: the model's
     show_progress: bool = True
+    # Past one device (docs/scale.md), dense models only:
+    ray: str | None = None  # "local" (a Ray started here) or a cluster address: encode and search on Ray
+    ray_workers: int | None = None  # encoding actors / search workers; None: one per GPU, else 2
+    search_memory: int | None = None  # bytes: stream the cached embeddings through this footprint
+    index: str | None = None  # None/"exact" | faiss:KIND[,name=value...] (approximate, never the default)
     # Pipeline stages (docs/pipelines.md). Hybrid models only:
     alpha: float | None = None  # dense share; None: retrieve.hybrid.DEFAULT_ALPHA
     candidate_k: int | None = None  # documents each leg retrieves; None: max(top_k, 100)

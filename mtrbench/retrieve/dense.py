@@ -1,5 +1,7 @@
 """Dense bi-encoder retrieval: sentence-transformers models with each model's own prompts, encoded by
-mtrbench's engine, corpus embeddings cached on disk, exact search on the model's device."""
+mtrbench's engine (or an actor pool of it on Ray), corpus embeddings cached on disk, exact search on the
+model's device - or, for corpora past one device (docs/scale.md), sharded over Ray workers, streamed
+from the cache in a bounded footprint, or approximate with faiss when asked for."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from mtrbench.encode.towers import DTYPES, SENTENCE_TRANSFORMERS, TowerSpec, loa
 from mtrbench.errors import MtrbenchError
 from mtrbench.hub import hub_reachable
 from mtrbench.retrieve.registry import ModelSpec
+from mtrbench.search.approximate import IndexSpec
 from mtrbench.search.exact import exact_search
 from mtrbench.search.hits import Hits
 
@@ -172,7 +175,9 @@ class EmbeddingRetriever:
     doc_source: ModelSource
 
     def _setup_common(self, device: str, dtype: str, batch_size: int | None, token_budget: int | None, unpad: str,
-                      show_progress: bool, cache_dir: str | None, use_cache: bool) -> None:
+                      show_progress: bool, cache_dir: str | None, use_cache: bool, ray: str | None = None,
+                      ray_workers: int | None = None, search_memory: int | None = None, index: str | None = None,
+                      ) -> None:
         self.device, self.devices = pick_devices(device)
         self.dtype = pick_dtype(dtype, self.device)
         if batch_size is not None and batch_size < 1 or token_budget is not None and token_budget < 1:
@@ -183,12 +188,44 @@ class EmbeddingRetriever:
         self.cache = EmbeddingCache(cache_dir) if use_cache else None
         self.cache_report: CacheReport | None = None
         self._doc_emb: torch.Tensor | None = None
+        self._setup_scale(ray, ray_workers, search_memory, index)
+
+    def _setup_scale(self, ray: str | None, ray_workers: int | None, search_memory: int | None,
+                     index: str | None) -> None:
+        from mtrbench.encode.distributed import RaySettings
+
+        self.ray = RaySettings(address=None if ray == "local" else ray, workers=ray_workers) if ray else None
+        self.search_memory = search_memory
+        self.index_spec = IndexSpec.parse(index)
+        if ray_workers is not None and ray_workers < 1:
+            raise MtrbenchError("--ray-workers must be positive")
+        if search_memory is not None and search_memory < 1:
+            raise MtrbenchError("--search-memory must be positive")
+        if self.index_spec.approximate and (search_memory or ray):
+            raise MtrbenchError("--index faiss:... searches in memory on this machine; it does not combine with "
+                                "--search-memory or --ray")
+        if (search_memory or ray) and not self.cache:
+            raise MtrbenchError("--search-memory and --ray search the corpus embeddings from the embedding cache; "
+                                "drop --no-cache")
+        self._shards = None   # streamed or sharded search: the cache entry's shards
+        self._faiss = None
+
+    def pipeline_slug(self) -> dict[str, Any]:
+        """An approximate index names the experiment, so its results never overwrite exact ones."""
+        return {"index": self.index_spec.describe()} if self.index_spec.approximate else {}
+
+    def _search_settings(self) -> dict[str, Any]:
+        if self._faiss is not None:
+            return self._faiss.settings()
+        mode = "sharded" if self.ray else "streaming" if self.search_memory else "in-memory"
+        return {"index": "exact", "approximate": False, "mode": mode, "search_memory": self.search_memory,
+                **({"ray": self.ray.describe()} if self.ray else {})}
 
     def _engine_settings(self) -> dict[str, Any]:
         engine = self.doc_engine.settings()
         return {"dtype": self.dtype, "similarity": "cosine" if self.normalize else "dot", "device": self.device,
                 "batch_size": self.batch_size, "token_budget": engine["token_budget"], "packed": engine["packed"],
-                "embedding_cache": "on" if self.cache is not None else "off"}
+                "embedding_cache": "on" if self.cache is not None else "off", "search": self._search_settings()}
 
     def index(self, corpus: Corpus) -> None:
         texts = [corpus.document_text(i) for i in range(len(corpus))]
@@ -199,18 +236,43 @@ class EmbeddingRetriever:
 
         if self.cache is None:
             self._doc_emb = encode(texts)
+            self._build_index()
             return
         tower = self.doc_engine.tower
         key = CacheKey(model=self.doc_source.name, revision=self.doc_source.cache_revision, prompt=self.doc_prompt,
                        pipeline=tower.signature(), normalize=self.normalize, max_length=tower.max_length,
                        dtype=self.dtype, corpus=corpus_fingerprint(corpus.ids, texts), n_docs=len(texts))
+        n_devices = len(getattr(self.doc_engine, "devices", None) or [self.doc_engine.device])
+        block_device = self.doc_engine.device
+        if self.ray is not None:
+            from mtrbench.encode.distributed import RayEncoder, connect, ray_module
+
+            connect(self.ray)
+            encode = RayEncoder(tower.spec, self.engine_options, self.ray, self.doc_prompt, self.normalize,
+                                self.show_progress)
+            # one block per actor call: the engine's block for the actors' device type
+            block_device, n_devices = ("cuda" if ray_module().cluster_resources().get("GPU") else "cpu"), 1
+        streamed = self.ray is not None or self.search_memory is not None
         embeddings, self.cache_report = self.cache.load_or_encode(
-            key, texts, encode, device=self.doc_engine.device,
-            n_devices=len(getattr(self.doc_engine, "devices", None) or [self.doc_engine.device]))
+            key, texts, encode, device=self.doc_engine.device, n_devices=n_devices, block_device=block_device,
+            keep=not streamed)
         if self.cache_report.corrupt:
             log.warning("embedding cache: %d corrupt shard(s) re-encoded (%s)", self.cache_report.corrupt,
                         "; ".join(self.cache_report.messages))
+        if streamed:
+            from mtrbench.search.streaming import entry_shards
+
+            self._shards = entry_shards(self.cache.entry_folder(key))
+            self._doc_emb = embeddings  # empty: the shards stay on disk
+            return
         self._doc_emb = embeddings
+        self._build_index()
+
+    def _build_index(self) -> None:
+        if self.index_spec.approximate:
+            from mtrbench.search.approximate import FaissIndex
+
+            self._faiss = FaissIndex(self.index_spec, self._doc_emb)
 
     @property
     def corpus_embeddings(self) -> torch.Tensor:
@@ -224,7 +286,25 @@ class EmbeddingRetriever:
             raise RuntimeError("index() the corpus before searching")
         q = self.query_engine.encode(queries, self.query_prompt, self.normalize,
                                      show_progress=self.show_progress, desc="Encoding queries")
-        return exact_search(q.to(self._doc_emb.device, self._doc_emb.dtype), self._doc_emb, top_k, candidates)
+        if self._shards is None and self._faiss is None:
+            return exact_search(q.to(self._doc_emb.device, self._doc_emb.dtype), self._doc_emb, top_k, candidates)
+        if candidates is not None and any(pool is not None for pool in candidates):
+            raise MtrbenchError("candidate pools (--chunking --rank-parents, hybrid legs) need the in-memory exact "
+                                "search: drop --search-memory, --ray and --index")
+        if self._faiss is not None:
+            scores, ids = self._faiss.search(q, top_k)
+        else:
+            from mtrbench.search.sharded import sharded_search
+
+            workers = (self.ray.workers or 0) if self.ray else 1
+            if self.ray and not workers:
+                from mtrbench.encode.distributed import ray_module
+
+                workers = max(1, int(ray_module().cluster_resources().get("GPU", 0)) or 2)
+            scores, ids = sharded_search(q, self._shards, top_k, workers, self.search_memory,
+                                         use_ray=self.ray is not None)
+        return [([int(i) for i in row_i if i >= 0], [float(s) for s, i in zip(row_s, row_i) if i >= 0])
+                for row_s, row_i in zip(scores.tolist(), ids.tolist())]
 
 
 class DenseRetriever(EmbeddingRetriever):
@@ -232,12 +312,14 @@ class DenseRetriever(EmbeddingRetriever):
                  max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
                  show_progress: bool = True, token_budget: int | None = None, unpad: str = "auto",
                  cache_dir: str | None = None, use_cache: bool = True, pooling: str | None = None,
-                 similarity: str | None = None) -> None:
+                 similarity: str | None = None, ray: str | None = None, ray_workers: int | None = None,
+                 search_memory: int | None = None, index: str | None = None) -> None:
         if pooling or similarity:
             raise MtrbenchError("--pooling and --similarity apply to dual encoders (--query-model/--doc-model); "
                                 f"'{spec.alias}' uses the pooling and similarity its sentence-transformers config sets")
         self.spec = spec
-        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache)
+        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache,
+                           ray, ray_workers, search_memory, index)
         if spec.needs_remote_code and not trust_remote_code:
             raise MtrbenchError(f"model '{spec.alias}' runs code from its repository; "
                                 f"pass --trust-remote-code if you trust {spec.model_id}")

@@ -21,7 +21,8 @@ class DualEncoderRetriever(EmbeddingRetriever):
                  max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
                  show_progress: bool = True, token_budget: int | None = None, unpad: str = "auto",
                  cache_dir: str | None = None, use_cache: bool = True, pooling: str | None = None,
-                 similarity: str | None = None) -> None:
+                 similarity: str | None = None, ray: str | None = None, ray_workers: int | None = None,
+                 search_memory: int | None = None, index: str | None = None) -> None:
         if revision:
             raise MtrbenchError("--revision pins one repository; a dual encoder has two (download both and pass "
                                 "their folders with --query-model/--doc-model)")
@@ -30,7 +31,8 @@ class DualEncoderRetriever(EmbeddingRetriever):
         self.similarity = similarity or spec.similarity
         if self.similarity not in SIMILARITIES:
             raise MtrbenchError(f"--similarity must be one of {', '.join(SIMILARITIES)}, got '{self.similarity}'")
-        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache)
+        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache,
+                           ray, ray_workers, search_memory, index)
         self.normalize = self.similarity == "cosine"
         query_source, doc_source = ModelSource(spec.model_id, None), ModelSource(spec.doc_model_id, None)
         limit = max_length or spec.max_length

@@ -1,7 +1,9 @@
 """Exact inner-product search with chunked top-k, on whatever device the embeddings live on.
 
 Corpus chunks are scored with one matmul each and merged with a vectorized top-k (no Python heap
-per hit), so memory stays at ``query_chunk x doc_chunk`` scores.
+per hit), so memory stays at ``query_chunk x doc_chunk`` scores. Equal scores rank by lower corpus
+position (``search.topk``), so every searcher built on this one - sharded, streaming - returns the same
+list including ties.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from mtrbench.search.hits import Hits
+from mtrbench.search.topk import merge_top, select_top
 
 
 def exact_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int,
@@ -32,28 +35,27 @@ def exact_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int,
                 continue
             pool_t = torch.as_tensor(pool, device=docs.device)
             s = (docs.index_select(0, pool_t).float() @ queries[i].float())
-            k = min(top_k, len(pool))
-            top_s, top_i = torch.topk(s, k)
-            hits[i] = (pool_t[top_i].tolist(), top_s.tolist())
+            top_s, top_i = select_top(s.unsqueeze(0), pool_t.unsqueeze(0), top_k)
+            hits[i] = (top_i[0].tolist(), top_s[0].tolist())
     return hits
 
 
-def _full_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int, query_chunk: int, doc_chunk: int):
-    n_docs = docs.shape[0]
-    k = min(top_k, n_docs)
+def _full_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int, query_chunk: int, doc_chunk: int,
+                 offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(scores, corpus positions + ``offset``), each (Q, min(top_k, len(docs))), on the host."""
     all_scores, all_ids = [], []
     for qs in range(0, queries.shape[0], query_chunk):
         q = queries[qs:qs + query_chunk]
-        best_s = torch.full((q.shape[0], 0), float("-inf"), device=docs.device)
-        best_i = torch.zeros((q.shape[0], 0), dtype=torch.long, device=docs.device)
-        for ds in range(0, n_docs, doc_chunk):
+        best: tuple[torch.Tensor, torch.Tensor] | None = None
+        for ds in range(0, docs.shape[0], doc_chunk):
             d = docs[ds:ds + doc_chunk]
-            s = (q @ d.T).float()
-            chunk_s, chunk_i = torch.topk(s, min(k, d.shape[0]), dim=1)
-            merged_s = torch.cat([best_s, chunk_s], dim=1)
-            merged_i = torch.cat([best_i, chunk_i + ds], dim=1)
-            best_s, pos = torch.topk(merged_s, min(k, merged_s.shape[1]), dim=1)
-            best_i = merged_i.gather(1, pos)
-        all_scores.append(best_s.cpu())
-        all_ids.append(best_i.cpu())
+            positions = torch.arange(offset + ds, offset + ds + d.shape[0], device=docs.device)
+            part = select_top((q @ d.T).float(), positions, top_k)
+            best = part if best is None else merge_top([best, part], top_k)
+        if best is None:
+            best = (torch.zeros(q.shape[0], 0), torch.zeros(q.shape[0], 0, dtype=torch.long))
+        all_scores.append(best[0].cpu())
+        all_ids.append(best[1].cpu())
+    if not all_scores:
+        return torch.zeros(0, 0), torch.zeros(0, 0, dtype=torch.long)
     return torch.cat(all_scores), torch.cat(all_ids)
