@@ -126,7 +126,7 @@ def test_ray_encoding_with_a_worker_killed_mid_block_writes_the_single_process_e
     assert [ids for ids, _ in got] == [ids for ids, _ in hits]
     for (_, s_got), (_, s_ref) in zip(got, hits):
         assert s_got == pytest.approx(s_ref, abs=1e-4)
-    assert retriever.settings()["search"]["mode"] == "sharded"
+    assert retriever.settings()["search_execution"]["mode"] == "sharded"
 
 
 DRIVER = """

@@ -14,9 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from mtrbench.results.labels import canonical
+from mtrbench.results.overwrite import EXECUTION_ONLY  # settings that change speed, never scores: not an identity
 
-# Retriever settings that change speed or memory, not scores (beyond float noise): never part of an identity.
-EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache")
 COMPARABILITY_SETTINGS = ("history", "truncate", "query_format")
 
 

@@ -27,7 +27,7 @@ OVERWRITE_STRATEGIES = ("always", "only-missing", "never")
 DEFAULT_OVERWRITE = "only-missing"
 # Retriever settings that change speed or memory, never a score (as the leaderboard's identity ignores them),
 # and what the corpus decides once indexed (the child count of parent-child retrieval: the chunking spec is kept).
-EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache")
+EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache", "search_execution")
 CORPUS_DERIVED = ("children",)
 REWRITER_IDENTITY = ("kind", "model", "base_url", "prompt_hash")  # rewrite:llm / summary:llm
 

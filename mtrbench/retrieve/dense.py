@@ -215,17 +215,23 @@ class EmbeddingRetriever:
         return {"index": self.index_spec.describe()} if self.index_spec.approximate else {}
 
     def _search_settings(self) -> dict[str, Any]:
+        """What decides the ranking: exact search, or an approximate index and its parameters."""
         if self._faiss is not None:
             return self._faiss.settings()
+        return {"index": "exact", "approximate": False}
+
+    def _search_execution(self) -> dict[str, Any]:
+        """How exact search ran (in memory, streamed under a cap, sharded over Ray): the same run either way, so
+        it is execution-only, never part of a result's identity."""
         mode = "sharded" if self.ray else "streaming" if self.search_memory else "in-memory"
-        return {"index": "exact", "approximate": False, "mode": mode, "search_memory": self.search_memory,
-                **({"ray": self.ray.describe()} if self.ray else {})}
+        return {"mode": mode, "search_memory": self.search_memory, **({"ray": self.ray.describe()} if self.ray else {})}
 
     def _engine_settings(self) -> dict[str, Any]:
         engine = self.doc_engine.settings()
         return {"dtype": self.dtype, "similarity": "cosine" if self.normalize else "dot", "device": self.device,
                 "batch_size": self.batch_size, "token_budget": engine["token_budget"], "packed": engine["packed"],
-                "embedding_cache": "on" if self.cache is not None else "off", "search": self._search_settings()}
+                "embedding_cache": "on" if self.cache is not None else "off", "search": self._search_settings(),
+                "search_execution": self._search_execution()}
 
     def index(self, corpus: Corpus) -> None:
         texts = [corpus.document_text(i) for i in range(len(corpus))]
