@@ -57,7 +57,7 @@ def test_well_formed_reply_is_parsed_and_counted():
         result = run_one(client, rating_request("q1"))
     assert (result.ok, result.value, result.error, result.attempts, result.cached) == (True, 7.0, None, 1, False)
     assert (result.prompt_tokens, result.completion_tokens) == (13, 5)
-    assert client.usage == Usage(requests=1, cached=0, failures=0, prompt_tokens=13, completion_tokens=5)
+    assert client.usage == Usage(requests=1, cached=0, failures=0, items=1, prompt_tokens=13, completion_tokens=5)
     [body] = server.requests
     assert body["model"] == "test-model"
     assert body["messages"][1]["content"] == "Rate this answer. (q1)"
@@ -188,7 +188,7 @@ def test_cache_makes_a_second_run_free(tmp_path):
         assert server.request_count == 3  # nothing sent
         assert [r.value for r in second] == [r.value for r in first] == [8.0] * 3
         assert all(r.cached and r.attempts == 0 and r.prompt_tokens == 0 for r in second)
-        assert again.usage == Usage(requests=0, cached=3)
+        assert again.usage == Usage(requests=0, cached=3, items=3)
         # another temperature is another question: not served from the cache
         warmer = make_client(dataclasses.replace(judge, temperature=0.7), ResponseCache(cache_path))
         assert not run_one(warmer, requests[0]).cached and server.request_count == 4

@@ -71,14 +71,20 @@ def test_rewrite_llm_with_gold_replies_equals_the_gold_rewrite_strategy(native_m
                          host, "--api-key-env", KEY_ENV, "--yes", "--llm-cache", str(cache))
         assert main(args) == 0
         assert sorted(rewriter.asked) == ["c1_2", "c1_3", "c1_4", "c1_5"]  # c1_1 has no history: no request
-        assert main(args) == 0  # a rerun is served from the cache
+        assert main(args) == 0  # the same rewriter again: the finished result is skipped (only-missing)
+        assert "note: skipped" in capsys.readouterr().err and server.request_count == 4
+        assert main([*args, "--overwrite-strategy", "always"]) == 0  # re-evaluated: rewrites from the cache
         assert server.request_count == 4
+        other = [*args[:args.index("rw-model")], "rw-other", *args[args.index("rw-model") + 1:]]
+        assert main(other) == 0  # another rewriter is another result: requested, never skipped as finished
+        assert server.request_count == 8
     capsys.readouterr()
     gold_json = next(iter(result_files(gold_out).values()))
-    llm_json = next(iter(result_files(llm_out).values()))
-    assert "rewriter=rw-model" in llm_json.parent.name
-    assert (llm_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-rewrite:llm", "T")
-            == gold_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-rewrite", "T"))
+    by_rewriter = {name.split("rewriter=")[1]: path for name, path in result_files(llm_out).items()}
+    assert set(by_rewriter) == {"rw-model", "rw-other"}  # each rewriter its own result folder
+    llm_json = by_rewriter["rw-model"]
+    assert (llm_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-bm25-rewrite:llm", "T")
+            == gold_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-bm25-rewrite", "T"))
     gold, llm = json.loads(gold_json.read_text()), json.loads(llm_json.read_text())
     assert llm["scores"] == gold["scores"]
     settings = llm["mtrbench"]["settings"]

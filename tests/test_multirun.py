@@ -62,7 +62,7 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
     model_label = {"sentence-transformers__all-MiniLM-L6-v2": "minilm", "bm25": "bm25"}
     assert skipped == {(model_label[m], t) for m, t in done}
     written = {(Path(line.strip()).relative_to(out).parts[0], Path(line.strip()).stem)
-               for line in rerun.stdout.splitlines() if line.strip().endswith(".json")}
+               for line in rerun.stderr.splitlines() if line.strip().endswith(".json")}  # paths go to stderr
     assert written == set(order) - set(done)
     assert set(results(out)) == set(order)
     assert all(finished[pair].stat().st_mtime_ns == mtimes[pair] for pair in done)  # never rewritten

@@ -123,7 +123,8 @@ def test_listings_fit_80_columns(command, columns_80, capsys):
         from mtrbench.measures import all_families
 
         for family in all_families().values():  # each family's key on one line, whole
-            assert any(f"key {family.key_stem}_at_10" in line for line in _lines(out)), family.name
+            key = family.key(family.example(), 1)  # nDCG@10 -> ndcg_at_10; BLEU-1 (no cutoff) -> bleu_1
+            assert any(f"key {key}" in line for line in _lines(out)), family.name
 
 
 def test_verify_fits_80_columns_with_entry_ids_whole(columns_80, tmp_path, capsys):

@@ -23,7 +23,7 @@ def exact_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int,
     hits: Hits = [([], [])] * queries.shape[0]
     free = [i for i in range(queries.shape[0]) if candidates is None or candidates[i] is None]
     if free:
-        scores, ids = _full_search(queries[free], docs, top_k, query_chunk, doc_chunk)
+        scores, ids = full_search(queries[free], docs, top_k, query_chunk, doc_chunk)
         for row, i in enumerate(free):
             hits[i] = (ids[row].tolist(), scores[row].tolist())
     if candidates is not None:
@@ -40,7 +40,7 @@ def exact_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int,
     return hits
 
 
-def _full_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int, query_chunk: int, doc_chunk: int,
+def full_search(queries: torch.Tensor, docs: torch.Tensor, top_k: int, query_chunk: int, doc_chunk: int,
                  offset: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores, corpus positions + ``offset``), each (Q, min(top_k, len(docs))), on the host."""
     all_scores, all_ids = [], []

@@ -74,10 +74,10 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
         index.add(vectors)
         _, ids = index.search(vectors, k)
     else:
-        from mtrbench.search.exact import _full_search
+        from mtrbench.search.exact import full_search
 
         # 1,024 x 65,536 float32 scores (256 MiB) at a time
-        _, ids_t = _full_search(embeddings, embeddings, k, query_chunk=1024, doc_chunk=65536)
+        _, ids_t = full_search(embeddings, embeddings, k, query_chunk=1024, doc_chunk=65536)
         ids = ids_t.numpy()
     ids = np.asarray(ids, dtype=np.int64)
     # Drop each row's own index wherever ties put it (and faiss's -1 fillers): a stable sort moves the
