@@ -226,3 +226,28 @@ def test_bad_scale_flags_are_one_error_line(flags, message, tmp_path, native_min
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert re.search(message, err), err
+
+
+def test_streamed_search_is_the_same_result_for_skips_and_leaderboard_identity(tmp_path, native_mini, minilm, capsys):
+    """How exact search ran (in memory or streamed under a cap) changes neither the run nor the result's identity:
+    a streamed rerun of a finished in-memory result is skipped as finished, and two such results are one
+    leaderboard entry; an approximate index is a different result (its own folder, never skipped as exact)."""
+    from mtrbench.leaderboard.keys import score_settings
+
+    out = tmp_path / "results"
+    args = ["eval", "--model", "minilm", "--task", str(native_mini), "--device", "cpu", "--history", "rewrite",
+            "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(out), "--quiet"]
+    assert main(args) == 0
+    [exact] = [p for p in out.rglob("native-mini.json")]
+    in_memory = json.loads(exact.read_text())["mtrbench"]
+    capsys.readouterr()
+    assert main([*args, "--search-memory", "1MB"]) == 0
+    assert "note: skipped" in capsys.readouterr().err  # finished with the same settings
+    assert main([*args, "--search-memory", "1MB", "--overwrite-strategy", "always"]) == 0
+    streamed = json.loads(exact.read_text())["mtrbench"]
+    assert streamed["settings"]["retriever"]["search_execution"]["mode"] == "streaming"
+    assert in_memory["settings"]["retriever"]["search_execution"]["mode"] == "in-memory"
+    assert score_settings(streamed) == score_settings(in_memory)  # one identity on a leaderboard
+    assert main([*args, "--index", "faiss:ivf-flat,nlist=2,nprobe=1"]) == 0
+    assert "note: skipped" not in capsys.readouterr().err
+    assert len(list(out.rglob("native-mini.json"))) == 2
