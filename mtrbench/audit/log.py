@@ -18,6 +18,7 @@ from typing import Any, ContextManager, TextIO
 
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
 from mtrbench.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.formats.lines import read_log_records
 
 LOG_NAME = "log.jsonl"
 
@@ -84,22 +85,7 @@ class AuditLog:
         return held_lock(self.lock_path, purpose=f"audit log {self.path}")
 
     def read(self) -> LogContents:
-        records: list[dict[str, Any]] = []
-        bad = 0
-        if self.path.is_file():
-            with self.path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError:
-                        bad += 1
-                        continue
-                    if isinstance(record, dict):
-                        records.append(record)
-                    else:
-                        bad += 1
+        records, bad = read_log_records(self.path)
         return LogContents(records, bad)
 
     def __enter__(self) -> "AuditLog":

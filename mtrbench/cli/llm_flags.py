@@ -22,16 +22,8 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--llm-base-url", metavar="URL",
                        help="OpenAI-compatible endpoint for --llm-model, e.g. http://127.0.0.1:8000/v1 "
                             "[env OPENAI_BASE_URL, else https://api.openai.com/v1]")
-    group.add_argument("--api-key-env", metavar="NAME",
-                       help=f"environment variable holding the API key for --llm-model [{DEFAULT_KEY_ENV}]")
-    group.add_argument("--llm-cache", metavar="PATH",
-                       help=f"sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else {default_cache_path()}]")
-    group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
-    group.add_argument("--dry-run", action="store_true",
-                       help="print the first prompts and the request count; send nothing")
-    group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
-    group.add_argument("--concurrency", type=int, metavar="N",
-                       help="requests in flight per judge (overrides the judges file) [8]")
+    add_run_flags(group, key_for="--llm-model", concurrency_help="requests in flight per judge (overrides the "
+                                                                  "judges file) [8]")
     group.add_argument("--max-failure-rate", type=float, default=DEFAULT_MAX_FAILURE_RATE, metavar="SHARE",
                        help="exit 1 when a judge failed (HTTP error, unusable reply) on more than this share of its "
                             f"items; outputs are written either way [{DEFAULT_MAX_FAILURE_RATE}]")
@@ -96,17 +88,19 @@ def add_rewriter_arguments(parser: argparse.ArgumentParser, *, with_run_flags: b
         add_run_flags(group)
 
 
-def add_run_flags(group: argparse._ArgumentGroup) -> None:
+def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
+                  concurrency_help: str = "requests in flight (hf://: generation batch size) [8]") -> None:
+    """Key, cache, dry run, confirmation and concurrency: the flags every command that sends requests takes."""
     group.add_argument("--api-key-env", metavar="NAME",
-                       help=f"environment variable holding the API key [{DEFAULT_KEY_ENV}]")
+                       help=f"environment variable holding the API key{' for ' + key_for if key_for else ''} "
+                            f"[{DEFAULT_KEY_ENV}]")
     group.add_argument("--llm-cache", metavar="PATH",
                        help=f"sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else {default_cache_path()}]")
     group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
     group.add_argument("--dry-run", action="store_true",
                        help="print the first prompts and the request count; send nothing")
     group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
-    group.add_argument("--concurrency", type=int, metavar="N",
-                       help="requests in flight (hf://: generation batch size) [8]")
+    group.add_argument("--concurrency", type=int, metavar="N", help=concurrency_help)
 
 
 def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:

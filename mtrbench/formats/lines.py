@@ -124,3 +124,27 @@ def diagnose_text(path: str | Path, kind: str) -> None:
     """Raise the first problem of a text file: undecodable bytes, no non-blank line."""
     if not any(line.strip() for line in read_lines(path, kind)):
         raise MtrbenchError(f"{kind} file {path} is empty")
+
+
+def read_log_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of an append-only JSONL log (audit, judge, synthesis logs), in order, and how many
+    non-blank lines are not one (a line cut short by a kill). A log that does not exist yet is empty."""
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    unreadable = 0
+    if not path.is_file():
+        return records, unreadable
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                unreadable += 1
+                continue
+            if isinstance(record, dict):
+                records.append(record)
+            else:
+                unreadable += 1
+    return records, unreadable

@@ -20,6 +20,7 @@ from mtrbench.judge.prompts import parse_rating, parse_verdict, prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.locking import held_lock, lock_path_for
+from mtrbench.formats.lines import read_log_records
 
 MODES = ("rating", "verdict")
 LOG_NAME = "judgments.jsonl"
@@ -83,24 +84,6 @@ def _requests(items: Sequence[JudgeItem]) -> list:
     return [ChatRequest(key=i.key, messages=i.messages, parse=_parser(i.mode)) for i in items]
 
 
-def _read_log(path: Path) -> tuple[list[dict[str, Any]], int]:
-    records, bad = [], 0
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                bad += 1  # a line cut short by a kill
-                continue
-            if isinstance(record, dict):
-                records.append(record)
-            else:
-                bad += 1
-    return records, bad
-
-
 def _latest(records: list[dict[str, Any]], items: Sequence[JudgeItem], judge: JudgeConfig) -> dict[str, dict]:
     """Per item key: its ok record if any, else its latest failure (same prompt and judge model only)."""
     wanted = {i.key: (i.prompt_hash, i.mode) for i in items}
@@ -135,7 +118,7 @@ def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, 
     if len({i.key for i in items}) != len(items):
         raise MtrbenchError("two judge items share a key")
     log_path = Path(output_dir) / LOG_NAME
-    records, bad = _read_log(log_path)
+    records, bad = read_log_records(log_path)
     latest = _latest(records, items, judge)
     pending = [i for i in items if not latest.get(i.key, {}).get("ok")]
     if dry_run:

@@ -12,6 +12,7 @@ Text conventions (docs/metrics.md):
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -100,8 +101,9 @@ class GenerationFamily(MeasureFamily):
         rel = match.group("rel")
         return Measure(self.name, None, int(rel) if rel else None)
 
+    @abstractmethod
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:
-        raise NotImplementedError
+        """This family's value for one generated turn (``gold``: the turn's gold passage ids)."""
 
     def compute(self, measures: Sequence[Measure], inputs: MeasureInputs, computed: Computed) -> Computed:
         turns = turn_texts(inputs, self)

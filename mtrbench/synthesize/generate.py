@@ -37,6 +37,7 @@ from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import Chunk
 from mtrbench.synthesize.plan import DRILL, HARD, SOFT, START, ConversationPlan, PlanOptions, plan_conversations
 from mtrbench.synthesize.stage import settings_digest, write_summary
+from mtrbench.formats.lines import read_log_records
 
 LOG = "conversations.log.jsonl"
 CANDIDATES_SHOWN = 3
@@ -84,20 +85,8 @@ class ConversationLog:
         self.path = path
 
     def read(self, digest: str) -> tuple[dict[str, dict[str, Any]], int]:
-        records: dict[str, dict[str, Any]] = {}
-        unreadable = 0
-        if self.path.is_file():
-            with self.path.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError:
-                        unreadable += 1
-                        continue
-                    if isinstance(record, dict) and record.get("plan_digest") == digest:
-                        records[str(record.get("conversation_id"))] = record
+        lines, unreadable = read_log_records(self.path)
+        records = {str(r.get("conversation_id")): r for r in lines if r.get("plan_digest") == digest}
         return records, unreadable
 
     def append(self, record: dict[str, Any]) -> None:
