@@ -221,7 +221,9 @@ def test_kill_during_generation_then_rerun_requests_only_unfinished_conversation
     assert len(task.queries) == n_conversations * turns
 
 
-def test_malformed_replies_are_retried_then_the_conversation_is_dropped_and_counted(tmp_path, capsys):
+def _clustered(tmp_path):
+    """A 40-document corpus curated and clustered (clusters of 4): (corpus, work folder, cluster chunk ids, chunk
+    texts)."""
     corpus = _corpus(tmp_path, 40)
     out = tmp_path / "work"
     assert main(["synthesize", str(corpus), "--out", str(out), "--stage", "cluster", "--quiet", "--device", "cpu",
@@ -229,6 +231,11 @@ def test_malformed_replies_are_retried_then_the_conversation_is_dropped_and_coun
     clusters = [json.loads(line)["chunk_ids"] for line in (out / "cluster" / "clusters.jsonl").read_text().splitlines()]
     chunks = {json.loads(line)["chunk_id"]: json.loads(line)["text"]
               for line in (out / "curate" / "chunks.jsonl").read_text().splitlines()}
+    return corpus, out, clusters, chunks
+
+
+def test_malformed_replies_are_retried_then_the_conversation_is_dropped_and_counted(tmp_path, capsys):
+    corpus, out, clusters, chunks = _clustered(tmp_path)
     # Conversation 1 starts by showing cluster 1's first chunk as Document 1: the questioner garbles that turn.
     agents = ScriptedAgents(bad_docs={chunks[clusters[1][0]]})
     turns, n_conversations = 3, 4
@@ -325,13 +332,7 @@ def test_bm25_is_refused_as_an_embedding_model(tmp_path, capsys):
 
 
 def test_agents_file_gives_each_agent_its_model_and_a_failed_request_drops_the_conversation(tmp_path, capsys):
-    corpus = _corpus(tmp_path, 40)
-    out = tmp_path / "work"
-    assert main(["synthesize", str(corpus), "--out", str(out), "--stage", "cluster", "--quiet", "--device", "cpu",
-                 "--cluster-size", "4", "--neighbours", "4"]) == 0
-    clusters = [json.loads(line)["chunk_ids"] for line in (out / "cluster" / "clusters.jsonl").read_text().splitlines()]
-    chunks = {json.loads(line)["chunk_id"]: json.loads(line)["text"]
-              for line in (out / "curate" / "chunks.jsonl").read_text().splitlines()}
+    corpus, out, clusters, chunks = _clustered(tmp_path)
     agents = ScriptedAgents()
     refused = set(clusters[0])  # the responder's server refuses (HTTP 400) any question on cluster 0's chunks
 
