@@ -95,7 +95,10 @@ def _check(config: RagConfig) -> None:
     if config.measures:
         generation_measures(list(config.measures))
     if config.judge is not None and config.judge_mode == "verdict" and config.ragalign:
-        parse_measures(list(config.ragalign), [10])
+        wrong = [str(m) for m in parse_measures(list(config.ragalign), [10]) if m.family != "ragalign"]
+        if wrong:
+            raise MtrbenchError(f"--ragalign {', '.join(wrong)}: not a RAGAlign measure (e.g. RAGAlign@10, "
+                                "RAGAlign@10(of=nDCG))")
 
 
 def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport:

@@ -178,3 +178,20 @@ def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_pat
     assert resumed.judge_requests == LIMIT
     report = json.loads(next(out.rglob("*.rag.json")).read_text())
     assert report["complete"] is True and len(report["per_turn"]) == LIMIT
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--passages", "0"], "--passages must be at least 1"),
+    (["--history", "full,current"], "rag takes one --history strategy"),
+    (["--measures", "nDCG@10"], "not a generation measure"),
+    (["--ragalign", "BLEU-1"], "not a RAGAlign measure"),
+])
+def test_bad_rag_input_is_one_error_line_before_any_request(extra, message, tmp_path, capsys):
+    asked = GeneratorAndJudge()
+    with ScriptedChatServer(asked) as server:
+        code = main(rag_args(server, tmp_path / "results", *extra))
+        assert server.request_count == 0
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and message in errors[0], err
+    assert "Traceback" not in err
