@@ -415,7 +415,7 @@ def run_cpu(args) -> dict[str, Any]:
 def run_e2e(args, device: str) -> dict[str, Any]:
     """run_eval twice on a synthetic task: the first run encodes the corpus and fills the cache (or, with a
     reused ``--work`` folder, finishes an interrupted fill), the second reads it."""
-    from mtrbench.evaluate import EvalConfig, run_eval
+    from mtrbench.pipeline.evaluate import EvalConfig, run_eval
     from mtrbench.retrieve import RetrieverOptions
     from mtrbench.serialize.history import QueryFormat
 

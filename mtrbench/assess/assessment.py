@@ -20,8 +20,8 @@ from mtrbench.assess.refine import default_relevant_grade, refined_qrels
 from mtrbench.assess.roles import Roles
 from mtrbench.assess.runner import PairAssessor, assess_all
 from mtrbench.assess.stats import assessment_stats
-from mtrbench.atomic import atomic_write_text
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import format_qrels
 
 

@@ -19,9 +19,9 @@ from typing import Any
 from mtrbench.assess.dream import AGENTS
 from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.prompts import Case
-from mtrbench.atomic import atomic_write_text
-from mtrbench.errors import MtrbenchError
-from mtrbench.records import read_records
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.formats.records import read_records
 
 
 def escalation_rows(cases: list[tuple[Case, PairRecords]]) -> list[dict[str, Any]]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager, TextIO
 
-from mtrbench.errors import MtrbenchError
-from mtrbench.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
 KINDS = ("prefilter", "debate", "adjudication", "human")
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtrbench.data.model import TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
-from mtrbench.metrics.pool import pooled
+from mtrbench.analyses.pool import pooled
 
 
 @dataclass(frozen=True)

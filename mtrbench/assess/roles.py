@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtrbench.errors import MtrbenchError, closest
+from mtrbench.infra.errors import MtrbenchError, closest
 from mtrbench.llm.config import JudgeConfig
 
 

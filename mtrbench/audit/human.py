@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtrbench.audit.plan import DIMENSIONS
-from mtrbench.errors import MtrbenchError
-from mtrbench.records import read_records
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.formats.records import read_records
 
 HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ContextManager, TextIO
 
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
-from mtrbench.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 from mtrbench.formats.lines import read_log_records
 
 LOG_NAME = "log.jsonl"

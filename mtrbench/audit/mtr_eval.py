@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, read_human_scores
 from mtrbench.audit.log import LOG_NAME, AuditLog, make_record
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
@@ -26,7 +26,7 @@ from mtrbench.audit.plan import (COMPLETENESS, AuditItem, AuditPlan, build_plan,
                                  supported_dimensions)
 from mtrbench.audit.report import (ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table,
                                    write_holes)
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.results.writer import safe_name
 
 DEFAULT_NEGATIVES = 4

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery, TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 @dataclass

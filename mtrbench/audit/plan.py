@@ -18,7 +18,7 @@ from typing import Any
 from mtrbench.audit import prompts
 from mtrbench.audit.prompts import ShownDocument
 from mtrbench.data.model import ConversationalQuery, Corpus
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY = "alignment", "completeness", "faithfulness", "quality"
 DIMENSIONS = (ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY)

@@ -14,7 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, HumanScores, pearson
 from mtrbench.audit.log import ItemKey
 from mtrbench.audit.plan import COMPLETENESS, AuditItem

@@ -17,7 +17,7 @@ from mtrbench.cli import (assess, audit, encode, export, fuse, generate, judge, 
                           score, synthesize, tasks)
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 # In the order `mtrbench --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (eval_command, score, fuse, tasks, models, metrics, export, encode, audit,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mtrbench.metrics.analyses import AnalysisOptions
+    from mtrbench.analyses.run import AnalysisOptions
 
 Handler = Callable[[argparse.Namespace], int]
 # Every command module exposes ``register(subparsers: Subparsers) -> dict[str, Handler]``: it adds its
@@ -34,7 +34,7 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
 
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
-    from mtrbench.metrics.analyses import AnalysisOptions
+    from mtrbench.analyses.run import AnalysisOptions
 
     return AnalysisOptions(refined_qrels=args.refined_qrels, generation_judgments=args.generation_judgments,
                            ragalign_metric=args.ragalign_metric, ragalign_continuous=args.ragalign_continuous)
@@ -64,7 +64,7 @@ def parse_size(text: str, flag: str) -> int:
     """Bytes of a size like 8GB, 512MB or 1.5GiB (binary units either way)."""
     import re
 
-    from mtrbench.errors import MtrbenchError
+    from mtrbench.infra.errors import MtrbenchError
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text or "")
     unit = match.group(2).upper() if match else ""

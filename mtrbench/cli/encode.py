@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -75,7 +75,7 @@ def _list(cache) -> int:
 
 def _state(entry) -> str:
     from mtrbench.encode.cache import LOCK_FILE, MANIFEST_FORMAT
-    from mtrbench.locking import is_held
+    from mtrbench.infra.locking import is_held
 
     if entry.manifest.get("format") != MANIFEST_FORMAT:
         return "old format"  # encoded again (in place) by the next run that needs it

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
                                  parse_size, print_analyses, unescape)
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
 if TYPE_CHECKING:
-    from mtrbench.evaluate import EvalConfig
+    from mtrbench.pipeline.evaluate import EvalConfig
     from mtrbench.retrieve import RetrieverOptions
 
 
@@ -163,7 +163,7 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
     from mtrbench.cli.llm_flags import rewriter_from_args
-    from mtrbench.evaluate import ALL_HISTORIES, EvalConfig, command_line
+    from mtrbench.pipeline.evaluate import ALL_HISTORIES, EvalConfig, command_line
     from mtrbench.measures import parse_k_values
     from mtrbench.serialize.history import QueryFormat
 
@@ -233,7 +233,7 @@ def _one(values: tuple):
 def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
     from mtrbench.measures import label
     from mtrbench.results.table import compact_table, print_titled
-    from mtrbench.sweep import SweepGrid, best_cell, run_sweep
+    from mtrbench.pipeline.sweep import SweepGrid, best_cell, run_sweep
 
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     cells = run_sweep(_eval_model(args), _eval_task(args), _eval_config(args),
@@ -261,7 +261,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from mtrbench.evaluate import command_line, run_eval
+    from mtrbench.pipeline.evaluate import command_line, run_eval
     from mtrbench.retrieve import build_retriever
 
     console = Console()  # tables and results: stdout

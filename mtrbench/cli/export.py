@@ -34,8 +34,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from mtrbench.data import load_task, resolve_card
-    from mtrbench.data.export import QueryTexts, export_beir, export_hf
-    from mtrbench.errors import MtrbenchError
+    from mtrbench.interop.export import QueryTexts, export_beir, export_hf
+    from mtrbench.infra.errors import MtrbenchError
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
 

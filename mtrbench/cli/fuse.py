@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -36,7 +36,7 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
-    from mtrbench.atomic import atomic_write_text
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.run import format_run
     from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 

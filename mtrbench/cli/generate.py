@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:

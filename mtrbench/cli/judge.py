@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -167,7 +167,7 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from mtrbench.atomic import atomic_write_text
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.judge.report import print_rad_table
 
     console = Console()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache, default_cache_path
 from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
     from mtrbench.generation.runner import DEFAULT_TOP_K, HISTORY_MODES
     from mtrbench.judge.scoring import DEFAULT_MEASURES
-    from mtrbench.rag import DEFAULT_RAGALIGN
+    from mtrbench.pipeline.rag import DEFAULT_RAGALIGN
 
     p = sub.add_parser("rag", help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
                        description="Retrieve with --model (as `mtrbench eval`), answer each turn from the top "
@@ -71,9 +71,9 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
-    from mtrbench.evaluate import EvalConfig, command_line
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.generation.runner import GenerateConfig
-    from mtrbench.rag import RagConfig, run_rag
+    from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
 
     for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens)):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -47,9 +47,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_score(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.metrics.analyses import run_analyses
-    from mtrbench.metrics.report import confidence_intervals
-    from mtrbench.atomic import atomic_write_text
+    from mtrbench.analyses.run import run_analyses
+    from mtrbench.analyses.report import confidence_intervals
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
     from mtrbench.measures import evaluate, parse_k_values, parse_measures
@@ -92,8 +92,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.metrics.significance import compare_paired
-    from mtrbench.atomic import atomic_write_text
+    from mtrbench.analyses.significance import compare_paired
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.measures import label as pretty_name
     from mtrbench.results.compare import load_per_query
 
@@ -110,8 +110,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if missing:
             raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
         keys = wanted
-    from mtrbench.metrics.multiple import holm
-    from mtrbench.metrics.significance import TIE_EPSILON
+    from mtrbench.analyses.multiple import holm
+    from mtrbench.analyses.significance import TIE_EPSILON
     from mtrbench.results.table import compact_table, print_titled
 
     epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
@@ -157,8 +157,8 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from mtrbench.metrics.pool import pool_analysis
-    from mtrbench.atomic import atomic_write_text
+    from mtrbench.analyses.pool import pool_analysis
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
 

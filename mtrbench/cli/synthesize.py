@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 AGENT_NAMES = ("questioner", "responder", "polisher")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
 from mtrbench.data.model import TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def detect_format(folder: Path) -> str:

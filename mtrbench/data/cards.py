@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from mtrbench.errors import MtrbenchError, unknown_name
+from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
 DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")

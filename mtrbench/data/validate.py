@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mtrbench.data.model import ConversationalQuery, Corpus
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import id_problem
 
 

@@ -16,7 +16,7 @@ The manifest lists every shard's range and the sha256 of its tensor, and is rewr
 after each shard it names, so a killed run leaves whole shards or none. A later run loads the shards
 that check out (readable, this entry's key and range in the metadata, expected shape and dtype, finite
 values, the recorded hash) and encodes only the gaps; a shard that fails a check is counted, reported,
-and encoded again. Writers take the entry's lock (``.lock``, ``mtrbench.locking``); reading a complete entry
+and encoded again. Writers take the entry's lock (``.lock``, ``mtrbench.infra.locking``); reading a complete entry
 takes none. No pickle anywhere.
 """
 
@@ -39,16 +39,16 @@ from typing import Any
 
 import torch
 
-from mtrbench.atomic import atomic_write_bytes
-from mtrbench.errors import MtrbenchError
-from mtrbench.locking import LockHeld, LockHolder, held_lock, is_held, read_holder
+from mtrbench.infra.atomic import atomic_write_bytes
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.locking import LockHeld, LockHolder, held_lock, is_held, read_holder
 
 log = logging.getLogger(__name__)
 
 KEY_VERSION = 1       # what the embeddings of a key mean; part of every key
 MANIFEST_FORMAT = 2   # how an entry is laid out on disk (1: fixed 50,000-text shards, no hashes)
 MANIFEST = "manifest.json"
-LOCK_FILE = ".lock"  # present while a run writes the entry (mtrbench.locking)
+LOCK_FILE = ".lock"  # present while a run writes the entry (mtrbench.infra.locking)
 TENSOR = "embeddings"
 
 DEFAULT_SHARD_SECONDS = 60.0

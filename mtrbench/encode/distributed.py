@@ -26,7 +26,7 @@ import torch
 
 from mtrbench.encode.engine import EngineOptions
 from mtrbench.encode.towers import TowerSpec
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 log = logging.getLogger(__name__)
 

@@ -89,7 +89,7 @@ class EncodingEngine:
         self.tower = tower
         self.options = options or EngineOptions()
         if self.options.unpad not in UNPAD_CHOICES:
-            from mtrbench.errors import MtrbenchError
+            from mtrbench.infra.errors import MtrbenchError
 
             raise MtrbenchError(f"--unpad must be one of {', '.join(UNPAD_CHOICES)}, got '{self.options.unpad}'")
         self.device = tower.device

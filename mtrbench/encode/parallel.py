@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 if TYPE_CHECKING:
     from mtrbench.encode.engine import EncodingEngine, EngineOptions

@@ -14,7 +14,7 @@ POOLING_MODES = ("cls", "mean", "last")
 
 def check_pooling(mode: str) -> str:
     if mode not in POOLING_MODES:
-        from mtrbench.errors import MtrbenchError
+        from mtrbench.infra.errors import MtrbenchError
 
         raise MtrbenchError(f"--pooling must be one of {', '.join(POOLING_MODES)}, got '{mode}'")
     return mode

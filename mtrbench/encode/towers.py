@@ -28,7 +28,7 @@ import torch
 
 from mtrbench.encode.batching import Ragged, packed_arrays, padded_arrays
 from mtrbench.encode.pooling import check_pooling, pool_packed, pool_padded
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def load_tower(spec: TowerSpec, device: str) -> "Tower":
     except (OSError, ValueError) as exc:
         if Path(spec.location).expanduser().exists():
             raise MtrbenchError(f"could not load model from {spec.location}: {_first_line(exc)}") from None
-        from mtrbench.hub import hub_error
+        from mtrbench.data.hub import hub_error
 
         local_option = ("`--query-model DIR --doc-model DIR2` (one folder per tower)" if spec.kind == TRANSFORMERS
                         else "`--model DIR`")

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 # The index of a line (from 0) -> where it is, as an error message starts: "runs/a.trec:12".
 Locate = Callable[[int], str]

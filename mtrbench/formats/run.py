@@ -10,7 +10,7 @@ import math
 import re
 from pathlib import Path
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.lines import at_line, read_lines
 
 Run = dict[str, dict[str, float]]  # query id -> document id -> score

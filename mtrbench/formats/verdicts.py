@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 _TRUE = {"1", "true", "yes", "correct"}
 _FALSE = {"0", "false", "no", "incorrect"}

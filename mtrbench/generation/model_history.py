@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, display_url, resolve_base_url

@@ -19,7 +19,7 @@ from typing import Any
 
 from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.sources import load_run, oracle_passages, run_passages

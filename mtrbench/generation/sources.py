@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
 
 

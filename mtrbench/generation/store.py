@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ContextManager, TextIO
 
-from mtrbench.atomic import atomic_write_text
-from mtrbench.errors import MtrbenchError
-from mtrbench.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
 SETTING_FIELDS = ("generator", "history", "history_source", "source", "top_k", "prompt_hash")
 

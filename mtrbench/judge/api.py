@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data.loaders.rad_bench import RadBench
 from mtrbench.data.model import ASSISTANT, USER, TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.run import Run
 from mtrbench.judge.engine import MODES, JudgeItem, JudgeRun, run_judge

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.prompts import parse_rating, parse_verdict, prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.locking import held_lock, lock_path_for
+from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.formats.lines import read_log_records
 
 MODES = ("rating", "verdict")

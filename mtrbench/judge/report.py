@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data.model import TaskData
 
 PER_TURN_ROWS_SHOWN = 40

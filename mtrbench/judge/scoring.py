@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtrbench.data.model import TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.generations import Generation
 from mtrbench.measures import Evaluation, Measure, evaluate, parse_measures
 from mtrbench.measures.generation import GenerationFamily

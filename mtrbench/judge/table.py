@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtrbench.data.loaders.rad_bench import CATEGORIES, RadJudgment, load_rad_bench
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 UNPARSABLE = -1
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries, load_result_entry
 from mtrbench.leaderboard.keys import (comparability, flatten, identity, system_identity, system_settings,
                                        truncation_free)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from mtrbench.metrics.turn_bands import TurnBand
+from mtrbench.analyses.turn_bands import TurnBand
 
 # Okabe-Ito (colour-blind safe) first, then Tableau's; beyond these, hues spread by the golden angle.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",

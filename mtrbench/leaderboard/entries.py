@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.results.result import main_score_key
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.results.documents import find_inputs, kind_of, read_json
 from mtrbench.results.labels import short_model
 from mtrbench.results.writer import result_paths, safe_name
@@ -43,23 +44,6 @@ def normalize_command(command: str | None) -> str | None:
             continue
         kept.append(word)
     return shlex.join(kept)
-
-
-def main_score_key(task: str, block: dict[str, Any], scores: dict[str, float]) -> str:
-    """mteb stores the main score's value, not its name: take the task card's, else the metric with that value."""
-    value = block.get("main_score")
-    try:
-        from mtrbench.data.cards import all_cards
-
-        card = all_cards().get(task)
-    except MtrbenchError:
-        card = None
-    if card is not None and card.main_score in scores:
-        return card.main_score
-    matching = [k for k, v in scores.items() if v == value]
-    if not matching:
-        raise MtrbenchError(f"main_score {value!r} matches none of the metrics")
-    return "ndcg_at_10" if "ndcg_at_10" in matching else matching[0]
 
 
 def entry_from_result(path: Path, document: dict[str, Any]) -> dict[str, Any]:

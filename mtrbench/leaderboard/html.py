@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
 from mtrbench.leaderboard.keys import flatten, system_identity
 from mtrbench.leaderboard.render import groups_of, system_label, system_summaries

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.keys import flatten
 from mtrbench.results.labels import short_model

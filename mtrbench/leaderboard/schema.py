@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError, closest
+from mtrbench.infra.errors import MtrbenchError, closest
 
 SCHEMA_FILE = "schema.json"
 # Files in the leaderboards folder that are not leaderboards.

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import entry_from_result
 from mtrbench.leaderboard.keys import identity
-from mtrbench.metrics.turn_bands import TurnBand, turn_bands
+from mtrbench.analyses.turn_bands import TurnBand, turn_bands
 from mtrbench.results.documents import find_inputs, read_json, read_per_query_rows
 
 # entry id -> metric -> bands, turns ascending

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import mtrbench
-from mtrbench.errors import MtrbenchError, closest
+from mtrbench.infra.errors import MtrbenchError, closest
 from mtrbench.leaderboard.entries import SourcedEntry, load_result_entry, results_in
 from mtrbench.leaderboard.keys import flatten, score_settings
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

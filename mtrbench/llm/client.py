@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import openai
 from tqdm.auto import tqdm
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache, request_key
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.redact import Redactor, public_url, split_userinfo

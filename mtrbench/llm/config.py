@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from mtrbench.errors import MtrbenchError, closest
+from mtrbench.infra.errors import MtrbenchError, closest
 from mtrbench.llm.redact import UrlCredentials, public_url, split_userinfo
 
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, cache_key, display_url, generation_params, resolve_base_url
 from mtrbench.llm.config import JudgeConfig

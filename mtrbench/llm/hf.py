@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import PARSE_ERRORS, ChatRequest, ChatResult, Usage, cache_key, generation_params
 from mtrbench.llm.config import JudgeConfig

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureInputs
 from mtrbench.measures.trec_eval import TrecEvalFamily, evaluate_trec
 from mtrbench.formats.generations import Generation

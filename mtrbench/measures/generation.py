@@ -17,7 +17,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
 
 CITATION_MARK = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")

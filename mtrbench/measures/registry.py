@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Measure, MeasureFamily
 
 
@@ -44,7 +44,7 @@ def family(name: str) -> MeasureFamily:
     try:
         return _by_spelling()[name.lower()]
     except KeyError:
-        from mtrbench.errors import unknown_name
+        from mtrbench.infra.errors import unknown_name
 
         raise unknown_name("measure", name, all_families()) from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 
 def load_per_query(result_json: str | Path) -> tuple[str, dict[str, dict[str, float]]]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 OVERWRITE_STRATEGIES = ("always", "only-missing", "never")
 DEFAULT_OVERWRITE = "only-missing"

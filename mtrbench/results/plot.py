@@ -6,9 +6,9 @@ import io
 from pathlib import Path
 from typing import Any
 
-from mtrbench.atomic import atomic_write_bytes
-from mtrbench.errors import MtrbenchError
-from mtrbench.metrics.turn_bands import turn_bands
+from mtrbench.infra.atomic import atomic_write_bytes
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.analyses.turn_bands import turn_bands
 from mtrbench.results.documents import find_inputs, read_json, read_per_query_rows
 from mtrbench.results.labels import canonical, short_model
 from mtrbench.measures import label as pretty_name

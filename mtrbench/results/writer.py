@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.formats.run import Run, format_run
 
 # Written as ``mteb_version`` when mteb is not installed: the oldest mteb whose result format this

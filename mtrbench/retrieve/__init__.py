@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.registry import REGISTRY, ModelSpec, resolve_model
 from mtrbench.search.hits import Hits

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtrbench.data.model import Corpus
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve.base import Retriever
 from mtrbench.search.hits import Hits
 

@@ -19,8 +19,8 @@ from mtrbench.data.model import Corpus
 from mtrbench.encode.cache import CacheKey, CacheReport, EmbeddingCache, corpus_fingerprint
 from mtrbench.encode.engine import EncodingEngine, EngineOptions
 from mtrbench.encode.towers import DTYPES, SENTENCE_TRANSFORMERS, TowerSpec, load_tower
-from mtrbench.errors import MtrbenchError
-from mtrbench.hub import hub_reachable
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.data.hub import hub_reachable
 from mtrbench.retrieve.registry import ModelSpec
 from mtrbench.search.approximate import IndexSpec
 from mtrbench.search.exact import exact_search

@@ -9,7 +9,7 @@ from typing import Any
 from mtrbench.encode.engine import EncodingEngine
 from mtrbench.encode.pooling import check_pooling
 from mtrbench.encode.towers import TRANSFORMERS, TowerSpec, load_tower
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve.dense import EmbeddingRetriever, ModelSource
 from mtrbench.retrieve.registry import ModelSpec, pair_name
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mtrbench.data.model import Corpus
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve.base import Retriever
 from mtrbench.search.hits import Hits
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mtrbench.errors import MtrbenchError, unknown_name
+from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 

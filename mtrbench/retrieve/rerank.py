@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtrbench.data.model import Corpus
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve.base import Retriever
 from mtrbench.search.hits import Hits
 

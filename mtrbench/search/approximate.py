@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 KINDS = {"ivf-flat": ("nlist", "nprobe"), "ivf-pq": ("nlist", "nprobe", "m", "nbits"),
          "hnsw": ("m", "ef_construction", "ef_search")}

@@ -5,7 +5,7 @@ that is allocated once and reused for every piece (16-bit shards go through a se
 are widened into the first), scored against a block of queries into a reused score buffer and folded
 into the running top-k with ``search.topk``'s rule. Nothing else grows with the corpus, so resident
 memory stays under ``memory_bytes`` plus a small constant however large the corpus: embeddings four
-times the cap search in the same run as in memory (tests/test_search_scale.py measures the peak RSS).
+times the cap search in the same run as in memory (tests/search/test_search_scale.py measures the peak RSS).
 A memory map (numpy.memmap, safetensors' own mmap) would do the same reads, but its touched pages count
 as resident until unmapped, and a fresh buffer per piece leaves the allocator's slack behind; one
 reused buffer avoids both. The shards are the ones the cache checked (sha256) when it made the entry
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.search.topk import merge_top, select_top
 
 QUERY_BLOCK = 4096

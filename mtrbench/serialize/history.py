@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
-from mtrbench.errors import MtrbenchError, unknown_name
+from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 HISTORY_FIRST = "history-first"
 CURRENT_FIRST = "current-first"

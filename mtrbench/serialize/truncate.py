@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.serialize.history import HISTORY_FIRST, Serialized
 
 SIDES = ("left", "right", "none")

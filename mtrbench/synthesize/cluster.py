@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.synthesize.curate import Chunk, shingles
 from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.synthesize.quality import QualityScorer, build_scorer
 from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
 from mtrbench.synthesize.stage import finished_summary, write_jsonl, write_summary

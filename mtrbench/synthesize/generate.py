@@ -26,12 +26,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import price_for
-from mtrbench.locking import held_lock, lock_path_for
+from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.synthesize import prompts
 from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import Chunk

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
 from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate

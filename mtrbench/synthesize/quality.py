@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from mtrbench.errors import HubUnavailableError, MtrbenchError
+from mtrbench.infra.errors import HubUnavailableError, MtrbenchError
 
 NVIDIA_MODEL = "nvidia/quality-classifier-deberta"
 FINEWEB_EDU_MODEL = "HuggingFaceFW/fineweb-edu-classifier"
@@ -125,7 +125,7 @@ class TransformersScorer:
         self.device = torch.device(device)
         from pathlib import Path
 
-        from mtrbench.hub import hub_reachable
+        from mtrbench.data.hub import hub_reachable
 
         # Without the Hub, only a local folder or an earlier download can work: do not wait for retries.
         local_only = not Path(spec.model).expanduser().exists() and not hub_reachable()

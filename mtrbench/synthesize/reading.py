@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 TEXT_FIELDS = ("text", "contents", "content", "body")
@@ -111,7 +111,7 @@ def _parquet_rows(path: Path) -> list[dict]:
 
 
 def _hub_rows(dataset_id: str, split: str) -> list[dict]:
-    from mtrbench.hub import load_split
+    from mtrbench.data.hub import load_split
 
     return list(load_split(dataset_id, split=split, what=f"corpus {dataset_id}"))
 

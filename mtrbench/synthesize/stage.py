@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 
 SUMMARY = "summary.json"
 

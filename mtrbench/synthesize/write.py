@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from mtrbench.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.synthesize.curate import Chunk
 from mtrbench.synthesize.stage import write_jsonl
 

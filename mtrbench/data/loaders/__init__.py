@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
-from mtrbench.errors import unknown_name
+from mtrbench.infra.errors import unknown_name
 
 
 

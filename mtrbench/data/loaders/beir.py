@@ -20,10 +20,10 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 
 
 @register("beir")

@@ -37,10 +37,10 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import HubUnavailableError, MtrbenchError
+from mtrbench.infra.errors import HubUnavailableError, MtrbenchError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus

@@ -52,9 +52,9 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
-from mtrbench import hub
-from mtrbench.hub import load_split
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.data import hub
+from mtrbench.data.hub import load_split
 
 DOCUMENT_SUBSETS = ("doc2dial", "quac", "qrecc")
 TEXT_SUBSETS = ("topiocqa", "inscit")

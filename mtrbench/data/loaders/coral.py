@@ -16,7 +16,7 @@ Qrels come from the ``.trec`` file (the official judgments); ``golden_docs_pids`
 when the file is absent and is cross-checked otherwise (disagreements are counted in warnings).
 
 A Hub copy is read file by file: each file is fetched with ``huggingface_hub`` and then read through
-``mtrbench.hub.load_split`` like a local one.
+``mtrbench.data.hub.load_split`` like a local one.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from mtrbench import hub
+from mtrbench.data import hub
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import TREC
 
 DEFAULT_CORPUS_FILE = "passage_corpus.json"

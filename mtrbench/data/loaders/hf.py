@@ -26,9 +26,9 @@ from mtrbench.data.loaders.beir import queries_from_rows
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import qrels_from_rows
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 
 REQUIRED_CONFIGS = ("corpus", "queries", "qrels")
 

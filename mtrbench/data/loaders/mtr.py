@@ -31,8 +31,8 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
-from mtrbench.hub import load_split
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.data.hub import load_split
 
 DEFAULT_CORPUS_HUB = "OkayestProgrammer/MTR-DOCUMENT"
 DEFAULT_CORPUS_DIR = "MTR-DOCUMENT"

@@ -27,10 +27,10 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import grade_of
 from mtrbench.formats.run import id_problem
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 
 
 @register("mtrbench")

@@ -45,8 +45,8 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
-from mtrbench.hub import load_split
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.data.hub import load_split
 
 RELEVANCE_THRESHOLD = 0.8
 QRELS_SCOPES = ("answer_url", "all")

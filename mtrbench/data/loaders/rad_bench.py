@@ -34,7 +34,7 @@ from typing import Any
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import TaskData
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)

@@ -27,9 +27,9 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import qrels_from_rows
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 
 _QID = re.compile(r"^(.+)-(\d+)$")
 

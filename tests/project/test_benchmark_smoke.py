@@ -1,0 +1,111 @@
+"""CI smoke run of benchmarks/encode_throughput.py --cpu: it runs, writes strict JSON, and the engine's
+embeddings agree with sentence-transformers'. Speed is the benchmark's business, not a test's."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cpu_benchmark_smoke_run(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), "--cpu", "--repeats", "1",
+                           "--corpus-size", "24", "--conversations", "12", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [path] = list(tmp_path.glob("cpu-*.json"))
+    report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    assert report["mode"] == "cpu"
+    methods = {(row["workload"], row["method"]) for row in report["rows"]}
+    for workload in ("passages", "conversations"):
+        assert {(workload, "sentence-transformers default"), (workload, "mtrbench engine")} <= methods
+        info = report["workloads"][workload]
+        assert info["agreement_min_cosine"]["engine_vs_st_fp32"] >= 0.9999
+        assert info["texts"] == {"passages": 24, "conversations": 12}[workload]
+    for row in report["rows"]:
+        assert row["docs_per_s"] > 0 and math.isfinite(row["docs_per_s"])
+        assert row["docs_per_s"] == row["texts"] / sorted(row["seconds"])[len(row["seconds"]) // 2]
+    assert "mtrbench engine" in proc.stdout and "% ceiling" in proc.stdout
+
+
+def _run(tmp_path, *flags):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), *flags,
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
+    """The GPU mode has no CI machine; --rehearse runs the same function on the CPU with a tiny model, so
+    a broken GPU benchmark shows up here instead of in scarce GPU time."""
+    proc = _run(tmp_path, "--rehearse", "--corpus-size", "40", "--conversations", "12")
+    [path] = list(tmp_path.glob("*-rehearsal.json"))
+    report = json.loads(path.read_text())
+    assert report["mode"] == "gpu-rehearsal" and "speeds" in report["note"]
+    assert report["engine"]["packed"] is True  # --rehearse forces the packed path (reference kernel on CPU)
+    for workload, texts in (("passages", 40), ("conversations", 12)):
+        methods = {row["method"]: row for row in report["rows"] if row["workload"] == workload}
+        assert set(methods) == {"sentence-transformers default", "sentence-transformers bf16", "mtrbench engine",
+                                "mtrbench engine, padded"}
+        engine = methods["mtrbench engine"]
+        assert engine["speedup_over_st_bf16_bs256"] == engine["docs_per_s"] / methods["sentence-transformers bf16"][
+            "docs_per_s"]
+        assert report["workloads"][workload]["texts"] == texts
+        assert report["workloads"][workload]["agreement_min_cosine"]["engine_vs_st_bf16"] >= 0.999
+    assert set(report["targets"]) == {"pct_of_ceiling>=60", "speedup_over_st_bf16_bs256>=2.3",
+                                      "speedup_over_st_default>=13", "agreement>=0.999"}
+    assert "speeds and targets mean nothing" in proc.stdout
+
+
+def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path):
+    work = tmp_path / "work"
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
+    [path] = list(tmp_path.glob("*-rehearsal-e2e.json"))
+    report = json.loads(path.read_text())
+    first, second = report["runs"]
+    assert (first["corpus"], second["corpus"]) == ("cold", "warm") and report["reused_work"] is False
+    assert first["embedding_cache"]["encoded"] == first["embedding_cache"]["shards"] >= 1
+    assert second["embedding_cache"]["encoded"] == 0
+    assert second["embedding_cache"]["loaded"] == second["embedding_cache"]["shards"]
+    assert second["main_score"] == first["main_score"]
+    assert report["model"] == "tiny bge-large-shaped (random)"
+
+    # The same --work again: task, model and cache are reused, so both runs read the corpus from the cache.
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
+    again = json.loads(path.read_text())
+    assert again["reused_work"] is True and [r["corpus"] for r in again["runs"]] == ["warm", "warm"]
+    assert again["runs"][0]["main_score"] == first["main_score"]
+
+    # Another recipe in that folder replaces it; a folder the benchmark did not make is refused.
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "200", "--conversations", "16", "--work", str(work))
+    assert json.loads(path.read_text())["runs"][0]["corpus"] == "cold"
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "keep.txt").write_text("mine")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), "--rehearse", "--e2e",
+                           "--work", str(foreign), "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "not a folder this benchmark made" in proc.stderr
+    assert (foreign / "keep.txt").read_text() == "mine"
+
+
+def test_scale_benchmark_smoke_run(tmp_path):
+    """benchmarks/scale.py at toy size: single process and Ray with 1 and 2 workers agree, and the streamed
+    search gives the in-memory run within the cap's neighbourhood."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--corpus-size", "300",
+                           "--block", "100", "--search-sizes", "3000", "--dim", "32", "--queries", "8",
+                           "--search-memory", str(2**20), "--cpus", "2", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [path] = list(tmp_path.glob("scale-*.json"))
+    report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    rows = report["encoding"]
+    assert [row["workers"] for row in rows] == [0, 1, 2]
+    for row in rows:
+        assert row["passages"] == 300 and row["passages_per_s"] > 0
+        assert row["ratio_to_single"] == round(row["passages_per_s"] / rows[0]["passages_per_s"], 3)
+    assert all(row["min_cosine_vs_single"] >= 0.9999 for row in rows[1:])
+    [search] = report["search"]
+    assert search["docs"] == 3000 and search["same_run"] is True
+    assert "ray, 2 workers" in proc.stdout
