@@ -451,7 +451,7 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         write_synthetic_task(task_dir, synth_passages(args.corpus_size, tokenizer, rng), args.conversations, rng)
         marker.write_text(json.dumps(recipe) + "\n")
     setup_s = time.perf_counter() - started
-    options = RetrieverOptions(device=device, dtype="auto", show_progress=True, cache_dir=str(work / "cache"),
+    options = RetrieverOptions.of(device=device, dtype="auto", show_progress=True, cache_dir=str(work / "cache"),
                                token_budget=args.token_budget, unpad=args.unpad)
     runs = []
     for n in (1, 2):

@@ -67,7 +67,7 @@ def negatives_from_retriever(model: str, task: TaskData, queries: Sequence[Conve
     spec = resolve_model(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
-    options = RetrieverOptions(device=device if spec.kind == "dense" else "auto", show_progress=show_progress)
+    options = RetrieverOptions.of(device=device if spec.kind == "dense" else "auto", show_progress=show_progress)
     retriever = build_retriever(model, options)
     retriever.index(task.corpus)
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side="left")

@@ -163,7 +163,8 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
     from mtrbench.cli.llm_flags import rewriter_from_args
-    from mtrbench.pipeline.evaluate import ALL_HISTORIES, EvalConfig, command_line
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
+    from mtrbench.serialize.history import ALL_HISTORIES
     from mtrbench.measures import parse_k_values
     from mtrbench.serialize.history import QueryFormat
 
@@ -185,7 +186,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
     from mtrbench.retrieve import RetrieverOptions
 
-    return RetrieverOptions(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+    return RetrieverOptions.of(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                             token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
                             revision=args.revision, trust_remote_code=args.trust_remote_code,
                             cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
@@ -252,7 +253,7 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
                           f"first history)", table)
     for cell in cells:
         for r in cell.results:
-            status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
+            status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -262,7 +263,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.pipeline.evaluate import command_line, run_eval
-    from mtrbench.retrieve import build_retriever
+    from mtrbench.retrieve import assemble, resolve
 
     console = Console()  # tables and results: stdout
     status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
@@ -276,11 +277,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     models, tasks = _eval_models(args), _eval_tasks(args)
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     options = _retriever_options(args)
-    from mtrbench.retrieve import resolve_model
     from mtrbench.data import resolve_card
 
-    for model in models:  # unknown names fail before anything slow starts
-        resolve_model(model)
+    resolved = [resolve(model) for model in models]  # unknown names fail before anything slow starts
     for task in tasks:
         resolve_card(task)
 
@@ -290,27 +289,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      highlight=False, markup=False)
 
     written = []
-    for model in models:
+    for model in resolved:
         retriever = None
         for task in tasks:
             single = len(models) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
-            pair_config = config if single else replace(config, command=command_line(pair_argv(args.argv, model, task)))
+            pair_config = config if single else replace(
+                config, command=command_line(pair_argv(args.argv, model.requested, task)))
             if retriever is None:
-                say(f"Loading model {model}")
-                retriever = build_retriever(model, options)
+                say(f"Loading model {model.requested}")
+                retriever = assemble(model, options)
             if len(models) * len(tasks) > 1:
-                status.print(f"[bold]{model} on {task}[/bold]", highlight=False)
+                status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
             results = run_eval(model, task, pair_config, options, progress=say, retriever=retriever,
                                on_skip=skipped)
             if results:
-                _print_results(model, task, results, console, status)
+                _print_results(model.requested, task, results, console, status)
                 written.extend(results)
     if config.rewriter is not None and config.rewriter.dry_run:
         return 0
     status.print(f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
     for r in written:
-        status.print(f"[dim]  {r.paths.json}[/dim]", soft_wrap=True, highlight=False)
+        status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -326,6 +326,6 @@ def _print_results(model: str, task: str, results, console, status) -> None:
     for what, count in sorted(first.warnings.items()):
         status.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
     for r in results:
-        if r.analyses:
+        if r.analyses():
             console.print(f"[bold]{r.history}[/bold]")
-            print_analyses(r.analyses, console)
+            print_analyses(r.analyses(), console)

@@ -51,7 +51,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.model:
         from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        retriever = build_retriever(args.model, RetrieverOptions(device="cpu", max_length=args.max_length,
+        retriever = build_retriever(args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length,
                                                                  show_progress=False))
         tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
     truncator = Truncator(tokenizer, max_length, prompt=prompt, side=args.truncate)

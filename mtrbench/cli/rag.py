@@ -11,7 +11,8 @@ from mtrbench.infra.errors import MtrbenchError
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
-    from mtrbench.generation.runner import DEFAULT_TOP_K, HISTORY_MODES
+    from mtrbench.generation.runner import DEFAULT_TOP_K, GENERATION_HISTORIES
+    from mtrbench.serialize.history import DEFAULT_HISTORY
     from mtrbench.judge.scoring import DEFAULT_MEASURES
     from mtrbench.pipeline.rag import DEFAULT_RAGALIGN
 
@@ -42,8 +43,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                      help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH [env OPENAI_BASE_URL, else OpenAI's]")
     gen.add_argument("--passages", type=int, default=DEFAULT_TOP_K,
                      help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]")
-    gen.add_argument("--answer-history", default="raw", choices=list(HISTORY_MODES),
-                     help="history the generator sees: raw, last-response, rewrite (gold), rewrite:llm, summary [raw]")
+    gen.add_argument("--answer-history", default=DEFAULT_HISTORY, metavar="NAME",
+                     help=f"history the generator sees, as generate --history: {', '.join(GENERATION_HISTORIES)} "
+                          f"[{DEFAULT_HISTORY}]")
     gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
     gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
     gen.add_argument("--limit", type=int, help="only the first N turns (a smoke run)")
@@ -72,7 +74,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
-    from mtrbench.generation.runner import GenerateConfig
+    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
     from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
 
@@ -81,6 +83,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
             raise MtrbenchError(f"{flag} must be at least 1, got {value}")
     if "," in args.history or args.history == "all":
         raise MtrbenchError("rag takes one --history strategy")
+    answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
                                     max_tokens=args.max_tokens)
     status = Console(stderr=True)
@@ -91,7 +94,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
                          "independent judge", soft_wrap=True)
         judge = model_judge(args.judge_model or args.generator_model,
                             args.judge_base_url or args.generator_base_url, args, "judge")
-    if args.answer_history in ("rewrite:llm", "summary", "summary:llm") and not args.rewriter_model:
+    if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     rewriter = rewriter_from_args(args, not args.quiet)
     config = RagConfig(
@@ -99,9 +102,9 @@ def _cmd_rag(args: argparse.Namespace) -> int:
         eval=EvalConfig(histories=[args.history], truncate=args.truncate, split=args.split, data_dir=args.data_dir,
                         corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(args.argv),
                         rewriter=rewriter),
-        retriever=RetrieverOptions(device=args.device, max_length=args.max_length, cache_dir=args.cache_dir,
+        retriever=RetrieverOptions.of(device=args.device, max_length=args.max_length, cache_dir=args.cache_dir,
                                    use_cache=not args.no_cache, show_progress=not args.quiet),
-        generation=GenerateConfig(task=args.task, top_k=args.passages, history=args.answer_history,
+        generation=GenerateConfig(task=args.task, top_k=args.passages, history=answer_history,
                                   max_passage_chars=args.max_passage_chars or None, limit=args.limit,
                                   rewriter=rewriter),
         generator=generator, judge=judge, judge_mode=args.judge if judge else "verdict", scenario=args.scenario,
@@ -122,7 +125,7 @@ def _print_report(console, report, quiet: bool) -> None:
 
     retrieval, generated = report.retrieval, report.generation
     main = retrieval.main_score_key
-    per_query = retrieval.evaluation.per_query
+    per_query = retrieval.per_query_values()
     scores, outcome = report.scores, report.outcome
     labels = scores.evaluation.labels() if scores is not None else {}
     keys = list(scores.evaluation.metric_keys) if scores is not None else []

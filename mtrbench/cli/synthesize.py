@@ -123,7 +123,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         raise MtrbenchError("--minhash-threshold and --ngram-threshold must be in (0, 1]")
     if args.max_cost is not None and args.max_cost < 0:
         raise MtrbenchError("--max-cost must not be negative")
-    from mtrbench.retrieve.dense import pick_device
+    from mtrbench.models.loading import pick_device
 
     device = pick_device(args.device)
     config = SynthesisConfig(

@@ -195,7 +195,7 @@ def query_budget(model: Any = None, *, tokenizer: Any = None, max_length: int | 
     if isinstance(model, str):
         from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        retriever = build_retriever(model, RetrieverOptions(device="cpu", max_length=max_length, show_progress=False))
+        retriever = build_retriever(model, RetrieverOptions.of(device="cpu", max_length=max_length, show_progress=False))
         found = QueryBudget(retriever.tokenizer, retriever.max_length, retriever.query_prompt or "")
     elif model is not None:
         encoder = model if hasattr(model, "max_seq_length") else getattr(model, "model", None)

@@ -22,7 +22,8 @@ from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.pipeline.evaluate import EvalConfig, StrategyResult, run_eval
+from mtrbench.pipeline.evaluate import EvalConfig, run_eval
+from mtrbench.results.result import Result
 from mtrbench.formats.generations import read_generations
 from mtrbench.formats.run import read_run
 from mtrbench.generation.runner import GenerateConfig, GenerateReport, run_generate
@@ -59,7 +60,7 @@ class RagConfig:
 
 @dataclass
 class RagReport:
-    retrieval: StrategyResult
+    retrieval: Result
     generation: GenerateReport
     task: TaskData | None = None
     scores: GenerationScores | None = None
@@ -74,9 +75,9 @@ class RagReport:
         return self.generation.failed == 0 and judge_failures == 0
 
 
-def rag_stem(retrieval: StrategyResult, generator: str, history: str) -> str:
-    run_name = retrieval.paths.run.name
-    stem = run_name[: -len(".run.trec")] if run_name.endswith(".run.trec") else retrieval.paths.run.stem
+def rag_stem(retrieval: Result, generator: str, history: str) -> str:
+    run_name = retrieval.run_path.name
+    stem = run_name[: -len(".run.trec")] if run_name.endswith(".run.trec") else retrieval.run_path.stem
     return f"{stem}.{safe_name(generator)}.{safe_name(history)}"
 
 
@@ -108,11 +109,11 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     retrieval = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)[0]
     history = config.generation.history
     stem = rag_stem(retrieval, config.generator.model, history)
-    folder = retrieval.paths.run.parent
+    folder = retrieval.run_path.parent
 
     say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
     generation_config = dataclasses.replace(
-        config.generation, task=config.task, run_path=retrieval.paths.run, oracle=False,
+        config.generation, task=config.task, run_path=retrieval.run_path, oracle=False,
         split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path,
         output=config.generation.output or folder / f"{stem}.generations.jsonl", dry_run=config.dry_run,
         yes=config.yes, show_progress=config.show_progress)
@@ -141,7 +142,7 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
         if config.judge_mode == "verdict" and config.ragalign and report.outcome is not None:
             # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
             report.alignment = ragalign_from_verdicts(
-                report.outcome.verdicts or {}, task, read_run(retrieval.paths.run),
+                report.outcome.verdicts or {}, task, read_run(retrieval.run_path),
                 parse_measures(list(config.ragalign), [10]), card.relevance_level, qids=list(generations))
 
     report.output = folder / f"{stem}.rag.json"
@@ -163,14 +164,14 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
     document = scores_payload(report.task, str(generated.output.name), report.scores, report.outcome,
                               report.alignment, None)
     per_turn = document.pop("per_turn")
-    retrieval_per_query = retrieval.evaluation.per_query
+    retrieval_per_query = retrieval.per_query_values()
     for qid, row in per_turn.items():
         if qid in retrieval_per_query:
             row["retrieval"] = {retrieval.main_score_key: retrieval_per_query[qid].get(retrieval.main_score_key)}
     document.update({
         "mtrbench_version": __version__,
-        "retrieval": {"model": config.model, "history": retrieval.history, "result": retrieval.paths.json.name,
-                      "run": retrieval.paths.run.name, "main_score": retrieval.main_score_key,
+        "retrieval": {"model": config.model, "history": retrieval.history, "result": retrieval.path.name,
+                      "run": retrieval.run_path.name, "main_score": retrieval.main_score_key,
                       "scores": {retrieval.main_score_key: retrieval.scores.get(retrieval.main_score_key)},
                       "queries_evaluated": retrieval.n_evaluated},
         "generation": {"generator": config.generator.model, "history": config.generation.history,

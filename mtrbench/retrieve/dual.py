@@ -10,20 +10,21 @@ from mtrbench.encode.engine import EncodingEngine
 from mtrbench.encode.pooling import check_pooling
 from mtrbench.encode.towers import TRANSFORMERS, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.retrieve.dense import EmbeddingRetriever, ModelSource
+from mtrbench.models.loading import ModelSource
+from mtrbench.retrieve.dense import EmbeddingRetriever
+from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec, pair_name
 
 SIMILARITIES = ("dot", "cosine")
 
 
 class DualEncoderRetriever(EmbeddingRetriever):
-    def __init__(self, spec: ModelSpec, *, device: str = "auto", dtype: str = "auto", batch_size: int | None = None,
-                 max_length: int | None = None, trust_remote_code: bool = False, revision: str | None = None,
-                 show_progress: bool = True, token_budget: int | None = None, unpad: str = "auto",
-                 cache_dir: str | None = None, use_cache: bool = True, pooling: str | None = None,
-                 similarity: str | None = None, ray: str | None = None, ray_workers: int | None = None,
-                 search_memory: int | None = None, index: str | None = None) -> None:
-        if revision:
+    def __init__(self, spec: ModelSpec, loading: LoadingOptions | None = None, scale: ScaleOptions | None = None,
+                 ) -> None:
+        loading, scale = loading or LoadingOptions(), scale or ScaleOptions()
+        pooling, similarity, max_length = loading.pooling, loading.similarity, loading.max_length
+        trust_remote_code = loading.trust_remote_code
+        if loading.revision:
             raise MtrbenchError("--revision pins one repository; a dual encoder has two (download both and pass "
                                 "their folders with --query-model/--doc-model)")
         self.spec = spec
@@ -31,8 +32,7 @@ class DualEncoderRetriever(EmbeddingRetriever):
         self.similarity = similarity or spec.similarity
         if self.similarity not in SIMILARITIES:
             raise MtrbenchError(f"--similarity must be one of {', '.join(SIMILARITIES)}, got '{self.similarity}'")
-        self._setup_common(device, dtype, batch_size, token_budget, unpad, show_progress, cache_dir, use_cache,
-                           ray, ray_workers, search_memory, index)
+        self._setup_common(loading, scale)
         self.normalize = self.similarity == "cosine"
         query_source, doc_source = ModelSource(spec.model_id, None), ModelSource(spec.doc_model_id, None)
         limit = max_length or spec.max_length

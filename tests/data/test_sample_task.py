@@ -52,7 +52,7 @@ def sample_results(tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
     config = EvalConfig(histories=["current", "questions", "rewrite"], output_dir=out)
     return {r.history: r for r in run_eval("minilm", "mtrbench-sample", config,
-                                           RetrieverOptions(device="cpu", show_progress=False))}
+                                           RetrieverOptions.of(device="cpu", show_progress=False))}
 
 
 def _follow_ups(result, task, after_switch: bool):

@@ -120,7 +120,7 @@ def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
     bare text, as beir encodes it (with the old `User: ` prefix mtrbench scored 0.6000 against beir's 0.6281)."""
     theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=True)
     [ours] = run_eval("minilm", str(on_sample["plain"]), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions(device="cpu", show_progress=False))
+                      RetrieverOptions.of(device="cpu", show_progress=False))
     assert ours.history == "full" and ours.n_evaluated == 214
     print(f"\nnDCG@10 beir {sum(theirs.values()) / len(theirs):.6f}  mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
     assert_same_ndcg(ours, theirs_rounded, theirs)
@@ -142,7 +142,7 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tm
 
     theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=False)
     [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions(device="cpu", show_progress=False))
+                      RetrieverOptions.of(device="cpu", show_progress=False))
     print(f"\nnDCG@10 beir on export {sum(theirs.values()) / len(theirs):.6f}  "
           f"mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
     assert ours.truncation["truncated"] > 50  # the premise: truncation matters here
@@ -157,9 +157,9 @@ def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_
     assert text["c1_2"] == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
     # BM25 on the export (sidecar removed: the text is the query) equals eval --history questions on the task
     (out / "conversations.jsonl").unlink()
-    [on_export] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions(show_progress=False))
+    [on_export] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions.of(show_progress=False))
     [on_task] = run_eval("bm25", str(native_mini), EvalConfig(histories=["questions"], output_dir=tmp_path / "b"),
-                         RetrieverOptions(show_progress=False))
+                         RetrieverOptions.of(show_progress=False))
     assert on_export.scores == pytest.approx(on_task.scores, abs=1e-12)
 
 
@@ -210,8 +210,8 @@ def test_hf_export_is_hub_ready_and_round_trips(tmp_path):
     again = load_task(str(out))
     assert [(q.qid, q.history, q.query, q.gold_rewrite, q.answers, q.qrels, q.meta) for q in again.queries] == [
         (q.qid, q.history, q.query, q.gold_rewrite, q.answers, q.qrels, q.meta) for q in original.queries]
-    [a] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions(show_progress=False))
-    [b] = run_eval("bm25", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "b"), RetrieverOptions(show_progress=False))
+    [a] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions.of(show_progress=False))
+    [b] = run_eval("bm25", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "b"), RetrieverOptions.of(show_progress=False))
     assert a.scores == b.scores and a.n_evaluated == b.n_evaluated == 214
 
 
@@ -232,6 +232,6 @@ def test_eval_reads_an_hf_export_through_the_cli(native_mini, tmp_path):
     [result] = (tmp_path / "r").rglob("hf.json")
     document = json.loads(result.read_text())
     [expected] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "o"),
-                          RetrieverOptions(show_progress=False))
+                          RetrieverOptions.of(show_progress=False))
     assert document["scores"]["test"][0]["ndcg_at_10"] == pytest.approx(expected.scores["ndcg_at_10"], abs=1e-12)
     assert proc.returncode == 0

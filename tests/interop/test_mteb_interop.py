@@ -71,7 +71,7 @@ def test_missing_mteb_is_a_one_line_error(monkeypatch):
 
 def test_result_json_loads_as_mteb_task_result(mm, native_mini, tmp_path):
     [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results"),
-                        RetrieverOptions(show_progress=False))
+                        RetrieverOptions.of(show_progress=False))
     path = result.paths.json
     document = json.loads(path.read_text())
     loaded = mteb.TaskResult.from_disk(path)
@@ -158,7 +158,7 @@ def test_tasks_exclude_queries_without_positives_like_mtrbench_eval(mm, native_m
     assert text == "User: Tell me about the bridge.\nUser: When did the Orrin bridge open?"
 
     [ours] = run_eval("bm25", str(folder), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions(show_progress=False))
+                      RetrieverOptions.of(show_progress=False))
     assert task.excluded_without_positives == {"test": ours.n_excluded} == {"test": 2}
 
 
@@ -223,7 +223,7 @@ def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     128 tokens (half MiniLM's 256) to halve the encoding time on 2 CPU cores; more queries get truncated."""
     max_length = 128
     [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions(device="cpu", show_progress=False, max_length=max_length))
+                      RetrieverOptions.of(device="cpu", show_progress=False, max_length=max_length))
     document = json.loads(ours.paths.json.read_text())
 
     model = minilm.model

@@ -1,0 +1,88 @@
+"""``mtrbench.evaluate``: the Python entry point, for named models and for model objects of the user's own."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Union
+
+from mtrbench.data.python import PythonTask
+from mtrbench.generation.model_history import RewriterOptions
+from mtrbench.infra.errors import UserInputError
+from mtrbench.pipeline.evaluate import run_eval
+from mtrbench.pipeline.histories import HistoryChoice, resolve_history
+from mtrbench.pipeline.plan import EvalConfig, SkippedResult
+from mtrbench.results.result import Result
+from mtrbench.retrieve.builder import ModelInput, assemble, resolve
+from mtrbench.retrieve.options import RetrieverOptions
+from mtrbench.serialize.history import ALL_HISTORIES, DEFAULT_HISTORY, QueryFormat
+from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
+
+TaskInput = Union[str, PythonTask]
+
+
+def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
+             history: HistoryChoice | Sequence[HistoryChoice] = DEFAULT_HISTORY, truncate: str = DEFAULT_TRUNCATE,
+             query_format: QueryFormat | None = None, top_k: int = 100, k_values: Sequence[int] | None = None,
+             metrics: Sequence[str] | None = None, split: str | None = None, output_dir: str | Path = "results",
+             overwrite: str | None = None, limit: int | None = None, rewriter: RewriterOptions | None = None,
+             options: RetrieverOptions | None = None, show_progress: bool = True,
+             **retriever_options: object) -> list[Result]:
+    """Evaluate ``model`` on each task with each history; one :class:`Result` per (task, history), in order.
+
+    ``model``: a name as ``--model`` takes it, a sentence-transformers model, or an object of a shape in
+    ``mtrbench.models.protocols`` (encoder, conversation encoder, search object). ``tasks``: names, card or
+    folder paths, or tasks built with ``mtrbench.make_task``. ``history``: names as ``--history`` takes them
+    (``"all"`` too), functions ``Conversation -> str`` and rewriter objects. ``retriever_options``: single
+    fields of :class:`RetrieverOptions` (``device="cpu"``, ``max_length=256``, ``alpha=0.5``...).
+
+    ``overwrite``: mteb's strategies. Default ``only-missing`` (a finished result is loaded, not recomputed),
+    except for model objects and Python histories, which are always evaluated: nothing tells a changed object
+    from the one that wrote the finished file.
+    """
+    options = (options or RetrieverOptions()).with_values(show_progress=show_progress, **retriever_options)
+    resolved = resolve(model)
+    choices = _histories(history)
+    python_history = any(not isinstance(c, str) for c in choices)
+    names = [resolve_history(c).name for c in choices]
+    if overwrite is None:
+        overwrite = "always" if resolved.is_object or python_history else "only-missing"
+    config = EvalConfig(histories=choices, truncate=truncate, fmt=query_format or QueryFormat(), top_k=top_k,
+                        k_values=list(k_values) if k_values else None, metrics=list(metrics) if metrics else None,
+                        split=split, output_dir=Path(output_dir), skip_inapplicable=history == "all", limit=limit,
+                        overwrite=overwrite, rewriter=rewriter)
+    say = _say if show_progress else (lambda message: None)
+    skipped: list[SkippedResult] = []
+    retriever = assemble(resolved, options)
+    results: list[Result] = []
+    for task in _tasks(tasks):
+        card, data = (task.card, task.data) if isinstance(task, PythonTask) else (task, None)
+        made = run_eval(resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append,
+                        task=data)
+        finished = {s.history: Result.load(s.path) for s in skipped}
+        skipped.clear()
+        by_history = {**finished, **{r.history: r for r in made}}
+        results.extend(by_history[name] for name in names if name in by_history)
+    return results
+
+
+def _histories(history: HistoryChoice | Sequence[HistoryChoice]) -> list[HistoryChoice]:
+    if history == "all":
+        return list(ALL_HISTORIES)
+    if isinstance(history, str):
+        return [h.strip() for h in history.split(",") if h.strip()]
+    if isinstance(history, Sequence):
+        return list(history)
+    return [history]
+
+
+def _tasks(tasks: TaskInput | Sequence[TaskInput]) -> list[TaskInput]:
+    listed = [tasks] if isinstance(tasks, (str, PythonTask)) else list(tasks)
+    if not listed:
+        raise UserInputError("evaluate: no task given")
+    return listed
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)

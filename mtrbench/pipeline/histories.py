@@ -1,0 +1,110 @@
+"""The histories an evaluation serializes queries with: built-in strategies by name (``--history``), the
+model-backed ones (``rewrite:llm``, ``summary:llm``) whose texts an LLM writes first, and Python ones (a
+function ``Conversation -> str`` or a rewriter object) whose texts the user's code writes, recorded by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from mtrbench.data.model import TaskData
+from mtrbench.generation.model_history import RewriterOptions, compute_model_history
+from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.models.protocols import Conversation, Rewriter, object_name
+from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
+
+PYTHON_PREFIX = "python:"
+HistoryChoice = Union[str, Callable[[Conversation], str], Rewriter]
+
+
+@dataclass(frozen=True)
+class PythonHistory:
+    """A history computed by the user's code: one query text per turn."""
+    name: str
+    write: Callable[[Conversation], str]
+
+
+@dataclass
+class History:
+    strategy: HistoryStrategy
+    python: PythonHistory | None = None
+    report: dict[str, Any] = field(default_factory=dict)  # what writing the texts took (model-backed, Python)
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+
+def resolve_history(choice: HistoryChoice) -> History:
+    if isinstance(choice, str):
+        return History(get_strategy(choice))
+    if isinstance(choice, Rewriter):
+        python = PythonHistory(object_name(choice), choice.rewrite)
+    elif callable(choice):
+        python = PythonHistory(object_name(choice), choice)
+    else:
+        raise UserInputError(f"history {choice!r}: give a strategy name, a function (conversation -> query text) or "
+                             "an object with rewrite(conversation)")
+    # the texts stand alone as the query, exactly as a rewrite does; truncation still keeps them whole first
+    return History(HistoryStrategy(PYTHON_PREFIX + python.name, FULL.select, model_kind="rewrite"), python)
+
+
+def resolve_histories(choices: list[HistoryChoice], rewriter: RewriterOptions | None) -> list[History]:
+    histories = [resolve_history(c) for c in choices]
+    names = [h.name for h in histories]
+    if len(set(names)) != len(names):
+        raise UserInputError(f"history strategies named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+    needs_model = [h.name for h in histories if h.strategy.model_kind and h.python is None]
+    if needs_model and rewriter is None:
+        raise UserInputError(f"--history {', '.join(needs_model)} needs a rewriter model: pass --rewriter-model (and "
+                             "--rewriter-base-url for a local server or hf://MODEL)")
+    return histories
+
+
+def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool) -> list[History]:
+    if skip_inapplicable and not task.has_rewrites:
+        histories = [h for h in histories if h.name != "rewrite"]
+    for history in histories:
+        check_strategy_applies(history.strategy, task.name, task.has_rewrites)
+    return histories
+
+
+def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOptions | None,
+                say: Callable[[str], None]) -> list[History] | None:
+    """Each model-backed or Python history with its texts; None after a dry run (prompts shown, nothing sent)."""
+    ready = []
+    for history in histories:
+        if history.python is not None:
+            ready.append(_python_texts(history, task))
+        elif history.strategy.model_kind:
+            kind = history.strategy.model_kind
+            say(f"Asking {rewriter.judge.model} for {kind}s of {len(task.queries):,} queries")
+            texts, report = compute_model_history(kind, task.queries, rewriter)
+            if texts is None:
+                continue
+            if report.failures:
+                say(f"warning: {report.failures} {kind}(s) failed after retries; those queries use the full history "
+                    "(settings.rewriter.failures in the results)")
+            ready.append(replace(history, strategy=history.strategy.with_texts(texts), report=report.as_dict()))
+        else:
+            ready.append(history)
+    if rewriter is not None and rewriter.dry_run:
+        return None
+    return ready
+
+
+def _python_texts(history: History, task: TaskData) -> History:
+    python = history.python
+    texts = {}
+    for query in task.queries:
+        try:
+            text = python.write(Conversation.of(query))
+        except Exception as exc:  # the user's code: name it, with the query it failed on
+            raise ModelError(f"history {python.name} failed on query {query.qid}: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(text, str):
+            raise ModelError(f"history {python.name} returned {type(text).__name__} for query {query.qid}; expected "
+                             "the query text (str)")
+        texts[query.qid] = text
+    report = {"kind": "python", "name": python.name, "queries": len(texts)}
+    return replace(history, strategy=history.strategy.with_texts(texts), report=report)

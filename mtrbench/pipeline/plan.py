@@ -1,0 +1,156 @@
+"""Step 1 of an evaluation: everything known before the task is loaded. The requested measures and histories
+are checked, each history's result path and recorded settings are fixed, and finished results are found
+(mteb's overwrite strategies), so a resumed sweep skips them without loading anything."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtrbench.analyses.run import AnalysisOptions
+from mtrbench.data import resolve_card
+from mtrbench.data.cards import TaskCard
+from mtrbench.generation.model_history import RewriterOptions, rewriter_identity
+from mtrbench.infra.errors import UserInputError
+from mtrbench.measures import Measure, parse_measures
+from mtrbench.pipeline.histories import History, HistoryChoice, resolve_histories
+from mtrbench.results.overwrite import decide
+from mtrbench.results.writer import ResultPaths, experiment_slug, result_paths
+from mtrbench.retrieve.base import Retriever
+from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
+from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
+
+
+@dataclass
+class EvalConfig:
+    histories: list[HistoryChoice] = field(default_factory=lambda: [DEFAULT_HISTORY])
+    truncate: str = DEFAULT_TRUNCATE
+    fmt: QueryFormat = field(default_factory=QueryFormat)
+    top_k: int = 100
+    k_values: list[int] | None = None  # None: the task card's
+    metrics: list[str] | None = None  # measure strings or family names; None: the task card's
+    split: str | None = None
+    data_dir: str | None = None
+    corpus_path: str | None = None
+    output_dir: Path = Path("results")
+    command: str | None = None
+    skip_inapplicable: bool = False  # drop strategies the task cannot support (e.g. rewrite without rewrites)
+    analyses: AnalysisOptions = field(default_factory=AnalysisOptions)  # refined qrels, RAGAlign
+    limit: int | None = None  # evaluate the first N conversations only (recorded in settings and the folder name)
+    overwrite: str = "always"  # mteb's overwrite strategies (results/overwrite.py); the CLI's default: only-missing
+    rewriter: RewriterOptions | None = None  # the model behind rewrite:llm / summary:llm
+
+
+@dataclass(frozen=True)
+class SkippedResult:
+    """A strategy not evaluated because its finished result exists (overwrite strategy only-missing/never)."""
+    model: str
+    task: str
+    history: str
+    path: Path
+
+
+@dataclass
+class PlannedHistory:
+    history: History
+    paths: ResultPaths
+    settings: dict[str, Any]  # what the result records, known before the task is loaded
+
+
+@dataclass
+class Plan:
+    requested_model: str
+    card: TaskCard
+    split: str
+    measures: list[Measure]
+    k_values: list[int]
+    histories: list[PlannedHistory]  # to evaluate
+    skipped: list[SkippedResult]
+
+
+def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[Measure]]:
+    """The cutoffs and measures, after the checks that need no model and no data."""
+    if config.limit is not None and config.limit < 1:
+        raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
+    if card.type != "conversational-retrieval" and "retrieval" not in card.type:
+        raise UserInputError(f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
+                             f"evaluates retrievers (see `mtrbench tasks show {card.name}`)")
+    k_values = list(config.k_values or card.k_values)
+    measures = parse_measures(config.metrics or card.metrics, k_values)
+    deepest = max(m.cutoff for m in measures)
+    if config.top_k < deepest:
+        raise UserInputError(f"--top-k {config.top_k} is smaller than the largest cutoff ({deepest})")
+    if card.main_score not in {m.key(card.relevance_level) for m in measures}:
+        raise UserInputError(f"the task's main score {card.main_score} is not among the requested metrics/k values")
+    return k_values, measures
+
+
+def make_plan(requested_model: str, task: str | TaskCard, config: EvalConfig, retriever: Retriever,
+              max_length_set: bool, on_skip: Callable[[SkippedResult], None] | None = None) -> Plan:
+    """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
+    histories = resolve_histories(config.histories, config.rewriter)
+    card = task if isinstance(task, TaskCard) else resolve_card(task)
+    k_values, measures = check_request(config, card)
+    split = config.split or card.eval_split
+    plan = Plan(requested_model, card, split, measures, k_values, [], [])
+    for history in histories:
+        paths, settings = plan_history(history, config, retriever, max_length_set, card, split, measures, k_values)
+        if decide(paths.json, settings, config.overwrite).evaluate:
+            plan.histories.append(PlannedHistory(history, paths, settings))
+        else:
+            skipped = SkippedResult(requested_model, card.name, history.name, paths.json)
+            plan.skipped.append(skipped)
+            if on_skip is not None:
+                on_skip(skipped)
+    return plan
+
+
+def history_identity(history: History, config: EvalConfig) -> dict[str, str] | None:
+    """What decides a model-backed or Python history's texts (recorded; compared to skip finished results)."""
+    if history.python is not None:
+        return {"kind": "python", "name": history.python.name}
+    if history.strategy.model_kind:
+        return rewriter_identity(history.strategy.model_kind, config.rewriter)
+    return None
+
+
+def plan_history(history: History, config: EvalConfig, retriever: Retriever, max_length_set: bool, card: TaskCard,
+                 split: str, measures: list[Measure], k_values: list[int]) -> tuple[ResultPaths, dict[str, Any]]:
+    """Where a history's result goes and the settings it records (a model-backed history records its rewriter's
+    identity here; the request counts are added once it has run)."""
+    rewriter = history_identity(history, config)
+    truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
+                          side=config.truncate)
+    experiment = experiment_name(history.name, config, retriever, max_length_set,
+                                 rewriter.get("model") if rewriter else None)
+    paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
+    settings = {
+        "history": history.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
+        "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": split,
+        "relevance_level": card.relevance_level,
+        "retriever": retriever.settings(),
+        **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
+        **({"limit": {"conversations": config.limit}} if config.limit is not None else {}),
+        **({"rewriter": rewriter} if rewriter else {}),
+    }
+    return paths, settings
+
+
+def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool,
+                    rewriter_model: str | None = None) -> str | None:
+    """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
+    pipeline = dict(pipeline_slug(retriever) or {})
+    if rewriter_model:  # two rewriters must not share one result folder
+        pipeline["rewriter"] = rewriter_model
+    return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
+                           fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
+                           dtype=retriever.settings().get("dtype"), pipeline=pipeline or None,
+                           limit=config.limit)
+
+
+def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:
+    """What a pipeline retriever (hybrid, reranker) adds to the experiment name; None for a single model."""
+    slug = getattr(retriever, "pipeline_slug", None)
+    return slug() if slug is not None else None

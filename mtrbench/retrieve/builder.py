@@ -1,0 +1,139 @@
+"""The one assembly path: a model specification (a name, a ``ModelSpec`` or a model object) resolved once and
+built into a retriever with its pipeline stages (hybrid legs, parent-child chunking, cross-encoder reranking).
+The CLI, ``mtrbench.evaluate``, sweeps and ``rag`` all build here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Union
+
+from mtrbench.infra.errors import UserInputError
+from mtrbench.retrieve.base import Retriever
+from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, RetrieverOptions, ScaleOptions
+from mtrbench.retrieve.registry import ModelSpec, resolve_model
+
+ModelInput = Union[str, ModelSpec, object]  # a name, a resolved spec, or a model object (models/protocols.py)
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What ``--model`` / ``evaluate(model=...)`` named, resolved once: a spec for names, else the object."""
+
+    requested: str  # as results record it (settings' "requested" model)
+    spec: ModelSpec | None = None
+    obj: object | None = None
+
+    @property
+    def is_object(self) -> bool:
+        return self.spec is None
+
+
+def resolve(model: ModelInput) -> ResolvedModel:
+    """Unknown names fail here, before anything slow starts."""
+    if isinstance(model, ResolvedModel):
+        return model
+    if isinstance(model, str):
+        return ResolvedModel(model, spec=resolve_model(model))
+    if isinstance(model, ModelSpec):
+        return ResolvedModel(model.alias, spec=model)
+    from mtrbench.models.protocols import object_name
+
+    return ResolvedModel(object_name(model), obj=model)
+
+
+@dataclass
+class Legs:
+    """First stages loaded once and reused by several pipelines (a sweep's cells)."""
+
+    first: Retriever | None = None  # a single first stage
+    dense: Retriever | None = None  # hybrid legs
+    sparse: Retriever | None = None
+
+
+def build_retriever(model: ModelInput, options: RetrieverOptions | None = None, **overrides: object) -> Retriever:
+    """``overrides`` replace single option fields: ``build_retriever("minilm", device="cpu")``."""
+    options = (options or RetrieverOptions()).with_values(**overrides)
+    return assemble(resolve(model), options)
+
+
+def load_legs(model: ResolvedModel, options: RetrieverOptions) -> Legs:
+    """The first-stage models, loaded once (hybrid: both legs)."""
+    if model.spec is not None and model.spec.kind == "hybrid":
+        return Legs(dense=_load(resolve(model.spec.model_id), options), sparse=_load(resolve(model.spec.doc_model_id),
+                                                                                     options))
+    return Legs(first=_load(model, options))
+
+
+def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None = None) -> Retriever:
+    """The retriever with every pipeline stage; ``legs`` reuses loaded first stages (a new cell of a sweep)."""
+    stages = options.pipeline
+    _check_pipeline(model, stages)
+    if stages.chunking:
+        from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
+
+        chunking = Chunking.parse(stages.chunking)  # with chunking, candidate_k counts the children retrieved
+        inner = _first_stage(model, options, replace(stages, candidate_k=None), legs)
+        # strategy 2 scores the candidate parents with the same model over their own text: a second index
+        parents = _first_stage(model, options, replace(stages, candidate_k=None), None) if stages.rank_parents \
+            else None
+        retriever = ParentChildRetriever(inner, chunking, candidate_k=stages.candidate_k, parent_scorer=parents)
+    else:
+        retriever = _first_stage(model, options, stages, legs)
+    if stages.rerank:
+        from mtrbench.retrieve.rerank import CrossEncoderReranker
+
+        retriever = CrossEncoderReranker(retriever, stages.rerank, rerank_k=stages.rerank_k,
+                                         device=options.loading.device, batch_size=stages.rerank_batch_size,
+                                         show_progress=options.loading.show_progress)
+    return retriever
+
+
+def _check_pipeline(model: ResolvedModel, stages: PipelineOptions) -> None:
+    if stages.rank_parents and not stages.chunking:
+        raise UserInputError("--rank-parents rescores the parents of retrieved children: it needs --chunking")
+    hybrid = model.spec is not None and model.spec.kind == "hybrid"
+    if not hybrid and stages.alpha is not None:
+        raise UserInputError(f"--alpha applies to hybrid models (hybrid:DENSE+bm25), not '{model.requested}'")
+    if not hybrid and stages.candidate_k is not None and not stages.chunking:
+        raise UserInputError(f"--candidate-k applies to hybrid models (hybrid:DENSE+bm25) and --chunking, not "
+                             f"'{model.requested}'")
+    if model.is_object and (stages.chunking or stages.rerank):
+        raise UserInputError("--chunking and --rerank wrap named models; a Python model object is evaluated alone")
+
+
+def _first_stage(model: ResolvedModel, options: RetrieverOptions, stages: PipelineOptions,
+                 legs: Legs | None) -> Retriever:
+    if model.spec is not None and model.spec.kind == "hybrid":
+        from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
+
+        legs = legs if legs is not None and legs.dense is not None else load_legs(model, options)
+        return HybridRetriever(legs.dense, legs.sparse, alpha=DEFAULT_ALPHA if stages.alpha is None else stages.alpha,
+                               candidate_k=stages.candidate_k)
+    if legs is not None and legs.first is not None:
+        return legs.first
+    return _load(model, options)
+
+
+def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
+    """One model, no pipeline stage."""
+    loading, scale = options.loading, options.scale
+    if model.obj is not None:
+        from mtrbench.retrieve.objects import retriever_from_object
+
+        return retriever_from_object(model.obj, loading, scale)
+    spec = model.spec
+    if spec.kind == "sparse":
+        from mtrbench.retrieve.sparse import BM25Retriever
+
+        return BM25Retriever(show_progress=loading.show_progress)
+    if spec.kind == "dual":
+        from mtrbench.retrieve.dual import DualEncoderRetriever
+
+        return DualEncoderRetriever(spec, loading, scale)
+    from mtrbench.retrieve.dense import DenseRetriever
+
+    return DenseRetriever(spec, loading, scale)
+
+
+__all__ = ["ModelInput", "ResolvedModel", "Legs", "resolve", "build_retriever", "load_legs", "assemble",
+           "LoadingOptions", "ScaleOptions", "PipelineOptions", "RetrieverOptions"]
