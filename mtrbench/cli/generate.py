@@ -11,7 +11,8 @@ from mtrbench.infra.errors import MtrbenchError
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
-    from mtrbench.generation.runner import DEFAULT_TOP_K, HISTORY_MODES
+    from mtrbench.generation.runner import DEFAULT_TOP_K
+    from mtrbench.serialize.history import DEFAULT_HISTORY
 
     p = sub.add_parser("generate", help="conversational RAG: answer each turn with citations [n]",
                        description="For each turn, prompt a generator with the chosen compression of the history "
@@ -27,10 +28,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                         help="retrieval result: a TREC run file, an eval result .json, or a folder with one *.run.trec")
     source.add_argument("--oracle", action="store_true", help="the gold passages (qrels grade > 0) instead of a run")
     p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"passages per prompt [{DEFAULT_TOP_K}]")
-    p.add_argument("--history", default="raw", choices=list(HISTORY_MODES),
-                   help="raw: whole history; last-response: earlier questions + last response (CORAL); rewrite: "
-                        "the task's gold rewrite; rewrite:llm: a rewriter model's; summary (= summary:llm): a "
-                        "model's summary of the history, then the question [raw]")
+    p.add_argument("--history", default=DEFAULT_HISTORY, metavar="NAME",
+                   help="eval's --history names: full: whole history; last-response: earlier questions + last "
+                        "response (CORAL); rewrite: the task's gold rewrite; rewrite:llm: a rewriter model's; "
+                        f"summary:llm: a model's summary of the history, then the question [{DEFAULT_HISTORY}]")
     p.add_argument("--output", help="generations JSONL [<task>.<generator>.<history>.generations.jsonl beside the run; in "
                                     "results/generations/<task>/oracle/ with --oracle]")
     p.add_argument("--max-passage-chars", type=int, default=0,
@@ -53,17 +54,18 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
-    from mtrbench.generation.runner import GenerateConfig, run_generate
+    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history, run_generate
 
     if args.max_tokens < 1:
         raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
                                     max_tokens=args.max_tokens)
-    if args.history in ("rewrite:llm", "summary", "summary:llm") and not args.rewriter_model:
+    history = generation_history(args.history)  # an old name ("raw", "summary") is read as its current one
+    if HISTORY_SOURCES[history] == "llm" and not args.rewriter_model:
         # the generator writes its own rewrites/summaries unless another model is named
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     config = GenerateConfig(task=args.task, run_path=Path(args.run) if args.run else None, oracle=args.oracle,
-                            top_k=args.top_k, history=args.history, output=Path(args.output) if args.output else None,
+                            top_k=args.top_k, history=history, output=Path(args.output) if args.output else None,
                             split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
                             max_passage_chars=args.max_passage_chars or None, limit=args.limit, dry_run=args.dry_run,
                             yes=args.yes, show_progress=not args.quiet,

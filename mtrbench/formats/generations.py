@@ -15,6 +15,17 @@ from typing import Any
 from mtrbench.infra.errors import MtrbenchError
 
 HISTORY_KINDS = ("raw", "last-response", "rewrite", "summary")
+# ``history`` names that ``mtrbench generate`` wrote (and took as --history) before it used eval's --history
+# names: read as aliases of the current name, never written. A model's rewrite was "rewrite" with
+# ``history_source`` "llm:MODEL"; it is now "rewrite:llm".
+LEGACY_HISTORIES = {"raw": "full", "summary": "summary:llm"}
+
+
+def current_history(history: str, history_source: object = None) -> str:
+    """The current name of a generation's ``history`` as read from a record or given as a flag."""
+    if history == "rewrite" and isinstance(history_source, str) and history_source.startswith("llm:"):
+        return "rewrite:llm"
+    return LEGACY_HISTORIES.get(history, history)
 
 
 @dataclass(frozen=True)
@@ -58,7 +69,8 @@ def generation_from_record(row: Any, where: str) -> Generation:
     return Generation(qid=str(qid), answer=answer, passages=tuple(str(p) for p in passages),
                       conversation_id=str(text["conversation_id"] or ""), turn=turn,
                       question=str(text["question"] or ""), generator=str(text["generator"] or ""),
-                      history=str(text["history"] or ""), source=str(text["source"] or ""),
+                      history=current_history(str(text["history"] or ""), row.get("history_source")),
+                      source=str(text["source"] or ""),
                       extra={k: v for k, v in row.items() if k not in _KNOWN})
 
 

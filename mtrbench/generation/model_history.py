@@ -23,8 +23,9 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, display_url, resolve_base_url
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.serialize.history import MODEL_STRATEGIES
 
-KINDS = ("rewrite", "summary")
+KINDS = tuple(MODEL_STRATEGIES.values())  # what a rewriter model writes: "rewrite", "summary"
 MAX_FAILED_SHOWN = 20
 
 

@@ -46,14 +46,16 @@ ANSWER_SYSTEM = (
     "passages do not hold the answer, answer from your own knowledge without a citation. Do not say that you "
     "cannot answer.")
 
+# by ``--history`` name (eval's); a rule's text, not its name, goes into the prompt hash
 HISTORY_RULES = {
-    "raw": "The question may leave things out or refer back to earlier turns: read it in the light of the "
-           "conversation history. ",
+    "full": "The question may leave things out or refer back to earlier turns: read it in the light of the "
+            "conversation history. ",
     "last-response": "The question may leave things out or refer back to earlier turns: read it in the light of "
                      "the conversation history (the earlier questions and the last response). ",
     "rewrite": "",
-    "summary": "The question may leave things out or refer back to earlier turns: read it in the light of the "
-               "summary of the conversation so far. ",
+    "rewrite:llm": "",
+    "summary:llm": "The question may leave things out or refer back to earlier turns: read it in the light of the "
+                   "summary of the conversation so far. ",
 }
 
 
@@ -101,12 +103,12 @@ def passages_block(passages: Sequence[str]) -> str:
 
 
 def answer_messages(history_mode: str, question: str, passages: Sequence[str], history_text: str) -> list[dict[str, str]]:
-    """CORAL Table 9 in our words: instruction by history mode, then the history (or summary), the
-    passages numbered [1]..[k] and the current question. ``history_text`` is empty for rewrite."""
+    """CORAL Table 9 in our words: instruction by ``--history`` name, then the history (or summary), the
+    passages numbered [1]..[k] and the current question. ``history_text`` is empty for the rewrites."""
     system = ANSWER_SYSTEM.format(history_rule=HISTORY_RULES[history_mode])
     parts = []
     if history_text:
-        title = "Summary of the conversation so far" if history_mode == "summary" else "Conversation history"
+        title = "Summary of the conversation so far" if history_mode == "summary:llm" else "Conversation history"
         parts.append(f"{title}:\n{history_text}")
     parts.append(f"Passages:\n{passages_block(passages) if passages else '(none)'}")
     parts.append(f"Current question: {question}")

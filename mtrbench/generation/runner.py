@@ -4,7 +4,10 @@ passages (of a retrieval run, or the gold ones), an answer citing ``[n]``, one J
 Record contract (the judge reads it; extra fields may be added, these never change)::
 
     {"qid", "conversation_id", "turn", "question", "answer", "passages": [doc ids], "generator",
-     "history": "raw|last-response|rewrite|summary", "source": "run|oracle"}
+     "history": "full|last-response|rewrite|rewrite:llm|summary:llm", "source": "run|oracle"}
+
+``history`` is the ``--history`` name, as in ``mtrbench eval``; files written before by its old names ("raw",
+"summary") are read as those (``formats.generations.LEGACY_HISTORIES``) and resumed.
 
 Citation ``[n]`` in ``answer`` refers to ``passages[n-1]``.
 """
@@ -19,6 +22,7 @@ from typing import Any
 
 from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData
+from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
@@ -29,11 +33,13 @@ from mtrbench.llm.client import ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.results.writer import safe_name
-from mtrbench.serialize.history import get_strategy
+from mtrbench.serialize.history import DEFAULT_HISTORY, MODEL_STRATEGIES, get_strategy
 
-# --history value -> (the record's history field, where its text comes from)
-HISTORY_MODES = {"raw": ("raw", "task"), "last-response": ("last-response", "task"), "rewrite": ("rewrite", "gold"),
-                 "rewrite:llm": ("rewrite", "llm"), "summary": ("summary", "llm"), "summary:llm": ("summary", "llm")}
+# --history (eval's names) -> where the text the generator sees comes from: the task's turns, its gold
+# rewrite, or a rewriter model (the name's MODEL_STRATEGIES kind)
+HISTORY_SOURCES = {"full": "task", "last-response": "task", "rewrite": "gold", "rewrite:llm": "llm",
+                   "summary:llm": "llm"}
+GENERATION_HISTORIES = tuple(HISTORY_SOURCES)
 DEFAULT_TOP_K = 5
 
 
@@ -43,7 +49,7 @@ class GenerateConfig:
     run_path: Path | None = None  # TREC run, eval result JSON or its folder; None with oracle
     oracle: bool = False
     top_k: int = DEFAULT_TOP_K
-    history: str = "raw"
+    history: str = DEFAULT_HISTORY  # one of GENERATION_HISTORIES (an old name is read as its current one)
     output: Path | None = None  # default: generations.jsonl beside the run
     split: str | None = None
     data_dir: str | None = None
@@ -72,20 +78,36 @@ class GenerateReport:
     failures_path: Path | None = None
 
 
+def generation_history(name: str) -> str:
+    """The current ``--history`` name for generation; an old one ("raw", "summary") is read as its new one."""
+    history = current_history(name.strip())
+    if history not in HISTORY_SOURCES:
+        raise MtrbenchError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, "
+                            f"got '{name}'")
+    return history
+
+
 def default_output(config: GenerateConfig, run_file: Path | None, task_name: str, generator: str) -> Path:
     """Beside the run, named by run, generator and history, so two generators (or two histories) on one
-    retrieval result never share a file: ``<task>.<generator>.<history>.generations.jsonl``."""
+    retrieval result never share a file: ``<task>.<generator>.<history>.generations.jsonl``. Where only a file
+    named by the history's old name exists (``...raw.generations.jsonl``), that one, to resume it."""
     if config.output is not None:
         return Path(config.output)
-    tail = f"{safe_name(generator)}.{safe_name(config.history)}.generations.jsonl"
+    history = generation_history(config.history)
+    names = [history, *(old for old, new in LEGACY_HISTORIES.items() if new == history)]
     if run_file is not None:
         stem = run_file.name
         for suffix in (".run.trec", ".trec", ".run", ".txt"):
             if stem.endswith(suffix):
                 stem = stem[: -len(suffix)]
                 break
-        return run_file.parent / f"{stem}.{tail}"
-    return Path("results") / "generations" / safe_name(task_name) / "oracle" / tail
+        folder, prefix = run_file.parent, f"{stem}."
+    else:
+        folder, prefix = Path("results") / "generations" / safe_name(task_name) / "oracle", ""
+    paths = [folder / f"{prefix}{safe_name(generator)}.{safe_name(name)}.generations.jsonl" for name in names]
+    if not paths[0].is_file():
+        return next((path for path in paths[1:] if path.is_file()), paths[0])
+    return paths[0]
 
 
 def _passage_text(task: TaskData, doc_id: str, max_chars: int | None) -> str:
@@ -101,12 +123,11 @@ def parse_answer(reply: str) -> str:
     return text
 
 
-def _history_text(mode: str, query: ConversationalQuery) -> str:
-    if mode == "raw":
-        return dialogue(query.history)
-    if mode == "last-response":
-        return dialogue(get_strategy("last-response").select(query)[0])
-    return ""
+def _history_text(history: str, query: ConversationalQuery) -> str:
+    """The dialogue the generator sees for a history taken from the task's turns; else empty."""
+    if HISTORY_SOURCES[history] != "task":
+        return ""
+    return dialogue(get_strategy(history).select(query)[0])
 
 
 def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: ResponseCache | None = None,
@@ -115,15 +136,14 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     (tests); else made from the judge configurations."""
     from mtrbench.llm.hf import make_client
 
-    if config.history not in HISTORY_MODES:
-        raise MtrbenchError(f"--history must be one of {', '.join(HISTORY_MODES)}, got '{config.history}'")
+    history = generation_history(config.history)
     if config.oracle == (config.run_path is not None):
         raise MtrbenchError("give a retrieval result (--run) or --oracle, exactly one")
     if config.top_k < 1:
         raise MtrbenchError(f"--top-k must be at least 1, got {config.top_k}")
-    history, history_source = HISTORY_MODES[config.history]
+    history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
-        raise MtrbenchError(f"--history {config.history} needs a rewriter model (--rewriter-model)")
+        raise MtrbenchError(f"--history {history} needs a rewriter model (--rewriter-model)")
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     if history_source == "gold" and not task.has_rewrites:
@@ -174,7 +194,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
             client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
         if history_source == "llm":
-            texts, model_report = compute_model_history(history, [q for q, _ in plan], config.rewriter,
+            texts, model_report = compute_model_history(model_kind, [q for q, _ in plan], config.rewriter,
                                                         rewriter_client)
             report.rewriter = model_report.as_dict()
             if texts is None:
@@ -192,23 +212,23 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         for q, doc_ids in plan:
             question = q.query
             history_text = _history_text(history, q)
-            if history == "rewrite":
-                if texts is not None:
-                    question = texts[q.qid]
-                elif q.gold_rewrite:
+            if model_kind == "rewrite":
+                question = texts[q.qid]
+            elif model_kind == "summary":
+                history_text = texts[q.qid]
+            elif history == "rewrite":
+                if q.gold_rewrite:
                     question = q.gold_rewrite
                 else:
                     report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
-            elif history == "summary":
-                history_text = texts[q.qid]
             passages = [_passage_text(task, d, config.max_passage_chars) for d in doc_ids]
             requests.append(ChatRequest(key=q.qid, messages=answer_messages(history, question, passages,
                                                                              history_text), parse=parse_answer))
             records[q.qid] = {"qid": q.qid, "conversation_id": q.conversation_id, "turn": q.turn_id,
                               "question": q.query, "answer": None, "passages": doc_ids,
                               "generator": generator.model, "history": history, "source": source,
-                              **({"rewrite": question} if history == "rewrite" else {}),
-                              **({"summary": history_text} if history == "summary" else {}),
+                              **({"rewrite": question} if history in ("rewrite", "rewrite:llm") else {}),
+                              **({"summary": history_text} if model_kind == "summary" else {}),
                               "history_source": settings["history_source"], "top_k": config.top_k,
                               "prompt_hash": settings["prompt_hash"]}
         if config.dry_run:

@@ -2,7 +2,8 @@
 
 The file is the run's memory: a rerun reads it and asks only for turns not in it. A last line cut short by
 a kill is ignored and counted, then cut off before the next append, so the file stays valid JSONL. Records made with other
-settings (generator, history, source, top-k, prompt) are refused rather than mixed into one file. A run
+settings (generator, history, source, top-k, prompt) are refused rather than mixed into one file; a history
+written by its old name ("raw", "summary") is the same history by its current name ("full", "summary:llm"). A run
 holds ``<file>.lock`` while it writes, so two runs never append to the same file. Failed turns never go
 here: they are listed in ``<stem>.failures.jsonl`` (rewritten by each run) and asked again next time.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ContextManager, TextIO
 
+from mtrbench.formats.generations import current_history
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
@@ -57,6 +59,8 @@ class GenerationStore:
                 if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
                     stored.unreadable_lines += 1
                     continue
+                if isinstance(record.get("history"), str):  # a history's old name ("raw") is its current one
+                    record["history"] = current_history(record["history"], record.get("history_source"))
                 differs = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
                 if differs:
                     shown = ", ".join(f"{k} {old!r} (now {new!r})" for k, (old, new) in differs.items())

@@ -145,6 +145,8 @@ def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
 STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite", "rewrite:llm",
                   "summary:llm")
 MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary"}  # name -> what the model writes
+# ``--history all``: every strategy that needs no model (window:K at ChatQA's K=5)
+ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
 FULL = HistoryStrategy("full", _full)
 
 

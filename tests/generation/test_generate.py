@@ -110,7 +110,7 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         per_qid = {qid: len(prompts) for qid, prompts in generator.prompts.items()}
     assert code == 1, printed.err  # failed turns make the exit status 1
     assert len(auth) == 8 and all(a == f"Bearer {SECRET}" for a in auth)  # the key was used ...
-    out = run.parent / "mini.gen-model.raw.generations.jsonl"
+    out = run.parent / "mini.gen-model.full.generations.jsonl"
     records = read_jsonl(out)
     assert [r["qid"] for r in sorted(records, key=lambda r: r["qid"])] == ["c1_1", "c1_2", "c1_4"]
     # 1 + 2 parse retries for the malformed turn, one retry for the 503, one request for the 401
@@ -121,25 +121,25 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         assert record["passages"] == TOP2[qid]
         assert record["answer"] == f"Answer to {qid}, see [1]."
         assert {k: record[k] for k in ("generator", "history", "source")} == {
-            "generator": "gen-model", "history": "raw", "source": "run"}
+            "generator": "gen-model", "history": "full", "source": "run"}
         assert record["turn"] == int(qid[-1]) and record["conversation_id"] == "c1"
         prompt = generator.prompts[qid][-1]
         block = prompt.split("Passages:\n", 1)[1].split("\n\nCurrent question:", 1)[0]
         assert block == "\n\n".join(f"[{n}] {texts[d]}" for n, d in enumerate(TOP2[qid], 1))
     question_of = {v: k for k, v in QUESTIONS.items()}
     assert all(r["question"] == question_of[r["qid"]] for r in records)
-    # raw history: every earlier message, in order, before the passages
+    # full history: every earlier message, in order, before the passages
     c1_4 = generator.prompts["c1_4"][-1]
     assert ("Conversation history:\nUser: How deep is Lake Varnholm?\nAssistant: It is 212 metres deep.\n"
             "User: any fish in it?\nAssistant: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension "
             "Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in c1_4
     assert "Conversation history" not in generator.prompts["c1_1"][-1]  # first turn: no history
-    failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.raw.generations.failures.jsonl")}
+    failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.full.generations.failures.jsonl")}
     assert set(failures) == {"c1_3", "c1_5"}
     assert "unparseable after 3 attempts" in failures["c1_3"]["error"]
     assert "HTTP 401" in failures["c1_5"]["error"]
     # ... and never appears in any output, log or cache
-    for path in [out, run.parent / "mini.gen-model.raw.generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
+    for path in [out, run.parent / "mini.gen-model.full.generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
         assert SECRET not in path.read_bytes().decode("utf-8", "replace"), path
     assert SECRET not in printed.out + printed.err
     assert "2 failed of 5" in printed.out
@@ -151,7 +151,7 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         assert server.request_count == 2
     records = read_jsonl(out)
     assert sorted(r["qid"] for r in records) == ["c1_1", "c1_2", "c1_3", "c1_4", "c1_5"]
-    assert not (run.parent / "mini.gen-model.raw.generations.failures.jsonl").exists()
+    assert not (run.parent / "mini.gen-model.full.generations.failures.jsonl").exists()
 
 
 def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatch, capsys):
@@ -184,12 +184,13 @@ def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatc
     assert rec["question"] == "when did it open?" and rec["rewrite"] == "When did the Orrin Suspension Bridge open?"
     assert rec["history"] == "rewrite" and rec["history_source"] == "gold"
 
-    # the same file cannot take generations made with other settings
+    # the same file cannot take generations made with other settings (the old flag name "raw" is "full")
     with ScriptedChatServer(lambda body: Reply("ok [1]")) as server:
         assert main(generate_args(native_mini, server, "--oracle", "--history", "raw", "--output", str(out2),
                                   "--no-llm-cache")) == 2
         assert server.request_count == 0
-    assert "generated with other settings" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "generated with other settings" in err and "history 'rewrite' (now 'full')" in err
 
 
 def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_path, monkeypatch):
@@ -206,7 +207,7 @@ def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_p
 
     out = tmp_path / "summary.jsonl"
     with ScriptedChatServer(respond) as server:
-        assert main(generate_args(native_mini, server, "--oracle", "--history", "summary", "--output", str(out),
+        assert main(generate_args(native_mini, server, "--oracle", "--history", "summary:llm", "--output", str(out),
                                   "--no-llm-cache", "--rewriter-model", "sum-model", "--rewriter-base-url",
                                   server.base_url)) == 0
         prompts = [b["messages"][-1]["content"] for b in server.requests if b["model"] == "gen-model"]
@@ -215,7 +216,7 @@ def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_p
     c1_3 = next(p for p in prompts if p.endswith("Current question: Who designed the Orrin Suspension Bridge?"))
     assert c1_3.startswith("Summary of the conversation so far:\ntalk before c1_3\n\nPassages:")
     records = {r["qid"]: r for r in read_jsonl(out)}
-    assert records["c1_3"]["summary"] == "talk before c1_3" and records["c1_3"]["history"] == "summary"
+    assert records["c1_3"]["summary"] == "talk before c1_3" and records["c1_3"]["history"] == "summary:llm"
     assert records["c1_3"]["history_source"] == "llm:sum-model"
 
 
@@ -223,7 +224,7 @@ def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_p
     """A real process killed mid-run (its third request hangs), then a rerun: the server sees only the
     three turns that were not written, and the torn line a kill can leave is dropped with a warning."""
     run = write_run(tmp_path)
-    out = run.parent / "mini.gen-model.raw.generations.jsonl"
+    out = run.parent / "mini.gen-model.full.generations.jsonl"
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{KEY_ENV: SECRET})
     with ScriptedChatServer(ScriptedGenerator(hang_after=2)) as server:
         args = generate_args(native_mini, server, "--run", str(run), "--no-llm-cache", "--concurrency", "1")
@@ -265,11 +266,76 @@ def test_dry_run_sends_nothing(native_mini, tmp_path, monkeypatch, capsys):
         assert server.request_count == 0
     out = capsys.readouterr().out
     assert "dry run: 5 requests" in out and "[1] Lake Varnholm" in out
-    assert not (run.parent / "mini.gen-model.raw.generations.jsonl").exists()
+    assert not (run.parent / "mini.gen-model.full.generations.jsonl").exists()
+
+
+# What the version before eval's --history names wrote for c1_1 and c1_2 of RUN with --history raw --top-k 2
+# (its answer prompt for "raw" hashed to dd3b9a4cb6dd; the rule's text is unchanged under the name "full").
+LEGACY_RAW = [{"qid": qid, "conversation_id": "c1", "turn": turn, "question": question, "answer": f"old {qid} [1].",
+               "passages": TOP2[qid], "generator": "gen-model", "history": "raw", "source": "run",
+               "history_source": "task", "top_k": 2, "prompt_hash": "dd3b9a4cb6dd", "cached": False,
+               "time": "2024-05-01T10:00:00Z"}
+              for qid, turn, question in (("c1_1", 1, "How deep is Lake Varnholm?"), ("c1_2", 2, "any fish in it?"))]
+
+
+@pytest.mark.parametrize("flag", [[], ["--history", "full"], ["--history", "raw"]])
+def test_a_file_written_with_the_old_history_name_resumes(native_mini, tmp_path, monkeypatch, capsys, flag):
+    """A generations file from before the rename (history "raw", named ...raw.generations.jsonl beside the run)
+    is found, read as "full" and resumed: only the three missing turns are asked, written as "full"."""
+    from mtrbench.formats.generations import read_generations
+
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    run = write_run(tmp_path)
+    legacy = run.parent / "mini.gen-model.raw.generations.jsonl"
+    legacy.write_text("".join(json.dumps(r) + "\n" for r in LEGACY_RAW))
+    generator = ScriptedGenerator()
+    with ScriptedChatServer(generator) as server:
+        assert main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--no-llm-cache",
+                                  *flag)) == 0
+        assert server.request_count == 3
+    assert set(generator.prompts) == {"c1_3", "c1_4", "c1_5"}
+    out = capsys.readouterr().out
+    assert f"generations: {legacy} (2 turns already there, 3 generated" in out
+    assert not (run.parent / "mini.gen-model.full.generations.jsonl").exists()
+    written = read_jsonl(legacy)
+    assert [r["history"] for r in written] == ["raw", "raw", "full", "full", "full"]  # old lines kept as they are
+    assert {g.history for g in read_generations(legacy).values()} == {"full"}  # the judge reads one name
+
+
+def test_generation_takes_evals_history_names():
+    from mtrbench.generation.runner import GENERATION_HISTORIES, generation_history
+    from mtrbench.serialize.history import MODEL_STRATEGIES, get_strategy
+
+    assert GENERATION_HISTORIES == ("full", "last-response", "rewrite", "rewrite:llm", "summary:llm")
+    assert all(get_strategy(name).name == name for name in GENERATION_HISTORIES)
+    assert set(MODEL_STRATEGIES) <= set(GENERATION_HISTORIES)
+    assert [generation_history(old) for old in ("raw", "summary", "full", "rewrite:llm")] == [
+        "full", "summary:llm", "full", "rewrite:llm"]
+
+
+def test_old_summary_and_model_rewrite_records_read_as_the_new_names(tmp_path):
+    from mtrbench.formats.generations import read_generations
+    from mtrbench.generation.store import GenerationStore
+
+    path = tmp_path / "old.jsonl"
+    rows = [{"qid": "a", "answer": "x", "history": "summary", "history_source": "llm:m"},
+            {"qid": "b", "answer": "x", "history": "rewrite", "history_source": "llm:m"},
+            {"qid": "c", "answer": "x", "history": "rewrite", "history_source": "gold"},
+            {"qid": "d", "answer": "x", "history": "last-response", "history_source": "task"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert {q: g.history for q, g in read_generations(path).items()} == {
+        "a": "summary:llm", "b": "rewrite:llm", "c": "rewrite", "d": "last-response"}
+    # the resume check compares the current names: an old summary file resumes under summary:llm
+    summary = tmp_path / "summary.jsonl"
+    summary.write_text(json.dumps(rows[0]) + "\n")
+    stored = GenerationStore(summary).read({"history": "summary:llm", "history_source": "llm:m"})
+    assert set(stored.done) == {"a"} and stored.done["a"]["history"] == "summary:llm"
 
 
 @pytest.mark.parametrize("args, message", [
     (["--oracle", "--top-k", "0"], "--top-k must be at least 1"),
+    (["--oracle", "--history", "questions"], "--history must be one of full, last-response, rewrite, rewrite:llm, "
+                                             "summary:llm for generation, got 'questions'"),
     (["--run", "missing.trec"], "not found"),
 ])
 def test_bad_input_is_one_error_line(native_mini, tmp_path, monkeypatch, capsys, args, message):

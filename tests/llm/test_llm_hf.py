@@ -112,7 +112,7 @@ def test_generate_runs_on_the_hf_backend(tiny_model, native_mini, tmp_path, caps
     for record in records:
         q = next(q for q in task.queries if q.qid == record["qid"])
         passages = [task.corpus.document_text(task.corpus.position(d), "\n") for d in record["passages"]]
-        messages = answer_messages("raw", q.query, passages, dialogue(q.history))
+        messages = answer_messages("full", q.query, passages, dialogue(q.history))
         expected = tokenizer.decode(reference_ids(tiny_model, messages, 8), skip_special_tokens=True).strip()
         assert expected and record["answer"] == expected
         assert record["generator"] == "tiny-llama"
@@ -130,7 +130,7 @@ def test_summary_on_the_same_hf_model_loads_it_once(tiny_model, native_mini, tmp
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", counting)
     out = tmp_path / "gen.jsonl"
-    code = main(["generate", "--task", str(native_mini), "--oracle", "--history", "summary", "--model", "tiny-llama",
+    code = main(["generate", "--task", str(native_mini), "--oracle", "--history", "summary:llm", "--model", "tiny-llama",
                  "--base-url", f"hf://{tiny_model}", "--max-tokens", "6", "--output", str(out), "--no-llm-cache",
                  "--yes", "--quiet"])
     printed = capsys.readouterr()

@@ -103,7 +103,7 @@ def test_rag_end_to_end_and_rerun_asks_nothing(tmp_path, monkeypatch, capsys):
     folder = reports[0].parent
     run_path = folder / report["retrieval"]["run"]
     assert report["complete"] is True
-    assert reports[0].name == "mtrbench-sample.gen-m.raw.rag.json"
+    assert reports[0].name == "mtrbench-sample.gen-m.full.rag.json"
 
     # the generator saw the top 3 passages of the written run, in rank order
     run = read_run(run_path)
