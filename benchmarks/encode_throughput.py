@@ -459,7 +459,7 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         start = time.perf_counter()
         [result] = run_eval(model, str(task_dir), config, options)
         wall = time.perf_counter() - start
-        document = json.loads(Path(result.paths.json).read_text())
+        document = json.loads(Path(result.path).read_text())
         meta = document.get("mtrbench", document)
         cache = meta.get("embedding_cache") or {}
         encoded, shards = cache.get("encoded"), cache.get("shards")

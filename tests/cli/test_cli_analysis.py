@@ -117,19 +117,19 @@ def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
                               ragalign_metric="hit_rate_at_3", ragalign_continuous="ndcg_at_5")
     [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results", analyses=options),
                         RetrieverOptions.of(show_progress=False))
-    assert set(result.analyses) == {"refined_qrels", "ragalign"}
-    assert set(result.analyses["ragalign"]) == {"original", "refined"}
-    document = json.loads(result.paths.json.read_text())["mtrbench"]
-    assert document["ragalign"] == result.analyses["ragalign"]
+    assert set(result.analyses()) == {"refined_qrels", "ragalign"}
+    assert set(result.analyses()["ragalign"]) == {"original", "refined"}
+    document = json.loads(result.path.read_text())["mtrbench"]
+    assert document["ragalign"] == result.analyses()["ragalign"]
 
     out = tmp_path / "score.json"
     settings = document["settings"]
-    proc = mtrbench("score", "--run", str(result.paths.run), "--qrels", str(tmp_path / "o.qrels"),
+    proc = mtrbench("score", "--run", str(result.run_path), "--qrels", str(tmp_path / "o.qrels"),
                     "--k", ",".join(map(str, settings["k_values"])), "--metrics", ",".join(settings["metrics"]),
                     "--relevance-level", str(settings["relevance_level"]),
                     "--refined-qrels", str(tmp_path / "r.qrels"), "--generation-judgments", str(tmp_path / "gen.jsonl"),
                     "--ragalign-metric", "hit_rate_at_3", "--ragalign-continuous", "ndcg_at_5", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     scored = json.loads(out.read_text())
-    assert scored["ragalign"] == result.analyses["ragalign"]
-    assert scored["refined_qrels"] == result.analyses["refined_qrels"]
+    assert scored["ragalign"] == result.analyses()["ragalign"]
+    assert scored["refined_qrels"] == result.analyses()["refined_qrels"]

@@ -63,7 +63,7 @@ def beir_ndcg10(qrels: dict, results: dict, plain: bool) -> tuple[float, dict[st
 
 
 def mtrbench_per_query(result, key: str = "ndcg_at_10") -> dict[str, float]:
-    path = result.paths.json.with_name(result.paths.json.name.replace(".json", ".per_query.jsonl"))
+    path = result.path.with_name(result.path.name.replace(".json", ".per_query.jsonl"))
     return {row["qid"]: row[key] for row in map(json.loads, path.read_text().splitlines())}
 
 

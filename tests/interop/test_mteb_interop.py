@@ -72,7 +72,7 @@ def test_missing_mteb_is_a_one_line_error(monkeypatch):
 def test_result_json_loads_as_mteb_task_result(mm, native_mini, tmp_path):
     [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results"),
                         RetrieverOptions.of(show_progress=False))
-    path = result.paths.json
+    path = result.path
     document = json.loads(path.read_text())
     loaded = mteb.TaskResult.from_disk(path)
 
@@ -224,7 +224,7 @@ def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     max_length = 128
     [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
                       RetrieverOptions.of(device="cpu", show_progress=False, max_length=max_length))
-    document = json.loads(ours.paths.json.read_text())
+    document = json.loads(ours.path.read_text())
 
     model = minilm.model
     saved = model.max_seq_length

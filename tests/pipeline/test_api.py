@@ -1,0 +1,254 @@
+"""``mtrbench.evaluate`` with the user's own objects, each checked against an independent computation: the CLI's
+named model, beir's own retriever and evaluator, pytrec_eval on the written run, and `mtrbench score`."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import pytrec_eval
+
+import mtrbench
+from mtrbench.formats.run import read_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"<!-- python-api-example[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert match, "README.md lost its Python API example"
+    return match.group(1)
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def pytrec_ndcg10(qrels: dict, run: dict) -> dict[str, float]:
+    judged = {q: r for q, r in qrels.items() if any(g > 0 for g in r.values())}
+    evaluator = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut.10"})
+    return {q: v["ndcg_cut_10"] for q, v in evaluator.evaluate({q: run.get(q, {}) for q in judged}).items()}
+
+
+@pytest.mark.slow
+def test_readme_example_equals_the_cli_and_beir(tmp_path, monkeypatch):
+    """The README's encoder object gives `mtrbench eval --model minilm`'s nDCG@10 (per query, 1e-6) and beir's
+    `EvaluateRetrieval` over `DenseRetrievalExactSearch(same object)` on the sample's BEIR export."""
+    monkeypatch.chdir(tmp_path)  # the example writes ./results: here, never in the checkout
+    namespace: dict = {"__name__": "readme_example"}
+    exec(compile(readme_example(), "README.md", "exec"), namespace)
+    ours = namespace["result"]
+    assert isinstance(ours, mtrbench.Result) and ours.main_score_key == "ndcg_at_10"
+    assert ours.model_name == "my-minilm" and ours.settings["retriever"]["kind"] == "encoder"
+    assert ours.truncation["truncated_share"] > 0.3  # left truncation applied through the object's tokenizer
+    assert (tmp_path / "results").is_dir()
+
+    cli("eval", "--model", "minilm", "--history", "full", "--device", "cpu", "--quiet", "--output-dir",
+        str(tmp_path / "cli"))
+    [path] = (tmp_path / "cli").rglob("mtrbench-sample.json")
+    named = mtrbench.Result.load(path)
+    assert ours.main_score == pytest.approx(named.main_score, abs=1e-6)
+    theirs = named.per_query_values()
+    for qid, values in ours.per_query_values().items():
+        assert values["ndcg_at_10"] == pytest.approx(theirs[qid]["ndcg_at_10"], abs=1e-6), qid
+
+    from beir.datasets.data_loader import GenericDataLoader
+    from beir.retrieval.evaluation import EvaluateRetrieval
+    from beir.retrieval.search.dense import DenseRetrievalExactSearch
+
+    export = tmp_path / "beir"
+    cli("export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm", "--out", str(export))
+    corpus, queries, qrels = GenericDataLoader(data_folder=str(export)).load(split="test")
+    evaluation = EvaluateRetrieval(DenseRetrievalExactSearch(namespace["MeanPooledMiniLM"](), batch_size=64),
+                                   score_function="cos_sim")
+    found = evaluation.retrieve(corpus, queries)
+    ndcg, _, _, _ = evaluation.evaluate(qrels, found, [10])
+    assert round(ours.main_score, 5) == pytest.approx(ndcg["NDCG@10"], abs=1e-9)
+
+
+# A small task built in code: two conversations, the second turn of each needs its history.
+CORPUS = {
+    "d-paris": {"title": "Paris", "text": "Paris is the capital of France and its largest city."},
+    "d-paris-pop": "About two million people live in Paris, the French capital.",
+    "d-berlin": "Berlin is the capital of Germany.",
+    "d-berlin-pop": "Berlin has a population of roughly three point seven million people.",
+    "d-tokyo": "Tokyo is the capital of Japan, a very large metropolis.",
+}
+CONVERSATIONS = {
+    "c1": [{"role": "user", "content": "What is the capital of France?"},
+           {"role": "assistant", "content": "The capital of France is Paris."},
+           {"role": "user", "content": "How many people live there?"}],
+    "c2": [{"role": "user", "content": "Which city is the capital of Germany?"},
+           {"role": "assistant", "content": "Berlin."},
+           {"role": "user", "content": "What is its population?"}],
+}
+QRELS = {"c1_1": {"d-paris": 1}, "c1_2": {"d-paris-pop": 1}, "c2_1": {"d-berlin": 1}, "c2_2": {"d-berlin-pop": 1}}
+
+
+@pytest.fixture()
+def small_task():
+    return mtrbench.make_task("small-python", CORPUS, CONVERSATIONS, QRELS)
+
+
+def hashed_bag_of_words(text: str, dim: int = 64) -> np.ndarray:
+    vector = np.zeros(dim, dtype=np.float32)
+    for word in re.findall(r"[a-z]+", text.lower()):
+        vector[sum(map(ord, word)) % dim] += 1.0
+    return vector
+
+
+def test_a_task_built_in_python_scores_as_pytrec_eval_on_its_run(small_task, tmp_path):
+    [result] = mtrbench.evaluate("bm25", small_task, history="full", output_dir=tmp_path, show_progress=False)
+    assert result.task_name == "small-python" and result.n_evaluated == 4
+    per_query = pytrec_ndcg10(QRELS, result.run())
+    assert result.per_query_values().keys() == per_query.keys()
+    assert result.main_score == pytest.approx(sum(per_query.values()) / 4, abs=1e-12)
+    assert 0 < result.main_score < 1  # the history makes some turns easy, some not
+
+
+def test_a_conversation_encoder_receives_the_turns_not_a_string(small_task, tmp_path):
+    class TurnReader:
+        name = "turn-reader"
+
+        def __init__(self):
+            self.seen = []
+
+        def encode_conversations(self, conversations):
+            self.seen.extend(conversations)
+            return np.stack([hashed_bag_of_words(" ".join(m.content for m in c.turns)) for c in conversations])
+
+        def encode_corpus(self, corpus, **kwargs):
+            return np.stack([hashed_bag_of_words(f"{d['title']} {d['text']}") for d in corpus])
+
+    reader = TurnReader()
+    [result] = mtrbench.evaluate(reader, small_task, output_dir=tmp_path, show_progress=False)
+    by_qid = {c.qid: c for c in reader.seen}
+    assert sorted(by_qid) == ["c1_1", "c1_2", "c2_1", "c2_2"]
+    second = by_qid["c1_2"]
+    assert isinstance(second, mtrbench.Conversation)
+    assert [(m.role, m.content) for m in second.turns] == [(m["role"], m["content"]) for m in CONVERSATIONS["c1"]]
+    assert second.question == "How many people live there?" and second.previous_questions == [
+        "What is the capital of France?"]
+    assert not hasattr(second, "qrels") and not hasattr(second, "gold_rewrite")  # no judgment reaches the model
+    assert result.settings["retriever"]["kind"] == "conversation-encoder"
+    # the written run is what the vectors give (cosine, by hand) and scores as pytrec_eval says
+    run = result.run()
+    docs = list(CORPUS)
+    doc_vectors = np.stack([hashed_bag_of_words(d["title"] + " " + d["text"] if isinstance(d, dict) else d)
+                            for d in CORPUS.values()])
+    doc_vectors /= np.linalg.norm(doc_vectors, axis=1, keepdims=True)
+    query = hashed_bag_of_words(" ".join(m["content"] for m in CONVERSATIONS["c1"]))
+    expected = doc_vectors @ (query / np.linalg.norm(query))
+    for doc, score in zip(docs, expected):
+        if score > 0:
+            assert run["c1_2"][doc] == pytest.approx(float(score), abs=1e-5)
+    per_query = pytrec_ndcg10(QRELS, run)
+    assert result.main_score == pytest.approx(sum(per_query.values()) / len(per_query), abs=1e-12)
+
+
+def test_a_search_object_scores_as_mtrbench_score_on_its_run(native_mini, tmp_path):
+    from mtrbench.data import load_task
+
+    task = load_task(str(native_mini))
+    fixed = {}
+    for n, q in enumerate(task.queries):  # a deterministic run: rotate the corpus by the query's position
+        ids = task.corpus.ids[n % len(task.corpus):] + task.corpus.ids[:n % len(task.corpus)]
+        fixed[q.qid] = {doc: float(len(ids) - rank) for rank, doc in enumerate(ids[:10])}
+    fixed[task.queries[0].qid]["not-in-the-corpus"] = 0.5
+
+    class FixedRun:
+        name = "fixed-run"
+
+        def __init__(self):
+            self.indexed = None
+
+        def index(self, corpus):
+            self.indexed = corpus
+
+        def search(self, queries, top_k):
+            assert set(queries) == {q.qid for q in task.queries}
+            return fixed
+
+    engine = FixedRun()
+    [result] = mtrbench.evaluate(engine, str(native_mini), history="current", output_dir=tmp_path / "r",
+                                 show_progress=False)
+    assert set(engine.indexed) == set(task.corpus.ids) and {"title", "text"} <= set(engine.indexed[task.corpus.ids[0]])
+    assert result.warnings.get("retrieved document ids not in the corpus (dropped)") == 1
+    without_unknown = {q: {d: s for d, s in docs.items() if d != "not-in-the-corpus"} for q, docs in fixed.items()}
+    (tmp_path / "fixed.run").write_text("".join(f"{q} Q0 {d} {r} {s} fixed\n" for q, docs in without_unknown.items()
+                                                for r, (d, s) in enumerate(docs.items(), 1)))
+    (tmp_path / "qrels").write_text("".join(f"{q.qid} 0 {d} {g}\n" for q in task.queries for d, g in q.qrels.items()))
+    proc = cli("score", "--run", str(tmp_path / "fixed.run"), "--qrels", str(tmp_path / "qrels"), "--output",
+               str(tmp_path / "score.json"))
+    scored = json.loads((tmp_path / "score.json").read_text())
+    scores = scored.get("scores", scored)
+    assert result.scores["ndcg_at_10"] == pytest.approx(scores["ndcg_at_10"], abs=1e-12), proc.stdout
+
+
+def test_a_python_history_gives_the_builtin_run_and_is_recorded_by_name(native_mini, tmp_path):
+    def bare_question(conversation):
+        return conversation.question
+
+    class QuestionsRewriter:
+        name = "all-questions"
+
+        def rewrite(self, conversation):
+            return "\n".join(f"User: {q}" for q in [*conversation.previous_questions, conversation.question])
+
+    results = mtrbench.evaluate("bm25", str(native_mini), history=["current", bare_question, "questions",
+                                                                    QuestionsRewriter()],
+                                output_dir=tmp_path, show_progress=False)
+    current, python, questions, rewriter = results
+    assert python.history.startswith("python:") and python.history.endswith("bare_question")
+    assert python.settings["rewriter"] == {"kind": "python", "name": python.history.removeprefix("python:"),
+                                           "queries": python.n_evaluated + python.n_excluded}
+    assert python.run() == current.run() and python.scores == current.scores
+    assert rewriter.history == "python:all-questions"
+    assert rewriter.run() == questions.run() and rewriter.scores == questions.scores
+    assert python.path != current.path and rewriter.path != questions.path  # each its own result file
+
+
+def test_a_sentence_transformer_object_equals_the_alias(native_mini, tmp_path, minilm):
+    from sentence_transformers import SentenceTransformer
+
+    model = minilm.model  # the offline MiniLM, loaded once per session
+    [ours] = mtrbench.evaluate(model, str(native_mini), history="full", output_dir=tmp_path / "o", device="cpu",
+                               show_progress=False)
+    [named] = mtrbench.evaluate("minilm", str(native_mini), history="full", output_dir=tmp_path / "n",
+                                device="cpu", show_progress=False)
+    assert ours.settings["retriever"]["kind"] == "dense" and ours.settings["truncate"] == "left"
+    assert ours.scores == pytest.approx(named.scores, abs=1e-6)
+    assert isinstance(model, SentenceTransformer)
+
+
+def test_finished_results_are_loaded_for_names_and_recomputed_for_objects(native_mini, tmp_path):
+    [first] = mtrbench.evaluate("bm25", str(native_mini), history="current", output_dir=tmp_path, show_progress=False)
+    stamp = first.path.stat().st_mtime_ns
+    [again] = mtrbench.evaluate("bm25", str(native_mini), history="current", output_dir=tmp_path, show_progress=False)
+    assert again.path == first.path and again.path.stat().st_mtime_ns == stamp  # loaded, not rewritten
+    assert again.scores == first.scores and again.per_query_values() == first.per_query_values()
+
+
+def test_objects_of_no_known_shape_and_bad_vectors_are_one_clear_error(small_task, tmp_path):
+    with pytest.raises(mtrbench.ModelError, match="cannot evaluate a object"):
+        mtrbench.evaluate(object(), small_task, output_dir=tmp_path, show_progress=False)
+
+    class WrongRows:
+        def encode_queries(self, queries, **kwargs):
+            return np.ones((len(queries) + 1, 4))
+
+        def encode_corpus(self, corpus, **kwargs):
+            return np.ones((len(corpus), 4))
+
+    with pytest.raises(mtrbench.ModelError, match=r"encode_queries returned shape \(5, 4\) for 4 inputs"):
+        mtrbench.evaluate(WrongRows(), small_task, output_dir=tmp_path, show_progress=False)
+    with pytest.raises(mtrbench.UserInputError, match="history"):
+        mtrbench.evaluate("bm25", small_task, history=[42], output_dir=tmp_path, show_progress=False)
