@@ -60,15 +60,16 @@ def negatives_from_retriever(model: str, task: TaskData, queries: Sequence[Conve
                              history: str = "full", device: str = "auto",
                              show_progress: bool = True) -> HardNegatives:
     """Retrieve with any mtrbench model alias; queries are serialized with a ``--history`` strategy."""
-    from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve_model
+    from mtrbench.retrieve import RetrieverOptions, assemble, resolve
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
 
-    spec = resolve_model(model)
+    resolved = resolve(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
-    options = RetrieverOptions.of(device=device if spec.kind == "dense" else "auto", show_progress=show_progress)
-    retriever = build_retriever(model, options)
+    options = RetrieverOptions.of(device=device if resolved.spec.kind == "dense" else "auto",
+                                  show_progress=show_progress)
+    retriever = assemble(resolved, options)
     retriever.index(task.corpus)
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side="left")
     texts = [truncator(strategy(q, QueryFormat())) for q in queries]
