@@ -9,7 +9,7 @@ from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtrbench.assess.escalation import escalation_rows, merge_human_labels, write_escalations
 from mtrbench.assess.estimate import cost_estimates, first_stage, requests_upper_bound
@@ -23,6 +23,11 @@ from mtrbench.assess.stats import assessment_stats
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import format_qrels
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mtrbench.llm.cache import ResponseCache
 
 
 @dataclass
@@ -78,8 +83,8 @@ class AssessResult:
     dry_run: bool = False
 
 
-def run_assessment(options: AssessOptions, roles: Roles | None, cache: Any = None,
-                   console=None) -> AssessResult:
+def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseCache | None = None,
+                   console: Console | None = None) -> AssessResult:
     """``roles`` None: no judge is configured, so only human labels are merged and the outputs rewritten."""
     from mtrbench.data import load_task, resolve_card
     from mtrbench.results.writer import safe_name

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, Debate
 from mtrbench.assess.log import PairRecords
 from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
+
+if TYPE_CHECKING:
+    from mtrbench.llm.cache import ResponseCache
+    from mtrbench.llm.config import JudgeConfig
+    from mtrbench.llm.cost import CostEstimate
 
 # For the cost estimate of rounds after the first and of adjudication, whose history is not known yet.
 _PLACEHOLDER_REASON = "x" * 600
@@ -50,7 +55,8 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
     return out
 
 
-def cost_estimates(by_judge: dict[str, dict], judges: Sequence[Any], cache: Any) -> list[tuple[Any, Any]]:
+def cost_estimates(by_judge: dict[str, dict], judges: Sequence[JudgeConfig],
+                   cache: ResponseCache | None) -> list[tuple[JudgeConfig, CostEstimate]]:
     from mtrbench.llm.cost import CostEstimate, estimate_cost
 
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
 from mtrbench.assess.log import AssessmentLog, PairRecords
@@ -17,18 +17,21 @@ from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages,
                                      prefilter_messages)
 from mtrbench.assess.roles import Roles
 
+if TYPE_CHECKING:
+    from mtrbench.llm.client import ChatClient, ChatResult
+
 
 class PairAssessor:
     """Runs the pending steps of pairs against the judges and logs each finished step."""
 
-    def __init__(self, roles: Roles, clients: dict[str, Any], log: AssessmentLog, rounds: int) -> None:
+    def __init__(self, roles: Roles, clients: dict[str, ChatClient], log: AssessmentLog, rounds: int) -> None:
         self.roles = roles
         self.clients = clients
         self.log = log
         self.rounds = rounds
         self.settings = roles.debate_settings(rounds)
 
-    async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse) -> Any:
+    async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse) -> ChatResult:
         from mtrbench.llm.client import ChatRequest
 
         return await self.clients[judge.name].acomplete(ChatRequest(key=key, messages=messages, parse=parse,

@@ -14,18 +14,21 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, ContextManager, TextIO
+from typing import TYPE_CHECKING, Any, ContextManager, TextIO
 
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 from mtrbench.formats.lines import read_log_records
+
+if TYPE_CHECKING:
+    from mtrbench.llm.client import ChatResult
 
 LOG_NAME = "log.jsonl"
 
 ItemKey = tuple[str, str, str]  # (dimension, instance_id, judge)
 
 
-def make_record(item: AuditItem, judge: str, model: str, result: Any) -> dict[str, Any]:
+def make_record(item: AuditItem, judge: str, model: str, result: ChatResult) -> dict[str, Any]:
     """A log record from a ``ChatResult`` (the reply text is kept raw; no request headers, no key)."""
     record: dict[str, Any] = {
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -106,7 +109,7 @@ class AuditLog:
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()  # the OS has it now: a killed process loses nothing already answered
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._handle is not None:
             self._handle.close()
             self._handle = None

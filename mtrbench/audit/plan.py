@@ -51,7 +51,7 @@ class AuditItem:
         """1-based slot of the gold document among the shown candidates."""
         return self.doc_ids.index(self.gold_doc) + 1 if self.gold_doc is not None else None
 
-    def parser(self) -> Callable[[str], Any]:
+    def parser(self) -> Callable[[str], float]:
         if self.dimension == COMPLETENESS:
             return prompts.choice_parser(len(self.doc_ids))
         return prompts.parse_rating

@@ -45,7 +45,7 @@ class Generation:
 _KNOWN = ("qid", "answer", "passages", "conversation_id", "turn", "question", "generator", "history", "source")
 
 
-def generation_from_record(row: Any, where: str) -> Generation:
+def generation_from_record(row: object, where: str) -> Generation:
     if not isinstance(row, dict):
         raise MtrbenchError(f"{where}: a generation must be a JSON object")
     qid = row.get("qid")

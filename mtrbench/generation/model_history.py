@@ -20,7 +20,7 @@ from mtrbench.data.model import ConversationalQuery
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, display_url, resolve_base_url
+from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_base_url
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.serialize.history import MODEL_STRATEGIES
@@ -86,7 +86,7 @@ def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
 
 
 def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions,
-                          client: Any = None) -> tuple[dict[str, str] | None, ModelHistoryReport]:
+                          client: ChatRunner | None = None) -> tuple[dict[str, str] | None, ModelHistoryReport]:
     """(qid -> text for every query that got one, report); texts is None on a dry run.
 
     ``client``: one made already (tests, a shared generator); else made from ``options.judge``.

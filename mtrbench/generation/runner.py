@@ -29,7 +29,7 @@ from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dia
 from mtrbench.generation.sources import load_run, oracle_passages, run_passages
 from mtrbench.generation.store import GenerationStore
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, ChatResult
+from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.results.writer import safe_name
@@ -131,7 +131,7 @@ def _history_text(history: str, query: ConversationalQuery) -> str:
 
 
 def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: ResponseCache | None = None,
-                 client: Any = None, rewriter_client: Any = None) -> GenerateReport:
+                 client: ChatRunner | None = None, rewriter_client: ChatRunner | None = None) -> GenerateReport:
     """Generate the turns not yet in the output file. ``client``/``rewriter_client``: clients made already
     (tests); else made from the judge configurations."""
     from mtrbench.llm.hf import make_client

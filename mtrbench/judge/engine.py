@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.prompts import parse_rating, parse_verdict, prompt_hash
@@ -21,6 +21,9 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.formats.lines import read_log_records
+
+if TYPE_CHECKING:
+    from mtrbench.llm.client import ChatResult
 
 MODES = ("rating", "verdict")
 LOG_NAME = "judgments.jsonl"
@@ -97,7 +100,7 @@ def _latest(records: list[dict[str, Any]], items: Sequence[JudgeItem], judge: Ju
     return out
 
 
-def _record(item: JudgeItem, judge: JudgeConfig, result: Any) -> dict[str, Any]:
+def _record(item: JudgeItem, judge: JudgeConfig, result: ChatResult) -> dict[str, Any]:
     return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **item.describe(),
             "judge": judge.name, "model": judge.model, "ok": bool(result.ok),
             "value": result.value if result.ok else None, "error": result.error, "reply": result.text,

@@ -24,9 +24,9 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import openai
@@ -84,6 +84,16 @@ class Usage:
         return usd_for_tokens(judge, self.prompt_tokens, self.completion_tokens)
 
 
+class ChatRunner(Protocol):
+    """What callers use of a chat client (``ChatClient``, the in-process ``hf.HFChatClient``, a test's
+    stand-in): complete requests, results in request order, and count usage."""
+
+    usage: Usage
+
+    def run(self, requests: Sequence[ChatRequest], *, desc: str = "LLM", show_progress: bool = True,
+            on_result: Callable[[ChatResult], None] | None = None) -> list[ChatResult]: ...
+
+
 def resolve_base_url(judge: JudgeConfig) -> str:
     return (judge.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
@@ -114,7 +124,7 @@ def cache_key(judge: JudgeConfig, request: ChatRequest) -> str:
     return request_key(judge.model, request.messages, params)
 
 
-def retry_after_seconds(headers: Any) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """Seconds a server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date)."""
     if headers is None:
         return None
@@ -187,7 +197,7 @@ class ChatClient:
         self._json_mode_refused = False  # the server answered 400 to response_format
         self._failures_in_a_row = 0  # items whose transport failed, since the last reply of any kind
         self._stopped: str | None = None  # set once too many failed in a row: every later call raises it
-        self._loop_state: tuple[asyncio.AbstractEventLoop, Any, asyncio.Semaphore] | None = None
+        self._loop_state: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore] | None = None
 
     def __repr__(self) -> str:
         return (f"ChatClient(judge={self.judge.name!r}, model={self.judge.model!r}, "
@@ -224,7 +234,7 @@ class ChatClient:
 
     # -- internals -------------------------------------------------------------------------------------------
 
-    def _state(self) -> tuple[asyncio.AbstractEventLoop, Any, asyncio.Semaphore]:
+    def _state(self) -> tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore]:
         """The HTTP client and semaphore of the running event loop (``run`` starts a new loop each call)."""
         loop = asyncio.get_running_loop()
         if self._loop_state is None or self._loop_state[0] is not loop:
@@ -271,7 +281,7 @@ class ChatClient:
     def _redact(self, text: str) -> str:
         return self._redactor(text)
 
-    def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: Any = None,
+    def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: object = None,
                 error: str | None = None, attempts: int, prompt_tokens: int = 0,
                 completion_tokens: int = 0, cached: bool = False) -> ChatResult:
         self.usage.items += 1
@@ -296,7 +306,7 @@ class ChatClient:
         if self._stopped is not None:
             raise MtrbenchError(self._stopped)
 
-    async def _complete(self, client: Any, request: ChatRequest) -> ChatResult:
+    async def _complete(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResult:
         if self._stopped is not None:
             raise MtrbenchError(self._stopped)
         parse = request.parse or (lambda text: text)
@@ -363,7 +373,7 @@ class ChatClient:
         ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
         return ceiling * random.uniform(0.5, 1.0)
 
-    async def _send(self, client: Any, request: ChatRequest) -> _Outcome:
+    async def _send(self, client: openai.AsyncOpenAI, request: ChatRequest) -> _Outcome:
         """One logical request: HTTP attempts until a 200, a non-retryable error, or retries run out."""
         use_json = uses_json_mode(self.judge, request) and not (
             self.judge.json_mode is None and self._json_mode_refused)
@@ -417,7 +427,8 @@ class ChatClient:
             await asyncio.sleep(delay)
 
 
-def _read_completion(response: Any, sent: int) -> _Outcome:
+def _read_completion(response: object, sent: int) -> _Outcome:
+    """An OpenAI ``ChatCompletion``, read defensively: a compatible server may leave fields out."""
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
@@ -433,7 +444,7 @@ def _read_completion(response: Any, sent: int) -> _Outcome:
     return _Outcome(attempts=sent, text=content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 
-def _server_message(err: Any) -> str:
+def _server_message(err: openai.APIStatusError) -> str:
     body = getattr(err, "body", None)
     message = None
     if isinstance(body, dict):

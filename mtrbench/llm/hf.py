@@ -15,14 +15,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import PARSE_ERRORS, ChatRequest, ChatResult, Usage, cache_key, generation_params
+from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunner, Usage, cache_key,
+                                 generation_params)
 from mtrbench.llm.config import JudgeConfig
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +49,7 @@ class HFChatClient:
     """``run`` like ``ChatClient.run``; ``judge.concurrency`` is the generation batch size."""
 
     def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, device: str = "auto",
-                 model: Any = None, tokenizer: Any = None) -> None:
+                 model: PreTrainedModel | None = None, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
         self.judge = judge
         self.cache = cache
         self.base_url = judge.base_url or ""
@@ -63,7 +67,7 @@ class HFChatClient:
 
     # -- model ---------------------------------------------------------------------------------------------
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
         if self._model is None or self._tokenizer is None:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -182,7 +186,7 @@ class HFChatClient:
                           prompt_tokens=0, completion_tokens=n_tokens)
 
 
-def make_client(judge: JudgeConfig, cache: ResponseCache | None = None) -> Any:
+def make_client(judge: JudgeConfig, cache: ResponseCache | None = None) -> ChatRunner:
     """The client for a judge: the in-process HF backend for ``hf://`` base URLs, else the HTTP client."""
     if is_hf_url(judge.base_url):
         return HFChatClient(judge, cache)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mtrbench.infra.atomic import atomic_write_text
 
@@ -29,7 +29,18 @@ def _kind(settings: dict[str, Any]) -> str:
     return str(kind or "dense")
 
 
-def model_meta(retriever: Any, experiment: str | None = None) -> dict[str, Any]:
+class DescribedModel(Protocol):
+    """What ``model_meta`` reads of a retriever (``retrieve.base.Retriever`` has it; an optional
+    ``query_prompt`` is read when present)."""
+
+    name: str
+    revision: str
+    max_length: int | None
+
+    def settings(self) -> dict[str, Any]: ...
+
+
+def model_meta(retriever: DescribedModel, experiment: str | None = None) -> dict[str, Any]:
     """mteb ``ModelMeta.to_dict()`` fields for ``retriever``; ``experiment``: the experiment folder's slug."""
     settings = retriever.settings()
     kind = _kind(settings)

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -42,6 +42,8 @@ from mtrbench.formats.lines import read_log_records
 LOG = "conversations.log.jsonl"
 CANDIDATES_SHOWN = 3
 AGENT_NAMES = ("questioner", "responder", "polisher")
+
+T = TypeVar("T")  # what a reply parses to
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ class ConversationRunner:
         self.chunks = chunks
         self.clusters = clusters
 
-    async def _ask(self, agent: str, key: str, messages: list[dict[str, str]], parse: Callable[[str], Any]) -> Any:
+    async def _ask(self, agent: str, key: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> T:
         result: ChatResult = await self.clients[agent].acomplete(ChatRequest(key=key, messages=messages, parse=parse))
         if not result.ok:
             raise DroppedConversation(f"{agent}: {result.error}")

@@ -19,9 +19,8 @@ from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, Message
-from mtrbench.pipeline.evaluate import ALL_HISTORIES
 from mtrbench.generation.model_history import prompt_hash
-from mtrbench.serialize.history import QueryFormat, get_strategy
+from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat, get_strategy
 from mtrbench.serialize.truncate import Truncator
 
 SECRET = "sk-test-REWRITER-0123456789abcdef"
