@@ -14,7 +14,6 @@ from typing import Any
 
 from mtrbench.infra.errors import MtrbenchError
 
-HISTORY_KINDS = ("raw", "last-response", "rewrite", "summary")
 # ``history`` names that ``mtrbench generate`` wrote (and took as --history) before it used eval's --history
 # names: read as aliases of the current name, never written. A model's rewrite was "rewrite" with
 # ``history_source`` "llm:MODEL"; it is now "rewrite:llm".
@@ -97,9 +96,3 @@ def read_generations(path: str | Path) -> dict[str, Generation]:
     if not out:
         raise MtrbenchError(f"generations file {path} holds no generation")
     return out
-
-
-def generation_record(g: Generation) -> dict[str, Any]:
-    return {"qid": g.qid, "conversation_id": g.conversation_id, "turn": g.turn, "question": g.question,
-            "answer": g.answer, "passages": list(g.passages), "generator": g.generator, "history": g.history,
-            "source": g.source, **g.extra}

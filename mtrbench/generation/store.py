@@ -21,8 +21,6 @@ from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
-SETTING_FIELDS = ("generator", "history", "history_source", "source", "top_k", "prompt_hash")
-
 
 @dataclass
 class StoredGenerations:

@@ -21,7 +21,6 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import BeirFolder
 from mtrbench.formats.qrels import BEIR, format_qrels
 
-FORMATS = ("beir", "hf")
 HF_CONFIGS = ("corpus", "queries", "qrels", "conversations")
 # split names of the corpus and queries configs, as in mteb's BEIR mirrors on the Hub (mteb/scifact)
 CORPUS_SPLIT, QUERIES_SPLIT = "corpus", "queries"
