@@ -35,13 +35,14 @@ from mtrbench.llm.config import JudgeConfig
 from mtrbench.measures import parse_measures
 from mtrbench.results.writer import safe_name
 from mtrbench.retrieve import RetrieverOptions
+from mtrbench.retrieve.builder import ModelInput
 
 DEFAULT_RAGALIGN = ("RAGAlign@10", "RAGAlign@10(of=nDCG)")  # binary on Hit@10, point-biserial on nDCG@10
 
 
 @dataclass
 class RagConfig:
-    model: str  # the retriever
+    model: ModelInput  # the retriever: a name or a model object (mtrbench.models.protocols)
     task: str
     eval: EvalConfig  # exactly one history strategy
     retriever: RetrieverOptions
@@ -170,7 +171,7 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
             row["retrieval"] = {retrieval.main_score_key: retrieval_per_query[qid].get(retrieval.main_score_key)}
     document.update({
         "mtrbench_version": __version__,
-        "retrieval": {"model": config.model, "history": retrieval.history, "result": retrieval.path.name,
+        "retrieval": {"model": retrieval.requested_model, "history": retrieval.history, "result": retrieval.path.name,
                       "run": retrieval.run_path.name, "main_score": retrieval.main_score_key,
                       "scores": {retrieval.main_score_key: retrieval.scores.get(retrieval.main_score_key)},
                       "queries_evaluated": retrieval.n_evaluated},

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import ModelError, UserInputError
@@ -85,8 +86,6 @@ class ObjectEngine:
     def encode(self, items: Sequence[Any], prompt: str = "", normalize: bool = False, show_progress: bool = False,
                desc: str = "Encoding", chunk_sizes: Sequence[int] | None = None,
                on_chunk: Callable[[int, torch.Tensor], None] | None = None) -> torch.Tensor:
-        from tqdm.auto import tqdm
-
         items = list(items)
         sizes = list(chunk_sizes) if chunk_sizes is not None else [len(items)]
         parts: list[torch.Tensor] = []
@@ -104,7 +103,7 @@ class ObjectEngine:
                 start += size
         return torch.cat(parts) if parts else torch.empty(0, self.dim or 0)
 
-    def _batch(self, items: list[Any], bar: Any) -> torch.Tensor:
+    def _batch(self, items: list[Any], bar: tqdm) -> torch.Tensor:
         inputs = self.inputs_of(items)
         reply = self.method(inputs, batch_size=len(inputs)) if self._pass_batch_size else self.method(inputs)
         matrix = as_matrix(reply, len(inputs), self.what)
