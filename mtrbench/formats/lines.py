@@ -98,23 +98,30 @@ def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
             raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
 
 
-def read_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file (blank lines skipped), errors naming the file and line: bytes that
-    are not UTF-8, a line that is not a JSON object, no record at all. Loaders parse with ``datasets``
-    (fast, columnar) and fall back to this when it fails: to say where, or to read records whose fields
-    change type from one line to the next, which pyarrow refuses."""
-    path = Path(path)
-    rows: list[dict[str, Any]] = []
+def jsonl_records(path: str | Path, kind: str, locate: Locate | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line index from 0, record)`` for each non-blank line of a JSON-lines file. Bytes that are not UTF-8
+    or a line that is not a JSON object are an error naming the file and line (``locate``; ``path:N`` by
+    default)."""
+    where = locate or at_line(path)
     for index, line in enumerate(read_lines(path, kind)):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{path}:{index + 1}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise MtrbenchError(f"{where(index)}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(value, dict):
-            raise MtrbenchError(f"{path}:{index + 1}: a record must be a JSON object, got {type(value).__name__}")
-        rows.append(value)
+            raise MtrbenchError(f"{where(index)}: a record must be a JSON object, got {type(value).__name__}")
+        yield index, value
+
+
+def read_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (blank lines skipped), errors naming the file and line: bytes that
+    are not UTF-8, a line that is not a JSON object, no record at all. Loaders parse with ``datasets``
+    (fast, columnar) and fall back to this when it fails: to say where, or to read records whose fields
+    change type from one line to the next, which pyarrow refuses."""
+    path = Path(path)
+    rows = [record for _, record in jsonl_records(path, kind)]
     if not rows:
         raise MtrbenchError(f"{kind} file {path} is empty (no records)")
     return rows

@@ -1,15 +1,16 @@
 """Small user-supplied record files (human scores, human labels): JSONL or CSV, chosen by suffix.
 
-Each record comes with ``where`` (``FILE line N``) so every error can name the exact line.
+Each record comes with ``where`` (``FILE line N``) so every error can name the exact line. JSON Lines are
+read by ``formats.lines`` (UTF-8, an optional byte order mark, gzip), as every other JSONL input.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
+from mtrbench.formats.lines import jsonl_records
 from mtrbench.infra.errors import MtrbenchError
 
 
@@ -25,16 +26,7 @@ def read_records(path: str | Path, required_columns: set[str] | None = None) -> 
             if missing:
                 raise MtrbenchError(f"{path}: the CSV header lacks the column(s) {', '.join(sorted(missing))}")
             return [(f"{path} line {reader.line_num}", row) for row in reader]
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MtrbenchError(f"{path} line {n}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise MtrbenchError(f"{path} line {n}: expected a JSON object")
-            records.append((f"{path} line {n}", record))
-    return records
+    def where(index: int) -> str:
+        return f"{path} line {index + 1}"
+
+    return [(where(index), record) for index, record in jsonl_records(path, "records", where)]

@@ -18,7 +18,7 @@ def test_jsonl_and_csv_records_name_their_lines(tmp_path):
 
 @pytest.mark.parametrize("name, text, message", [
     ("bad.jsonl", '{"qid": 1}\n{oops\n', "bad.jsonl line 2: not valid JSON"),
-    ("list.jsonl", '[1, 2]\n', "list.jsonl line 1: expected a JSON object"),
+    ("list.jsonl", "[1, 2]\n", "list.jsonl line 1: a record must be a JSON object, got list"),
     ("cols.csv", "qid,label\nq1,1\n", "cols.csv: the CSV header lacks the column"),
 ])
 def test_malformed_record_files(tmp_path, name, text, message):
@@ -28,3 +28,20 @@ def test_malformed_record_files(tmp_path, name, text, message):
         read_records(path, {"qid", "doc_id"})
     with pytest.raises(MtrbenchError, match="does not exist"):
         read_records(tmp_path / "missing.jsonl")
+
+
+def test_jsonl_records_are_read_as_every_jsonl_input(tmp_path):
+    """The JSONL branch is formats.lines' reader: a byte order mark is dropped, gzip is read, and bytes that
+    are not UTF-8 are an error naming the file and line."""
+    import gzip
+
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes('\ufeff{"qid": "q1"}\n'.encode("utf-8"))
+    assert read_records(bom) == [(f"{bom} line 1", {"qid": "q1"})]
+    packed = tmp_path / "packed.jsonl.gz"
+    packed.write_bytes(gzip.compress(b'\n{"qid": "q2"}\n'))
+    assert read_records(packed) == [(f"{packed} line 2", {"qid": "q2"})]
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"qid": "q1"}\n{"qid": "caf\xe9"}\n')
+    with pytest.raises(MtrbenchError, match="latin.jsonl: not UTF-8 text at line 2"):
+        read_records(latin)
