@@ -21,11 +21,12 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from mtrbench.measures import all_families
+    from mtrbench.measures.registry import family_origin
 
     rows = [{"family": f.name, "example": str(f.example()), "names": list(f.names()),
              "result_key": f.key(f.example(), 1), "relevance_level": f.uses_relevance_level,
              "per_query": f.per_query, "parameters": list(f.param_names), "definition": f.definition,
-             "citation": f.citation} for f in all_families().values()]
+             "citation": f.citation, "origin": family_origin(f)} for f in all_families().values()]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
@@ -47,6 +48,6 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
             line.append("  (rel=N)")
         console.print(line)
         console.print(Padding(Text(f.definition), (0, 0, 0, 4)))
-        if f.citation:
-            console.print(Padding(Text(f.citation, style="dim"), (0, 0, 0, 4)))
+        notes = [n for n in (f.citation, f"origin: {row['origin']}") if n]
+        console.print(Padding(Text("; ".join(notes), style="dim"), (0, 0, 0, 4)))
     return 0

@@ -17,13 +17,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from rich.padding import Padding
     from rich.text import Text
 
-    from mtrbench.retrieve.registry import REGISTRY
+    from mtrbench.retrieve.registry import all_models
 
     # One block per alias rather than a table: the checkpoint ids are what users copy, so each is printed
     # whole on the alias's line, and the notes wrap below at the terminal's width.
     console = Console(highlight=False)
-    console.print(Text("model aliases (any HF id or local folder works too)", style="bold"), overflow="fold")
-    for spec in REGISTRY.values():
+    console.print(Text("model aliases (any HF id or local folder works too; origin: built-in or the plugin "
+                       "package, docs/plugins.md)", style="bold"), overflow="fold")
+    for spec in all_models().values():
         line = Text()
         line.append(spec.alias, style="bold cyan")
         if not spec.doc_model_id:
@@ -39,5 +40,6 @@ def _cmd_models(args: argparse.Namespace) -> int:
             notes.append(f"query prompt: <{spec.query_prompt_name}> (defined by the checkpoint)")
         if spec.doc_prompt:
             notes.append(f"doc prompt: {spec.doc_prompt!r}")
+        notes.append(f"origin: {spec.origin}")
         console.print(Padding(Text("; ".join(n for n in notes if n), style="dim"), (0, 0, 0, 4)))
     return 0

@@ -39,15 +39,21 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
                              require_corpus=False)
             print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
+    from mtrbench.measures import label
     from mtrbench.results.table import compact_table, print_titled
 
     table = compact_table()
-    for column in ("name", "split", "main score", "source"):
-        table.add_column(column, no_wrap=not column.startswith("source"), overflow="fold")
+    # the main score as a measure (nDCG@10, as --metrics takes it) leaves room for the origin within 80 columns
+    table.add_column("name", no_wrap=True)
+    table.add_column("split", no_wrap=True)
+    table.add_column("main score", overflow="fold", max_width=10)
+    table.add_column("source", overflow="fold")
+    table.add_column("origin", no_wrap=True)
     for card in all_cards().values():
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
             source += f"@{card.source.revision[:7]}"
-        table.add_row(card.name, card.eval_split, card.main_score, source)
-    print_titled(console, "mtrbench tasks (source: Hub dataset@revision, or a local path)", table)
+        table.add_row(card.name, card.eval_split, label(card.main_score), source, card.origin)
+    print_titled(console, "mtrbench tasks (source: Hub dataset@revision, or a local path; origin: built-in or "
+                          "the plugin package, docs/plugins.md)", table)
     return 0

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from mtrbench.infra.errors import MtrbenchError, unknown_name
+
+if TYPE_CHECKING:
+    from mtrbench import plugins
 
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
 DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")
@@ -48,6 +53,7 @@ class TaskCard:
     citation: str | None = None
     loader_options: dict[str, Any] = field(default_factory=dict)
     card_path: str | None = None  # filled in on load, not written by authors
+    origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
 
     def local_path(self) -> Path | None:
         if not self.source.path:
@@ -60,14 +66,16 @@ class TaskCard:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("card_path")
+        data.pop("origin")
         return data
 
 
+_NOT_WRITTEN = {"card_path", "origin"}  # set by mtrbench, never by a card's author
 _TUPLE_FIELDS = {"splits", "metrics", "k_values", "languages", "domains"}
 
 
 def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
-    known = {f.name for f in fields(TaskCard)} - {"card_path"}
+    known = {f.name for f in fields(TaskCard)} - _NOT_WRITTEN
     unknown = set(data) - known
     if unknown:
         raise MtrbenchError(f"{origin}: unknown task card field(s) {sorted(unknown)}; allowed: {sorted(known)}")
@@ -101,13 +109,66 @@ def cards_dir() -> Path:
     return Path(str(resources.files("mtrbench.tasks")))
 
 
-def all_cards() -> dict[str, TaskCard]:
+def builtin_cards() -> dict[str, TaskCard]:
     cards: dict[str, TaskCard] = {}
     for path in sorted(cards_dir().glob("*.yaml")):
         card = load_card(path)
         if card.name in cards:
             raise MtrbenchError(f"{path}: task name '{card.name}' already defined by {cards[card.name].card_path}")
         cards[card.name] = card
+    return cards
+
+
+def all_cards() -> dict[str, TaskCard]:
+    """The built-in cards, then those plugins register (``mtrbench.tasks`` entry points, mtrbench.plugins)."""
+    cards = builtin_cards()
+    for card in plugin_cards(frozenset(cards)):
+        cards[card.name] = card
+    return cards
+
+
+@cache
+def plugin_cards(builtin: frozenset[str]) -> tuple[TaskCard, ...]:
+    """The cards of the ``mtrbench.tasks`` entry points whose names are not in ``builtin`` nor taken by an
+    earlier plugin, each validated as a built-in card is; a card that fails is a warning and is skipped."""
+    from mtrbench import plugins  # here: commands that never look a task up do not import it
+
+    candidates: list[plugins.Candidate[TaskCard]] = []
+    for entry in plugins.entries(plugins.TASKS):
+        for card in _entry_cards(entry):
+            candidates.append(plugins.Candidate((card.name,), card.name, replace(card, origin=entry.origin), entry))
+    return tuple(c.item for c in plugins.merge("task", builtin, candidates))
+
+
+def _entry_cards(entry: plugins.Entry) -> list[TaskCard]:
+    cards: list[TaskCard] = []
+    for item in entry.items:
+        try:
+            if isinstance(item, TaskCard):
+                # validated like a YAML card; a relative data path is relative to the card's file, else the module's
+                where = item.card_path or str(entry.module_file or f"plugin {entry.name}")
+                cards.append(card_from_dict(item.to_dict(), where))
+            elif isinstance(item, (str, os.PathLike)):
+                path = Path(item).expanduser()
+                if not path.is_absolute() and entry.module_file is not None:
+                    path = entry.module_file.parent / path
+                if path.is_dir():
+                    files = sorted(path.glob("*.yaml"))
+                    if not files:
+                        entry.warn(f"{path}: no task card (*.yaml) in this folder")
+                elif path.is_file():
+                    files = [path]
+                else:
+                    raise MtrbenchError(f"{path}: no such task card file or folder")
+                for file in files:
+                    try:
+                        cards.append(load_card(file))
+                    except MtrbenchError as exc:
+                        entry.warn(f"{exc}; skipped")
+            else:
+                raise MtrbenchError(f"{type(item).__name__} {item!r:.60} is not a task card file, folder or TaskCard")
+        except MtrbenchError as exc:
+            entry.warn(f"{exc}; skipped")
     return cards
 
 

