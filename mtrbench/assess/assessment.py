@@ -21,7 +21,7 @@ from mtrbench.assess.roles import Roles
 from mtrbench.assess.runner import PairAssessor, assess_all
 from mtrbench.assess.stats import assessment_stats
 from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import UserInputError
 from mtrbench.formats.qrels import format_qrels
 
 if TYPE_CHECKING:
@@ -90,9 +90,9 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
     from mtrbench.results.writer import safe_name
 
     if options.rounds < 1:
-        raise MtrbenchError("--rounds must be at least 1")
+        raise UserInputError("--rounds must be at least 1")
     if not options.runs and not options.humans:
-        raise MtrbenchError("give the runs to pool (--runs RUN.trec ...) or human labels to merge (--humans FILE)")
+        raise UserInputError("give the runs to pool (--runs RUN.trec ...) or human labels to merge (--humans FILE)")
     say = (lambda m: None) if options.quiet or console is None else (lambda m: console.print(f"[dim]{m}[/dim]"))
     card = resolve_card(options.task)
     task = load_task(card, split=options.split, data_dir=options.data_dir, corpus_path=options.corpus)
@@ -101,7 +101,7 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
     grade = options.relevant_grade if options.relevant_grade is not None else default_relevant_grade(
         original, card.relevance_level)
     if grade < 1:
-        raise MtrbenchError("--relevant-grade must be at least 1")
+        raise UserInputError("--relevant-grade must be at least 1")
     paths = OutputPaths(Path(options.output_dir) if options.output_dir
                         else Path("results") / "assess" / safe_name(task.name))
     warnings: Counter = Counter(task.warnings)

@@ -20,7 +20,7 @@ from mtrbench.assess.dream import AGENTS
 from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.prompts import Case
 from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.records import read_records
 
 
@@ -103,9 +103,9 @@ def parse_human_label(value: Any, where: str) -> tuple[bool, int | None] | None:
     try:
         grade = int(float(text))
     except ValueError:
-        raise MtrbenchError(f"{where}: human label {value!r} is not yes/no or an integer grade") from None
+        raise DataError(f"{where}: human label {value!r} is not yes/no or an integer grade") from None
     if grade < 0 or grade != float(text):
-        raise MtrbenchError(f"{where}: human label {value!r} is not a grade (a non-negative integer)")
+        raise DataError(f"{where}: human label {value!r} is not a grade (a non-negative integer)")
     return grade > 0, grade
 
 
@@ -113,13 +113,13 @@ def read_human_labels(path: str | Path) -> tuple[list[HumanLabel], Counter]:
     """Labels from a filled escalation file: CSV (qid, doc_id, human_label) or JSONL (human_label or label)."""
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"--humans file {path} does not exist")
+        raise DataError(f"--humans file {path} does not exist")
     counts: Counter = Counter()
     rows = read_records(path, required_columns={"qid", "doc_id"} if path.suffix.lower() == ".csv" else None)
     labels = []
     for where, record in rows:
         if "qid" not in record or "doc_id" not in record:
-            raise MtrbenchError(f"{where}: needs qid and doc_id")
+            raise DataError(f"{where}: needs qid and doc_id")
         value = record.get("human_label", record.get("label"))
         parsed = parse_human_label(value, where)
         if parsed is None:

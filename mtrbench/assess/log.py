@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager, TextIO
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
 KINDS = ("prefilter", "debate", "adjudication", "human")
@@ -125,7 +125,7 @@ class AssessmentLog:
                     if not line.endswith("\n"):  # the last line, cut short by a kill: that step is redone
                         self.warnings["log: incomplete last line ignored"] += 1
                         continue
-                    raise MtrbenchError(f"{self.path}:{n}: not an assessment log record")
+                    raise DataError(f"{self.path}:{n}: not an assessment log record")
                 entry = pairs.setdefault((record["qid"], record["doc_id"]), PairRecords(record["qid"], record["doc_id"]))
                 setattr(entry, record["kind"], record)
                 if record["kind"] == "debate":  # an adjudication settles the debate logged before it, not this one

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.run import Run, ranked, read_run
 from mtrbench.analyses.pool import pooled
 
@@ -40,20 +40,20 @@ def read_runs(paths: list[str]) -> dict[str, Run]:
     if len(set(names)) != len(names):
         names = [str(p) for p in paths]
     if len(set(names)) != len(names):
-        raise MtrbenchError("the same run file is given twice in --runs")
+        raise UserInputError("the same run file is given twice in --runs")
     return {name: read_run(path) for name, path in zip(names, paths)}
 
 
 def build_pool(task: TaskData, runs: dict[str, Run], depth: int) -> Pool:
     if depth < 1:
-        raise MtrbenchError("--depth must be at least 1")
+        raise UserInputError("--depth must be at least 1")
     order = {q.qid: n for n, q in enumerate(task.queries)}
     judged = task.qrels()
     warnings: Counter = Counter()
     for name, run in runs.items():
         unknown = [q for q in run if q not in order]
         if unknown and len(unknown) == len(run):
-            raise MtrbenchError(f"run {name}: none of its query ids is a query of task {task.name} "
+            raise DataError(f"run {name}: none of its query ids is a query of task {task.name} "
                                 f"({task.split}); e.g. '{unknown[0]}'")
         warnings["run query ids not in the task (skipped)"] += len(unknown)
 

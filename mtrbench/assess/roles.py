@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtrbench.infra.errors import MtrbenchError, closest
+from mtrbench.infra.errors import UserInputError, closest
 from mtrbench.llm.config import JudgeConfig
 
 
@@ -49,15 +49,15 @@ def pick_roles(judges: Sequence[JudgeConfig], agents: str | None, prefilter: boo
         names = [n.strip() for n in text.split(",") if n.strip()]
         for name in names:
             if name not in by_name:
-                raise MtrbenchError(f"{what}: no judge named '{name}'.{closest(name, by_name)} "
+                raise UserInputError(f"{what}: no judge named '{name}'.{closest(name, by_name)} "
                                     f"Judges: {', '.join(by_name)}")
         return [by_name[n] for n in names]
 
     if not judges:
-        raise MtrbenchError("no judge configured (--judges FILE or --llm-model MODEL)")
+        raise UserInputError("no judge configured (--judges FILE or --llm-model MODEL)")
     pair = named(agents, "--agents") if agents else [judges[0]]
     if len(pair) not in (1, 2):
-        raise MtrbenchError("--agents takes one judge (both agents) or two (Agent A, Agent B)")
+        raise UserInputError("--agents takes one judge (both agents) or two (Agent A, Agent B)")
     filters: list[JudgeConfig] = []
     if prefilter:
         if prefilter_judges:
@@ -65,9 +65,9 @@ def pick_roles(judges: Sequence[JudgeConfig], agents: str | None, prefilter: boo
         elif len(judges) >= 3:
             filters = list(judges[:3])
         else:
-            raise MtrbenchError(f"--prefilter uses three judges (DREAM App. E), the configuration has {len(judges)}: "
+            raise UserInputError(f"--prefilter uses three judges (DREAM App. E), the configuration has {len(judges)}: "
                                 "give a judges file with three, or name the ones to use with --prefilter-judges")
     elif prefilter_judges:
-        raise MtrbenchError("--prefilter-judges needs --prefilter")
+        raise UserInputError("--prefilter-judges needs --prefilter")
     return Roles(agent_a=pair[0], agent_b=pair[-1], prefilter=filters,
                  adjudicator=named(adjudicator, "--adjudicator")[0] if adjudicator else None)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtrbench.audit.plan import DIMENSIONS
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.records import read_records
 
 HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
@@ -32,7 +32,7 @@ def _number(value, where: str) -> float | None:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise MtrbenchError(f"{where}: score {value!r} is not a number") from None
+        raise DataError(f"{where}: score {value!r} is not a number") from None
     if math.isnan(number):
         return None
     return number
@@ -41,28 +41,28 @@ def _number(value, where: str) -> float | None:
 def read_human_scores(path: str | Path) -> HumanScores:
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"--human-scores file {path} does not exist")
+        raise DataError(f"--human-scores file {path} does not exist")
     collected: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for where, row in read_records(path):
         instance = row.get("instance_id")
         if instance in (None, ""):
-            raise MtrbenchError(f"{where}: needs an 'instance_id' (see instances.jsonl in the audit folder)")
+            raise DataError(f"{where}: needs an 'instance_id' (see instances.jsonl in the audit folder)")
         if "dimension" in row:
             dimension = str(row["dimension"]).strip()
             if dimension not in DIMENSIONS:
-                raise MtrbenchError(f"{where}: unknown dimension '{dimension}' ({', '.join(DIMENSIONS)})")
+                raise DataError(f"{where}: unknown dimension '{dimension}' ({', '.join(DIMENSIONS)})")
             pairs = [(dimension, row.get("score"))]
         else:
             pairs = [(d, row[d]) for d in DIMENSIONS if d in row]
             if not pairs:
-                raise MtrbenchError(f"{where}: needs 'dimension' and 'score', or a column per dimension "
+                raise DataError(f"{where}: needs 'dimension' and 'score', or a column per dimension "
                                     f"({', '.join(DIMENSIONS)})")
         for dimension, value in pairs:
             score = _number(value, where)
             if score is not None:
                 collected[dimension][str(instance)].append(score)
     if not collected:
-        raise MtrbenchError(f"{path}: no human score found")
+        raise DataError(f"{path}: no human score found")
     return {d: {i: sum(v) / len(v) for i, v in by_instance.items()} for d, by_instance in collected.items()}
 
 

@@ -26,7 +26,7 @@ from mtrbench.audit.plan import (COMPLETENESS, AuditItem, AuditPlan, build_plan,
                                  supported_dimensions)
 from mtrbench.audit.report import (ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table,
                                    write_holes)
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.results.writer import safe_name
 
 DEFAULT_NEGATIVES = 4
@@ -74,11 +74,11 @@ def default_output_dir(task_name: str) -> Path:
 
 def _validate(config: AuditConfig) -> None:
     if config.n_negatives < 1:
-        raise MtrbenchError("--negatives must be at least 1")
+        raise UserInputError("--negatives must be at least 1")
     if config.limit is not None and config.limit < 1:
-        raise MtrbenchError("--limit must be at least 1")
+        raise UserInputError("--limit must be at least 1")
     if config.max_doc_chars is not None and config.max_doc_chars < 1:
-        raise MtrbenchError("--max-doc-chars must be positive (0 on the command line: no limit)")
+        raise UserInputError("--max-doc-chars must be positive (0 on the command line: no limit)")
 
 
 def _negatives(config: AuditConfig, task, queries) -> HardNegatives:
@@ -109,9 +109,9 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
     say = say or (lambda message: console.print(f"[dim]{message}[/dim]"))
     _validate(config)
     if not judges:
-        raise MtrbenchError("no judge: pass --judges FILE or --llm-model MODEL")
+        raise UserInputError("no judge: pass --judges FILE or --llm-model MODEL")
     if len(judges) > 1 and any(j.name == ENSEMBLE for j in judges):
-        raise MtrbenchError(f"a judge may not be named '{ENSEMBLE}': that row averages the judges")
+        raise UserInputError(f"a judge may not be named '{ENSEMBLE}': that row averages the judges")
     human = read_human_scores(config.human_scores) if config.human_scores else None  # bad file: fail before spending
 
     card = resolve_card(config.task)
@@ -145,7 +145,7 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
                       negatives.by_qid if negatives else None, config.n_negatives, config.seed,
                       config.max_doc_chars, notes)
     if not plan.items:
-        raise MtrbenchError("the audit plan is empty: no audited query supports the requested dimensions")
+        raise DataError("the audit plan is empty: no audited query supports the requested dimensions")
 
     contents = log.read()
     pending: dict[str, list[AuditItem]] = {}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery, TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 
 
 @dataclass
@@ -41,7 +41,7 @@ def negatives_from_run(run_path: str | Path, task: TaskData, queries: Sequence[C
 
     run = read_run(run_path)
     if not set(run) & {q.qid for q in queries}:
-        raise MtrbenchError(f"--negatives-run {run_path}: no query id of task '{task.name}' ({task.split}) is in "
+        raise DataError(f"--negatives-run {run_path}: no query id of task '{task.name}' ({task.split}) is in "
                             f"this run (e.g. '{queries[0].qid}')")
     notes: Counter = Counter()
     by_qid: dict[str, list[str]] = {}

@@ -18,7 +18,7 @@ from typing import Any
 from mtrbench.audit import prompts
 from mtrbench.audit.prompts import ShownDocument
 from mtrbench.data.model import ConversationalQuery, Corpus
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 
 ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY = "alignment", "completeness", "faithfulness", "quality"
 DIMENSIONS = (ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY)
@@ -93,7 +93,7 @@ def parse_dimensions(spec: str | None) -> list[str] | None:
     wanted = [d.strip() for d in spec.split(",") if d.strip()]
     unknown = [d for d in wanted if d not in DIMENSIONS]
     if unknown:
-        raise MtrbenchError(f"--dimensions: unknown dimension(s) {', '.join(unknown)}; choose from "
+        raise UserInputError(f"--dimensions: unknown dimension(s) {', '.join(unknown)}; choose from "
                             f"{', '.join(DIMENSIONS)}")
     return [d for d in DIMENSIONS if d in wanted]
 
@@ -109,7 +109,7 @@ def select_queries(queries: Sequence[ConversationalQuery], relevance_level: int,
     if len(eligible) < len(queries):
         notes["queries without gold documents (not audited)"] = len(queries) - len(eligible)
     if not eligible:
-        raise MtrbenchError("no query of this task has a gold document: nothing to audit")
+        raise DataError("no query of this task has a gold document: nothing to audit")
     if limit is not None and limit < len(eligible):
         order = list(range(len(eligible)))
         random.Random(seed).shuffle(order)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 
 
 def detect_format(folder: Path) -> str:
@@ -21,7 +21,7 @@ def detect_format(folder: Path) -> str:
         return "mtrbench"
     if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
         return "beir"
-    raise MtrbenchError(f"{folder}: cannot tell the format (expected corpus.jsonl with conversations/ "
+    raise DataError(f"{folder}: cannot tell the format (expected corpus.jsonl with conversations/ "
                         f"(mtrbench), queries.jsonl + qrels/ (BEIR) or a README.md whose configs name corpus, "
                         f"queries and qrels (Hugging Face, `mtrbench export --format hf`))")
 
@@ -34,13 +34,13 @@ def card_for_folder(folder: Path) -> TaskCard:
 
         splits = folder_splits(folder)
         if not splits:
-            raise MtrbenchError(f"{folder}/README.md: the qrels config names no split")
+            raise DataError(f"{folder}/README.md: the qrels config names no split")
     else:
         split_dir = folder / ("conversations" if fmt == "mtrbench" else "qrels")
         ext = "jsonl" if fmt == "mtrbench" else "tsv"
         splits = sorted(p.stem for p in split_dir.glob(f"*.{ext}"))
         if not splits:
-            raise MtrbenchError(f"{split_dir}: no split files (*.{ext})")
+            raise DataError(f"{split_dir}: no split files (*.{ext})")
     eval_split = "test" if "test" in splits else splits[0]
     return card_from_dict({"name": folder.resolve().name, "description": f"local {fmt} folder {folder}",
                            "format": fmt, "source": {"path": str(folder.resolve())}, "splits": splits,
@@ -67,7 +67,7 @@ def resolve_card(task: str, note: Callable[[str], None] = _note) -> TaskCard:
     if looks_like_path(task):
         if path.is_dir():
             return card_for_folder(path)
-        raise MtrbenchError(f"{task}: no such folder or task card file (.yaml); a registered task name has no "
+        raise UserInputError(f"{task}: no such folder or task card file (.yaml); a registered task name has no "
                             f"'/' (`mtrbench tasks` lists them)")
     cards = all_cards()
     if task in cards:
@@ -78,7 +78,7 @@ def resolve_card(task: str, note: Callable[[str], None] = _note) -> TaskCard:
         try:
             card = card_for_folder(path)
         except MtrbenchError as exc:
-            raise MtrbenchError(f"'{task}' is neither a registered task (`mtrbench tasks` lists them) nor a task "
+            raise UserInputError(f"'{task}' is neither a registered task (`mtrbench tasks` lists them) nor a task "
                                 f"folder: {exc}") from None
         note(f"'{task}' is not a registered task; using the folder ./{task}")
         return card
@@ -92,12 +92,12 @@ def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Pa
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     split = split or card.eval_split
     if split not in card.splits:
-        raise MtrbenchError(f"task '{card.name}' has no split '{split}' (splits: {', '.join(card.splits)})")
+        raise UserInputError(f"task '{card.name}' has no split '{split}' (splits: {', '.join(card.splits)})")
     folder = Path(data_dir).expanduser() if data_dir else None
     if folder is not None and not folder.exists():
-        raise MtrbenchError(f"--data-dir {folder} does not exist")
+        raise UserInputError(f"--data-dir {folder} does not exist")
     corpus = Path(corpus_path).expanduser() if corpus_path else None
     if corpus is not None and not corpus.exists():
-        raise MtrbenchError(f"--corpus {corpus} does not exist")
+        raise UserInputError(f"--corpus {corpus} does not exist")
     request = LoadRequest(split=split, data_dir=folder, corpus_path=corpus, require_corpus=require_corpus)
     return get_loader(card.format)(card, request)

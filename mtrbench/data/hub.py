@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mtrbench.infra.errors import HubUnavailableError, MtrbenchError
+from mtrbench.infra.errors import DataError, HubUnavailableError, UserInputError
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -104,7 +104,7 @@ def load_split(
         one_file = Path(data_files) if builder and isinstance(data_files, (str, Path)) else None
         if one_file is not None and one_file.is_file():
             if one_file.stat().st_size == 0:
-                raise MtrbenchError(f"{what} file {one_file} is empty (0 bytes)")
+                raise DataError(f"{what} file {one_file} is empty (0 bytes)")
             if builder in ("json", "text"):
                 from mtrbench.formats.lines import check_utf8
 
@@ -119,17 +119,17 @@ def load_split(
             rows = _fallback(builder, data_files, what)
             if rows is not None:
                 return rows
-            raise MtrbenchError(f"could not read {what} from {local}: {_first_line(exc)}") from None
+            raise DataError(f"could not read {what} from {local}: {_first_line(exc)}") from None
         except datasets.exceptions.DatasetGenerationError as exc:
             rows = _fallback(builder, data_files, what)
             if rows is not None:
                 return rows
             cause = exc.__cause__ or exc
-            raise MtrbenchError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
+            raise DataError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
 
     repo = str(location)
     if "/" not in repo or repo.startswith((".", "/", "~")):
-        raise MtrbenchError(f"{what}: '{repo}' is neither an existing local path nor a Hub dataset id (org/name)")
+        raise UserInputError(f"{what}: '{repo}' is neither an existing local path nor a Hub dataset id (org/name)")
     if not hub_reachable():
         if not offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what)
@@ -139,7 +139,7 @@ def load_split(
     except (ConnectionError, OSError, datasets.exceptions.DatasetNotFoundError) as exc:
         if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what) from None
-        raise MtrbenchError(f"could not load {what} {repo}@{revision or 'main'}: {_first_line(exc)}") from None
+        raise DataError(f"could not load {what} {repo}@{revision or 'main'}: {_first_line(exc)}") from None
 
 
 def local_cache_dir(path: Path) -> Path:
@@ -175,11 +175,11 @@ def fetch_file(repo: str, filename: str, revision: str | None, what: str, requir
     except EntryNotFoundError:
         if not required:
             return None
-        raise MtrbenchError(f"{what}: {repo}@{revision or 'main'} has no file {filename}") from None
+        raise DataError(f"{what}: {repo}@{revision or 'main'} has no file {filename}") from None
     except (OSError, ValueError) as exc:
         if offline:
             raise hub_error(repo, revision, kind="dataset", what=what) from None
-        raise MtrbenchError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
+        raise DataError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
 
 
 def hub_error(repo: str, revision: str | None, *, kind: str, what: str,

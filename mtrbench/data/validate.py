@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from mtrbench.data.model import ConversationalQuery, Corpus
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.run import id_problem
 
 
@@ -15,12 +15,12 @@ def check_corpus(corpus: Corpus, origin: str) -> None:
     for n, doc_id in enumerate(corpus.ids):
         problem = id_problem(doc_id)
         if problem:
-            raise MtrbenchError(f"{origin} record {n}: document id '{doc_id}' {problem}")
+            raise DataError(f"{origin} record {n}: document id '{doc_id}' {problem}")
     if len(corpus._position) != len(corpus.ids):
         dupes = [doc_id for doc_id, n in Counter(corpus.ids).items() if n > 1]
         first = next(n for n, doc_id in enumerate(corpus.ids) if corpus.position(doc_id) != n)
         doc_id = corpus.ids[first]  # position() holds an id's last record
-        raise MtrbenchError(f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
+        raise DataError(f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
                             f"e.g. '{doc_id}' (also record {first})")
 
 
@@ -30,7 +30,7 @@ def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: st
         for doc_id in q.qrels:
             problem = id_problem(doc_id)
             if problem:
-                raise MtrbenchError(f"{origin}: qrels of query '{q.qid}' name document '{doc_id}', whose id {problem}")
+                raise DataError(f"{origin}: qrels of query '{q.qid}' name document '{doc_id}', whose id {problem}")
         unknown = [d for d in q.qrels if d not in corpus]
         if unknown:
             warnings["qrels naming unknown documents (dropped)"] += len(unknown)
@@ -53,10 +53,10 @@ def check_queries_without_corpus(queries: list[ConversationalQuery], origin: str
         for name, value in (("query id", q.qid), ("conversation id", q.conversation_id)):
             problem = id_problem(value)
             if problem:
-                raise MtrbenchError(f"{origin}: {name} '{value}' (query '{q.qid}') {problem}")
+                raise DataError(f"{origin}: {name} '{value}' (query '{q.qid}') {problem}")
         if q.qid in seen:
-            raise MtrbenchError(f"{origin}: duplicate query id '{q.qid}'")
+            raise DataError(f"{origin}: duplicate query id '{q.qid}'")
         seen.add(q.qid)
         if not q.query.strip():
-            raise MtrbenchError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
+            raise DataError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
                                 f"has an empty current question")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import BEIR, Qrels, grade_of
 
 
@@ -45,21 +45,21 @@ class BeirFolder:
             if not path.is_file():
                 splits = sorted(p.stem for p in self.qrels(split).parent.glob("*.tsv"))
                 extra = f" (qrels splits here: {splits})" if path == self.qrels(split) and splits else ""
-                raise MtrbenchError(f"BEIR folder {self.path}: missing {path.name}{extra}")
+                raise DataError(f"BEIR folder {self.path}: missing {path.name}{extra}")
 
 
 def qrels_from_rows(rows: Any, origin: str) -> Qrels:
     """Judgments from a ``datasets`` table with BEIR's qrels columns (``query-id``, ``corpus-id``, ``score``)."""
     missing = [c for c in BEIR.columns if c not in rows.column_names]
     if missing:
-        raise MtrbenchError(f"{origin}: qrels need columns {list(BEIR.columns)} (header row), missing {missing}")
+        raise DataError(f"{origin}: qrels need columns {list(BEIR.columns)} (header row), missing {missing}")
     table = rows.select_columns(list(BEIR.columns)).to_dict()  # by column: row dicts are slow for large tables
     qrels: Qrels = {}
     for n, (qid, doc_id, score) in enumerate(zip(*(table[c] for c in BEIR.columns))):
         if qid is None or doc_id is None or score is None:
-            raise MtrbenchError(f"{origin} record {n}: incomplete qrels row")
+            raise DataError(f"{origin} record {n}: incomplete qrels row")
         grade = grade_of(score)
         if grade is None:
-            raise MtrbenchError(f"{origin} record {n} ({qid}): score '{score}' is not an integer")
+            raise DataError(f"{origin} record {n} ({qid}): score '{score}' is not an integer")
         qrels.setdefault(str(qid), {})[str(doc_id)] = grade
     return qrels

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 
 # ``history`` names that ``mtrbench generate`` wrote (and took as --history) before it used eval's --history
 # names: read as aliases of the current name, never written. A model's rewrite was "rewrite" with
@@ -46,25 +46,25 @@ _KNOWN = ("qid", "answer", "passages", "conversation_id", "turn", "question", "g
 
 def generation_from_record(row: object, where: str) -> Generation:
     if not isinstance(row, dict):
-        raise MtrbenchError(f"{where}: a generation must be a JSON object")
+        raise DataError(f"{where}: a generation must be a JSON object")
     qid = row.get("qid")
     if not isinstance(qid, (str, int)) or isinstance(qid, bool) or str(qid) == "":
-        raise MtrbenchError(f"{where}: needs a 'qid' (the query id as in the task's qrels)")
+        raise DataError(f"{where}: needs a 'qid' (the query id as in the task's qrels)")
     where = f"{where} ({qid})"
     answer = row.get("answer")
     if not isinstance(answer, str):
-        raise MtrbenchError(f"{where}: 'answer' must be a string")
+        raise DataError(f"{where}: 'answer' must be a string")
     passages = row.get("passages", [])
     if not isinstance(passages, list) or not all(isinstance(p, (str, int)) and not isinstance(p, bool)
                                                  for p in passages):
-        raise MtrbenchError(f"{where}: 'passages' must be a list of document ids")
+        raise DataError(f"{where}: 'passages' must be a list of document ids")
     turn = row.get("turn")
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
-        raise MtrbenchError(f"{where}: 'turn' must be an integer")
+        raise DataError(f"{where}: 'turn' must be an integer")
     text = {k: row.get(k) for k in ("conversation_id", "question", "generator", "history", "source")}
     for key, value in text.items():
         if value is not None and not isinstance(value, (str, int)):
-            raise MtrbenchError(f"{where}: '{key}' must be a string")
+            raise DataError(f"{where}: '{key}' must be a string")
     return Generation(qid=str(qid), answer=answer, passages=tuple(str(p) for p in passages),
                       conversation_id=str(text["conversation_id"] or ""), turn=turn,
                       question=str(text["question"] or ""), generator=str(text["generator"] or ""),
@@ -78,7 +78,7 @@ def read_generations(path: str | Path) -> dict[str, Generation]:
     the file and line."""
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"generations file {path} does not exist")
+        raise DataError(f"generations file {path} does not exist")
     out: dict[str, Generation] = {}
     with path.open(encoding="utf-8") as handle:
         for n, line in enumerate(handle, 1):
@@ -88,11 +88,11 @@ def read_generations(path: str | Path) -> dict[str, Generation]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise MtrbenchError(f"{where}: not valid JSON ({exc.msg})") from None
+                raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
             generation = generation_from_record(row, where)
             if generation.qid in out:
-                raise MtrbenchError(f"{where}: query '{generation.qid}' has a second generation; one per turn")
+                raise DataError(f"{where}: query '{generation.qid}' has a second generation; one per turn")
             out[generation.qid] = generation
     if not out:
-        raise MtrbenchError(f"generations file {path} holds no generation")
+        raise DataError(f"generations file {path} holds no generation")
     return out

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 
 # The index of a line (from 0) -> where it is, as an error message starts: "runs/a.trec:12".
 Locate = Callable[[int], str]
@@ -41,7 +41,7 @@ def read_lines(path: str | Path, kind: str) -> Iterator[str]:
     does not exist."""
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"{kind} file {path} does not exist")
+        raise DataError(f"{kind} file {path} does not exist")
     return _lines(path)
 
 
@@ -67,11 +67,11 @@ def _lines(path: Path) -> Iterator[str]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise MtrbenchError(f"{path}: not UTF-8 text at line {index + 1} "
+                    raise DataError(f"{path}: not UTF-8 text at line {index + 1} "
                                         f"(byte {exc.start + 1}: {exc.reason})") from None
                 yield line.removeprefix(_BOM) if index == 0 else line
         except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
-            raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
+            raise DataError(f"{path}: cannot read it ({exc})") from None
 
 
 def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
@@ -89,13 +89,13 @@ def check_utf8(path: str | Path, chunk_size: int = 1 << 20) -> None:
                     decoder.decode(chunk)
                 except UnicodeDecodeError as exc:
                     line = newlines + chunk.count(b"\n", 0, max(exc.start, 0)) + 1
-                    raise MtrbenchError(f"{path}: not UTF-8 text at line {line} ({exc.reason})") from None
+                    raise DataError(f"{path}: not UTF-8 text at line {line} ({exc.reason})") from None
                 newlines += chunk.count(b"\n")
             decoder.decode(b"", final=True)
         except UnicodeDecodeError as exc:
-            raise MtrbenchError(f"{path}: not UTF-8 text at line {newlines + 1} ({exc.reason})") from None
+            raise DataError(f"{path}: not UTF-8 text at line {newlines + 1} ({exc.reason})") from None
         except (OSError, EOFError) as exc:
-            raise MtrbenchError(f"{path}: cannot read it ({exc})") from None
+            raise DataError(f"{path}: cannot read it ({exc})") from None
 
 
 def jsonl_records(path: str | Path, kind: str, locate: Locate | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -109,9 +109,9 @@ def jsonl_records(path: str | Path, kind: str, locate: Locate | None = None) -> 
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{where(index)}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise DataError(f"{where(index)}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(value, dict):
-            raise MtrbenchError(f"{where(index)}: a record must be a JSON object, got {type(value).__name__}")
+            raise DataError(f"{where(index)}: a record must be a JSON object, got {type(value).__name__}")
         yield index, value
 
 
@@ -123,14 +123,14 @@ def read_jsonl(path: str | Path, kind: str) -> list[dict[str, Any]]:
     path = Path(path)
     rows = [record for _, record in jsonl_records(path, kind)]
     if not rows:
-        raise MtrbenchError(f"{kind} file {path} is empty (no records)")
+        raise DataError(f"{kind} file {path} is empty (no records)")
     return rows
 
 
 def diagnose_text(path: str | Path, kind: str) -> None:
     """Raise the first problem of a text file: undecodable bytes, no non-blank line."""
     if not any(line.strip() for line in read_lines(path, kind)):
-        raise MtrbenchError(f"{kind} file {path} is empty")
+        raise DataError(f"{kind} file {path} is empty")
 
 
 def read_log_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:

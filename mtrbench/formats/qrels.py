@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import Locate, at_line, read_lines
 from mtrbench.formats.run import id_problem
 
@@ -61,7 +61,7 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
         if header_due:
             header_due = False
             if fields != list(layout.columns):
-                raise MtrbenchError(f"{locate(index)}: qrels need the header '{layout.shape}'")
+                raise DataError(f"{locate(index)}: qrels need the header '{layout.shape}'")
             continue
         qid, doc_id, grade = _judgment(fields, layout, locate, index, trec_ids)
         docs = qrels.setdefault(qid, {})
@@ -69,7 +69,7 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
             on_duplicate(qid, doc_id)
         docs[doc_id] = grade
     if header_due:
-        raise MtrbenchError(f"{locate(0)}: qrels need the header '{layout.shape}'")
+        raise DataError(f"{locate(0)}: qrels need the header '{layout.shape}'")
     return qrels
 
 
@@ -77,17 +77,17 @@ def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int
               trec_ids: bool) -> tuple[str, str, int]:
     if len(fields) != len(layout.columns):
         count = f"{len(fields)} field" + ("" if len(fields) == 1 else "s")
-        raise MtrbenchError(f"{locate(index)}: a qrels line needs '{layout.shape}', got {count}")
+        raise DataError(f"{locate(index)}: a qrels line needs '{layout.shape}', got {count}")
     qid, doc_id, value = fields[0], fields[-2], fields[-1]
     for name, field in ((layout.columns[0], qid), (layout.columns[-2], doc_id)):
         if not field:
-            raise MtrbenchError(f"{locate(index)}: a qrels line needs '{layout.shape}', got an empty {name}")
+            raise DataError(f"{locate(index)}: a qrels line needs '{layout.shape}', got an empty {name}")
         problem = id_problem(field) if trec_ids else None
         if problem:
-            raise MtrbenchError(f"{locate(index)}: {name} '{field}' {problem}")
+            raise DataError(f"{locate(index)}: {name} '{field}' {problem}")
     grade = parse_grade(value)
     if grade is None:
-        raise MtrbenchError(f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is not an integer")
+        raise DataError(f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is not an integer")
     return qid, doc_id, grade
 
 
@@ -121,7 +121,7 @@ def read_qrels(path: str | Path, layout: QrelsLayout | None = None) -> Qrels:
     Ids a TREC run cannot hold and a file without any judgment are errors."""
     qrels = parse_qrels(read_lines(path, "qrels"), at_line(path), layout, trec_ids=True)
     if not qrels:
-        raise MtrbenchError(f"qrels file {path} is empty (no judgment)")
+        raise DataError(f"qrels file {path} is empty (no judgment)")
     return qrels
 
 

@@ -10,7 +10,7 @@ import math
 import re
 from pathlib import Path
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import at_line, read_lines
 
 Run = dict[str, dict[str, float]]  # query id -> document id -> score
@@ -44,21 +44,21 @@ def read_run(path: str | Path) -> Run:
         if not fields:
             continue
         if len(fields) != 6:
-            raise MtrbenchError(f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', "
+            raise DataError(f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', "
                                 f"got {len(fields)}")
         qid, _, doc_id, _, score, _ = fields
         try:
             value = float(score)
         except ValueError:
-            raise MtrbenchError(f"{locate(index)}: score '{score}' is not a number") from None
+            raise DataError(f"{locate(index)}: score '{score}' is not a number") from None
         if not math.isfinite(value):
-            raise MtrbenchError(f"{locate(index)}: score '{score}' is not a finite number")
+            raise DataError(f"{locate(index)}: score '{score}' is not a finite number")
         docs = run.setdefault(qid, {})
         if doc_id in docs:
-            raise MtrbenchError(f"{locate(index)}: document '{doc_id}' appears twice for query '{qid}'")
+            raise DataError(f"{locate(index)}: document '{doc_id}' appears twice for query '{qid}'")
         docs[doc_id] = value
     if not run:
-        raise MtrbenchError(f"run file {path} is empty (no 'qid Q0 docid rank score tag' line)")
+        raise DataError(f"run file {path} is empty (no 'qid Q0 docid rank score tag' line)")
     return run
 
 

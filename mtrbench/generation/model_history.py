@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import UserInputError
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_base_url
@@ -68,7 +68,7 @@ def prompt_hash(kind: str) -> str:
 
 def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[ChatRequest]:
     if kind not in KINDS:
-        raise MtrbenchError(f"model history kind must be one of {', '.join(KINDS)}, got '{kind}'")
+        raise UserInputError(f"model history kind must be one of {', '.join(KINDS)}, got '{kind}'")
     build = MODEL_HISTORY_PROMPTS[kind][1]
     return [ChatRequest(key=q.qid, messages=build(q.history, q.query), parse=partial(parse_model_history, kind),
                         params={"max_tokens": 128 if kind == "rewrite" else 400})

@@ -23,7 +23,7 @@ from typing import Any
 from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.sources import load_run, oracle_passages, run_passages
@@ -82,7 +82,7 @@ def generation_history(name: str) -> str:
     """The current ``--history`` name for generation; an old one ("raw", "summary") is read as its new one."""
     history = current_history(name.strip())
     if history not in HISTORY_SOURCES:
-        raise MtrbenchError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, "
+        raise UserInputError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, "
                             f"got '{name}'")
     return history
 
@@ -138,16 +138,16 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
 
     history = generation_history(config.history)
     if config.oracle == (config.run_path is not None):
-        raise MtrbenchError("give a retrieval result (--run) or --oracle, exactly one")
+        raise UserInputError("give a retrieval result (--run) or --oracle, exactly one")
     if config.top_k < 1:
-        raise MtrbenchError(f"--top-k must be at least 1, got {config.top_k}")
+        raise UserInputError(f"--top-k must be at least 1, got {config.top_k}")
     history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
-        raise MtrbenchError(f"--history {history} needs a rewriter model (--rewriter-model)")
+        raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     if history_source == "gold" and not task.has_rewrites:
-        raise MtrbenchError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
+        raise UserInputError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
                             "use --history rewrite:llm for a model's rewrites")
     output = default_output(config, run_file, task.name, generator.model)
     store = GenerationStore(output)
@@ -180,7 +180,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             missing = [d for d in doc_ids if d not in task.corpus]
             if missing:
                 where = run_file if run_file is not None else f"task {task.name} qrels"
-                raise MtrbenchError(f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
+                raise DataError(f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
                                     f"corpus of task {task.name}")
             plan.append((q, doc_ids))
         report.turns = report.done_before + len(plan)

@@ -18,7 +18,7 @@ from typing import Any, ContextManager, TextIO
 
 from mtrbench.formats.generations import current_history
 from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
 
@@ -62,7 +62,7 @@ class GenerationStore:
                 differs = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
                 if differs:
                     shown = ", ".join(f"{k} {old!r} (now {new!r})" for k, (old, new) in differs.items())
-                    raise MtrbenchError(f"{self.path}:{number}: generated with other settings: {shown}; pass "
+                    raise DataError(f"{self.path}:{number}: generated with other settings: {shown}; pass "
                                         "--output to write these generations to another file")
                 if record["qid"] in stored.done:
                     stored.duplicates += 1

@@ -42,6 +42,6 @@ def closest(name: str, candidates: Iterable[str], n: int = 3) -> str:
     return f" Did you mean: {', '.join(matches)}?" if matches else ""
 
 
-def unknown_name(kind: str, name: str, candidates: Iterable[str], hint: str = "") -> MtrbenchError:
+def unknown_name(kind: str, name: str, candidates: Iterable[str], hint: str = "") -> UserInputError:
     candidates = list(candidates)
-    return MtrbenchError(f"unknown {kind} '{name}'.{closest(name, candidates)}{(' ' + hint) if hint else ''}")
+    return UserInputError(f"unknown {kind} '{name}'.{closest(name, candidates)}{(' ' + hint) if hint else ''}")

@@ -21,7 +21,7 @@ from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data.loaders.rad_bench import RadBench
 from mtrbench.data.model import ASSISTANT, USER, TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.run import Run
 from mtrbench.judge.engine import MODES, JudgeItem, JudgeRun, run_judge
@@ -50,11 +50,11 @@ class JudgeOptions:
 
     def check(self) -> None:
         if self.mode not in MODES:
-            raise MtrbenchError(f"judging mode must be one of {', '.join(MODES)}, got '{self.mode}'")
+            raise UserInputError(f"judging mode must be one of {', '.join(MODES)}, got '{self.mode}'")
         if self.scenario not in SCENARIOS:
-            raise MtrbenchError(f"scenario must be one of {', '.join(SCENARIOS)}, got '{self.scenario}'")
+            raise UserInputError(f"scenario must be one of {', '.join(SCENARIOS)}, got '{self.scenario}'")
         if self.max_passage_chars is not None and self.max_passage_chars < 1:
-            raise MtrbenchError("the passage length limit must be positive")
+            raise UserInputError("the passage length limit must be positive")
 
 
 @dataclass
@@ -129,7 +129,7 @@ def judge_generations(generations: Mapping[str, Generation], task: TaskData, jud
     notes: Counter = Counter()
     items = judge_items_for_task(generations, task, options, notes)
     if not items:
-        raise MtrbenchError(f"no generated turn can be judged against {task.name}: "
+        raise DataError(f"no generated turn can be judged against {task.name}: "
                             + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations"))
     run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
                     show_progress=options.show_progress)
@@ -141,13 +141,14 @@ def judge_generations(generations: Mapping[str, Generation], task: TaskData, jud
 def judge_items_for_rad_bench(bench: RadBench, options: JudgeOptions, models: Sequence[str] | None,
                               notes: Counter) -> list[JudgeItem]:
     if not bench.questions:
-        raise MtrbenchError(f"{bench.path}: questions.jsonl is needed to judge answers (turns and contexts)")
+        raise DataError(f"{bench.path}: questions.jsonl is needed to judge answers (turns and contexts)")
     if not bench.model_answers:
-        raise MtrbenchError(f"{bench.path}: no model answers (model_answer/<model>.jsonl)")
+        raise DataError(f"{bench.path}: no model answers (model_answer/<model>.jsonl)")
     chosen = list(models) if models else sorted(bench.model_answers)
     unknown = [m for m in chosen if m not in bench.model_answers]
     if unknown:
-        raise MtrbenchError(f"{bench.path}: no answers from model '{unknown[0]}' (have: {sorted(bench.model_answers)})")
+        raise UserInputError(f"{bench.path}: no answers from model '{unknown[0]}' "
+                             f"(have: {sorted(bench.model_answers)})")
     items: list[JudgeItem] = []
     for model in chosen:
         for question_id, answer in bench.model_answers[model].items():
@@ -186,12 +187,12 @@ def judge_rad_bench_answers(bench: RadBench, judge: JudgeConfig, options: JudgeO
     ``rad_judgments.jsonl`` in RAD-Bench's judgment layout and the Table 2 aggregation; None after a dry run."""
     options.check()
     if options.mode != "rating":
-        raise MtrbenchError("RAD-Bench answers are judged with ratings (RAD-Bench's protocol); verdicts are for "
+        raise UserInputError("RAD-Bench answers are judged with ratings (RAD-Bench's protocol); verdicts are for "
                             "generations of a task")
     notes: Counter = Counter()
     items = judge_items_for_rad_bench(bench, options, models, notes)
     if not items:
-        raise MtrbenchError(f"{bench.path}: no answer turn can be judged")
+        raise DataError(f"{bench.path}: no answer turn can be judged")
     run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
                     show_progress=options.show_progress)
     if run is None:
@@ -274,7 +275,7 @@ def ragalign_from_verdicts(verdicts: Mapping[str, int], task: TaskData, run: Run
     (retrieval or verdicts constant) has value None and a "note", never NaN."""
     wrong = [str(m) for m in measures if m.family != "ragalign"]
     if wrong:
-        raise MtrbenchError(f"{', '.join(wrong)}: not a RAGAlign measure")
+        raise UserInputError(f"{', '.join(wrong)}: not a RAGAlign measure")
     qrels = task.qrels()
     if qids is not None:
         qrels = {q: docs for q, docs in qrels.items() if q in set(qids)}

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.judge.prompts import parse_rating, parse_verdict, prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
@@ -114,12 +114,12 @@ def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, 
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     if not items:
-        raise MtrbenchError("nothing to judge")
+        raise UserInputError("nothing to judge")
     modes = {i.mode for i in items}
     if len(modes) != 1 or not modes <= set(MODES):
-        raise MtrbenchError(f"one judging mode per run ({', '.join(MODES)}), got {sorted(modes)}")
+        raise UserInputError(f"one judging mode per run ({', '.join(MODES)}), got {sorted(modes)}")
     if len({i.key for i in items}) != len(items):
-        raise MtrbenchError("two judge items share a key")
+        raise DataError("two judge items share a key")
     log_path = Path(output_dir) / LOG_NAME
     records, bad = read_log_records(log_path)
     latest = _latest(records, items, judge)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.generations import Generation
 from mtrbench.measures import Evaluation, Measure, evaluate, parse_measures
 from mtrbench.measures.generation import GenerationFamily
@@ -34,7 +34,7 @@ def generation_measures(texts: Sequence[str]) -> list[Measure]:
     measures = parse_measures(texts, [10])
     wrong = [str(m) for m in measures if not isinstance(m.spec, GenerationFamily)]
     if wrong:
-        raise MtrbenchError(f"{', '.join(wrong)}: not a generation measure; judge takes "
+        raise UserInputError(f"{', '.join(wrong)}: not a generation measure; judge takes "
                             f"{', '.join(DEFAULT_MEASURES)}")
     return measures
 
@@ -44,7 +44,7 @@ def score_generations(generations: Mapping[str, Generation], task: TaskData, mea
     """Score every generated turn the task can score: a known qid with a gold passage (grade >= 1), and a
     reference answer when a reference measure is asked. Turns left out are counted in ``notes``."""
     if not measures:
-        raise MtrbenchError("no measure asked for")
+        raise UserInputError("no measure asked for")
     by_qid = {q.qid: q for q in task.queries}
     references = task_references(task)
     need_reference = any(getattr(m.spec, "needs_references", False) for m in measures)
@@ -61,7 +61,7 @@ def score_generations(generations: Mapping[str, Generation], task: TaskData, mea
         else:
             scored.append(qid)
     if not scored:
-        raise MtrbenchError(f"no generation can be scored against {task.name} ({task.split}): "
+        raise DataError(f"no generation can be scored against {task.name} ({task.split}): "
                             + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations"))
     missing = sum(1 for q in task.queries if q.has_positive and q.qid not in generations)
     if missing:

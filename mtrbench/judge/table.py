@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtrbench.data.loaders.rad_bench import CATEGORIES, RadJudgment, load_rad_bench
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 
 UNPARSABLE = -1
 
@@ -78,9 +78,9 @@ def rad_bench_tables(path: str | Path, drop_unparsable: bool = False) -> list[Ra
     elif path.is_dir():
         bench = load_rad_bench(path)
     else:
-        raise MtrbenchError(f"judgments {path} does not exist")
+        raise DataError(f"judgments {path} does not exist")
     if not bench.judgments:
-        raise MtrbenchError(f"{path}: no RAD-Bench judgment records found")
+        raise DataError(f"{path}: no RAD-Bench judgment records found")
     out = []
     for source in bench.judgment_sources:
         records: list[RadJudgment] = [j for j in bench.judgments if j.source == source]

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -57,7 +57,7 @@ class ResponseCache:
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(SCHEMA)
         except (sqlite3.Error, OSError) as err:
-            raise MtrbenchError(f"LLM cache {self.path} cannot be used ({err}); pass another --llm-cache PATH "
+            raise DataError(f"LLM cache {self.path} cannot be used ({err}); pass another --llm-cache PATH "
                                 "or --no-llm-cache") from None
 
     def get(self, key: str) -> dict | None:

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import openai
 from tqdm.auto import tqdm
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import LLMError, UserInputError
 from mtrbench.llm.cache import ResponseCache, request_key
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.redact import Redactor, public_url, split_userinfo
@@ -171,7 +171,7 @@ class ChatClient:
     def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, backoff_base_s: float = 1.0,
                  backoff_max_s: float = 60.0, retry_after_max_s: float = 120.0) -> None:
         if (judge.base_url or "").startswith("hf://"):
-            raise MtrbenchError(f"judge '{judge.name}': {judge.base_url} runs in-process, which this command does "
+            raise UserInputError(f"judge '{judge.name}': {judge.base_url} runs in-process, which this command does "
                                 "not support; serve the model over HTTP (vLLM, SGLang) or use it with generate, "
                                 "eval's rewriter or audit")
         self.judge = judge
@@ -182,7 +182,7 @@ class ChatClient:
         key = os.environ.get(judge.api_key_env, "").strip()
         if not key:
             if not is_local_url(self.base_url):
-                raise MtrbenchError(
+                raise UserInputError(
                     f"environment variable {judge.api_key_env} is not set: it must hold the API key for judge "
                     f"'{judge.name}' at {display_url(self.base_url)} (choose another variable with api_key_env "
                     "in the judges file or --api-key-env)")
@@ -304,11 +304,11 @@ class ChatClient:
                 f"row failed after their retries (last: {error}); stopped. Finished work is saved: fix the server, "
                 f"model or key and run again to resume (max_failures_in_a_row in the judges file sets the limit)")
         if self._stopped is not None:
-            raise MtrbenchError(self._stopped)
+            raise LLMError(self._stopped)
 
     async def _complete(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResult:
         if self._stopped is not None:
-            raise MtrbenchError(self._stopped)
+            raise LLMError(self._stopped)
         parse = request.parse or (lambda text: text)
         key = self.cache_key(request)
         if self.cache is not None:

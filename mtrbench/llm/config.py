@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from mtrbench.infra.errors import MtrbenchError, closest
+from mtrbench.infra.errors import MtrbenchError, UserInputError, closest
 from mtrbench.llm.redact import UrlCredentials, public_url, split_userinfo
 
 
@@ -60,7 +60,7 @@ class JudgeConfig:
                 object.__setattr__(self, "base_url_auth", credentials)
         problem = _invalid_field(self)
         if problem:
-            raise MtrbenchError(f"judge '{self.name}': {problem}")
+            raise UserInputError(f"judge '{self.name}': {problem}")
 
     def __hash__(self) -> int:  # extra_body is a dict, so the generated hash would fail
         return hash((self.name, self.model, self.base_url, self.api_key_env,
@@ -123,25 +123,25 @@ def load_judges(path: str | Path) -> list[JudgeConfig]:
     """
     path = Path(path)
     if not path.is_file():
-        raise MtrbenchError(f"judges file {path} not found")
+        raise UserInputError(f"judges file {path} not found")
     text = path.read_text(encoding="utf-8")
     data = _parse_document(path, text)
     if isinstance(data, list):
         data = {"judges": data}
     if not isinstance(data, dict):
-        raise MtrbenchError(f"{path}: expected a mapping with a 'judges' list, got {type(data).__name__}")
+        raise UserInputError(f"{path}: expected a mapping with a 'judges' list, got {type(data).__name__}")
     unknown = set(data) - {"judges", "prices"}
     if unknown:
-        raise MtrbenchError(f"{path}: unknown top-level field(s) {sorted(unknown)}; expected 'judges' and 'prices'")
+        raise UserInputError(f"{path}: unknown top-level field(s) {sorted(unknown)}; expected 'judges' and 'prices'")
     prices = _parse_prices(path, data.get("prices") or {})
     entries = data.get("judges")
     if not isinstance(entries, list) or not entries:
-        raise MtrbenchError(f"{path}: 'judges' must be a non-empty list")
+        raise UserInputError(f"{path}: 'judges' must be a non-empty list")
     judges = [_parse_judge(path, i, entry, prices) for i, entry in enumerate(entries)]
     seen: set[str] = set()
     for i, judge in enumerate(judges):
         if judge.name in seen:
-            raise MtrbenchError(f"{path}: judges[{i}].name '{judge.name}' is used twice; names label outputs "
+            raise UserInputError(f"{path}: judges[{i}].name '{judge.name}' is used twice; names label outputs "
                                 "and must be unique")
         seen.add(judge.name)
     return judges
@@ -152,26 +152,26 @@ def _parse_document(path: Path, text: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as err:
-            raise MtrbenchError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+            raise UserInputError(f"{path}: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     try:
         return yaml.safe_load(text)  # YAML is a superset of JSON, so other suffixes go here
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "could not parse"
-        raise MtrbenchError(f"{path}: invalid YAML{where}: {problem}") from None
+        raise UserInputError(f"{path}: invalid YAML{where}: {problem}") from None
 
 
 def _parse_prices(path: Path, raw: Any) -> dict[str, tuple[float, float]]:
     if not isinstance(raw, dict):
-        raise MtrbenchError(f"{path}: 'prices' must map model -> [input, output] USD per 1M tokens")
+        raise UserInputError(f"{path}: 'prices' must map model -> [input, output] USD per 1M tokens")
     prices: dict[str, tuple[float, float]] = {}
     for model, pair in raw.items():
         if isinstance(pair, dict) and set(pair) == {"input", "output"}:
             pair = [pair["input"], pair["output"]]
         if (not isinstance(pair, (list, tuple)) or len(pair) != 2
                 or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in pair)):
-            raise MtrbenchError(f"{path}: prices.{model} must be [input, output] non-negative USD per 1M tokens, "
+            raise UserInputError(f"{path}: prices.{model} must be [input, output] non-negative USD per 1M tokens, "
                                 f"got {pair!r}")
         prices[str(model)] = (float(pair[0]), float(pair[1]))
     return prices
@@ -180,15 +180,15 @@ def _parse_prices(path: Path, raw: Any) -> dict[str, tuple[float, float]]:
 def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[float, float]]) -> JudgeConfig:
     where = f"{path}: judges[{index}]"
     if not isinstance(entry, dict):
-        raise MtrbenchError(f"{where} must be a mapping with at least 'model', got {type(entry).__name__}")
+        raise UserInputError(f"{where} must be a mapping with at least 'model', got {type(entry).__name__}")
     if "api_key" in entry:
-        raise MtrbenchError(f"{where}.api_key: keys are never read from files; export the key in an environment "
+        raise UserInputError(f"{where}.api_key: keys are never read from files; export the key in an environment "
                             "variable and name it with 'api_key_env'")
     for key in entry:
         if key not in JUDGE_FIELDS:
-            raise MtrbenchError(f"{where}: unknown field '{key}'.{closest(str(key), JUDGE_FIELDS)}")
+            raise UserInputError(f"{where}: unknown field '{key}'.{closest(str(key), JUDGE_FIELDS)}")
     if "model" not in entry:
-        raise MtrbenchError(f"{where}: missing required field 'model'")
+        raise UserInputError(f"{where}: missing required field 'model'")
     values = dict(entry)
     values.setdefault("name", values["model"])
     if isinstance(values.get("name"), (int, float)) and not isinstance(values.get("name"), bool):
@@ -204,4 +204,4 @@ def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[flo
     except MtrbenchError as err:
         message = str(err)
         detail = message.split(": ", 1)[1] if message.startswith("judge '") else message
-        raise MtrbenchError(f"{where}: {detail}") from None
+        raise UserInputError(f"{where}: {detail}") from None

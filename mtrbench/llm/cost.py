@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, cache_key, display_url, generation_params, resolve_base_url
 from mtrbench.llm.config import JudgeConfig
@@ -101,14 +101,14 @@ def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: boo
     if yes or not any(est.to_send for _, est in estimates):
         return
     if not sys.stdin.isatty():
-        raise MtrbenchError("the run needs confirmation of the cost estimate above; pass --yes to run without "
+        raise UserInputError("the run needs confirmation of the cost estimate above; pass --yes to run without "
                             "asking (or --dry-run to only see the prompts)")
     try:
         answer = input("Proceed? [y/N] ").strip().lower()
     except EOFError:
         answer = ""
     if answer not in ("y", "yes"):
-        raise MtrbenchError("cancelled: cost estimate not confirmed")
+        raise UserInputError("cancelled: cost estimate not confirmed")
 
 
 def print_dry_run(requests: Sequence[ChatRequest], judges: Sequence[JudgeConfig], n_show: int = 2) -> None:

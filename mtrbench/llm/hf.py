@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunner, Usage, cache_key,
                                  generation_params)
@@ -40,7 +40,7 @@ def is_hf_url(url: str | None) -> bool:
 def hf_model_path(url: str) -> str:
     path = url[len(HF_SCHEME):].strip()
     if not path:
-        raise MtrbenchError(f"base URL {url!r}: name the model after hf://, e.g. hf://Qwen/Qwen2.5-0.5B-Instruct "
+        raise UserInputError(f"base URL {url!r}: name the model after hf://, e.g. hf://Qwen/Qwen2.5-0.5B-Instruct "
                             "or hf:///path/to/folder")
     return path
 
@@ -80,11 +80,11 @@ class HFChatClient:
                 model = self._model or AutoModelForCausalLM.from_pretrained(
                     self._path, dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32)
             except (OSError, ValueError) as err:
-                raise MtrbenchError(f"hf://{self._path}: cannot load a causal LM and its tokenizer ({err})") from None
+                raise ModelError(f"hf://{self._path}: cannot load a causal LM and its tokenizer ({err})") from None
             self._model, self._tokenizer = model.to(device).eval(), tokenizer
         tokenizer = self._tokenizer
         if not getattr(tokenizer, "chat_template", None):
-            raise MtrbenchError(f"hf://{self._path}: the tokenizer has no chat template; use an instruct/chat model")
+            raise ModelError(f"hf://{self._path}: the tokenizer has no chat template; use an instruct/chat model")
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.synthesize.curate import Chunk, shingles
 from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
 
@@ -59,7 +59,7 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
     ``faiss-hnsw`` is approximate: a row may miss some of its true neighbours, and the walk then differs
     from the all-pairs greedy walk where it does (the jump stays exact)."""
     if knn not in KNN_CHOICES:
-        raise MtrbenchError(f"--knn must be one of {', '.join(KNN_CHOICES)}, got '{knn}'")
+        raise UserInputError(f"--knn must be one of {', '.join(KNN_CHOICES)}, got '{knn}'")
     n = embeddings.shape[0]
     k = min(neighbours + 1, n)
     if knn != "exact":
@@ -168,7 +168,7 @@ def embed_chunks(chunks: list[Chunk], model: str, device: str, show_progress: bo
 
     retriever = build_retriever(model, device=device, show_progress=show_progress)
     if not isinstance(retriever, EmbeddingRetriever):
-        raise MtrbenchError(f"clustering needs an embedding model; '{model}' is not one (bm25, hybrids and "
+        raise UserInputError(f"clustering needs an embedding model; '{model}' is not one (bm25, hybrids and "
                             "rerankers have no single vector per chunk): try --embedding-model minilm")
     retriever.index(Corpus([c.chunk_id for c in chunks], [c.title for c in chunks], [c.text for c in chunks]))
     return retriever.corpus_embeddings
@@ -178,7 +178,7 @@ def cluster_embeddings(embeddings: torch.Tensor, texts: list[str], options: Clus
                        show_progress: bool = False) -> tuple[list[list[int]], dict[str, Any]]:
     n = embeddings.shape[0]
     if n == 0:
-        raise MtrbenchError("no chunks to cluster")
+        raise DataError("no chunks to cluster")
     vectors = torch.nn.functional.normalize(embeddings.float(), dim=1)
     graph = knn_graph(vectors, options.neighbours, options.knn)
     start = int(np.random.default_rng(options.seed).integers(n))
@@ -196,7 +196,7 @@ def run_cluster(chunks: list[Chunk], folder: Path, options: ClusterOptions, upst
     if done is not None and (folder / CLUSTERS).is_file():
         return done
     if options.cluster_size < 1 or options.neighbours < 1:
-        raise MtrbenchError("--cluster-size and --neighbours must be at least 1")
+        raise UserInputError("--cluster-size and --neighbours must be at least 1")
     embeddings = embed_chunks(chunks, options.model, options.device, show_progress)
     clusters, facts = cluster_embeddings(embeddings, [c.text for c in chunks], options, show_progress)
     folder.mkdir(parents=True, exist_ok=True)

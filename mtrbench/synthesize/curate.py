@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.synthesize.quality import QualityScorer, build_scorer
 from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
 from mtrbench.synthesize.stage import finished_summary, write_jsonl, write_summary
@@ -135,7 +135,7 @@ def run_curate(corpus: str, folder: Path, options: CurateOptions, show_progress:
         return done
     read = read_documents(corpus, options.corpus_split)
     if not read.documents:
-        raise MtrbenchError(f"corpus {corpus}: no documents"
+        raise DataError(f"corpus {corpus}: no documents"
                             + (f" ({', '.join(f'{n} {k}' for k, n in read.warnings.items())})" if read.warnings else ""))
     counts: Counter = Counter()
     chunks = chunk_documents(read.documents, options, counts, show_progress)
@@ -155,7 +155,7 @@ def run_curate(corpus: str, folder: Path, options: CurateOptions, show_progress:
     counts["low quality"] = len(unique) - len(kept)
     if not kept:
         reasons = ", ".join(f"{n} {k}" for k, n in {**read.warnings, **counts}.items() if n)
-        raise MtrbenchError(f"corpus {corpus}: every chunk was filtered out ({reasons or 'no text'}); "
+        raise DataError(f"corpus {corpus}: every chunk was filtered out ({reasons or 'no text'}); "
                             "lower --min-chunk-chars, or try --quality none")
     folder.mkdir(parents=True, exist_ok=True)
     quality_note = f"{scorer.name} (offline stand-in for the seed's classifiers)" if scorer.stand_in else scorer.name

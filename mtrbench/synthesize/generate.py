@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
@@ -187,7 +187,7 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
     """Generate the planned conversations not yet in the log; None after a dry run (nothing sent)."""
     plans = plan_conversations(len(clusters), options.plan)
     if not plans:
-        raise MtrbenchError("no clusters to generate conversations from")
+        raise DataError("no clusters to generate conversations from")
     digest = plan_digest(agents, options.plan, upstream)
     log = ConversationLog(folder / LOG)
     done, unreadable = log.read(digest)
@@ -206,7 +206,7 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
         print("dry run: nothing was sent")
         return None
     if options.max_cost_usd is not None and estimate.usd > options.max_cost_usd:
-        raise MtrbenchError(f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
+        raise UserInputError(f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
                             "lower --conversations or --turns, or raise --max-cost")
     folder.mkdir(parents=True, exist_ok=True)
     clients = {name: ChatClient(judge, cache) for name, judge in agents.items()}

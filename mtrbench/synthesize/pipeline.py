@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import LLMError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
 from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
@@ -37,7 +37,7 @@ class SynthesisConfig:
 
 def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: ResponseCache | None = None) -> int:
     if config.stage not in (*STAGES, "all"):
-        raise MtrbenchError(f"--stage must be one of {', '.join(STAGES)} or all, got '{config.stage}'")
+        raise UserInputError(f"--stage must be one of {', '.join(STAGES)} or all, got '{config.stage}'")
     last = STAGES.index(config.stage) if config.stage != "all" else len(STAGES) - 1
     out = config.out
     curated = run_curate(config.corpus, out / "curate", config.curate, config.show_progress)
@@ -55,7 +55,7 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     if last == 1:
         return 0
     if agents is None:
-        raise MtrbenchError("generation needs the agents' models: --questioner-model/--responder-model/"
+        raise UserInputError("generation needs the agents' models: --questioner-model/--responder-model/"
                             "--polisher-model (or --llm-model for all three) or --agents FILE")
     clusters = read_clusters(out / "cluster")
     report = run_generate(chunks, clusters, out / "generate", agents, config.generate, clustered["settings_digest"],
@@ -70,7 +70,7 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
     records = finished_conversations(out / "generate", digest)
     if not records:
-        raise MtrbenchError("no finished conversation to write (every one was dropped: see "
+        raise LLMError("no finished conversation to write (every one was dropped: see "
                             f"{out / 'generate' / 'conversations.log.jsonl'})")
     summary = {"quality_scorer": curated["quality_scorer"], "minhash": curated["minhash"],
                "curate_dropped": curated["dropped"], "clusters": clustered["clusters"],

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from mtrbench.infra.errors import HubUnavailableError, MtrbenchError
+from mtrbench.infra.errors import HubUnavailableError, ModelError, UserInputError
 
 NVIDIA_MODEL = "nvidia/quality-classifier-deberta"
 FINEWEB_EDU_MODEL = "HuggingFaceFW/fineweb-edu-classifier"
@@ -140,10 +140,10 @@ class TransformersScorer:
                                       "heuristic offline (the documented stand-in)") from None
         labels = self.model.config.id2label
         if spec.kind == "label" and not set(spec.keep_labels) <= set(labels.values()):
-            raise MtrbenchError(f"quality classifier {spec.model}: labels {sorted(labels.values())} do not include "
+            raise ModelError(f"quality classifier {spec.model}: labels {sorted(labels.values())} do not include "
                                 f"{list(spec.keep_labels)}")
         if spec.kind == "regression" and self.model.config.num_labels != 1:
-            raise MtrbenchError(f"quality classifier {spec.model}: a regression scorer needs one output, it has "
+            raise ModelError(f"quality classifier {spec.model}: a regression scorer needs one output, it has "
                                 f"{self.model.config.num_labels}")
 
     def score(self, texts: list[str]) -> list[QualityVerdict]:
@@ -208,4 +208,4 @@ def build_scorer(choice: str, device: str = "cpu") -> QualityScorer:
         return TransformersScorer(FINEWEB_EDU_SPEC, device)
     if choice == "nvidia+fineweb-edu":
         return AllOf([TransformersScorer(NVIDIA_SPEC, device), TransformersScorer(FINEWEB_EDU_SPEC, device)])
-    raise MtrbenchError(f"--quality must be one of {', '.join(QUALITY_CHOICES)}, got '{choice}'")
+    raise UserInputError(f"--quality must be one of {', '.join(QUALITY_CHOICES)}, got '{choice}'")

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 TEXT_FIELDS = ("text", "contents", "content", "body")
@@ -45,11 +45,11 @@ def read_documents(source: str, split: str = "train") -> ReadResult:
             return _read_rows(_parquet_rows(path), str(path))
         if suffix in TEXT_SUFFIXES:
             return _read_folder_files([path], path.parent)
-        raise MtrbenchError(f"{path}: unknown corpus file type '{suffix}' (expected .jsonl, .parquet, a folder of "
+        raise UserInputError(f"{path}: unknown corpus file type '{suffix}' (expected .jsonl, .parquet, a folder of "
                             f"{'/'.join(TEXT_SUFFIXES)} files, or a Hugging Face dataset id)")
     if "/" in source and not source.startswith((".", "/", "~")):
         return _read_rows(_hub_rows(source, split), f"Hub dataset {source} ({split})")
-    raise MtrbenchError(f"corpus {source}: no such file or folder")
+    raise DataError(f"corpus {source}: no such file or folder")
 
 
 def source_fingerprint(source: str) -> str:
@@ -71,10 +71,10 @@ def source_fingerprint(source: str) -> str:
 
 def _document(row: object, origin: str, index: int) -> RawDocument:
     if not isinstance(row, dict):
-        raise MtrbenchError(f"{origin} record {index}: expected a JSON object, got {type(row).__name__}")
+        raise DataError(f"{origin} record {index}: expected a JSON object, got {type(row).__name__}")
     text_key = next((k for k in TEXT_FIELDS if k in row), None)
     if text_key is None or not isinstance(row[text_key], str):
-        raise MtrbenchError(f"{origin} record {index}: needs a string field {' or '.join(TEXT_FIELDS)}")
+        raise DataError(f"{origin} record {index}: needs a string field {' or '.join(TEXT_FIELDS)}")
     id_key = next((k for k in ID_FIELDS if row.get(k) is not None), None)
     doc_id = str(row[id_key]) if id_key else f"doc{index}"
     title = row.get("title")
@@ -90,9 +90,9 @@ def _read_jsonl(path: Path) -> ReadResult:
             try:
                 row = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:
-                raise MtrbenchError(f"{path} line {line_no}: not UTF-8 text") from None
+                raise DataError(f"{path} line {line_no}: not UTF-8 text") from None
             except json.JSONDecodeError as err:
-                raise MtrbenchError(f"{path} line {line_no}: not valid JSON ({err.msg})") from None
+                raise DataError(f"{path} line {line_no}: not valid JSON ({err.msg})") from None
             documents.append(_document(row, str(path), line_no))
     return ReadResult(documents)
 
@@ -107,7 +107,7 @@ def _parquet_rows(path: Path) -> list[dict]:
     try:
         return pq.read_table(path).to_pylist()
     except Exception as err:  # pyarrow raises several types for a broken file
-        raise MtrbenchError(f"{path}: cannot read as Parquet ({type(err).__name__}: {err})") from None
+        raise DataError(f"{path}: cannot read as Parquet ({type(err).__name__}: {err})") from None
 
 
 def _hub_rows(dataset_id: str, split: str) -> list[dict]:
@@ -120,7 +120,7 @@ def _read_folder(folder: Path) -> ReadResult:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
                    and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     if not files:
-        raise MtrbenchError(f"{folder}: no {'/'.join(TEXT_SUFFIXES)} files in this folder")
+        raise DataError(f"{folder}: no {'/'.join(TEXT_SUFFIXES)} files in this folder")
     return _read_folder_files(files, folder)
 
 

@@ -20,7 +20,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
 from mtrbench.data.hub import load_split
@@ -52,12 +52,12 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         corpus_origin, queries_origin = str(files.corpus), str(files.queries)
     corpus = corpus_from_rows(corpus_rows, corpus_origin)
     if not len(corpus):
-        raise MtrbenchError(f"{corpus_origin}: the corpus has no document")
+        raise DataError(f"{corpus_origin}: the corpus has no document")
     check_corpus(corpus, corpus_origin)
     warnings: Counter = Counter()
     queries = queries_from_rows(query_rows, qrels, sidecar, queries_origin, warnings)
     if not queries:
-        raise MtrbenchError(f"{queries_origin}: no query has qrels in split '{split}'")
+        raise DataError(f"{queries_origin}: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
     return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
                     warnings=warnings)
@@ -96,7 +96,7 @@ def queries_from_rows(rows, qrels, sidecar, origin: str, warnings: Counter) -> l
     for n, row in enumerate(rows):
         qid = row.get("_id")
         if qid is None or row.get("text") is None:
-            raise MtrbenchError(f"{origin}: record {n} needs '_id' and 'text'")
+            raise DataError(f"{origin}: record {n} needs '_id' and 'text'")
         qid = str(qid)
         seen.add(qid)
         where = f"{origin} record {n} ({qid})"
@@ -122,7 +122,7 @@ def queries_from_rows(rows, qrels, sidecar, origin: str, warnings: Counter) -> l
             continue
         messages = parse_messages(row["text"], where)
         if not messages or messages[-1].role != USER:
-            raise MtrbenchError(f"{where}: a conversational query must end with the user's question")
+            raise DataError(f"{where}: a conversational query must end with the user's question")
         history = tuple(messages[:-1])
         queries.append(ConversationalQuery(
             qid=qid, conversation_id=qid, turn_id=1 + sum(m.role == USER for m in history), history=history,

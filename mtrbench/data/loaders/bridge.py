@@ -37,7 +37,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import HubUnavailableError, MtrbenchError
+from mtrbench.infra.errors import DataError, HubUnavailableError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
 from mtrbench.data.hub import load_split
@@ -55,7 +55,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     opts = card.loader_options
     subset = str(opts.get("subset") or "").lower()
     if subset not in BEIR_SUBSETS and subset not in LOTTE_SUBSETS:
-        raise MtrbenchError(f"{card.card_path}: loader_options.subset must be one of "
+        raise DataError(f"{card.card_path}: loader_options.subset must be one of "
                             f"{sorted([*BEIR_SUBSETS, *LOTTE_SUBSETS])}, got '{subset}'")
     config = opts.get("config") or subset.capitalize()
     warnings: Counter = Counter()
@@ -86,10 +86,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         try:
             corpus, original = _hub_sources(opts, subset, card.name)
         except HubUnavailableError:
-            raise MtrbenchError(f"{_missing_corpus_message(card.name, subset)}; its Hub copy "
+            raise DataError(f"{_missing_corpus_message(card.name, subset)}; its Hub copy "
                                 f"{opts['corpus_hub']} is unreachable") from None
     elif request.require_corpus:
-        raise MtrbenchError(_missing_corpus_message(card.name, subset))
+        raise DataError(_missing_corpus_message(card.name, subset))
     else:
         warnings["original qrels unavailable (no source dataset given)"] += 1
 
@@ -115,18 +115,18 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 def _local_rows(bridge_dir: Path, subset: str, config: str, task: str) -> tuple[list[tuple[int, Any]], str]:
     """The subset's rows from a local copy: ``<subset>_test.jsonl`` / ``<subset>.jsonl``, else README configs."""
     if not bridge_dir.exists():
-        raise MtrbenchError(f"{task}: data folder {bridge_dir} does not exist")
+        raise DataError(f"{task}: data folder {bridge_dir} does not exist")
     wanted = (f"{subset}_test.jsonl", f"{subset}.jsonl")
     if bridge_dir.is_file():
         return _read_jsonl(bridge_dir, f"{task} queries"), str(bridge_dir)
     for name in wanted:
         matches = sorted(p for p in bridge_dir.rglob("*.jsonl") if p.name.lower() == name)
         if len(matches) > 1:
-            raise MtrbenchError(f"{task}: several {name} files under {bridge_dir}: {[str(m) for m in matches]}")
+            raise DataError(f"{task}: several {name} files under {bridge_dir}: {[str(m) for m in matches]}")
         if matches:
             return _read_jsonl(matches[0], f"{task} queries"), str(matches[0])
     if not (bridge_dir / "README.md").is_file():
-        raise MtrbenchError(f"{task}: no {wanted[0]} (or {wanted[1]}) under {bridge_dir}, and no README.md with "
+        raise DataError(f"{task}: no {wanted[0]} (or {wanted[1]}) under {bridge_dir}, and no README.md with "
                             f"dataset configs; pass --data-dir with a copy of DISLab/BRIDGE")
     data = load_split(bridge_dir, config=config, split="test", what=f"{task} queries ({config})")
     return list(enumerate(data)), f"{bridge_dir} ({config}, test)"
@@ -136,21 +136,21 @@ def _queries(rows: list[tuple[int, Any]], origin: str, subset: str, warnings: Co
     queries = []
     for n, row in rows:
         if not isinstance(row, dict):
-            raise MtrbenchError(f"{origin} record {n}: expected a JSON object, got {type(row).__name__}")
+            raise DataError(f"{origin} record {n}: expected a JSON object, got {type(row).__name__}")
         qid = row.get("q_id")
         if qid is None or (isinstance(qid, str) and not qid.strip()):
-            raise MtrbenchError(f"{origin} record {n}: missing 'q_id'")
+            raise DataError(f"{origin} record {n}: missing 'q_id'")
         qid = str(qid)
         where = f"{origin} record {n} ({qid})"
         text = row.get("query")
         if not isinstance(text, str):
-            raise MtrbenchError(f"{where}: 'query' must be a string")
+            raise DataError(f"{where}: 'query' must be a string")
         doc_ids = row.get("doc_id")
         if doc_ids is None:
             doc_ids = []
         if not isinstance(doc_ids, list) or not all(isinstance(d, (str, int)) and not isinstance(d, bool)
                                                     for d in doc_ids):
-            raise MtrbenchError(f"{where}: 'doc_id' must be a list of document ids (strings or integers)")
+            raise DataError(f"{where}: 'doc_id' must be a list of document ids (strings or integers)")
         qrels: dict[str, int] = {}
         for d in doc_ids:
             if str(d) in qrels:
@@ -164,7 +164,7 @@ def _queries(rows: list[tuple[int, Any]], origin: str, subset: str, warnings: Co
         elif isinstance(answers, str):
             answers = [answers]
         if not isinstance(answers, list):
-            raise MtrbenchError(f"{where}: 'answers' must be a list of strings")
+            raise DataError(f"{where}: 'answers' must be a list of strings")
         queries.append(ConversationalQuery(
             qid=qid, conversation_id=qid, turn_id=1, history=(), query=text, gold_rewrite=None,
             answers=tuple(str(a) for a in answers), qrels=qrels, meta={"subset": subset}))
@@ -179,7 +179,7 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
         folder = _first_dir(path, [path, path / f"beir_{subset}", path / subset],
                             lambda d: BeirFolder(d).corpus.is_file())
         if folder is None:
-            raise MtrbenchError(f"{task}: no BEIR {subset} corpus.jsonl in {path} (looked in {path}, "
+            raise DataError(f"{task}: no BEIR {subset} corpus.jsonl in {path} (looked in {path}, "
                                 f"{path / f'beir_{subset}'}, {path / subset}); pass --corpus with BEIR's {subset} folder")
         beir = BeirFolder(folder)
         corpus_file = beir.corpus
@@ -196,13 +196,13 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
                                path / "data" / subset / "test", path / "test"],
                         lambda d: (d / "documents.jsonl").is_file())
     if folder is None:
-        raise MtrbenchError(f"{task}: no RobustQA documents.jsonl for '{subset}' under {path} (looked for "
+        raise DataError(f"{task}: no RobustQA documents.jsonl for '{subset}' under {path} (looked for "
                             f"{subset}/test/documents.jsonl); pass --corpus with RobustQA's data folder")
     documents = folder / "documents.jsonl"
     rows = load_split(documents, builder="json", data_files=str(documents), split="train", what=f"{task} corpus")
     id_field = next((f for f in ("doc_id", "_id") if f in rows.column_names), None)
     if id_field is None:
-        raise MtrbenchError(f"{documents}: documents need a 'doc_id' column (RobustQA), found {rows.column_names}")
+        raise DataError(f"{documents}: documents need a 'doc_id' column (RobustQA), found {rows.column_names}")
     corpus = corpus_from_rows(rows, str(documents), id_field=id_field)
     annotations = folder / "annotations.jsonl"
     if not annotations.is_file():
@@ -213,11 +213,11 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
         qid = row.get("qid") if isinstance(row, dict) else None
         docs = row.get("documents") if isinstance(row, dict) else None
         if qid is None or not isinstance(docs, list):
-            raise MtrbenchError(f"{annotations} record {n}: needs 'qid' and a 'documents' list")
+            raise DataError(f"{annotations} record {n}: needs 'qid' and a 'documents' list")
         judged = original.setdefault(str(qid), {})
         for j, doc in enumerate(docs):
             if not isinstance(doc, dict) or doc.get("doc_id") is None:
-                raise MtrbenchError(f"{annotations} record {n} ({qid}): documents[{j}] has no 'doc_id'")
+                raise DataError(f"{annotations} record {n} ({qid}): documents[{j}] has no 'doc_id'")
             judged[str(doc["doc_id"])] = 1
     return corpus, original
 

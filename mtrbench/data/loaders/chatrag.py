@@ -52,7 +52,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.data import hub
 from mtrbench.data.hub import load_split
 
@@ -70,14 +70,14 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     opts = card.loader_options
     subset = opts.get("subset")
     if subset not in SUBSETS:
-        raise MtrbenchError(f"{card.card_path}: loader_options.subset must be one of {list(SUBSETS)}, got {subset!r}")
+        raise DataError(f"{card.card_path}: loader_options.subset must be one of {list(SUBSETS)}, got {subset!r}")
     gold_answer = opts.get("gold_answer")
     if gold_answer not in GOLD_ANSWER_MODES:
-        raise MtrbenchError(f"{card.card_path}: loader_options.gold_answer must be append, prepend or null, "
+        raise DataError(f"{card.card_path}: loader_options.gold_answer must be append, prepend or null, "
                             f"got {gold_answer!r}")
     corpus_ids = opts.get("corpus_ids", "id")
     if corpus_ids not in CORPUS_ID_MODES:
-        raise MtrbenchError(f"{card.card_path}: loader_options.corpus_ids must be one of {list(CORPUS_ID_MODES)}, "
+        raise DataError(f"{card.card_path}: loader_options.corpus_ids must be one of {list(CORPUS_ID_MODES)}, "
                             f"got {corpus_ids!r}")
 
     split = request.split
@@ -115,7 +115,7 @@ def _read_items(card: TaskCard, local: Path | None, subset: str, split: str, rev
             candidates.insert(0, local)
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
-            raise MtrbenchError(f"{card.name}: no {split} file for subset '{subset}' in {local} (expected "
+            raise DataError(f"{card.name}: no {split} file for subset '{subset}' in {local} (expected "
                                 f"{candidates[0]}, as in a download of nvidia/ChatRAG-Bench)")
         rows = load_split(path, builder="json", data_files=str(path), split="train",
                           what=f"{card.name} {split} items")
@@ -125,7 +125,7 @@ def _read_items(card: TaskCard, local: Path | None, subset: str, split: str, rev
                           what=f"{card.name} {split} items")
         origin = f"{card.source.hub}/data/{subset}/{split}.json"
     if "messages" not in rows.column_names:
-        raise MtrbenchError(f"{origin}: items have no 'messages' field (columns: {rows.column_names})")
+        raise DataError(f"{origin}: items have no 'messages' field (columns: {rows.column_names})")
     # ``ctxs`` (the generator's passages) can be most of the file and is not needed for retrieval.
     return rows.select_columns([c for c in _ITEM_COLUMNS if c in rows.column_names]), origin
 
@@ -146,18 +146,18 @@ def _read_documents(card: TaskCard, request: LoadRequest, local: Path | None, su
         path = hub.fetch_file(card.source.hub, f"data/{subset}/documents.json", revision,
                           what=f"{card.name} documents.json")
     if not path.is_file():
-        raise MtrbenchError(f"{card.name}: {path} not found; the per-document subsets need data/{subset}/documents.json "
+        raise DataError(f"{card.name}: {path} not found; the per-document subsets need data/{subset}/documents.json "
                             f"from nvidia/ChatRAG-Bench (or pass `--corpus PATH` to it)")
     try:
         with path.open(encoding="utf-8") as handle:
             documents = json.load(handle)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MtrbenchError(f"{path}: not a readable JSON file ({exc})") from None
+        raise DataError(f"{path}: not a readable JSON file ({exc})") from None
     if not isinstance(documents, dict):
-        raise MtrbenchError(f"{path}: expected an object {{document: [chunk, ...]}}, got {type(documents).__name__}")
+        raise DataError(f"{path}: expected an object {{document: [chunk, ...]}}, got {type(documents).__name__}")
     for name, chunks in documents.items():
         if not isinstance(chunks, list) or not all(isinstance(c, str) for c in chunks):
-            raise MtrbenchError(f"{path}: document '{name}' must map to a list of chunk strings")
+            raise DataError(f"{path}: document '{name}' must map to a list of chunk strings")
     return documents, str(path)
 
 
@@ -169,10 +169,10 @@ def _parse_items(rows, origin: str, subset: str, warnings: Counter) -> list[dict
         where = f"{origin} record {n}"
         raw = row.get("messages")
         if not isinstance(raw, list) or not raw:
-            raise MtrbenchError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
+            raise DataError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
         messages = parse_messages(raw, where)
         if not messages or messages[-1].role != USER:
-            raise MtrbenchError(f"{where}: 'messages' must end with the current user question")
+            raise DataError(f"{where}: 'messages' must end with the current user question")
         answers = row.get("answers")
         if answers is None:
             answers = row.get("answer")
@@ -182,13 +182,13 @@ def _parse_items(rows, origin: str, subset: str, warnings: Counter) -> list[dict
         elif isinstance(answers, str):
             answers = [answers]
         elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-            raise MtrbenchError(f"{where}: 'answers' must be a list of strings")
+            raise DataError(f"{where}: 'answers' must be a list of strings")
         item = {"n": n, "where": where, "subset": subset, "messages": messages, "answers": tuple(a for a in answers if a),
                 "gold": _gold_entries(row.get("ground_truth_ctx"), where)}
         if subset in DOCUMENT_SUBSETS:
             document = row.get("document")
             if document is None or isinstance(document, (list, dict)):
-                raise MtrbenchError(f"{where}: per-document subset item needs a 'document' name")
+                raise DataError(f"{where}: per-document subset item needs a 'document' name")
             item["document"] = str(document)
         elif row.get("topic") is not None:
             item["topic"] = str(row["topic"])
@@ -199,7 +199,7 @@ def _parse_items(rows, origin: str, subset: str, warnings: Counter) -> list[dict
 def _gold_entries(raw: Any, where: str) -> list[tuple[int | None, str | None]]:
     """``ground_truth_ctx`` as ``[(index, ctx)]``: a dict, a list of dicts (INSCIT) or of strings."""
     if raw is None:
-        raise MtrbenchError(f"{where}: no 'ground_truth_ctx'")
+        raise DataError(f"{where}: no 'ground_truth_ctx'")
     entries = raw if isinstance(raw, list) else [raw]
     out = []
     for j, entry in enumerate(entries):
@@ -207,19 +207,19 @@ def _gold_entries(raw: Any, where: str) -> list[tuple[int | None, str | None]]:
             out.append((None, entry))
             continue
         if not isinstance(entry, dict):
-            raise MtrbenchError(f"{where}: ground_truth_ctx must be {{index?, ctx}} or a list of them, "
+            raise DataError(f"{where}: ground_truth_ctx must be {{index?, ctx}} or a list of them, "
                                 f"got {type(entry).__name__}")
         index = entry.get("index")
         if index is not None:
             if isinstance(index, str) and index.strip().lstrip("-").isdigit():
                 index = int(index)
             if isinstance(index, bool) or not isinstance(index, int):
-                raise MtrbenchError(f"{where}: ground_truth_ctx index must be an integer, got {index!r}")
+                raise DataError(f"{where}: ground_truth_ctx index must be an integer, got {index!r}")
         ctx = entry.get("ctx")
         if ctx is not None and not isinstance(ctx, str):
-            raise MtrbenchError(f"{where}: ground_truth_ctx ctx must be a string")
+            raise DataError(f"{where}: ground_truth_ctx ctx must be a string")
         if index is None and ctx is None:
-            raise MtrbenchError(f"{where}: ground_truth_ctx{'' if len(entries) == 1 else f'[{j}]'} "
+            raise DataError(f"{where}: ground_truth_ctx{'' if len(entries) == 1 else f'[{j}]'} "
                                 f"has neither 'index' nor 'ctx'")
         out.append((index, ctx))
     return out
@@ -272,7 +272,7 @@ def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
     for item, (conv_id, turn) in zip(items, _conversations(items, "document")):
         document = item["document"]
         if document not in documents:
-            raise MtrbenchError(f"{item['where']}: document '{document}' is not in {docs_origin}")
+            raise DataError(f"{item['where']}: document '{document}' is not in {docs_origin}")
         chunks = documents[document]
         qrels: dict[str, int] = {}
         if not item["gold"]:
@@ -287,7 +287,7 @@ def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
                 warnings["gold index negative: no gold chunk (no qrels)"] += 1
                 continue
             elif index >= len(chunks):
-                raise MtrbenchError(f"{item['where']}: ground_truth_ctx index {index} is out of range for "
+                raise DataError(f"{item['where']}: ground_truth_ctx index {index} is out of range for "
                                     f"document '{document}' ({len(chunks)} chunks in {docs_origin})")
             elif ctx is not None and ctx != chunks[index]:
                 warnings["gold ctx text differs from the documents.json chunk (index used)"] += 1
@@ -313,11 +313,11 @@ def _text_corpus(card: TaskCard, request: LoadRequest, subset: str, corpus_ids: 
         if not request.require_corpus:
             return Corpus(ids=[], titles=[], texts=[])
         if subset == "topiocqa":
-            raise MtrbenchError(
+            raise DataError(
                 f"{card.name} needs TopiOCQA's Wikipedia passage file {TOPIOCQA_TSV} (25.7M passages, header "
                 f"id/text/title), which ChatRAG-Bench does not ship: get it with download_data.py from "
                 f"https://github.com/McGill-NLP/topiocqa and pass `--corpus PATH` (the file or its folder)")
-        raise MtrbenchError(
+        raise DataError(
             f"{card.name}: no retrieval corpus exists for INSCIT: ChatRAG-Bench ships only data/inscit/dev.json "
             f"and no INSCIT passage collection is published ready to use, so this task loads only without a "
             f"corpus (require_corpus=False: queries and gold passage texts, no qrels); to evaluate anyway, build "
@@ -333,7 +333,7 @@ def read_passage_file(path: Path, corpus_ids: str = "id", what: str = "corpus") 
     if path.is_dir():
         found = [p for p in (path / TOPIOCQA_TSV, path / "corpus.jsonl") if p.is_file()]
         if not found:
-            raise MtrbenchError(f"--corpus {path}: folder has neither {TOPIOCQA_TSV} nor corpus.jsonl")
+            raise DataError(f"--corpus {path}: folder has neither {TOPIOCQA_TSV} nor corpus.jsonl")
         path = found[0]
     if path.suffix in (".jsonl", ".json"):
         rows = load_split(path, builder="json", data_files=str(path), split="train", what=what)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import at_record
 from mtrbench.formats.qrels import Qrels, QrelsLayout, parse_qrels
 
@@ -25,10 +25,10 @@ def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str 
     for n, row in enumerate(rows):
         doc_id = row.get(id_field)
         if doc_id is None:
-            raise MtrbenchError(f"{origin}: corpus record {n} has no '{id_field}'")
+            raise DataError(f"{origin}: corpus record {n} has no '{id_field}'")
         text = row.get("text")
         if text is None:
-            raise MtrbenchError(f"{origin}: corpus record '{doc_id}' has no 'text'")
+            raise DataError(f"{origin}: corpus record '{doc_id}' has no 'text'")
         ids.append(str(doc_id))
         titles.append(str(row.get("title") or ""))
         texts.append(str(text))
@@ -44,17 +44,17 @@ def parse_messages(raw: Any, origin: str) -> list[Message]:
     if isinstance(raw, str):
         return [Message(USER, raw)]
     if not isinstance(raw, list):
-        raise MtrbenchError(f"{origin}: conversation must be a list of messages, got {type(raw).__name__}")
+        raise DataError(f"{origin}: conversation must be a list of messages, got {type(raw).__name__}")
     messages: list[Message] = []
     for i, item in enumerate(raw):
         if isinstance(item, str):
             messages.append(Message(USER, item))
             continue
         if not isinstance(item, dict) or "content" not in item:
-            raise MtrbenchError(f"{origin}: message {i} must be a string or have 'role' and 'content'")
+            raise DataError(f"{origin}: message {i} must be a string or have 'role' and 'content'")
         role_name = str(item.get("role", "user")).lower()
         if role_name not in _ROLE_ALIASES:
-            raise MtrbenchError(f"{origin}: message {i} has unknown role '{role_name}'")
+            raise DataError(f"{origin}: message {i} has unknown role '{role_name}'")
         role = _ROLE_ALIASES[role_name]
         if role is not None:
             messages.append(Message(role, str(item["content"] or "")))
@@ -70,20 +70,20 @@ def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: 
     columns = [c for c in (id_column, text_column, title_column) if c]
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
-        raise MtrbenchError(f"{origin}: corpus needs column(s) {missing} (has {ds.column_names})")
+        raise DataError(f"{origin}: corpus needs column(s) {missing} (has {ds.column_names})")
     data = ds.select_columns(columns).to_dict()
     texts = data[text_column]
     if id_column:
         raw_ids = data[id_column]
         for n, value in enumerate(raw_ids):
             if value is None:
-                raise MtrbenchError(f"{origin} record {n}: no '{id_column}'")
+                raise DataError(f"{origin} record {n}: no '{id_column}'")
         ids = [f"{id_prefix}{value}" for value in raw_ids]
     else:
         ids = [f"{id_prefix}{n}" for n in range(len(texts))]
     for n, text in enumerate(texts):
         if text is None:
-            raise MtrbenchError(f"{origin} record {n} ({ids[n]}): no '{text_column}'")
+            raise DataError(f"{origin} record {n} ({ids[n]}): no '{text_column}'")
     texts = [text if isinstance(text, str) else str(text) for text in texts]
     titles = [str(t) if t else "" for t in data[title_column]] if title_column else [""] * len(ids)
     return Corpus(ids=ids, titles=titles, texts=texts)
@@ -118,5 +118,5 @@ def read_jsonl_records(path: Path, what: str | None = None) -> list[tuple[int, A
         try:
             out.append((n, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise MtrbenchError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     return out

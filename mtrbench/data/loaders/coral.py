@@ -32,7 +32,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import TREC
 
 DEFAULT_CORPUS_FILE = "passage_corpus.json"
@@ -60,7 +60,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
             path = Path(local) / rel
             if not path.is_file():
                 if required:
-                    raise MtrbenchError(f"{card.name}: missing {path} (a CORAL copy has {rel} under its root)")
+                    raise DataError(f"{card.name}: missing {path} (a CORAL copy has {rel} under its root)")
                 return None
             return path
         return _hub_file(card.source.hub, rel, revision, required, what=f"{card.name} {rel}")
@@ -87,7 +87,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         if corpus_path.is_dir():
             corpus_path = corpus_path / DEFAULT_CORPUS_FILE
             if not corpus_path.is_file():
-                raise MtrbenchError(f"--corpus {request.corpus_path}: no {DEFAULT_CORPUS_FILE} in this folder")
+                raise DataError(f"--corpus {request.corpus_path}: no {DEFAULT_CORPUS_FILE} in this folder")
     elif request.require_corpus:
         corpus_path = fetch(corpus_rel)
     else:
@@ -106,7 +106,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 def _hub_file(repo: str | None, rel: str, revision: str | None, required: bool, what: str) -> Path | None:
     if not repo:
-        raise MtrbenchError(f"{what}: the task card names no source.hub and no local path; pass --data-dir")
+        raise DataError(f"{what}: the task card names no source.hub and no local path; pass --data-dir")
     return hub.fetch_file(repo, rel, revision, what, required=required)
 
 
@@ -116,9 +116,9 @@ def corpus_from_coral(rows, origin: str) -> Corpus:
     for n, row in enumerate(rows):
         ref_id, text = row.get("ref_id"), row.get("ref_string")
         if ref_id is None or isinstance(ref_id, bool) or not isinstance(ref_id, (int, str)) or str(ref_id) == "":
-            raise MtrbenchError(f"{origin} record {n} ({ref_id}): needs an integer 'ref_id'")
+            raise DataError(f"{origin} record {n} ({ref_id}): needs an integer 'ref_id'")
         if not isinstance(text, str):
-            raise MtrbenchError(f"{origin} record {n} ({ref_id}): needs a string 'ref_string'")
+            raise DataError(f"{origin} record {n} ({ref_id}): needs a string 'ref_string'")
         ids.append(str(ref_id))
         texts.append(text)
     return Corpus(ids=ids, titles=[""] * len(ids), texts=texts)
@@ -134,10 +134,10 @@ def conversations_to_queries(rows, origin: str, trec: dict[str, dict[str, int]] 
     for n, row in enumerate(rows):
         conv_id = row.get("conv_id")
         if not isinstance(conv_id, str) or not conv_id:
-            raise MtrbenchError(f"{origin} record {n} ({conv_id}): needs a string 'conv_id'")
+            raise DataError(f"{origin} record {n} ({conv_id}): needs a string 'conv_id'")
         turns = row.get("turns")
         if not isinstance(turns, list) or not turns:
-            raise MtrbenchError(f"{origin} record {n} ({conv_id}): 'turns' must be a non-empty list")
+            raise DataError(f"{origin} record {n} ({conv_id}): 'turns' must be a non-empty list")
         meta: dict[str, Any] = {}
         match = CONV_ID.match(conv_id)
         if match:
@@ -147,18 +147,18 @@ def conversations_to_queries(rows, origin: str, trec: dict[str, dict[str, int]] 
             turn_id = turn.get("turn_id") if isinstance(turn, dict) else None
             where = f"{origin} record {n} ({conv_id}_{turn_id})"
             if isinstance(turn_id, bool) or turn_id != i + 1:
-                raise MtrbenchError(f"{where}: turn {i + 1} of the conversation has turn_id {turn_id!r}; turn ids "
+                raise DataError(f"{where}: turn {i + 1} of the conversation has turn_id {turn_id!r}; turn ids "
                                     f"must count 1, 2, ... in order")
             question, response = turn.get("question"), turn.get("response")
             if not isinstance(question, str) or not question.strip():
-                raise MtrbenchError(f"{where}: needs a non-empty string 'question'")
+                raise DataError(f"{where}: needs a non-empty string 'question'")
             if response is not None and not isinstance(response, str):
-                raise MtrbenchError(f"{where}: 'response' must be a string")
+                raise DataError(f"{where}: 'response' must be a string")
             pids = turn.get("golden_docs_pids")
             if pids is None:
                 pids = []
             if not isinstance(pids, list) or any(isinstance(p, bool) or not isinstance(p, (int, str)) for p in pids):
-                raise MtrbenchError(f"{where}: 'golden_docs_pids' must be a list of passage ids (ints), got {pids!r}")
+                raise DataError(f"{where}: 'golden_docs_pids' must be a list of passage ids (ints), got {pids!r}")
             qid = f"{conv_id}_{turn_id}"
             golden = {str(p): 1 for p in pids}
             if trec is None:

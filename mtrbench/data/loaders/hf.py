@@ -26,7 +26,7 @@ from mtrbench.data.loaders.beir import queries_from_rows
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 from mtrbench.formats.beir import qrels_from_rows
 from mtrbench.data.hub import load_split
 
@@ -72,7 +72,7 @@ def _one_split(location: str, config: str, wanted: str, splits: list[str] | None
         return wanted
     if len(splits) == 1:
         return splits[0]
-    raise MtrbenchError(f"{location}: config '{config}' has splits {splits}, none named '{wanted}'")
+    raise UserInputError(f"{location}: config '{config}' has splits {splits}, none named '{wanted}'")
 
 
 @register("hf")
@@ -85,7 +85,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     if folder is not None:
         missing = [c for c in REQUIRED_CONFIGS if c not in configs]
         if missing:
-            raise MtrbenchError(f"{folder}/README.md: configs {missing} missing (needs {list(REQUIRED_CONFIGS)})")
+            raise DataError(f"{folder}/README.md: configs {missing} missing (needs {list(REQUIRED_CONFIGS)})")
 
     def rows(config: str, wanted: str, what: str) -> Any:
         splits = [str(f.get("split")) for f in configs.get(config, [])] or None
@@ -106,12 +106,12 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     origin = location
     corpus = corpus_from_rows(corpus_rows, f"{origin} corpus")
     if not len(corpus):
-        raise MtrbenchError(f"{origin} corpus: the corpus has no document")
+        raise DataError(f"{origin} corpus: the corpus has no document")
     check_corpus(corpus, f"{origin} corpus")
     warnings: Counter = Counter()
     queries = queries_from_rows(query_rows, qrels, sidecar, f"{origin} queries", warnings)
     if not queries:
-        raise MtrbenchError(f"{origin} queries: no query has qrels in split '{split}'")
+        raise DataError(f"{origin} queries: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
     return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
                     warnings=warnings)

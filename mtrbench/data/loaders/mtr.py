@@ -31,7 +31,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.data.hub import load_split
 
 DEFAULT_CORPUS_HUB = "OkayestProgrammer/MTR-DOCUMENT"
@@ -90,7 +90,7 @@ def _load_corpus(card: TaskCard, request: LoadRequest, local: Path | None) -> Co
         if path.is_file():
             builder = _FILE_BUILDERS.get(path.suffix.lower())
             if builder is None:
-                raise MtrbenchError(f"--corpus {path}: unsupported file type (use a folder laid out like {hub} "
+                raise UserInputError(f"--corpus {path}: unsupported file type (use a folder laid out like {hub} "
                                     f"or one of {', '.join(sorted(_FILE_BUILDERS))})")
             rows = load_split(path, builder=builder, data_files=str(path), split="train", what=what)
         else:
@@ -99,7 +99,7 @@ def _load_corpus(card: TaskCard, request: LoadRequest, local: Path | None) -> Co
     elif local is not None:
         sibling = local.parent / opts.get("corpus_dir", DEFAULT_CORPUS_DIR)
         if not sibling.is_dir():
-            raise MtrbenchError(
+            raise DataError(
                 f"{card.name} needs the MTR-DOCUMENT corpus (Hub dataset {hub}, 1,041,047 Wikipedia passages; "
                 f"document id = row position), expected next to the data at {sibling}: download it "
                 f"(`hf download {hub} --repo-type dataset --local-dir DIR`) and pass `--corpus DIR`")
@@ -119,11 +119,11 @@ def corpus_by_position(rows, origin: str, titles: bool = True) -> Corpus:
     """Doc id = 0-based row position (``id`` is the Wikipedia article id and repeats across chunks)."""
     columns = rows.column_names
     if "text" not in columns:
-        raise MtrbenchError(f"{origin}: the corpus needs a 'text' column (has {columns})")
+        raise DataError(f"{origin}: the corpus needs a 'text' column (has {columns})")
     texts = list(rows["text"])
     for n, text in enumerate(texts):
         if not isinstance(text, str):
-            raise MtrbenchError(f"{origin} record {n} ({n}): corpus 'text' is {type(text).__name__}, not a string")
+            raise DataError(f"{origin} record {n} ({n}): corpus 'text' is {type(text).__name__}, not a string")
     if titles and "title" in columns:
         title_list = [str(t or "") for t in rows["title"]]
     else:
@@ -140,7 +140,7 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
     fixed_switch = opts.get("switch_turn")
     has_turn = "turn" in rows.column_names
     if not has_turn and not per_conv:
-        raise MtrbenchError(f"{origin}: rows have no 'turn' column and the task card sets no "
+        raise DataError(f"{origin}: rows have no 'turn' column and the task card sets no "
                             f"loader_options.turns_per_conversation to group them")
     queries: list[ConversationalQuery] = []
     conv_index = -1
@@ -153,17 +153,17 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
         if has_turn:
             turn = row.get("turn")
             if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-                raise MtrbenchError(f"{origin} record {n}: 'turn' must be a positive integer, got {turn!r}")
+                raise DataError(f"{origin} record {n}: 'turn' must be a positive integer, got {turn!r}")
             if turn == 1:
                 new_conv = True
             elif turn == prev_turn + 1 and n > 0:
                 new_conv = False
             else:
                 expected = "1" if n == 0 else f"{prev_turn + 1} or 1 (a new conversation)"
-                raise MtrbenchError(f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
+                raise DataError(f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
                                     f"count 1, 2, ... within a conversation and restart at 1 for the next one")
             if per_conv and turn > per_conv:
-                raise MtrbenchError(f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per "
+                raise DataError(f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per "
                                     f"conversation of this release")
         else:
             turn = n % per_conv + 1
@@ -183,32 +183,32 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
 
         messages = _messages(row.get("messages"), where)
         if len(messages) != 2 * turn:
-            raise MtrbenchError(f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
+            raise DataError(f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
                                 f"holds the conversation up to and including this turn's answer); "
                                 f"are rows missing or out of order?")
         if messages[:-2] != prev:
             i = next(i for i, (a, b) in enumerate(zip(messages, prev)) if a != b)
-            raise MtrbenchError(f"{where}: messages do not extend the previous row of conversation {conv_id} "
+            raise DataError(f"{where}: messages do not extend the previous row of conversation {conv_id} "
                                 f"(record {n - 1}): message {i} differs; rows of one conversation must share "
                                 f"their history")
         prev = messages
 
         switch = row.get("switch_turn") if "switch_turn" in row else fixed_switch
         if switch is not None and (isinstance(switch, bool) or not isinstance(switch, int)):
-            raise MtrbenchError(f"{where}: 'switch_turn' must be an integer (-1 = no switch), got {switch!r}")
+            raise DataError(f"{where}: 'switch_turn' must be an integer (-1 = no switch), got {switch!r}")
         if turn == 1:
             conv_switch = switch
         elif switch != conv_switch:
-            raise MtrbenchError(f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
+            raise DataError(f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
                                 f"conversation {conv_id}")
 
         gold = row.get("ground_truth_document_idx")
         if isinstance(gold, bool) or not isinstance(gold, int) or gold < 0:
-            raise MtrbenchError(f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
+            raise DataError(f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
                                 f"row position), got {gold!r}")
         gold_ctx = row.get("ground_truth_ctx")
         if isinstance(gold_ctx, dict) and gold_ctx.get("document_idx") is not None and gold_ctx["document_idx"] != gold:
-            raise MtrbenchError(f"{where}: ground_truth_document_idx {gold} disagrees with "
+            raise DataError(f"{where}: ground_truth_document_idx {gold} disagrees with "
                                 f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}")
         gold_id = str(gold)
         if corpus is not None and isinstance(gold_ctx, dict) and isinstance(gold_ctx.get("text"), str) \
@@ -217,7 +217,7 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
 
         query = messages[-2]["content"]
         if not query.strip():
-            raise MtrbenchError(f"{where}: empty current question (messages[-2])")
+            raise DataError(f"{where}: empty current question (messages[-2])")
         meta: dict[str, Any] = {}
         if switch is not None:
             meta["switch_turn"] = switch
@@ -238,7 +238,7 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
     if conv_index >= 0:
         conv_lengths.append(conv_len)
     if not queries:
-        raise MtrbenchError(f"{origin}: no rows")
+        raise DataError(f"{origin}: no rows")
     if per_conv:
         off = sum(1 for length in conv_lengths if length != per_conv)
         if off:
@@ -248,14 +248,14 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
 
 def _messages(raw: Any, where: str) -> list[dict[str, str]]:
     if not isinstance(raw, list) or not raw:
-        raise MtrbenchError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
+        raise DataError(f"{where}: 'messages' must be a non-empty list of {{role, content}}")
     out = []
     for i, msg in enumerate(raw):
         expected = USER if i % 2 == 0 else ASSISTANT
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
-            raise MtrbenchError(f"{where}: message {i} needs a string 'content'")
+            raise DataError(f"{where}: message {i} needs a string 'content'")
         if msg.get("role") != expected:
-            raise MtrbenchError(f"{where}: message {i} has role {msg.get('role')!r}, expected {expected!r} "
+            raise DataError(f"{where}: message {i} has role {msg.get('role')!r}, expected {expected!r} "
                                 f"(messages alternate user/assistant, starting with the user)")
         out.append({"role": msg["role"], "content": msg["content"]})
     return out

@@ -35,7 +35,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import BEIR
 from mtrbench.data.hub import load_split
 from mtrbench.data.loaders.common import load_qrels
@@ -58,10 +58,10 @@ CORPUS_DIRS = ("corpora/passage_level", "corpora", "passage_level", ".")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
     domain = str(card.loader_options.get("domain") or "")
     if domain not in DOMAINS:
-        raise MtrbenchError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
+        raise DataError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
-        raise MtrbenchError(f"{card.name}: MTRAG is published on GitHub, not the Hub: clone "
+        raise DataError(f"{card.name}: MTRAG is published on GitHub, not the Hub: clone "
                             f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
                             f"`--data-dir CLONE`")
     folder = Path(folder)
@@ -72,7 +72,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     qrels_file = task_dir / "qrels" / f"{request.split}.tsv"
     for path in (*files.values(), qrels_file):
         if not path.is_file():
-            raise MtrbenchError(f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
+            raise DataError(f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
                                 f"files and qrels/{request.split}.tsv)")
     lastturn = _read_variant(files["lastturn"], card.name)
     rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
@@ -89,13 +89,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         conv_id, turn = _split_qid(qid, where)
         current = _strip_user(text)
         if qid not in rewrites:
-            raise MtrbenchError(f"{where}: no record with this _id in {files['rewrite']}")
+            raise DataError(f"{where}: no record with this _id in {files['rewrite']}")
         if qid not in questions:
-            raise MtrbenchError(f"{where}: no record with this _id in {files['questions']}")
+            raise DataError(f"{where}: no record with this _id in {files['questions']}")
         qn, flattened = questions[qid]
         messages = _parse_flattened(flattened, f"{files['questions']} record {qn} ({qid})")
         if messages[-1].role != USER or messages[-1].content.strip() != current.strip():
-            raise MtrbenchError(f"{files['questions']} record {qn} ({qid}): its last user turn "
+            raise DataError(f"{files['questions']} record {qn} ({qid}): its last user turn "
                                 f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}")
         history = tuple(messages[:-1])
         if sum(m.role == USER for m in history) != turn - 1:
@@ -122,7 +122,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     corpus_file = _corpus_file(request.corpus_path, folder, domain)
     if corpus_file is None and request.require_corpus:
-        raise MtrbenchError(f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
+        raise DataError(f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
                             f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`")
     origin = str(files["lastturn"])
     if corpus_file is not None:
@@ -143,7 +143,7 @@ def _task_dir(folder: Path, domain: str, task: str) -> Path:
         for candidate in (folder / sub / domain, folder / sub):
             if (candidate / f"{domain}_lastturn.jsonl").is_file():
                 return candidate
-    raise MtrbenchError(f"{task}: no {domain}_lastturn.jsonl under {folder} (looked in "
+    raise DataError(f"{task}: no {domain}_lastturn.jsonl under {folder} (looked in "
                         f"{', '.join(str(Path(s) / domain) for s in TASK_DIRS)}); pass --data-dir with an "
                         f"IBM/mt-rag-benchmark clone or its retrieval_tasks folder")
 
@@ -163,7 +163,7 @@ def _corpus_file(corpus_path: Path | None, folder: Path, domain: str) -> Path | 
             if (place / name).is_file():
                 return place / name
     if corpus_path is not None:
-        raise MtrbenchError(f"--corpus {corpus_path}: no {names[0]} or {names[1]} in it (or in its "
+        raise DataError(f"--corpus {corpus_path}: no {names[0]} or {names[1]} in it (or in its "
                             f"{', '.join(CORPUS_DIRS[:-1])} folders)")
     return None
 
@@ -171,11 +171,11 @@ def _corpus_file(corpus_path: Path | None, folder: Path, domain: str) -> Path | 
 def _read_corpus(path: Path, task: str) -> Corpus:
     with path.open("rb") as handle:  # the corpora are Git LFS files: a clone without `git lfs pull` has pointers
         if handle.read(64).startswith(b"version https://git-lfs"):
-            raise MtrbenchError(f"{path} is a Git LFS pointer, not the corpus: run `git lfs pull` in the clone")
+            raise DataError(f"{path} is a Git LFS pointer, not the corpus: run `git lfs pull` in the clone")
     rows = load_split(path, builder="json", data_files=str(path), split="train", what=f"{task} corpus")
     id_field = next((f for f in ("_id", "id", "document_id", "doc_id") if f in rows.column_names), None)
     if id_field is None:
-        raise MtrbenchError(f"{path}: passages need an '_id' field, found {rows.column_names}")
+        raise DataError(f"{path}: passages need an '_id' field, found {rows.column_names}")
     return corpus_from_rows(rows, str(path), id_field=id_field)
 
 
@@ -183,12 +183,12 @@ def _read_variant(path: Path, task: str) -> list[tuple[str, int, str]]:
     out = []
     for n, row in _read_jsonl(path, f"{task} queries ({path.name})"):
         if not isinstance(row, dict) or row.get("_id") is None or not isinstance(row.get("text"), str):
-            raise MtrbenchError(f"{path} record {n}: needs '_id' and a string 'text'")
+            raise DataError(f"{path} record {n}: needs '_id' and a string 'text'")
         out.append((str(row["_id"]), n, row["text"]))
     seen: set[str] = set()
     for qid, n, _ in out:
         if qid in seen:
-            raise MtrbenchError(f"{path} record {n} ({qid}): duplicate _id")
+            raise DataError(f"{path} record {n} ({qid}): duplicate _id")
         seen.add(qid)
     return out
 
@@ -205,10 +205,10 @@ def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[
     out: dict[str, tuple[tuple[str, ...], dict]] = {}
     for n, row in _read_jsonl(path, f"{task} generation tasks"):
         if not isinstance(row, dict) or not isinstance(row.get("task_id"), str):
-            raise MtrbenchError(f"{path} record {n}: needs a string 'task_id' ('<conversation_id>::<turn>')")
+            raise DataError(f"{path} record {n}: needs a string 'task_id' ('<conversation_id>::<turn>')")
         targets = row.get("targets") or []
         if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
-            raise MtrbenchError(f"{path} record {n} ({row['task_id']}): 'targets' must be a list of objects")
+            raise DataError(f"{path} record {n} ({row['task_id']}): 'targets' must be a list of objects")
         answers = tuple(str(t.get("text")) for t in targets if t.get("text"))
         meta = {}
         for key, name in (("answerability", "answerability"), ("Question Type", "question_type"),
@@ -226,7 +226,7 @@ def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[
 def _split_qid(qid: str, where: str) -> tuple[str, int]:
     conv, sep, turn = qid.rpartition(SEPARATOR)
     if not sep or not conv or not turn.isdigit() or int(turn) < 1:
-        raise MtrbenchError(f"{where}: _id must be '<conversation_id>{SEPARATOR}<turn>' with a turn number >= 1")
+        raise DataError(f"{where}: _id must be '<conversation_id>{SEPARATOR}<turn>' with a turn number >= 1")
     return conv, int(turn)
 
 
@@ -238,7 +238,7 @@ def _parse_flattened(text: str, where: str) -> list[Message]:
     """``"|user|: a\\n|user|: b"`` -> messages; each line starts a turn with ``|user|:`` or ``|agent|:``."""
     markers = list(TURN_MARKER.finditer(text))
     if not markers or markers[0].start() != 0:
-        raise MtrbenchError(f"{where}: a flattened conversation must start with '|user|: '")
+        raise DataError(f"{where}: a flattened conversation must start with '|user|: '")
     messages = []
     for i, marker in enumerate(markers):
         end = markers[i + 1].start() if i + 1 < len(markers) else len(text)

@@ -27,7 +27,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import grade_of
 from mtrbench.formats.run import id_problem
 from mtrbench.data.hub import load_split
@@ -67,7 +67,7 @@ def _read_local(folder: Path, split: str) -> tuple[Any, Any]:
         if not path.is_file():
             splits = sorted(p.stem for p in (folder / "conversations").glob("*.jsonl"))
             extra = f" (conversation splits here: {splits})" if path == conv_file and splits else ""
-            raise MtrbenchError(f"native folder {folder}: missing {path.relative_to(folder)}{extra}")
+            raise DataError(f"native folder {folder}: missing {path.relative_to(folder)}{extra}")
     corpus_rows = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train", what="corpus")
     conv_rows = load_split(conv_file, builder="json", data_files=str(conv_file), split="train",
                            what=f"conversations ({split})")
@@ -78,11 +78,11 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
     conv_id = row.get("conversation_id")
     messages = row.get("messages")
     if conv_id is None or not isinstance(messages, list):
-        raise MtrbenchError(f"{origin}: needs 'conversation_id' and a 'messages' list")
+        raise DataError(f"{origin}: needs 'conversation_id' and a 'messages' list")
     conv_id = str(conv_id)
     problem = id_problem(conv_id)
     if problem:
-        raise MtrbenchError(f"{origin}: conversation_id '{conv_id}' {problem}")
+        raise DataError(f"{origin}: conversation_id '{conv_id}' {problem}")
     meta = {k: v for k, v in row.items() if k not in ("conversation_id", "messages") and v is not None}
     switch_turn = meta.get("switch_turn")
     history: list[Message] = []
@@ -90,7 +90,7 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
     turn = 0
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") not in (USER, ASSISTANT) or not isinstance(msg.get("content"), str):
-            raise MtrbenchError(f"{origin} ({conv_id}): message {i} needs role user/assistant and string content")
+            raise DataError(f"{origin} ({conv_id}): message {i} needs role user/assistant and string content")
         if msg["role"] == USER:
             turn += 1
             following = messages[i + 1] if i + 1 < len(messages) else None
@@ -100,12 +100,12 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
             for j, judgment in enumerate(msg.get("qrels") or []):
                 grade = grade_of(judgment.get("score")) if isinstance(judgment, dict) else None
                 if grade is None or judgment.get("doc_id") is None:
-                    raise MtrbenchError(f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score, "
+                    raise DataError(f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score, "
                                         f"got {judgment!r}")
                 doc_id = str(judgment["doc_id"])
                 problem = id_problem(doc_id)
                 if problem:
-                    raise MtrbenchError(f"{origin} ({conv_id}): message {i} qrels[{j}] doc_id '{doc_id}' {problem}")
+                    raise DataError(f"{origin} ({conv_id}): message {i} qrels[{j}] doc_id '{doc_id}' {problem}")
                 qrels[doc_id] = grade
             q_meta = dict(meta)
             if isinstance(switch_turn, int) and switch_turn > 0:
@@ -116,5 +116,5 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
                 answers=(answer,) if answer else (), qrels=qrels, meta=q_meta))
         history.append(Message(msg["role"], msg["content"]))
     if not queries:
-        raise MtrbenchError(f"{origin} ({conv_id}): conversation has no user message")
+        raise DataError(f"{origin} ({conv_id}): conversation has no user message")
     return queries

@@ -45,7 +45,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.data.hub import load_split
 
 RELEVANCE_THRESHOLD = 0.8
@@ -58,7 +58,7 @@ _WAYBACK = re.compile(r"^https?://web\.archive\.org/web/[^/]*/")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
     scope = card.loader_options.get("qrels_scope", "answer_url")
     if scope not in QRELS_SCOPES:
-        raise MtrbenchError(f"{card.card_path}: loader_options.qrels_scope must be one of {list(QRELS_SCOPES)}, "
+        raise DataError(f"{card.card_path}: loader_options.qrels_scope must be one of {list(QRELS_SCOPES)}, "
                             f"got {scope!r}")
     split = request.split
     rows, origin = _read_split(card, request.data_dir or card.local_path(), split)
@@ -67,7 +67,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     if request.corpus_path is None:
         if request.require_corpus:
-            raise MtrbenchError(
+            raise DataError(
                 f"{card.name} needs QReCC's passage collection, which is not distributed: build it (10M web pages, "
                 f"54M passages from Common Crawl and the Wayback Machine) with the scripts in "
                 f"https://github.com/apple/ml-qrecc/tree/main/collection and pass `--corpus PATH` (the "
@@ -89,7 +89,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 def _read_split(card: TaskCard, location: Path | None, split: str):
     """The split's turn records through ``load_split`` (from inside the zip when zipped)."""
     if location is None or not Path(location).exists():
-        raise MtrbenchError(
+        raise DataError(
             f"{card.name}: QReCC is distributed on GitHub, not on the Hugging Face Hub: clone "
             f"https://github.com/apple/ml-qrecc (with git lfs) and pass `--data-dir` to it (or to "
             f"dataset/qrecc_data.zip){'' if location is None else f'; {location} does not exist'}")
@@ -106,24 +106,24 @@ def _read_split(card: TaskCard, location: Path | None, split: str):
         if path.is_file():
             inner = _zip_member(path, split)
             return _load_json(path, f"zip://{inner}::{path}", split, card), f"{path}:{inner}"
-    raise MtrbenchError(f"{card.name}: no {member} or qrecc_data.zip in {location} (expected "
+    raise DataError(f"{card.name}: no {member} or qrecc_data.zip in {location} (expected "
                         f"dataset/qrecc_data.zip as in github.com/apple/ml-qrecc)")
 
 
 def _zip_member(path: Path, split: str) -> str:
     with path.open("rb") as handle:
         if handle.read(40).startswith(b"version https://git-lfs"):
-            raise MtrbenchError(f"{path} is a Git LFS pointer, not the zip: run `git lfs pull` in the clone")
+            raise DataError(f"{path} is a Git LFS pointer, not the zip: run `git lfs pull` in the clone")
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
     except zipfile.BadZipFile:
-        raise MtrbenchError(f"{path}: not a valid zip file") from None
+        raise DataError(f"{path}: not a valid zip file") from None
     wanted = (f"qrecc_{split}.json", f"{split}.json")
     for name in names:
         if name.rsplit("/", 1)[-1] in wanted and "__MACOSX" not in name:
             return name
-    raise MtrbenchError(f"{path}: no qrecc_{split}.json inside (members: {names})")
+    raise DataError(f"{path}: no qrecc_{split}.json inside (members: {names})")
 
 
 def _load_json(location: Path, data_files: str, split: str, card: TaskCard):
@@ -131,7 +131,7 @@ def _load_json(location: Path, data_files: str, split: str, card: TaskCard):
                       what=f"{card.name} {split} turns")
     missing = [f for f in _FIELDS if f not in rows.column_names]
     if missing:
-        raise MtrbenchError(f"{data_files}: turn records lack field(s) {missing} (columns: {rows.column_names})")
+        raise DataError(f"{data_files}: turn records lack field(s) {missing} (columns: {rows.column_names})")
     return rows
 
 
@@ -140,7 +140,7 @@ def read_collection(path: Path, what: str = "corpus") -> Corpus:
     if path.is_dir():
         files = sorted(str(p) for p in path.rglob("*.jsonl"))
         if not files:
-            raise MtrbenchError(f"--corpus {path}: no .jsonl passage files below it")
+            raise DataError(f"--corpus {path}: no .jsonl passage files below it")
     else:
         files = [str(path)]
     rows = load_split(path, builder="json", data_files=files, split="train", what=what)
@@ -158,20 +158,20 @@ def _turn_to_query(row: dict[str, Any], where: str, warnings: Counter) -> Conver
     conv = _as_int(conv)
     turn = _as_int(turn)
     if conv is None or turn is None or turn < 1:
-        raise MtrbenchError(f"{where}: needs integer Conversation_no and Turn_no >= 1, got "
+        raise DataError(f"{where}: needs integer Conversation_no and Turn_no >= 1, got "
                             f"{row.get('Conversation_no')!r}, {row.get('Turn_no')!r}")
     qid = f"{conv}_{turn}"
     where = f"{where} ({qid})"
     question = row.get("Question")
     if not isinstance(question, str) or not question.strip():
-        raise MtrbenchError(f"{where}: 'Question' must be a non-empty string")
+        raise DataError(f"{where}: 'Question' must be a non-empty string")
     context = row.get("Context")
     if context is None:
         context = []
     if not isinstance(context, list) or not all(isinstance(c, str) for c in context):
-        raise MtrbenchError(f"{where}: 'Context' must be a list of strings [Q1, A1, Q2, A2, ...]")
+        raise DataError(f"{where}: 'Context' must be a list of strings [Q1, A1, Q2, A2, ...]")
     if len(context) % 2:
-        raise MtrbenchError(f"{where}: 'Context' has {len(context)} strings; question/answer pairs need an even number")
+        raise DataError(f"{where}: 'Context' has {len(context)} strings; question/answer pairs need an even number")
     if len(context) != 2 * (turn - 1):
         warnings["Context length differs from 2*(Turn_no-1) (Context kept as history)"] += 1
     history = tuple(Message(USER if i % 2 == 0 else ASSISTANT, text) for i, text in enumerate(context))

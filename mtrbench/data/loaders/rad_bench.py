@@ -34,7 +34,7 @@ from typing import Any
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)
@@ -113,10 +113,10 @@ class RadBench:
         """
         sources = self.judgment_sources
         if source is None and len(sources) > 1:
-            raise MtrbenchError(f"{self.path}: judgments come from several files {sources}; pass source=")
+            raise UserInputError(f"{self.path}: judgments come from several files {sources}; pass source=")
         rows = [j for j in self.judgments if source is None or j.source == source]
         if source is not None and not rows:
-            raise MtrbenchError(f"{self.path}: no judgments from '{source}' (files: {sources})")
+            raise UserInputError(f"{self.path}: no judgments from '{source}' (files: {sources})")
         cells: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
         for j in rows:
             cells[j.model][j.category][j.turn].append(j.score)
@@ -147,7 +147,7 @@ def load_rad_bench(path: str | Path, *, judgments: list[str | Path] | None = Non
         for n, row in _read_jsonl(questions_file):
             question = _question(row, f"{questions_file} record {n}")
             if question.question_id in bench.questions:
-                raise MtrbenchError(f"{questions_file} record {n} ({question.question_id}): duplicate question_id")
+                raise DataError(f"{questions_file} record {n} ({question.question_id}): duplicate question_id")
             bench.questions[question.question_id] = question
     else:
         bench.warnings["questions.jsonl not found (questions empty)"] += 1
@@ -191,14 +191,14 @@ def load_rad_bench(path: str | Path, *, judgments: list[str | Path] | None = Non
     else:
         bench.warnings["judge_prompts.jsonl not found"] += 1
     if not (bench.questions or bench.judgments or bench.model_answers or bench.reference_answers):
-        raise MtrbenchError(f"{path}: no RAD-Bench files found (questions.jsonl, model_answer/, reference_answer/, "
+        raise DataError(f"{path}: no RAD-Bench files found (questions.jsonl, model_answer/, reference_answer/, "
                             f"model_judgment/); pass the rad_bench/data folder of github.com/mtkresearch/RAD-Bench")
     return bench
 
 
 @register("rad-bench")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
-    raise MtrbenchError(f"{card.name} is a generation benchmark (contexts are given, answers are judged by an LLM); "
+    raise UserInputError(f"{card.name} is a generation benchmark (contexts are given, answers are judged by an LLM); "
                         f"it has no retrieval corpus to evaluate a retriever on. Read it with "
                         f"mtrbench.data.loaders.rad_bench.load_rad_bench(PATH)")
 
@@ -207,7 +207,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 def _data_dir(path: Path) -> Path:
     if not path.exists():
-        raise MtrbenchError(f"RAD-Bench folder {path} does not exist")
+        raise DataError(f"RAD-Bench folder {path} does not exist")
     for candidate in (path / "rad_bench" / "data", path / "data", path):
         if candidate.is_dir() and any((candidate / name).exists() for name in
                                       ("questions.jsonl", "model_answer", "model_judgment", "reference_answer",
@@ -218,15 +218,15 @@ def _data_dir(path: Path) -> Path:
 
 def _question(row: Any, where: str) -> RadQuestion:
     if not isinstance(row, dict) or not isinstance(row.get("question_id"), str):
-        raise MtrbenchError(f"{where}: needs a string 'question_id'")
+        raise DataError(f"{where}: needs a string 'question_id'")
     qid = row["question_id"]
     where = f"{where} ({qid})"
     turns = row.get("turns")
     if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
-        raise MtrbenchError(f"{where}: 'turns' must be a non-empty list of strings")
+        raise DataError(f"{where}: 'turns' must be a non-empty list of strings")
     contexts = row.get("contexts")
     if not isinstance(contexts, list) or len(contexts) != len(turns):
-        raise MtrbenchError(f"{where}: 'contexts' must be a list with one entry per turn ({len(turns)})")
+        raise DataError(f"{where}: 'contexts' must be a list with one entry per turn ({len(turns)})")
     normalized = []
     for i, context in enumerate(contexts):
         if isinstance(context, str):
@@ -234,17 +234,17 @@ def _question(row: Any, where: str) -> RadQuestion:
         elif isinstance(context, list) and all(isinstance(c, str) for c in context):
             normalized.append(tuple(context))
         else:
-            raise MtrbenchError(f"{where}: contexts[{i}] must be a string or a list of strings")
+            raise DataError(f"{where}: contexts[{i}] must be a string or a list of strings")
     references = row.get("references") or []
     evidence = row.get("evidence_text")
     for name, value in (("references", references), ("evidence_text", evidence or [])):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise MtrbenchError(f"{where}: '{name}' must be a list of strings")
+            raise DataError(f"{where}: '{name}' must be a list of strings")
     match = QUESTION_ID.fullmatch(qid)
     aspect = row.get("aspect") or (match.group(1) if match else None)
     category = row.get("category") or (match.group(2) if match else None)
     if not aspect or not category:
-        raise MtrbenchError(f"{where}: needs 'aspect' and 'category' (or an id '<ASPECT>_<category>_<nn>')")
+        raise DataError(f"{where}: needs 'aspect' and 'category' (or an id '<ASPECT>_<category>_<nn>')")
     known = {"question_id", "aspect", "category", "turns", "contexts", "references", "evidence_text"}
     return RadQuestion(question_id=qid, aspect=str(aspect), category=str(category), turns=tuple(turns),
                        contexts=tuple(normalized), references=tuple(references),
@@ -254,35 +254,35 @@ def _question(row: Any, where: str) -> RadQuestion:
 
 def _answer(row: Any, where: str) -> RadAnswer:
     if not isinstance(row, dict) or not isinstance(row.get("question_id"), str):
-        raise MtrbenchError(f"{where}: needs a string 'question_id'")
+        raise DataError(f"{where}: needs a string 'question_id'")
     where = f"{where} ({row['question_id']})"
     choices = row.get("choices")
     if (not isinstance(choices, list) or not choices or not isinstance(choices[0], dict)
             or not isinstance(choices[0].get("turns"), list) or not all(isinstance(t, str) for t in choices[0]["turns"])):
-        raise MtrbenchError(f"{where}: needs 'choices': [{{'index': 0, 'turns': [answer per turn]}}]")
+        raise DataError(f"{where}: needs 'choices': [{{'index': 0, 'turns': [answer per turn]}}]")
     if row.get("model_id") is None:
-        raise MtrbenchError(f"{where}: needs 'model_id'")
+        raise DataError(f"{where}: needs 'model_id'")
     return RadAnswer(question_id=row["question_id"], answer_id=str(row.get("answer_id") or ""),
                      model_id=str(row["model_id"]), turns=tuple(choices[0]["turns"]), tstamp=row.get("tstamp"))
 
 
 def _judgment(row: Any, where: str, source: str) -> RadJudgment:
     if not isinstance(row, dict) or not isinstance(row.get("question_id"), str):
-        raise MtrbenchError(f"{where}: needs a string 'question_id'")
+        raise DataError(f"{where}: needs a string 'question_id'")
     where = f"{where} ({row['question_id']})"
     turn, score = row.get("turn"), row.get("score")
     if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-        raise MtrbenchError(f"{where}: 'turn' must be an integer >= 1")
+        raise DataError(f"{where}: 'turn' must be an integer >= 1")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise MtrbenchError(f"{where}: 'score' must be a number (-1 for an unparsable rating)")
+        raise DataError(f"{where}: 'score' must be a number (-1 for an unparsable rating)")
     if not isinstance(row.get("model"), str):
-        raise MtrbenchError(f"{where}: needs a string 'model'")
+        raise DataError(f"{where}: needs a string 'model'")
     judge = row.get("judge")
     if not isinstance(judge, list) or not all(isinstance(j, str) for j in judge):
-        raise MtrbenchError(f"{where}: 'judge' must be a list like ['gpt-4o', 'RS-1-turn']")
+        raise DataError(f"{where}: 'judge' must be a list like ['gpt-4o', 'RS-1-turn']")
     kind = row.get("type")
     if kind not in ASPECTS:
-        raise MtrbenchError(f"{where}: 'type' must be one of {list(ASPECTS)}, got {kind!r}")
+        raise DataError(f"{where}: 'type' must be one of {list(ASPECTS)}, got {kind!r}")
     return RadJudgment(question_id=row["question_id"], turn=turn, type=kind, score=score, model=row["model"],
                        judge=tuple(judge), judgment=str(row.get("judgment") or ""), tstamp=row.get("tstamp"),
                        source=source)
@@ -290,10 +290,10 @@ def _judgment(row: Any, where: str, source: str) -> RadJudgment:
 
 def _prompt(row: Any, where: str) -> JudgePrompt:
     if not isinstance(row, dict) or not isinstance(row.get("name"), str):
-        raise MtrbenchError(f"{where}: needs a string 'name'")
+        raise DataError(f"{where}: needs a string 'name'")
     for key in ("type", "prompt_template"):
         if not isinstance(row.get(key), str):
-            raise MtrbenchError(f"{where} ({row['name']}): needs a string '{key}'")
+            raise DataError(f"{where} ({row['name']}): needs a string '{key}'")
     return JudgePrompt(name=row["name"], type=row["type"], system_prompt=str(row.get("system_prompt") or ""),
                        prompt_template=row["prompt_template"], description=row.get("description"),
                        category=row.get("category"), output_format=row.get("output_format"))

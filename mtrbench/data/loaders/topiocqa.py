@@ -27,7 +27,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.beir import qrels_from_rows
 from mtrbench.data.hub import load_split
 
@@ -78,28 +78,28 @@ def _pick_split(table, split: str, origin: str):
         return table[split]
     if len(table) == 1:
         return next(iter(table.values()))
-    raise MtrbenchError(f"{origin}: no split '{split}' (splits: {sorted(table)})")
+    raise UserInputError(f"{origin}: no split '{split}' (splits: {sorted(table)})")
 
 
 def _to_query(row: dict[str, Any], where: str, warnings: Counter) -> ConversationalQuery:
     qid = row.get("_id", row.get("id"))
     if qid is None:
-        raise MtrbenchError(f"{where}: query has no '_id'")
+        raise DataError(f"{where}: query has no '_id'")
     qid = str(qid)
     where = f"{where} ({qid})"
     match = _QID.match(qid)
     if not match:
-        raise MtrbenchError(f"{where}: query id must be '<conversation>-<turn>'")
+        raise DataError(f"{where}: query id must be '<conversation>-<turn>'")
     conv_id, turn = match.group(1), int(match.group(2))
     if turn < 1:
-        raise MtrbenchError(f"{where}: turn number must be >= 1")
+        raise DataError(f"{where}: turn number must be >= 1")
     text = row.get("text")
     if isinstance(text, str):
         text = [text]
     if not isinstance(text, list) or not text or not all(isinstance(t, str) for t in text):
-        raise MtrbenchError(f"{where}: 'text' must be a non-empty list of strings (question, answer, ..., question)")
+        raise DataError(f"{where}: 'text' must be a non-empty list of strings (question, answer, ..., question)")
     if len(text) % 2 == 0:
-        raise MtrbenchError(f"{where}: 'text' has {len(text)} strings; alternating question/answer strings "
+        raise DataError(f"{where}: 'text' has {len(text)} strings; alternating question/answer strings "
                             f"ending with the current question need an odd number")
     if len(text) != 2 * turn - 1:
         warnings["conversation length differs from the turn in the query id (id kept)"] += 1

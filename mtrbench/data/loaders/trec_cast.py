@@ -35,7 +35,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, text_lines
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import TREC
 from mtrbench.data.hub import load_split
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
@@ -59,13 +59,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     opts = card.loader_options
     year = int(opts.get("year") or 0)
     if year not in FILES:
-        raise MtrbenchError(f"{card.card_path}: loader_options.year must be one of {sorted(FILES)}, got {year}")
+        raise DataError(f"{card.card_path}: loader_options.year must be one of {sorted(FILES)}, got {year}")
     canonical = str(opts.get("canonical_responses", "automatic" if year == 2020 else "none"))
     if canonical not in CANONICAL:
-        raise MtrbenchError(f"{card.card_path}: loader_options.canonical_responses must be one of {list(CANONICAL)}")
+        raise DataError(f"{card.card_path}: loader_options.canonical_responses must be one of {list(CANONICAL)}")
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
-        raise MtrbenchError(f"{card.name}: the CAsT {year} topics and qrels are not bundled: download them from "
+        raise DataError(f"{card.name}: the CAsT {year} topics and qrels are not bundled: download them from "
                             f"{SOURCE} ({year}/) and trec.nist.gov, and pass `--data-dir DIR`")
     folder = Path(folder)
     names = {key: str(opts.get(key) or default) for key, default in FILES[year].items()}
@@ -87,7 +87,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     corpus = _read_corpus(request.corpus_path, card.name) if request.corpus_path is not None else None
     if corpus is None and request.require_corpus:
-        raise MtrbenchError(f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
+        raise DataError(f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
                             f"MARCO_<pid> / CAR_<id> as in {qrels_file.name}; see treccast.ai): pass `--corpus PATH` "
                             f"(a BEIR corpus.jsonl or a TSV 'id<TAB>text')")
     resolve = _resolver(corpus, warnings) if corpus is not None else (lambda doc_id: doc_id)
@@ -154,10 +154,10 @@ def _find(folder: Path, name: str, year: int, task: str) -> Path:
         preferred = [p for p in matches if str(year) in p.relative_to(folder).parts[:-1]]
         matches = preferred if len(preferred) == 1 else matches
     if not matches:
-        raise MtrbenchError(f"{task}: {name} not found under {folder}; it is published in {SOURCE} ({year}/), "
+        raise DataError(f"{task}: {name} not found under {folder}; it is published in {SOURCE} ({year}/), "
                             f"pass its folder as `--data-dir`")
     if len(matches) > 1:
-        raise MtrbenchError(f"{task}: several {name} files under {folder}: {[str(m) for m in matches]}; "
+        raise DataError(f"{task}: several {name} files under {folder}: {[str(m) for m in matches]}; "
                             f"pass the one folder to use as --data-dir")
     return matches[0]
 
@@ -168,9 +168,9 @@ def _read_topics(path: Path, task: str) -> list[Any]:
     try:
         topics = json.loads("\n".join(data["text"]))
     except json.JSONDecodeError as exc:
-        raise MtrbenchError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     if not isinstance(topics, list):
-        raise MtrbenchError(f"{path}: expected a JSON list of topics, got {type(topics).__name__}")
+        raise DataError(f"{path}: expected a JSON list of topics, got {type(topics).__name__}")
     return topics
 
 
@@ -179,17 +179,17 @@ def _turns(topics: list[Any], path: Path):
     seen: set[str] = set()
     for n, topic in enumerate(topics):
         if not isinstance(topic, dict) or topic.get("number") is None or not isinstance(topic.get("turn"), list):
-            raise MtrbenchError(f"{path} record {n}: a topic needs 'number' and a 'turn' list")
+            raise DataError(f"{path} record {n}: a topic needs 'number' and a 'turn' list")
         for i, turn in enumerate(topic["turn"]):
             number = turn.get("number") if isinstance(turn, dict) else None
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise MtrbenchError(f"{path} record {n} (topic {topic['number']}): turn {i} needs an integer "
+                raise DataError(f"{path} record {n} (topic {topic['number']}): turn {i} needs an integer "
                                     f"'number' >= 1")
             qid = f"{topic['number']}_{number}"
             if not isinstance(turn.get("raw_utterance"), str):
-                raise MtrbenchError(f"{path} record {n} ({qid}): turn {i} needs a string 'raw_utterance'")
+                raise DataError(f"{path} record {n} ({qid}): turn {i} needs a string 'raw_utterance'")
             if qid in seen:
-                raise MtrbenchError(f"{path} record {n} ({qid}): duplicate turn number")
+                raise DataError(f"{path} record {n} ({qid}): duplicate turn number")
             seen.add(qid)
             yield qid, topic, n, turn
 
@@ -204,7 +204,7 @@ def _read_rewrites(path: Path, task: str) -> dict[str, str]:
         if not sep or not topic.isdigit() or not turn.isdigit():
             if n == 0 and not qid.strip()[:1].isdigit():
                 continue  # a header row
-            raise MtrbenchError(f"{path} record {n}: expected '<topic>_<turn><TAB><rewrite>'")
+            raise DataError(f"{path} record {n}: expected '<topic>_<turn><TAB><rewrite>'")
         rewrites[qid.strip()] = text.strip()
     return rewrites
 
@@ -219,7 +219,7 @@ def _read_corpus(path: Path, task: str) -> Corpus:
         else:
             tsvs = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith((".tsv", ".tsv.gz")))
             if not tsvs:
-                raise MtrbenchError(f"--corpus {path}: no corpus.jsonl or *.tsv file in this folder")
+                raise DataError(f"--corpus {path}: no corpus.jsonl or *.tsv file in this folder")
             parts = [_read_corpus_file(p, task) for p in tsvs]
             return Corpus(ids=[i for c in parts for i in c.ids], titles=[t for c in parts for t in c.titles],
                           texts=[t for c in parts for t in c.texts])
@@ -232,17 +232,17 @@ def _read_corpus_file(path: Path, task: str) -> Corpus:
         rows = load_split(path, builder="json", data_files=str(path), split="train", what=f"{task} corpus")
         id_field = next((f for f in ("_id", "id", "docid", "doc_id") if f in rows.column_names), None)
         if id_field is None:
-            raise MtrbenchError(f"{path}: corpus records need an '_id' field, found {rows.column_names}")
+            raise DataError(f"{path}: corpus records need an '_id' field, found {rows.column_names}")
         return corpus_from_rows(rows, str(path), id_field=id_field)
     if not name.endswith((".tsv", ".tsv.gz")):
-        raise MtrbenchError(f"--corpus {path}: expected a BEIR corpus.jsonl or a .tsv file 'id<TAB>text'")
+        raise DataError(f"--corpus {path}: expected a BEIR corpus.jsonl or a .tsv file 'id<TAB>text'")
     import datasets
 
     opener = gzip.open if name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as handle:  # peek: column count and header row only
         first = handle.readline().rstrip("\n").split("\t")
     if len(first) not in (2, 3):
-        raise MtrbenchError(f"{path} record 0: a TSV corpus needs 'id<TAB>text' or 'id<TAB>title<TAB>text', "
+        raise DataError(f"{path} record 0: a TSV corpus needs 'id<TAB>text' or 'id<TAB>title<TAB>text', "
                             f"got {len(first)} fields")
     columns = ["_id", "text"] if len(first) == 2 else ["_id", "title", "text"]
     header = first[0].strip().lower() in ("_id", "id", "docid", "doc_id", "pid", "passage_id")
