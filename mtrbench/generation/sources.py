@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
+from mtrbench.results.result import Result
 
 
 def resolve_run_file(path: str | Path) -> Path:
@@ -23,17 +23,18 @@ def resolve_run_file(path: str | Path) -> Path:
         raise MtrbenchError(f"retrieval result {path} not found")
     if path.suffix == ".json":
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-            name = document["mtrbench"]["files"]["run"]
-        except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
-            raise MtrbenchError(f"{path}: not an mtrbench eval result (no mtrbench.files.run); pass the "
-                                ".run.trec file") from None
+            result = Result.load(path)
+        except MtrbenchError as exc:
+            raise DataError(f"{exc}; pass the .run.trec file") from None
+        if "run" not in result.files:
+            raise DataError(f"{path}: not an mtrbench eval result (no mtrbench.files.run); pass the .run.trec file")
         # the file only names a sibling: it never decides a path elsewhere
+        name = result.files["run"]
         if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-            raise MtrbenchError(f"{path}: mtrbench.files.run must be a plain file name, got {name!r}")
-        run_path = path.parent / name
+            raise DataError(f"{path}: mtrbench.files.run must be a plain file name, got {name!r}")
+        run_path = result.run_path
         if not run_path.is_file():
-            raise MtrbenchError(f"{path}: its run file {run_path} is missing")
+            raise DataError(f"{path}: its run file {run_path} is missing")
         return run_path
     return path
 

@@ -7,14 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtrbench.results.result import main_score_key
-from mtrbench.infra.errors import MtrbenchError
-from mtrbench.results.documents import find_inputs, kind_of, read_json
+from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.results.documents import find_inputs, read_json
+from mtrbench.results.result import Result
 from mtrbench.results.labels import short_model
 from mtrbench.results.writer import result_paths, safe_name
 
-# mteb's per-split score block carries these beside the metrics.
-NOT_METRICS = ("hf_subset", "languages", "main_score")
 # Options of `mtrbench eval` that change where results go or how much is printed, never a score.
 PLACE_ONLY_OPTIONS = {"--output-dir": True, "--quiet": False}  # option -> takes a value
 
@@ -46,30 +44,32 @@ def normalize_command(command: str | None) -> str | None:
     return shlex.join(kept)
 
 
-def entry_from_result(path: Path, document: dict[str, Any]) -> dict[str, Any]:
-    meta = document["mtrbench"]
+def entry_from_result(path: Path, document: Result | dict[str, object]) -> dict[str, Any]:
+    """The leaderboard entry of one result (a loaded :class:`Result`, or a document read from ``path``)."""
+    result = document if isinstance(document, Result) else Result(document, path)
     try:
-        settings = meta["settings"]
-        split = settings.get("split") or next(iter(document["scores"]))
-        block = document["scores"][split][0]
-        scores = {k: float(v) for k, v in block.items()
-                  if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)}
-        task = document["task_name"]
-        model, revision = meta["model"]["name"], meta["model"].get("revision")
+        if not result.has_settings:
+            raise KeyError("settings")
+        settings = result.settings
+        split = result.split
+        scores = result.scores
+        task = result.task_name
+        model, revision = result.model_name, result.model_revision
+        requested = result.requested_model
         retriever = dict(settings.get("retriever") or {})
-        main = main_score_key(task, block, scores)
-    except (KeyError, IndexError, TypeError, StopIteration) as exc:
-        raise MtrbenchError(f"{path}: incomplete mtrbench result ({type(exc).__name__}: {exc})") from None
+        main = result.main_score_key
+    except (KeyError, IndexError, TypeError, StopIteration, AttributeError) as exc:
+        raise DataError(f"{path}: incomplete mtrbench result ({type(exc).__name__}: {exc})") from None
     except MtrbenchError as exc:
-        raise MtrbenchError(f"{path}: {exc}") from None
-    timings = meta.get("timings_s") or {}
-    wall_time = round(sum(timings.values()), 3) if timings else document.get("evaluation_time")
-    requested = meta["model"].get("requested") or model
+        message = str(exc)
+        raise DataError(message if message.startswith(f"{path}: ") else f"{path}: {message}") from None
+    timings = result.timings
+    wall_time = round(sum(timings.values()), 3) if timings else result.evaluation_time
     from mtrbench.retrieve.registry import REGISTRY
 
     nickname = requested if requested in REGISTRY else short_model(model)
     history = settings.get("history")
-    layout = result_paths(Path("."), model, revision or "no_revision", task, meta.get("experiment")).json
+    layout = result_paths(Path("."), model, revision or "no_revision", task, result.experiment).json
     return {
         "id": safe_name(f"{nickname}__{task}__{history}"),
         "label": "run",
@@ -77,7 +77,7 @@ def entry_from_result(path: Path, document: dict[str, Any]) -> dict[str, Any]:
         "model_revision": revision,
         "task": task,
         "split": split,
-        "dataset_revision": document.get("dataset_revision"),
+        "dataset_revision": result.dataset_revision,
         "main_score": main,
         "scores": scores,
         "settings": {
@@ -90,20 +90,18 @@ def entry_from_result(path: Path, document: dict[str, Any]) -> dict[str, Any]:
             "retriever": retriever,
             **({"limit": settings["limit"]} if settings.get("limit") is not None else {}),
         },
-        "harness": {"name": "mtrbench", "version": meta.get("version")},
-        "date": meta.get("date"),
-        "hardware": meta.get("hardware"),
+        "harness": {"name": "mtrbench", "version": result.mtrbench_version},
+        "date": result.date,
+        "hardware": result.hardware,
         "wall_time_s": wall_time,
-        "command": normalize_command(meta.get("command")),
-        "source": {"result_file": str(path), "result_path": layout.as_posix(), "experiment": meta.get("experiment")},
+        "command": normalize_command(result.command),
+        "source": {"result_file": str(path), "result_path": layout.as_posix(), "experiment": result.experiment},
     }
 
 
 def load_result_entry(path: Path) -> SourcedEntry:
-    document = read_json(path)
-    if kind_of(document) != "result":
-        raise MtrbenchError(f"{path}: not an `mtrbench eval` result")
-    return SourcedEntry(entry_from_result(path, document), str(path))
+    result = Result.load(path)
+    return SourcedEntry(entry_from_result(path, result), str(path))
 
 
 def load_leaderboard_entries(path: Path) -> list[SourcedEntry]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import DataError, MtrbenchError
 
 
 @dataclass
@@ -22,31 +22,40 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise MtrbenchError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise DataError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not valid JSON (not UTF-8 text)") from None
     except OSError as exc:
-        raise MtrbenchError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise DataError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
 def read_per_query_rows(result: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
     """The rows of the per-query file beside an ``eval`` result (qid, conversation_id, turn_id, metrics).
 
-    Only a plain file name recorded in the result is followed, and only beside the result itself.
+    The low-level reader behind :attr:`mtrbench.results.result.Result.per_query` (use that). Only a plain file
+    name recorded in the result is followed, and only beside the result itself.
     """
-    name = (document.get("mtrbench") or {}).get("files", {}).get("per_query")
+    meta = document.get("mtrbench")
+    files = meta.get("files") if isinstance(meta, dict) else None
+    name = files.get("per_query") if isinstance(files, dict) else None
     if not isinstance(name, str) or not name or Path(name).name != name:
-        raise MtrbenchError(f"{result}: no per-query file recorded beside it")
+        raise DataError(f"{result}: no per-query file recorded beside it")
     path = Path(result).with_name(name)
     if not path.is_file():
-        raise MtrbenchError(f"{result}: its per-query file {path} is missing")
+        raise DataError(f"{result}: its per-query file {path} is missing")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})") from None
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                raise MtrbenchError(f"{path}:{n}: not valid JSON") from None
+                raise DataError(f"{path}:{n}: not valid JSON") from None
             if not isinstance(row, dict):
-                raise MtrbenchError(f"{path}:{n}: not a JSON object")
+                raise DataError(f"{path}:{n}: not a JSON object")
             rows.append(row)
     return rows
 
@@ -90,7 +99,7 @@ def find_inputs(paths: list[str | Path]) -> Inputs:
             elif kind == "leaderboard":
                 inputs.leaderboards.append(candidate)
             elif explicit:
-                raise MtrbenchError(f"{candidate}: neither an `mtrbench eval` result nor a leaderboard")
+                raise DataError(f"{candidate}: neither an `mtrbench eval` result nor a leaderboard")
             else:
                 inputs.skipped.append(candidate)
     return inputs

@@ -54,10 +54,18 @@ def comparable_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _existing_settings(path: Path) -> tuple[dict[str, Any], str | None] | None:
+    """The recorded settings and dataset revision; None when the file cannot be read or records no settings.
+
+    Only the settings are needed here, so the result is wrapped without :meth:`Result.load`'s full check."""
+    from mtrbench.results.documents import read_json
+    from mtrbench.results.result import Result
+
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        return document["mtrbench"]["settings"], document.get("dataset_revision")
-    except (OSError, ValueError, KeyError, TypeError):
+        result = Result(read_json(path), path)
+        if not result.has_settings:
+            return None
+        return result.settings, result.dataset_revision
+    except (MtrbenchError, KeyError, TypeError, AttributeError):
         return None
 
 

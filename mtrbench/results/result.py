@@ -218,7 +218,7 @@ class Result:
         name = self.files.get(kind)
         if self.path is None:
             raise DataError(f"this {self.task_name} result has not been saved: no {kind} file beside it")
-        if not isinstance(name, str) or not name or Path(name).name != name:
+        if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
             raise DataError(f"{self.path}: no {kind} file recorded beside it")
         return Path(self.path).with_name(name)
 

@@ -7,13 +7,13 @@ trec_eval order and scored like any other.
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
+from mtrbench.results.result import Result
 
 # mtrbench's name -> ranx's method name.
 METHODS = {"rrf": "rrf", "wsum": "wsum", "combmnz": "mnz"}
@@ -68,14 +68,11 @@ def run_file_for(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix != ".json":
         return path
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MtrbenchError(f"{path}: no such result file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MtrbenchError(f"{path}: not a JSON result file ({exc})") from None
-    name = (document.get("mtrbench", {}).get("files", {}) if isinstance(document, dict) else {}).get("run")
-    run = path.with_name(name) if name else path.with_name(path.name[:-len(".json")] + ".run.trec")
+    if not path.is_file():
+        raise MtrbenchError(f"{path}: no such result file")
+    result = Result.load(path)
+    # a result that records no run file: the eval layout's name, <task>.run.trec beside it
+    run = result.run_path if "run" in result.files else path.with_name(path.name[:-len(".json")] + ".run.trec")
     if not run.exists():
         raise MtrbenchError(f"{path}: its TREC run {run.name} is not beside it")
     return run
