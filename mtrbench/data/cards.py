@@ -14,7 +14,7 @@ import yaml
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 if TYPE_CHECKING:
-    from mtrbench import plugins
+    from mtrbench.infra import plugins
 
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
 DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")
@@ -120,7 +120,7 @@ def builtin_cards() -> dict[str, TaskCard]:
 
 
 def all_cards() -> dict[str, TaskCard]:
-    """The built-in cards, then those plugins register (``mtrbench.tasks`` entry points, mtrbench.plugins)."""
+    """The built-in cards, then those plugins register (``mtrbench.tasks`` entry points, mtrbench.infra.plugins)."""
     cards = builtin_cards()
     for card in plugin_cards(frozenset(cards)):
         cards[card.name] = card
@@ -131,7 +131,7 @@ def all_cards() -> dict[str, TaskCard]:
 def plugin_cards(builtin: frozenset[str]) -> tuple[TaskCard, ...]:
     """The cards of the ``mtrbench.tasks`` entry points whose names are not in ``builtin`` nor taken by an
     earlier plugin, each validated as a built-in card is; a card that fails is a warning and is skipped."""
-    from mtrbench import plugins  # here: commands that never look a task up do not import it
+    from mtrbench.infra import plugins  # here: commands that never look a task up do not import it
 
     candidates: list[plugins.Candidate[TaskCard]] = []
     for entry in plugins.entries(plugins.TASKS):

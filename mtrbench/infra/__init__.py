@@ -1,1 +1,1 @@
-"""Infrastructure every layer may use: errors, atomic writes, file locks."""
+"""Infrastructure every layer may use: errors, atomic writes, file locks, entry-point plugins."""

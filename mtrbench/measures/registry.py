@@ -2,7 +2,7 @@
 
 Families are discovered from the modules of :mod:`mtrbench.measures.families` (each defines
 ``FAMILY``), so adding a measure is adding one module there. Installed packages add families through
-``mtrbench.measures`` entry points (mtrbench.plugins); those are read only when a name or result key is
+``mtrbench.measures`` entry points (mtrbench.infra.plugins); those are read only when a name or result key is
 not a built-in one, or when every family is listed.
 """
 
@@ -47,7 +47,7 @@ def _plugins() -> dict[str, tuple[MeasureFamily, str]]:
     """Name -> (family, origin) for the ``mtrbench.measures`` entry points' families whose names and key
     stem are neither built in nor taken by an earlier plugin; a bad family is a warning and is skipped."""
     builtin = {claim for f in builtin_families().values() for claim in _claims(f)}
-    from mtrbench import plugins  # here: commands that never look a measure up do not import it
+    from mtrbench.infra import plugins  # here: commands that never look a measure up do not import it
 
     candidates: list[plugins.Candidate[MeasureFamily]] = []
     for entry in plugins.entries(plugins.MEASURES):

@@ -24,7 +24,7 @@ from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval
 from mtrbench.results.result import Result
-from mtrbench.formats.generations import read_generations
+from mtrbench.formats.generations import LEGACY_HISTORIES, read_generations
 from mtrbench.formats.run import read_run
 from mtrbench.generation.runner import GenerateConfig, GenerateReport, run_generate
 from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
@@ -77,9 +77,15 @@ class RagReport:
 
 
 def rag_stem(retrieval: Result, generator: str, history: str) -> str:
+    """``<run stem>.<generator>.<history>``; where only a rag run named by the history's old name exists
+    (``...raw...``, before generation took eval's names), that one, so it resumes."""
     run_name = retrieval.run_path.name
     stem = run_name[: -len(".run.trec")] if run_name.endswith(".run.trec") else retrieval.run_path.stem
-    return f"{stem}.{safe_name(generator)}.{safe_name(history)}"
+    names = [history, *(old for old, new in LEGACY_HISTORIES.items() if new == history)]
+    stems = [f"{stem}.{safe_name(generator)}.{safe_name(name)}" for name in names]
+    folder = retrieval.run_path.parent
+    return next((s for s in stems[1:] if not (folder / f"{stems[0]}.generations.jsonl").is_file()
+                 and (folder / f"{s}.generations.jsonl").is_file()), stems[0])
 
 
 def _check(config: RagConfig) -> None:

@@ -78,9 +78,9 @@ REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
 
 @cache
 def plugin_models() -> dict[str, ModelSpec]:
-    """The aliases of the ``mtrbench.models`` entry points (mtrbench.plugins) that are neither built in nor
+    """The aliases of the ``mtrbench.models`` entry points (mtrbench.infra.plugins) that are neither built in nor
     taken by an earlier plugin. Read on the first call only."""
-    from mtrbench import plugins  # here: commands that never look an alias up do not import it
+    from mtrbench.infra import plugins  # here: commands that never look an alias up do not import it
 
     candidates: list[plugins.Candidate[ModelSpec]] = []
     for entry in plugins.entries(plugins.MODELS):

@@ -195,3 +195,17 @@ def test_bad_rag_input_is_one_error_line_before_any_request(extra, message, tmp_
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and message in errors[0], err
     assert "Traceback" not in err
+
+
+def test_a_rag_run_named_by_the_old_history_name_is_resumed_under_it(tmp_path):
+    """Generation took eval's history names (full, not raw): a rag folder from before keeps its files."""
+    from mtrbench.pipeline.rag import rag_stem
+    from mtrbench.results.result import Result
+
+    document = {"task_name": "t", "scores": {"test": [{}]}, "mtrbench": {"files": {"run": "t.run.trec"}}}
+    retrieval = Result(document, tmp_path / "t.json")
+    assert rag_stem(retrieval, "org/gen", "full") == "t.org__gen.full"
+    (tmp_path / "t.org__gen.raw.generations.jsonl").write_text("")
+    assert rag_stem(retrieval, "org/gen", "full") == "t.org__gen.raw"
+    (tmp_path / "t.org__gen.full.generations.jsonl").write_text("")
+    assert rag_stem(retrieval, "org/gen", "full") == "t.org__gen.full"  # the new name wins once it exists

@@ -27,6 +27,7 @@ from mtrbench.analyses.breakdown import by_topic_switch, by_turn
 from mtrbench.measures import Evaluation, evaluate, parse_measures
 from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.retrieve.dense import DenseRetriever
+from mtrbench.retrieve.options import LoadingOptions
 from mtrbench.retrieve.registry import BGE_QUERY_INSTRUCTION, REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -508,7 +509,7 @@ def test_dense_search_encodes_queries_with_the_alias_prompt(tiny_bge):
 
     spec = dataclasses.replace(REGISTRY["bge-small"], model_id=str(tiny_bge))
     assert spec.query_prompt == BGE_QUERY_INSTRUCTION and spec.doc_prompt == ""
-    retriever = DenseRetriever(spec, device="cpu", show_progress=False, use_cache=False)
+    retriever = DenseRetriever(spec, LoadingOptions(device="cpu", show_progress=False, use_cache=False))
     retriever.index(PROMPT_DOCS)
     hits = retriever.search(PROMPT_QUERIES, top_k=len(PROMPT_DOCS))
 

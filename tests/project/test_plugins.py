@@ -274,7 +274,7 @@ def test_no_plugin_is_read_by_version_or_by_built_in_lookups(site):
     proc = mtrbench(site, "--version")
     assert proc.returncode == 0 and proc.stderr == ""
     code = textwrap.dedent("""
-        from mtrbench import plugins
+        from mtrbench.infra import plugins
         from mtrbench.measures import parse
         from mtrbench.retrieve.registry import resolve_model
         resolve_model("bm25"), parse("nDCG@10")
