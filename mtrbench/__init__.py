@@ -24,6 +24,8 @@ _LAZY = {
     "SearchRetriever": "mtrbench.models.protocols",
     "Rewriter": "mtrbench.models.protocols",
     "QueryFormat": "mtrbench.serialize.history",
+    "run_rag": "mtrbench.pipeline.rag",
+    "RagConfig": "mtrbench.pipeline.rag",
 }
 
 __all__ = ["__version__", "MtrbenchError", "UserInputError", "DataError", "ModelError", "LLMError", *_LAZY]

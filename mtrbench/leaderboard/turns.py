@@ -15,7 +15,8 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import entry_from_result
 from mtrbench.leaderboard.keys import identity
 from mtrbench.analyses.turn_bands import TurnBand, turn_bands
-from mtrbench.results.documents import find_inputs, read_json, read_per_query_rows
+from mtrbench.results.documents import find_inputs
+from mtrbench.results.result import Result
 
 # entry id -> metric -> bands, turns ascending
 TurnCurves = dict[str, dict[str, list[TurnBand]]]
@@ -41,9 +42,9 @@ def turn_curves(document: dict[str, Any], results_dirs: list[Path], warnings: li
     curves: TurnCurves = {}
     for path in find_inputs(list(results_dirs)).results:
         try:
-            result = read_json(path)
+            result = Result.load(path)
             matches = by_identity.get(identity(entry_from_result(path, result)), [])
-            rows = read_per_query_rows(path, result) if matches else []
+            rows = [row.as_row() for row in result.per_query] if matches else []
         except MtrbenchError as exc:
             if warnings is not None:
                 warnings.append(str(exc))
