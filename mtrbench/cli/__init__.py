@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         return handler(args)
     except MtrbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return getattr(exc, "exit_code", 2)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
                                  parse_size, print_analyses, unescape)
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
@@ -288,7 +289,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                      f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})", soft_wrap=True,
                      highlight=False, markup=False)
 
-    written = []
+    written, failures = [], []
     for model in resolved:
         retriever = None
         for task in tasks:
@@ -300,8 +301,11 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 retriever = assemble(model, options)
             if len(models) * len(tasks) > 1:
                 status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
-            results = run_eval(model, task, pair_config, options, progress=say, retriever=retriever,
-                               on_skip=skipped)
+            try:
+                results = run_eval(model, task, pair_config, options, progress=say, retriever=retriever,
+                                   on_skip=skipped)
+            except TooManyFailures as failure:  # the other histories finished: shown, and the command fails
+                results, failures = failure.finished, [*failures, str(failure)]
             if results:
                 _print_results(model.requested, task, results, console, status)
                 written.extend(results)
@@ -311,7 +315,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
     for r in written:
         status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
-    return 0
+    for failure in failures:
+        print(f"error: {failure}", file=sys.stderr)
+    return TooManyFailures.exit_code if failures else 0
 
 
 def _print_results(model: str, task: str, results, console, status) -> None:

@@ -86,6 +86,10 @@ def add_rewriter_arguments(parser: argparse.ArgumentParser, *, with_run_flags: b
                             "in-process with transformers [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
     if with_run_flags:
         add_run_flags(group)
+        group.add_argument("--max-failure-rate", type=float, default=DEFAULT_MAX_FAILURE_RATE, metavar="SHARE",
+                           help="exit 1 when the rewriter failed on more than this share of its requests; that "
+                                "history is then not written (its numbers would be the full history's) "
+                                f"[{DEFAULT_MAX_FAILURE_RATE}]")
 
 
 def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
@@ -124,4 +128,8 @@ def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
         return None
     judge = model_judge(args.rewriter_model, args.rewriter_base_url, args, "rewriter")
     cache = None if args.dry_run else cache_from_args(args)
-    return RewriterOptions(judge=judge, cache=cache, yes=args.yes, dry_run=args.dry_run, show_progress=show_progress)
+    max_rate = getattr(args, "max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
+    if not 0 <= max_rate <= 1:
+        raise MtrbenchError(f"--max-failure-rate is a share between 0 and 1, got {max_rate:g}")
+    return RewriterOptions(judge=judge, cache=cache, yes=args.yes, dry_run=args.dry_run, show_progress=show_progress,
+                           max_failure_rate=max_rate)

@@ -19,6 +19,7 @@ from typing import Any
 from mtrbench.data.model import ConversationalQuery
 from mtrbench.infra.errors import UserInputError
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_base_url
 from mtrbench.llm.config import JudgeConfig
@@ -38,6 +39,7 @@ class RewriterOptions:
     yes: bool = False  # skip the cost confirmation
     dry_run: bool = False  # print prompts and counts, send nothing
     show_progress: bool = True
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE  # eval stops (exit 1) when more of the requests fail
 
 
 @dataclass
@@ -52,6 +54,7 @@ class ModelHistoryReport:
     cached: int = 0
     failures: int = 0
     failed_qids: list[str] = field(default_factory=list)
+    failure_reasons: dict[str, int] = field(default_factory=dict)  # reason -> how many requests failed with it
     http_requests: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -113,6 +116,8 @@ def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], opt
             texts[result.key] = result.value
         else:
             report.failures += 1
+            reason = result.error or "unknown"
+            report.failure_reasons[reason] = report.failure_reasons.get(reason, 0) + 1
             if len(report.failed_qids) < MAX_FAILED_SHOWN:
                 report.failed_qids.append(result.key)
     usage = client.usage

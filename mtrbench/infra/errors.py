@@ -29,6 +29,17 @@ class LLMError(MtrbenchError):
     """An LLM endpoint that failed or kept replying in a form that cannot be read."""
 
 
+class TooManyFailures(LLMError):
+    """An LLM stage failed on more than ``--max-failure-rate`` of its items: what succeeded is kept (written or
+    cached), and the command exits 1, not 2, because the input was fine."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, finished: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.finished = list(finished or [])  # what the command did complete (e.g. the other histories' results)
+
+
 class HubUnavailableError(MtrbenchError):
     """Something had to be fetched from the Hugging Face Hub and could not be."""
 

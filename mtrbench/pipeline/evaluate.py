@@ -9,6 +9,7 @@ from dataclasses import replace
 from mtrbench.data import load_task
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
+from mtrbench.infra.errors import TooManyFailures
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
@@ -46,10 +47,11 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
     if config.limit is not None:
         task = first_conversations(task, config.limit)
     load_task_s = time.perf_counter() - t0
-    histories = write_texts(applicable([p.history for p in plan.histories], task, config.skip_inapplicable),
-                            task, config.rewriter, say)
-    if histories is None:  # dry run: the prompts were shown, nothing to evaluate
+    written = write_texts(applicable([p.history for p in plan.histories], task, config.skip_inapplicable),
+                          task, config.rewriter, say)
+    if written is None:  # dry run: the prompts were shown, nothing to evaluate
         return []
+    histories, failed = written
     planned = {p.history.name: p for p in plan.histories}
     timings = Timings(load_model, load_task_s, index_corpus(retriever, task, say))
     results = []
@@ -59,6 +61,8 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
         results.append(write_history(plan, replace(planned[history.name], history=history), task, retriever, config,
                                      max_length_set, retrieved, scored, timings))
     say(f"Done in {time.perf_counter() - started:.1f}s")
+    if failed:  # the other histories are written; the command still fails, naming what did
+        raise TooManyFailures("; ".join(failed), results)
     return results
 
 

@@ -4,12 +4,13 @@ function ``Conversation -> str`` or a rewriter object) whose texts the user's co
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from mtrbench.data.model import TaskData
-from mtrbench.generation.model_history import RewriterOptions, compute_model_history
+from mtrbench.generation.model_history import ModelHistoryReport, RewriterOptions, compute_model_history
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
 from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
@@ -71,27 +72,44 @@ def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool
 
 
 def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOptions | None,
-                say: Callable[[str], None]) -> list[History] | None:
-    """Each model-backed or Python history with its texts; None after a dry run (prompts shown, nothing sent)."""
-    ready = []
+                say: Callable[[str], None]) -> tuple[list[History], list[str]] | None:
+    """Each model-backed or Python history with its texts, and one message per model-backed history whose model
+    failed on more than ``--max-failure-rate`` of its requests (left out: its numbers would be the full
+    history's under another name). None after a dry run (prompts shown, nothing sent)."""
+    ready, failed = [], []
     for history in histories:
         if history.python is not None:
             ready.append(_python_texts(history, task))
         elif history.strategy.model_kind:
             kind = history.strategy.model_kind
-            say(f"Asking {rewriter.judge.model} for {kind}s of {len(task.queries):,} queries")
+            say(f"Asking {rewriter.judge.model} for {kind} texts of {len(task.queries):,} queries")
             texts, report = compute_model_history(kind, task.queries, rewriter)
             if texts is None:
                 continue
-            if report.failures:
-                say(f"warning: {report.failures} {kind}(s) failed after retries; those queries use the full history "
-                    "(settings.rewriter.failures in the results)")
+            problem = _too_many_failures(history.name, report, rewriter)
+            if problem:
+                failed.append(problem)
+                continue
+            if report.failures:  # a counted warning even with --quiet: those queries fall back to the full history
+                print(f"warning: --history {history.name}: {report.failures} of {report.requested} {kind} requests "
+                      "failed after retries; those queries use the full history (settings.rewriter.failures)",
+                      file=sys.stderr)
             ready.append(replace(history, strategy=history.strategy.with_texts(texts), report=report.as_dict()))
         else:
             ready.append(history)
     if rewriter is not None and rewriter.dry_run:
         return None
-    return ready
+    return ready, failed
+
+
+def _too_many_failures(name: str, report: ModelHistoryReport, rewriter: RewriterOptions) -> str | None:
+    if not report.requested or report.failures / report.requested <= rewriter.max_failure_rate:
+        return None
+    reason, count = max(report.failure_reasons.items(), key=lambda item: item[1], default=("unknown", 0))
+    return (f"--history {name}: {report.failures} of {report.requested} requests to {report.model} failed "
+            f"({report.failures / report.requested:.0%} > --max-failure-rate {rewriter.max_failure_rate:g}; most "
+            f"common: {reason} ({count})); no result written for it, the replies that succeeded are cached and a "
+            "re-run asks only the failed ones")
 
 
 def _python_texts(history: History, task: TaskData) -> History:

@@ -109,6 +109,8 @@ def test_a_failed_rewrite_falls_back_to_the_full_history_and_is_counted(native_m
                               "--no-llm-cache")) == 0
     # malformed (several lines, no Rewrite: line) -> asked 1 + 2 parse retries times, then a failure
     assert rewriter.asked.count("c1_4") == 3
+    # 1 of 4 (25%) is within the default --max-failure-rate 0.25: a counted warning even under --quiet
+    assert "warning: --history rewrite:llm: 1 of 4 rewrite requests failed" in capsys.readouterr().err
     llm_json = next(iter(result_files(llm_out).values()))
     recorded = json.loads(llm_json.read_text())["mtrbench"]["settings"]["rewriter"]
     assert recorded["failures"] == 1 and recorded["failed_qids"] == ["c1_4"]
@@ -169,3 +171,29 @@ def test_truncation_drops_the_summary_never_the_question():
     assert text.endswith("\nUser: and how deep is the deepest one in norway?")
     assert len(tokenizer(text)["input_ids"]) <= 48
     assert truncator.stats.truncated == 1 and truncator.stats.question_cut == 0
+
+
+def test_a_rewriter_failing_past_the_limit_exits_1_and_writes_no_result_under_its_name(native_mini, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """Every reply unusable: the rewrite:llm numbers would be the full history's under another name. The other
+    history of the same run is written; the command exits 1 with one line naming the count and the reason."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    task = load_task(str(native_mini))
+    rewriter = ScriptedRewriter(task, malformed={q.qid for q in task.queries})
+    with ScriptedChatServer(rewriter) as server:
+        code = main(eval_args(native_mini, tmp_path, "current,rewrite:llm", "--rewriter-model", "rw-model",
+                              "--rewriter-base-url", server.base_url, "--api-key-env", KEY_ENV, "--yes",
+                              "--no-llm-cache"))
+    assert code == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert "--history rewrite:llm: 4 of 4 requests to rw-model failed (100% > --max-failure-rate 0.25" in errors[0]
+    assert "most common:" in errors[0]
+    assert set(result_files(tmp_path)) == {"history=current"}  # the current result only
+    # a looser limit accepts the same failures: every query falls back to the full history, counted
+    with ScriptedChatServer(rewriter) as server:
+        assert main(eval_args(native_mini, tmp_path / "loose", "rewrite:llm", "--rewriter-model", "rw-model",
+                              "--rewriter-base-url", server.base_url, "--api-key-env", KEY_ENV, "--yes",
+                              "--no-llm-cache", "--max-failure-rate", "1")) == 0
+    recorded = json.loads(next(iter(result_files(tmp_path / "loose").values())).read_text())
+    assert recorded["mtrbench"]["settings"]["rewriter"]["failures"] == 4
