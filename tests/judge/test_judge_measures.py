@@ -18,6 +18,8 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.generations import Generation, read_generations
 from mtrbench.judge.scoring import DEFAULT_MEASURES, generation_measures, score_generations
 from mtrbench.measures import evaluate, parse, parse_measures
+from mtrbench.measures.families.token_f1 import token_f1
+from mtrbench.measures.generation import sentences, statements, unit_interval
 
 GENERATIONS = Path(__file__).resolve().parents[1] / "data" / "generations-sample.jsonl"
 
@@ -155,3 +157,92 @@ def test_cli_results_json(tmp_path):
     assert data["measures"]["means"]["cit_recall"] == pytest.approx((1 / 3 + 1 / 2 + 1 + 1 / 2) / 4)
     assert data["per_turn"]["geo-01_3"]["cit_recall"] == 1.0 and set(data["per_turn"]) == \
         {"geo-01_1", "geo-01_2", "geo-01_3", "geo-01_4"}
+
+
+# --- conventions of the reference implementations (issue 25) ---------------------------------------------
+
+@pytest.mark.parametrize("answer", [
+    "Dr. Smith founded it in 1990 [1].",
+    "The U.S. Army built it [1].",
+    "It is approx. 3.5 km long [1].",
+    "J. R. R. Tolkien wrote it [1].",
+    "Some rivers, e.g. the Nile, flow north [1].",
+])
+def test_abbreviations_decimals_and_initials_stay_in_one_statement(answer):
+    """One sentence each (by reading it): ALCE's sent_tokenize keeps it whole, so citation recall is 1.0."""
+    assert statements(answer) == [answer]
+    ev = evaluate({"q": {"d": 1}}, {}, [parse("CitRecall"), parse("CitPrec")],
+                  generations={"q": Generation("q", answer, ("d",))})
+    assert ev.per_query["q"] == {"cit_recall": 1.0, "cit_precision": 1.0}
+
+
+def test_citation_recall_counts_sentences_not_periods():
+    """Two sentences by hand; the second cites a passage that is not gold: recall 1/2, precision 1/2
+    (a split at "Dr." would give three statements and recall 1/3)."""
+    answer = "Dr. Smith founded it in the U.S. in 1990 [1]. He sold it for approx. 2.5 million [2]."
+    assert statements(answer) == ["Dr. Smith founded it in the U.S. in 1990 [1].",
+                                  "He sold it for approx. 2.5 million [2]."]
+    ev = evaluate({"q": {"gold": 1}}, {}, [parse("CitRecall"), parse("CitPrec")],
+                  generations={"q": Generation("q", answer, ("gold", "other"))})
+    assert ev.per_query["q"] == pytest.approx({"cit_recall": 1 / 2, "cit_precision": 1 / 2})
+
+
+def test_sentences_still_split_and_trailing_marks_attach():
+    assert statements("Paris is big [1]. Is it old? Yes! [2] It is.") == \
+        ["Paris is big [1].", "Is it old?", "Yes! [2]", "It is."]
+    assert statements("It ended in the U.S. It grew [1].") == ["It ended in the U.S.", "It grew [1]."]
+
+
+def test_statements_match_nltk_english_punkt_where_installed():
+    """Where NLTK's English model is installed, its sent_tokenize (ALCE's splitter) cuts these the same way."""
+    nltk = pytest.importorskip("nltk")
+    text = ("Dr. Smith founded it in 1990 [1]. The U.S. Army built it. J. R. R. Tolkien wrote 3.5 books. "
+            "Is it old? Yes.")
+    try:
+        expected = nltk.sent_tokenize(text)
+    except LookupError:
+        pytest.skip("NLTK's punkt_tab English model is not installed")
+    assert sentences(text) == expected
+
+
+def test_token_f1_precision_and_recall_differ_by_hand():
+    """Predicted and gold of different lengths, so precision != recall (SQuAD: P = common/|pred|,
+    R = common/|gold|, F1 = 2PR/(P+R))."""
+    # "eiffel tower paris" vs "eiffel tower is in paris france": 3 common, P = 3/3, R = 3/6 -> F1 = 2/3
+    assert token_f1("Eiffel Tower, Paris", "The Eiffel Tower is in Paris, France") == pytest.approx(2 / 3)
+    # "paris in france" vs "paris": 1 common, P = 1/3, R = 1/1 -> F1 = 2 * (1/3) / (4/3) = 1/2
+    assert token_f1("Paris, in France", "Paris") == pytest.approx(1 / 2)
+    ev = evaluate({"q": {"d": 1}}, {}, [parse("TokenF1")],
+                  generations={"q": Generation("q", "Eiffel Tower, Paris [1]")},
+                  references={"q": ("The Eiffel Tower is in Paris, France",)})
+    assert ev.per_query["q"]["token_f1"] == pytest.approx(2 / 3)
+
+
+def test_token_f1_both_empty_is_zero_as_squad_v11():
+    """SQuAD v1.1's f1_score returns 0 when no token is shared (num_same == 0), also when both sides
+    normalize to nothing; its exact_match_score compares the normalized strings: "" == "" -> 1."""
+    assert token_f1("The", "a") == 0.0 and token_f1("", "") == 0.0
+    ev = evaluate({"q": {"d": 1}}, {}, [parse("TokenF1"), parse("EM")], generations={"q": Generation("q", "The.")},
+                  references={"q": ("a",)})
+    assert ev.per_query["q"] == {"token_f1": 0.0, "exact_match": 1.0}
+
+
+def test_identical_answer_scores_exactly_one():
+    """sacrebleu gives an identical answer 1.0000000000000004 (floating point); mtrbench reports 1.0."""
+    text = "The Eiffel Tower is in Paris, France, and it was built in 1889."
+    assert BLEU(max_ngram_order=1, effective_order=True).sentence_score(text, [text]).score / 100 >= 1.0
+    ev = evaluate({"q": {"d": 1}}, {}, [parse(m) for m in DEFAULT_MEASURES],
+                  generations={"q": Generation("q", text + " [1]", ("d",))}, references={"q": (text,)})
+    assert ev.per_query["q"]["bleu_1"] == 1.0
+    assert ev.per_query["q"]["rouge_l"] == 1.0
+    assert ev.per_query["q"]["token_f1"] == 1.0 and ev.per_query["q"]["exact_match"] == 1.0
+
+
+def test_unit_interval_clips_rounding_only():
+    assert unit_interval(1.0000000000000004, "x") == 1.0
+    assert unit_interval(-1e-17, "x") == 0.0
+    assert unit_interval(0.25, "x") == 0.25
+    with pytest.raises(AssertionError, match="outside"):
+        unit_interval(1.5, "BLEU-1 q")
+    with pytest.raises(AssertionError, match="outside"):
+        unit_interval(-0.01, "BLEU-1 q")

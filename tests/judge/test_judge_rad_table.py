@@ -12,7 +12,7 @@ import pytest
 
 from mtrbench.cli import main
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.judge.table import rad_bench_tables
+from mtrbench.judge.table import Rated, rad_bench_tables, scenario_table, turn_means
 
 
 def hand_table(lines: list[dict], drop_unparsable: bool = False) -> dict[str, dict[str, float]]:
@@ -88,3 +88,17 @@ def test_bad_inputs_are_one_error_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments", str(bad)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "--output" in proc.stderr
+
+
+def test_category_score_is_mean_of_turn_means_not_flat_mean():
+    """Turns with different numbers of ratings, so the two means differ (RAD-Bench's script_final_plots.py
+    averages per turn first). By hand:
+    academic: turn 1 [10] -> 10, turn 2 [2, 4, 6] -> 4; category (10 + 4) / 2 = 7 (flat mean 22/4 = 5.5)
+    news: turn 1 [8, 6] -> 7, turn 2 [3] -> 3, turn 3 [5] -> 5; category 15/3 = 5 (flat mean 22/4 = 5.5)
+    average (7 + 5) / 2 = 6."""
+    ratings = {("academic", 1): [10], ("academic", 2): [2, 4, 6],
+               ("news", 1): [8, 6], ("news", 2): [3], ("news", 3): [5]}
+    rows = [Rated("m", c, t, s) for (c, t), scores in ratings.items() for s in scores]
+    table = scenario_table(rows)
+    assert table == {"m": pytest.approx({"academic": 7.0, "news": 5.0, "average": 6.0})}
+    assert turn_means(rows)["m"] == {"academic": {1: 10.0, 2: 4.0}, "news": {1: 7.0, 2: 3.0, 3: 5.0}}
