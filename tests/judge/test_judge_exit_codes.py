@@ -73,7 +73,14 @@ def test_audit_rate_threshold_is_per_judge_and_inclusive(native_mini, tmp_path, 
 
 
 def test_assess_exits_1_when_every_request_failed(native_mini, tmp_path, capsys):
-    from test_assess import assess_args
+    import importlib.util
+
+    # the assess tests' own argument builder, loaded by path: it lives in tests/assess/
+    spec = importlib.util.spec_from_file_location("assess_tests", Path(__file__).resolve().parents[1] / "assess" /
+                                                  "test_assess.py")
+    assess_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(assess_tests)
+    assess_args = assess_tests.assess_args
 
     with ScriptedChatServer(always(500)) as server:
         args = assess_args(native_mini, tmp_path, server.base_url)
