@@ -278,11 +278,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     models, tasks = _eval_models(args), _eval_tasks(args)
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     options = _retriever_options(args)
-    from mtrbench.data import resolve_card
+    from mtrbench.pipeline.plan import check_before_loading
 
-    resolved = [resolve(model) for model in models]  # unknown names fail before anything slow starts
-    for task in tasks:
-        resolve_card(task)
+    resolved = [resolve(model) for model in models]  # unknown names and typos fail before anything slow starts
+    check_before_loading(config, tasks)
 
     def skipped(s) -> None:
         status.print(f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "

@@ -12,7 +12,7 @@ from mtrbench.generation.model_history import RewriterOptions
 from mtrbench.infra.errors import UserInputError
 from mtrbench.pipeline.evaluate import run_eval
 from mtrbench.pipeline.histories import HistoryChoice, resolve_history
-from mtrbench.pipeline.plan import EvalConfig, SkippedResult
+from mtrbench.pipeline.plan import EvalConfig, SkippedResult, check_before_loading
 from mtrbench.results.result import Result
 from mtrbench.retrieve.builder import ModelInput, assemble, resolve
 from mtrbench.retrieve.options import RetrieverOptions
@@ -54,6 +54,7 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
                         overwrite=overwrite, rewriter=rewriter)
     say = _say if show_progress else (lambda message: None)
     skipped: list[SkippedResult] = []
+    check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])
     retriever = assemble(resolved, options)
     results: list[Result] = []
     for task in _tasks(tasks):

@@ -87,6 +87,16 @@ def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[M
     return k_values, measures
 
 
+def check_before_loading(config: EvalConfig, tasks: list[str | TaskCard]) -> list[TaskCard]:
+    """Everything about a request that can be wrong without a model or data: history names, the rewriter they
+    need, each task's name, measures, cutoffs and top-k. Run first, so a typo costs no model load."""
+    resolve_histories(config.histories, config.rewriter)
+    cards = [task if isinstance(task, TaskCard) else resolve_card(task) for task in tasks]
+    for card in cards:
+        check_request(config, card)
+    return cards
+
+
 def make_plan(requested_model: str, task: str | TaskCard, config: EvalConfig, retriever: Retriever,
               max_length_set: bool, on_skip: Callable[[SkippedResult], None] | None = None) -> Plan:
     """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
