@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
 
@@ -35,6 +34,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_export(args: argparse.Namespace) -> int:
     from mtrbench.data import load_task, resolve_card
     from mtrbench.interop.export import QueryTexts, export_beir, export_hf
+    from mtrbench.infra.atomic import ensure_folder
     from mtrbench.infra.errors import MtrbenchError
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
@@ -44,6 +44,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
                       separator=unescape(args.separator), order=args.order)
     if args.max_length is not None and not args.model:
         raise MtrbenchError("--max-length needs --model (the tokenizer that counts the tokens)")
+    out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
@@ -61,7 +62,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 "user_prefix": fmt.user_prefix, "assistant_prefix": fmt.assistant_prefix,
                 "separator": fmt.separator, "order": fmt.order}
     query_texts = QueryTexts(texts, settings)
-    out = Path(args.out)
     paths = export_beir(task, out, query_texts) if args.format == "beir" else export_hf(task, card, out, query_texts)
     if prompt:
         print(f"note: {args.model} encodes queries with the prompt {prompt!r}; the exported text leaves it out "

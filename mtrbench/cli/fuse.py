@@ -36,12 +36,13 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
-    from mtrbench.infra.atomic import atomic_write_text
+    from mtrbench.infra.atomic import atomic_write_text, ensure_parent
     from mtrbench.formats.run import format_run
     from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 
     options = FusionOptions(method=args.method, weights=_weights(args.weights), norm=args.norm, rrf_k=args.rrf_k,
                             top_k=args.top_k)
+    ensure_parent(args.output)  # a bad -o fails before the runs are read and fused
     run, files = fuse_files(args.runs, options)
     output = Path(args.output)
     atomic_write_text(output, format_run(run, args.tag or f"mtrbench-fuse-{args.method}"))

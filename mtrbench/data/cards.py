@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from mtrbench.infra.errors import MtrbenchError, unknown_name
+from mtrbench.infra.errors import DataError, MtrbenchError, unknown_name
 
 if TYPE_CHECKING:
     from mtrbench.infra import plugins
@@ -95,11 +95,26 @@ def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
     return card
 
 
+def _yaml_where(path: Path, exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    return f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The problem in one line (PyYAML's message spans several: context, snippet and a caret)."""
+    problem = getattr(exc, "problem", None) or str(exc)
+    if "python/" in problem and "constructor" in problem:
+        problem += "; a task card takes plain YAML, no !!python tags"
+    return " ".join(problem.split())
+
+
 def load_card(path: Path) -> TaskCard:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start + 1}: {exc.reason})") from None
     except yaml.YAMLError as exc:
-        raise MtrbenchError(f"{path}: not valid YAML ({exc})") from None
+        raise DataError(f"{_yaml_where(path, exc)}: not valid YAML ({_yaml_problem(exc)})") from None
     if not isinstance(data, dict):
         raise MtrbenchError(f"{path}: a task card must be a YAML mapping")
     return card_from_dict(data, str(path))

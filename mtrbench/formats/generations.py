@@ -80,11 +80,15 @@ def read_generations(path: str | Path) -> dict[str, Generation]:
     if not path.is_file():
         raise DataError(f"generations file {path} does not exist")
     out: dict[str, Generation] = {}
-    with path.open(encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for n, raw in enumerate(handle, 1):
+            where = f"{path}:{n}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: not UTF-8 text at line {n} (byte {exc.start + 1}: {exc.reason})") from None
             if not line.strip():
                 continue
-            where = f"{path}:{n}"
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:

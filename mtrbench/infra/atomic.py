@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from mtrbench.infra.errors import UserInputError
+
 
 def _current_umask() -> int:
     # The umask can only be read by setting it; done once, at import, before any thread could race it.
@@ -17,13 +19,65 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
+def _reason(path: Path, exc: OSError) -> str:
+    """Why the system refused to create ``path`` (or its folder), in words that name the culprit."""
+    reason = exc.strerror or exc.__class__.__name__
+    culprit = Path(exc.filename) if isinstance(exc.filename, str) else None
+    if isinstance(exc, FileExistsError) and culprit is not None and not culprit.is_dir():
+        reason = f"{culprit} is a file, not a folder"
+    elif isinstance(exc, NotADirectoryError):
+        above = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        reason = f"{above} is a file, not a folder" if above is not None else reason
+    elif culprit is not None and culprit not in (path, path.parent) and not str(culprit).startswith(
+            str(path.parent / f".{path.name}.")):
+        reason = f"{reason}: {culprit}"
+    return reason
+
+
+def _cannot_write(path: Path, exc: OSError) -> UserInputError:
+    """One line naming the path the user asked for and why the system refused it."""
+    return UserInputError(f"cannot write {path}: {_reason(path, exc)}")
+
+
+def ensure_folder(folder: str | Path) -> Path:
+    """Create ``folder`` (and its parents); one :class:`UserInputError` line naming it when that cannot be
+    done (a file of that name or above it, no permission) or it is not writable."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserInputError(f"cannot create the folder {folder}: {_reason(folder, exc)}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UserInputError(f"cannot write to {folder}: the folder is not writable")
+    return folder
+
+
+def ensure_parent(path: str | Path) -> Path:
+    """Create ``path``'s folder; an output that cannot go there is one :class:`UserInputError` line naming it.
+    Commands call it before long work, so a bad ``--output`` fails at once (the writer below checks again)."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    if path.is_dir():
+        raise UserInputError(f"cannot write {path}: it is a folder")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UserInputError(f"cannot write {path}: {path.parent} is not writable")
+    return path
+
+
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``. ``fsync``: flush the
     data to disk before the rename, so a crash of the machine (not only of the process) leaves the old content
-    or the new one."""
+    or the new one. A folder or file that cannot be created or written (no such place, a file where a folder
+    should be, no permission, a full disk) is one :class:`UserInputError` naming ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -32,6 +86,9 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) ->
                 os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; what we write is meant to be shared like any file
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import ConversationalQuery, TaskData
 from mtrbench.infra.errors import MtrbenchError
@@ -117,7 +117,7 @@ def _write_parquet(table, folder: Path, split: str) -> str:
     (mteb included); a new name per content makes a new key. Older exports of this split are removed."""
     import hashlib
 
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)
     partial = folder / f".{split}.parquet.partial"
     table.to_parquet(str(partial))
     digest = hashlib.sha256(partial.read_bytes()).hexdigest()[:12]

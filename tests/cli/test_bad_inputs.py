@@ -459,3 +459,56 @@ def test_written_runs_read_back(tmp_path: Path, capfd: pytest.CaptureFixture[str
     evaluated = _result("native", tmp_path / "out")[0]
     rescored = json.loads((tmp_path / "s.json").read_text())["scores"]
     assert rescored["ndcg_at_10"] == pytest.approx(evaluated["ndcg_at_10"])
+
+
+# ----- outputs that cannot be written and other inputs of the newer commands (issue 26): one line, exit 2
+
+
+def _fuse_to_unmakeable_output(tmp: Path) -> tuple[list[str], str]:
+    root = make_trec(tmp / "in")
+    run = str(root / "a.run")
+    return ["fuse", run, run, "--method", "rrf", "-o", "/proc/x/y.trec"], r"cannot write /proc/x/y\.trec: "
+
+
+def _export_to_an_existing_file(tmp: Path) -> tuple[list[str], str]:
+    root = make_native(tmp / "in")
+    out = tmp / "existing"
+    out.write_text("not a folder\n")
+    return (["export", str(root), "--format", "beir", "--out", str(out)],
+            rf"{re.escape(str(out))}: {re.escape(str(out))} is a file, not a folder")
+
+
+def _judge_non_utf8_generations(tmp: Path) -> tuple[list[str], str]:
+    root = make_native(tmp / "in")
+    generations = tmp / "generations.jsonl"
+    generations.write_bytes(b'{"qid": "c1_1", "answer": "212 metres."}\n{"qid": "c2_1", "answer": "In T\xe9rnby."}\n')
+    return (["judge", "run", str(generations), "--task", str(root), "--output-dir", str(tmp / "out")],
+            r"generations\.jsonl: not UTF-8 text at line 2")
+
+
+def _card_with_a_python_tag(tmp: Path) -> tuple[list[str], str]:
+    card = tmp / "evil.yaml"
+    card.write_text("name: evil\nsource: !!python/object/apply:os.system [\"echo owned\"]\nsplits: [test]\n")
+    return (["eval", "--model", "bm25", "--task", str(card), "--output-dir", str(tmp / "out"), "--quiet"],
+            r"evil\.yaml:2:9: not valid YAML \(could not determine a constructor .*python/object")
+
+
+COMMAND_CASES = {
+    "fuse: an output path that cannot be created": _fuse_to_unmakeable_output,
+    "export: --out an existing file": _export_to_an_existing_file,
+    "judge run: generations not UTF-8": _judge_non_utf8_generations,
+    "task card: a !!python/object tag": _card_with_a_python_tag,
+}
+
+
+@pytest.mark.parametrize("name", list(COMMAND_CASES))
+def test_bad_command_input(name: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    argv, error = COMMAND_CASES[name](tmp_path)
+    capfd.readouterr()
+    code = main(argv)
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err
+    lines = err.splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("error: ") and re.search(error, lines[0]), lines[0]
+    assert not (tmp_path / "out").exists() and "owned" not in out
