@@ -127,8 +127,12 @@ def test_listings_fit_80_columns(command, columns_80, capsys):
             assert any(f"key {key}" in line for line in _lines(out)), family.name
 
 
-def test_verify_fits_80_columns_with_entry_ids_whole(columns_80, tmp_path, capsys):
+def test_verify_fits_80_columns_with_entry_ids_whole(columns_80, tmp_path, monkeypatch, capsys):
     from mtrbench.leaderboard.schema import leaderboards_dir
+
+    # verify compares with an entry's result_file (e.g. results/...) relative to the working directory first:
+    # an empty one, so a `mtrbench eval` run in the checkout (its ./results) cannot turn REFUSED into OK.
+    monkeypatch.chdir(tmp_path)
 
     document = json.loads((leaderboards_dir() / "sample.json").read_text())
     for entry in document["entries"]:
