@@ -9,6 +9,8 @@ import pytest
 from mtrbench.cli import main
 from mtrbench.formats.run import ranked, read_run
 
+NEAR_TIE = 1e-6  # cross-encoder scores closer than this are a tie: their order is not checked
+
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory):
@@ -57,10 +59,16 @@ def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
     for query, text, (docs, _) in zip(task.queries, texts, first):
         head, tail = docs[:rerank_k], docs[rerank_k:top_k]
         scores = model.predict([(text, task.corpus.document_text(d)) for d in head], show_progress_bar=False)
-        expected = [d for d, _ in ranked({ids[d]: float(s) for d, s in zip(head, scores)})]
-        expected += [ids[d] for d in tail]  # below rerank-k: the first stage's order
+        expected = {ids[d]: float(s) for d, s in zip(head, scores)}
         got = [d for d, _ in ranked(run[query.qid])]
-        assert got == expected, query.qid
+        reranked = got[:len(head)]
+        assert sorted(reranked) == sorted(expected), query.qid
+        assert got[len(head):] == [ids[d] for d in tail], query.qid  # below rerank-k: the first stage's order
+        # in the cross-encoder's order, where its scores differ by more than 1e-6: a random model gives near-ties
+        # (0.502949238 vs 0.502949178) whose order depends on batching, so such a tie group may come in any order
+        out_of_order = [(a, b) for i, a in enumerate(reranked) for b in reranked[i + 1:]
+                        if expected[a] < expected[b] - NEAR_TIE]
+        assert not out_of_order, (query.qid, out_of_order[:3])
         # the reranked scores are the cross-encoder's own (the run keeps 9 significant digits)
         assert [run[query.qid][ids[d]] for d in head] == pytest.approx([float(s) for s in scores], rel=1e-6)
         checked += 1
