@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.llm_flags import check_failure_rates
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.llm.failure_rate import JudgeFailures, most_common
+
+if TYPE_CHECKING:
+    from mtrbench.judge.api import JudgeOutcome
+    from mtrbench.llm.config import JudgeConfig
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -117,8 +124,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                     cache=None if args.dry_run else cache_from_args(args))
         if outcome is None:
             return 0
+    exit_code = check_failure_rates(args, [_failures(judge, outcome)] if outcome is not None else [])
     alignment = None
-    if ragalign and outcome is not None:
+    if ragalign and outcome is not None and exit_code == 0:  # past the limit the verdicts cannot carry RAGAlign
         from mtrbench.formats.run import read_run
 
         run = read_run(args.run_file) if args.run_file else run_from_generations(generations)
@@ -130,7 +138,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print_per_turn(console, task.name, scores, outcome)
     _print_summary(console, scores, outcome, alignment)
     console.print(f"[dim]results: {output}[/dim]", soft_wrap=True)
-    return 0
+    return exit_code
+
+
+def _failures(judge: JudgeConfig, outcome: JudgeOutcome) -> JudgeFailures:
+    """The judge's failed/total count and most common reason, for --max-failure-rate."""
+    failures = outcome.failures
+    return JudgeFailures(judge.name, len(failures), len(outcome.run.turns), most_common([f["error"] for f in failures]))
 
 
 def _print_summary(console, scores, outcome, alignment) -> None:
@@ -218,4 +232,4 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
         console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
     console.print(f"[dim]table: {output}; RAD-Bench-layout judgments: {outcome.files['rad_judgments']}[/dim]",
                   soft_wrap=True)
-    return 0
+    return check_failure_rates(args, [_failures(judge, outcome)])

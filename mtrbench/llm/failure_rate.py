@@ -18,6 +18,7 @@ class JudgeFailures:
     judge: str
     failed: int
     total: int
+    reason: str | None = None  # the most common failure reason, when known
 
     @property
     def rate(self) -> float:
@@ -29,5 +30,17 @@ def over_limit(counts: list[JudgeFailures], max_rate: float) -> list[JudgeFailur
 
 
 def failure_message(c: JudgeFailures, max_rate: float) -> str:
+    reason = f"; most common: {c.reason}" if c.reason else ""
     return (f"error: judge '{c.judge}' failed on {c.failed} of {c.total} items ({c.rate:.0%} > --max-failure-rate "
-            f"{max_rate:g}); the log keeps the reasons, a re-run asks only the failed items again")
+            f"{max_rate:g}{reason}); the log keeps the reasons, a re-run asks only the failed items again")
+
+
+def most_common(reasons: list[str | None]) -> str | None:
+    """The most frequent failure reason and its count, e.g. ``'no rating in the reply' (7)``."""
+    from collections import Counter
+
+    counted = Counter(r or "unknown" for r in reasons)
+    if not counted:
+        return None
+    reason, count = counted.most_common(1)[0]
+    return f"{reason} ({count})"

@@ -240,3 +240,49 @@ def test_missing_key_for_a_remote_judge_is_one_error(tmp_path, monkeypatch, caps
                  "MTRBENCH_JUDGE_ABSENT_KEY", "--output-dir", str(tmp_path / "o"), "--yes", "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: environment variable MTRBENCH_JUDGE_ABSENT_KEY is not set")
+
+
+def test_judge_run_exits_1_past_max_failure_rate_and_still_writes_scores(tmp_path, monkeypatch, capsys):
+    """3 of 4 ratings unusable: exit 1 with one line naming 3 of 4 and the most common reason; scores.json
+    written; the mean covers only the parsed rating. --max-failure-rate 0.75 accepts the same replies (exit 0)."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    a = answers()
+    script = {a["geo-01_1"]: ["Rating: [[7]]"], **{a[q]: ["No rating here, sorry."] for q in
+                                                   ("geo-01_2", "geo-01_3", "geo-01_4")}}
+    for limit, expected_code in ((None, 1), ("0.75", 0)):
+        out = tmp_path / f"out-{limit}"
+        with ScriptedChatServer(ScriptedJudge(script)) as server:
+            judges = write_judges(tmp_path / "judges.json", server.base_url)
+            code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
+                         "--measures", "", "--judges", str(judges), "--no-llm-cache", "--output-dir", str(out),
+                         "--yes", "--quiet", *(["--max-failure-rate", limit] if limit else [])])
+        printed = capsys.readouterr()
+        assert code == expected_code
+        errors = [line for line in printed.err.splitlines() if line.startswith("error:")]
+        if expected_code:
+            assert len(errors) == 1 and "failed on 3 of 4 items (75% > --max-failure-rate 0.25" in errors[0]
+            assert "most common:" in errors[0] and "(3)" in errors[0]
+        else:
+            assert not errors
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["counts"]["answered"] == 1 and summary["mean_rating"] == 7
+        assert (out / "scores.json").is_file()
+
+
+def test_verdicts_all_failing_with_ragalign_name_the_judge_failure(tmp_path, monkeypatch, capsys):
+    """Every verdict unreadable: the error names the judge's failures (not 'RAGAlign: no evaluated query has a
+    generation judgment'), exit 1, scores.json still written."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    judge = ScriptedJudge({})
+    judge.reply_for = lambda content: "I cannot decide."
+    out = tmp_path / "out"
+    with ScriptedChatServer(judge) as server:
+        judges = write_judges(tmp_path / "judges.json", server.base_url)
+        code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "verdict",
+                     "--measures", "", "--ragalign", "RAGAlign@1", "--judges", str(judges), "--no-llm-cache",
+                     "--output-dir", str(out), "--yes", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 1
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "failed on 4 of 4 items" in errors[0] and "RAGAlign" not in errors[0]
+    assert (out / "scores.json").is_file()
