@@ -252,3 +252,36 @@ def test_objects_of_no_known_shape_and_bad_vectors_are_one_clear_error(small_tas
         mtrbench.evaluate(WrongRows(), small_task, output_dir=tmp_path, show_progress=False)
     with pytest.raises(mtrbench.UserInputError, match="history"):
         mtrbench.evaluate("bm25", small_task, history=[42], output_dir=tmp_path, show_progress=False)
+
+
+def test_an_encoder_object_with_a_revision_is_cached_and_searched_streamed_as_in_memory(small_task, tmp_path):
+    """The adapter is an embedding retriever like any other: with a revision its corpus embeddings go to the
+    cache (the second run encodes no document) and the streamed search gives the in-memory run."""
+    class Counting:
+        name, revision = "bow", "r1"
+
+        def __init__(self):
+            self.documents = 0
+
+        def encode_queries(self, queries, **kwargs):
+            return np.stack([hashed_bag_of_words(q) for q in queries])
+
+        def encode_corpus(self, corpus, **kwargs):
+            self.documents += len(corpus)
+            return np.stack([hashed_bag_of_words(f"{d['title']} {d['text']}") for d in corpus])
+
+    cache = tmp_path / "cache"
+    first, second = Counting(), Counting()
+    [memory] = mtrbench.evaluate(first, small_task, output_dir=tmp_path / "a", cache_dir=str(cache),
+                                 show_progress=False)
+    [streamed] = mtrbench.evaluate(second, small_task, output_dir=tmp_path / "b", cache_dir=str(cache),
+                                   search_memory=4096, show_progress=False)
+    assert first.documents == len(CORPUS) and second.documents == 0
+    assert streamed.settings["retriever"]["search_execution"]["mode"] == "streaming"
+    run_a, run_b = memory.run(), streamed.run()
+    assert run_a.keys() == run_b.keys()
+    for qid in run_a:
+        assert run_a[qid].keys() == run_b[qid].keys()
+        for doc, score in run_a[qid].items():
+            assert run_b[qid][doc] == pytest.approx(score, abs=1e-6)
+    assert streamed.scores == pytest.approx(memory.scores, abs=1e-12)
