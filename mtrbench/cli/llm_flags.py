@@ -60,12 +60,22 @@ def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:
     else:
         raise MtrbenchError("an LLM judge is needed: pass --judges FILE or --llm-model MODEL "
                             "(with --llm-base-url URL for a local vLLM/SGLang server)")
-    concurrency = getattr(args, "concurrency", None)
-    if concurrency is not None:
-        if concurrency < 1:
-            raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
-        judges = [dataclasses.replace(j, concurrency=concurrency) for j in judges]
-    return judges
+    return [request_overrides(j, args) for j in judges]
+
+
+def request_overrides(judge: JudgeConfig, args: argparse.Namespace) -> JudgeConfig:
+    """--concurrency, --timeout and --max-retries over what the judges file (or the defaults) say."""
+    concurrency, timeout = getattr(args, "concurrency", None), getattr(args, "timeout", None)
+    retries = getattr(args, "max_retries", None)
+    if concurrency is not None and concurrency < 1:
+        raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
+    if timeout is not None and not timeout > 0:
+        raise MtrbenchError(f"--timeout is seconds per request and must be positive, got {timeout:g}")
+    if retries is not None and retries < 0:
+        raise MtrbenchError(f"--max-retries must be 0 or more, got {retries}")
+    changes = {name: value for name, value in (("concurrency", concurrency), ("timeout_s", timeout),
+                                               ("max_retries", retries)) if value is not None}
+    return dataclasses.replace(judge, **changes) if changes else judge
 
 
 def cache_from_args(args: argparse.Namespace) -> ResponseCache | None:
@@ -105,17 +115,23 @@ def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
                        help="print the first prompts and the request count; send nothing")
     group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
     group.add_argument("--concurrency", type=int, metavar="N", help=concurrency_help)
+    add_request_limits(group)
+
+
+def add_request_limits(group: argparse._ArgumentGroup) -> None:
+    """Per-request time limit and transport retries, over the judges file's values."""
+    group.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="seconds to wait for each reply before it counts as failed (a slow local server wants "
+                            "more) [judges file's timeout_s, else 60]")
+    group.add_argument("--max-retries", type=int, metavar="N",
+                       help="transport retries per request (timeouts, 429, 5xx, connection errors) [judges file's "
+                            "max_retries, else 5]")
 
 
 def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:
     """A ``JudgeConfig`` for a generator or rewriter named on the command line."""
     judge = judge_from_flags(model, base_url, getattr(args, "api_key_env", None) or DEFAULT_KEY_ENV, name=role)
-    concurrency = getattr(args, "concurrency", None)
-    if concurrency is not None:
-        if concurrency < 1:
-            raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
-        judge = dataclasses.replace(judge, concurrency=concurrency)
-    return judge
+    return request_overrides(judge, args)
 
 
 def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
@@ -59,6 +58,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--base-url", help="OpenAI-compatible endpoint for the agents [env OPENAI_BASE_URL]")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key [OPENAI_API_KEY]")
     g.add_argument("--concurrency", type=int, help="requests in flight per agent [8]")
+    from mtrbench.cli.llm_flags import add_request_limits
+
+    add_request_limits(g)
     g.add_argument("--max-cost", type=float, metavar="USD", help="refuse to start above, and stop at, this cost")
     g.add_argument("--dry-run", action="store_true", help="print the cost estimate and first prompt; send nothing")
     g.add_argument("--llm-cache", metavar="PATH", help=f"sqlite response cache [{default_cache_path()}]")
@@ -97,10 +99,9 @@ def _agents(args: argparse.Namespace):
                                           max_tokens=2048 if a == "responder" else 256,
                                           extra_body={"seed": args.seed})
                            for a in AGENT_NAMES})
-    if args.concurrency is not None:
-        if args.concurrency < 1:
-            raise MtrbenchError(f"--concurrency must be at least 1, got {args.concurrency}")
-        agents = Agents(**{a: dataclasses.replace(j, concurrency=args.concurrency) for a, j in agents.items()})
+    from mtrbench.cli.llm_flags import request_overrides
+
+    agents = Agents(**{a: request_overrides(j, args) for a, j in agents.items()})
     return agents
 
 

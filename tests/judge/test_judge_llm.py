@@ -286,3 +286,20 @@ def test_verdicts_all_failing_with_ragalign_name_the_judge_failure(tmp_path, mon
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "failed on 4 of 4 items" in errors[0] and "RAGAlign" not in errors[0]
     assert (out / "scores.json").is_file()
+
+
+def test_timeout_and_max_retries_flags_override_the_judges_file(tmp_path, monkeypatch, capsys):
+    """The judges file says 20 s and no retries; --timeout 0.3 --max-retries 1 against a server that answers after
+    1.5 s: every item is tried exactly twice (counted at the server), then counted as failed (exit 1)."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    slow = lambda body: Reply("Rating: [[5]]", delay_s=1.5)  # noqa: E731
+    with ScriptedChatServer(slow) as server:
+        judges = write_judges(tmp_path / "judges.json", server.base_url)
+        code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
+                     "--measures", "", "--judges", str(judges), "--no-llm-cache", "--output-dir", str(tmp_path / "o"),
+                     "--yes", "--quiet", "--timeout", "0.3", "--max-retries", "1", "--concurrency", "4"])
+        assert server.request_count == 2 * 4
+    assert code == 1 and "failed on 4 of 4 items" in capsys.readouterr().err
+    assert main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating", "--judges",
+                 str(judges), "--timeout", "0", "--dry-run"]) == 2
+    assert "--timeout is seconds per request and must be positive" in capsys.readouterr().err
