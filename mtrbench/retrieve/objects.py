@@ -34,7 +34,7 @@ SHAPES = ("a sentence-transformers model, an object with encode_queries(texts) a
           "encode_conversations(conversations) and encode_corpus(docs), or one with search(queries, top_k)")
 
 
-def _accepts(method: Callable[..., Any], keyword: str) -> bool:
+def _accepts(method: Callable[..., object], keyword: str) -> bool:
     try:
         parameters = inspect.signature(method).parameters.values()
     except (TypeError, ValueError):
@@ -74,7 +74,7 @@ class ObjectEngine:
 
     device = "cpu"
 
-    def __init__(self, method: Callable[..., Embeddings], inputs_of: Callable[[list[Any]], list[Any]],
+    def __init__(self, method: Callable[..., Embeddings], inputs_of: Callable[[list[object]], list[object]],
                  batch_size: int, what: str, tower: _ObjectTower) -> None:
         self.method, self.inputs_of, self.batch_size, self.what, self.tower = method, inputs_of, batch_size, what, tower
         self._pass_batch_size = _accepts(method, "batch_size")
@@ -83,7 +83,7 @@ class ObjectEngine:
     def settings(self) -> dict[str, Any]:
         return {"token_budget": None, "packed": False}
 
-    def encode(self, items: Sequence[Any], prompt: str = "", normalize: bool = False, show_progress: bool = False,
+    def encode(self, items: Sequence[object], prompt: str = "", normalize: bool = False, show_progress: bool = False,
                desc: str = "Encoding", chunk_sizes: Sequence[int] | None = None,
                on_chunk: Callable[[int, torch.Tensor], None] | None = None) -> torch.Tensor:
         items = list(items)
@@ -103,7 +103,7 @@ class ObjectEngine:
                 start += size
         return torch.cat(parts) if parts else torch.empty(0, self.dim or 0)
 
-    def _batch(self, items: list[Any], bar: tqdm) -> torch.Tensor:
+    def _batch(self, items: list[object], bar: tqdm) -> torch.Tensor:
         inputs = self.inputs_of(items)
         reply = self.method(inputs, batch_size=len(inputs)) if self._pass_batch_size else self.method(inputs)
         matrix = as_matrix(reply, len(inputs), self.what)
@@ -176,7 +176,7 @@ class SearchObjectRetriever:
     counted (``warnings``), each query keeps its ``top_k`` best."""
 
     reads_conversations = False
-    tokenizer: Any = None
+    tokenizer: object = None  # a Hugging Face tokenizer when the object brings one (left truncation)
     query_prompt = ""
 
     def __init__(self, model: SearchRetriever, show_progress: bool = True) -> None:
