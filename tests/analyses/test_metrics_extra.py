@@ -111,6 +111,7 @@ def test_pool_analysis_five_runs_by_hand():
     assert len(averaged.orders) == 4 and averaged.marginal_contribution == result.marginal_contribution
 
 
+@pytest.mark.slow
 def test_batched_resampling_gives_scipy_s_one_shot_numbers():
     """bootstrap_ci/randomization_test draw resamples in batches (bounded memory); the numbers must be those
     of scipy's default single draw with the same seed."""

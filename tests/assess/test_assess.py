@@ -346,6 +346,7 @@ def test_unparseable_agent_fails_the_pair_and_next_run_retries_it(native_mini, t
     assert json.loads((out / "stats.json").read_text())["failed_pairs"] == 0
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini, tmp_path):
     held = ("c1_3", "orrin-open")  # the 5th pair: one worker, so pairs 1-4 are finished when it hangs
     first = Responder(hold=held)

@@ -280,6 +280,7 @@ def test_human_scores_wide_csv_and_errors(tmp_path):
         read_human_scores(bad)
 
 
+@pytest.mark.slow
 def test_resume_after_kill_asks_only_what_the_log_lacks(native_mini, mini_task, tmp_path):
     from mtrbench.audit.plan import prompt_hash
 

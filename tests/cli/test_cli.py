@@ -18,6 +18,7 @@ def mtrbench(*args, env=None, timeout=600):
                           timeout=timeout, env=env)
 
 
+@pytest.mark.slow
 def test_unavailable_hub_model_is_one_line_error(shared):
     proc = mtrbench("eval", "--model", "bge-large", "--task", str(shared / "datasets/fixtures/beir/mini"),
                     "--output-dir", "/nonexistent-never-written")
@@ -31,7 +32,7 @@ def test_unavailable_hub_model_is_one_line_error(shared):
 @pytest.mark.parametrize("args,needle", [
     (["eval", "--model", "bge-larg"], "Did you mean: bge-large"),
     (["eval", "--task", "mtrbench-sampl"], "Did you mean: mtrbench-sample"),
-    (["eval", "--history", "fulll"], "unknown history strategy 'fulll'"),
+    pytest.param(["eval", "--history", "fulll"], "unknown history strategy 'fulll'", marks=pytest.mark.slow),
     (["score", "--run", "/no/such.run", "--qrels", "/no/such.qrels"], "does not exist"),
     (["eval", "--model", "stella-400m"], "--trust-remote-code"),
 ])
@@ -41,6 +42,7 @@ def test_user_errors_have_no_traceback(args, needle):
     assert "Traceback" not in proc.stderr and needle in proc.stderr
 
 
+@pytest.mark.slow
 def test_tasks_and_models_listing():
     proc = mtrbench("tasks")
     assert proc.returncode == 0 and "mtrbench-sample" in proc.stdout
@@ -50,6 +52,7 @@ def test_tasks_and_models_listing():
     assert proc.returncode == 0 and "bge-large" in proc.stdout and "passage: " in proc.stdout
 
 
+@pytest.mark.slow
 def test_eval_writes_mteb_layout_and_scores_match_pytrec_eval(native_mini, tmp_path):
     proc = mtrbench("eval", "--task", str(native_mini), "--history", "current,full", "--output-dir", str(tmp_path),
                     "--quiet")

@@ -17,6 +17,7 @@ def mtrbench(*args):
     return subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_compare_two_eval_results(native_mini, tmp_path):
     proc = mtrbench("eval", "--task", str(native_mini), "--history", "current,rewrite", "--output-dir", str(tmp_path),
                     "--quiet")
@@ -44,6 +45,7 @@ def test_compare_two_eval_results(native_mini, tmp_path):
     assert proc.returncode == 2 and "does not exist" in proc.stderr
 
 
+@pytest.mark.slow
 def test_score_with_refined_qrels_and_ragalign(tmp_path):
     original = {"q1": {"a": 1}, "q2": {"c": 1}, "q3": {"e": 1}}
     refined = {"q1": {"a": 1, "x": 1}, "q2": {"c": 1, "y": 1}, "q3": {"e": 1}}

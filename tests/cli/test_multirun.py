@@ -34,6 +34,7 @@ def results(folder: Path) -> dict[tuple[str, str], Path]:
     return {(p.relative_to(folder).parts[0], p.stem): p for p in folder.rglob("*.json") if p.name != "model_meta.json"}
 
 
+@pytest.mark.slow
 def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(native_mini, tmp_path):
     out, cache = tmp_path / "results", tmp_path / "cache"
     args = [sys.executable, "-m", "mtrbench.cli", "eval", "-m", "minilm", "--model", "bm25",
@@ -197,6 +198,7 @@ def test_leaderboard_build_takes_a_rerun_with_identical_scores_as_one_entry(nati
     assert err.startswith("error: conflicting entries") and str(a) in err and str(b) in err and "ndcg_at_10" in err
 
 
+@pytest.mark.slow
 def test_readme_mteb_snippet_runs_offline(native_mini, tmp_path):
     """The README's code, verbatim except the task: the 4-document fixture instead of the sample keeps it fast
     (the sample takes minutes on 2 cores); the score must equal `mtrbench eval`'s with the same settings."""

@@ -35,6 +35,7 @@ def bm25_eval(tmp_path_factory):
     return folder, proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_eval_prints_only_tables_on_stdout_and_status_on_stderr(bm25_eval):
     folder, out, err = bm25_eval
     assert all(len(line) <= 80 for line in _lines(out)), max(map(len, _lines(out)))
@@ -51,6 +52,7 @@ def test_eval_prints_only_tables_on_stdout_and_status_on_stderr(bm25_eval):
         assert f"{document['scores']['test'][0]['ndcg_at_10']:.4f}" in row.split()
 
 
+@pytest.mark.slow
 def test_run_tags_name_model_and_strategy(bm25_eval):
     folder, _, _ = bm25_eval
     runs = sorted(folder.rglob("*.run.trec"))

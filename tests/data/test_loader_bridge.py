@@ -181,6 +181,7 @@ def _result(out: Path, task: str) -> dict:
     return json.loads(files[0].read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,args", [("bridge-msmarco", ["--data-dir", "."]),
                                        ("bridge-lifestyle", ["--data-dir", "DISLab-BRIDGE", "--corpus", "sources/robustqa"])])
 def test_eval_end_to_end(bridge, tmp_path, name, args):

@@ -309,6 +309,7 @@ def e2e_runs(root, tsv, tmp_path_factory):
         log.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subset", E2E_SUBSETS)
 def test_eval_end_to_end(e2e_runs, subset):
     proc, out, _ = e2e_runs[subset]

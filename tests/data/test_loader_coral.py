@@ -218,6 +218,7 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
 
 
 # ----------------------------------------------------------------------------------- end to end
+@pytest.mark.slow
 def test_cli_eval(coral, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "coral", "--data-dir", str(coral),
                            "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],

@@ -267,6 +267,7 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
 
 
 # ----------------------------------------------------------------------------------- end to end
+@pytest.mark.slow
 @pytest.mark.parametrize("task,folder,split,n", [("mtr-bench", TWELVE, "test", 24),
                                                  ("mtr-bench-8turn", LEGACY, "train", 16)])
 def test_cli_eval(mtr, tmp_path, task, folder, split, n):

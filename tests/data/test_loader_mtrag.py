@@ -213,6 +213,7 @@ def test_incomplete_qrels_row_names_file_and_record(fixture, tmp_path):
         load_task("mtrag-clapnq", data_dir=folder)
 
 
+@pytest.mark.slow
 def test_eval_end_to_end_clapnq(fixture, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "mtrag-clapnq", "--data-dir",
                            str(fixture), "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],

@@ -167,6 +167,7 @@ def test_official_relevance_heuristic():
     assert normalize_url("https://en.wikipedia.org/wiki/Lake_Varnholm#Geography") == "en.wikipedia.org/wiki/Lake_Varnholm"
 
 
+@pytest.mark.slow
 def test_eval_end_to_end(root, collection, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "qrecc", "--data-dir", str(root),
                            "--corpus", str(collection), "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],

@@ -169,6 +169,7 @@ def test_card_and_task_loader():
         load_task("rad-bench")
 
 
+@pytest.mark.slow
 def test_cli_end_to_end():
     """The card lists and shows; `eval` refuses it with one clear line instead of a traceback."""
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "tasks", "show", "rad-bench"], capture_output=True,

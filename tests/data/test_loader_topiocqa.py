@@ -131,6 +131,7 @@ def test_hub_source_offline_is_one_clear_error(monkeypatch):
         load_task("topiocqa")
 
 
+@pytest.mark.slow
 def test_eval_end_to_end(root, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "topiocqa", "--data-dir", str(root),
                            "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],

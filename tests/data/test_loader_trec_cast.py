@@ -222,6 +222,7 @@ def _trimmed(cast: Path, tmp_path: Path, year: int) -> tuple[Path, Path]:
     return out, corpus
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("year", [2019, 2020])
 def test_eval_end_to_end(cast, tmp_path, year):
     data, corpus = _trimmed(cast, tmp_path, year)

@@ -63,6 +63,7 @@ def _follow_ups(result, task, after_switch: bool):
     return sum(kept) / len(kept)
 
 
+@pytest.mark.slow
 def test_sample_ranks_strategies_sensibly(sample_results):
     task = load_task("mtrbench-sample")
     current, questions, rewrite = (sample_results[h] for h in ("current", "questions", "rewrite"))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import datasets
+import pytest
 import yaml
 
 from mtrbench.data import load_task
@@ -70,6 +71,7 @@ def test_export_hf(native_mini, tmp_path):
     assert row["meta"]["switch_turn"] == 2
 
 
+@pytest.mark.slow
 def test_hf_re_export_to_the_same_folder_never_loads_stale_rows(native_mini, tmp_path):
     """datasets caches a local folder's config under a key that survives rewriting a file in place; the export
     names its files by content so datasets (and mteb, which loads through it) sees the new rows."""

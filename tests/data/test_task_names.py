@@ -69,6 +69,7 @@ def test_paths_and_card_files(workdir):
     assert resolve_card("my-card.yaml").name == "my-card"
 
 
+@pytest.mark.slow
 def test_tasks_show_with_data_dir_uses_the_registered_card(workdir, shared):
     """Before: the empty ./trec-cast-2019 took over the name and this failed with "cannot tell the format"."""
     proc = mtrbench("tasks", "show", "trec-cast-2019", "--data-dir", str(shared / "datasets/real/trec-cast"),

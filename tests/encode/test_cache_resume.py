@@ -384,6 +384,7 @@ def clean_run(tmp_path_factory):
     return task, base / "cache", run, report, time.monotonic() - began
 
 
+@pytest.mark.slow
 def test_clean_run_writes_several_time_limited_shards(clean_run):
     _, cache, _, report, _ = clean_run
     manifest = only_manifest(cache)
@@ -394,6 +395,7 @@ def test_clean_run_writes_several_time_limited_shards(clean_run):
     assert report["texts_encoded"] == N_PASSAGES and report["encoded"] == report["shards"] == len(sizes)
 
 
+@pytest.mark.slow
 def test_eval_killed_mid_encoding_resumes_and_writes_the_same_run(clean_run, tmp_path, monkeypatch, caplog):
     task, _, clean_bytes, _, _ = clean_run
     cache, out = tmp_path / "cache", tmp_path / "out"
@@ -433,6 +435,7 @@ def test_eval_killed_mid_encoding_resumes_and_writes_the_same_run(clean_run, tmp
     assert run == clean_bytes  # byte-identical to the uninterrupted run
 
 
+@pytest.mark.slow
 def test_eval_with_an_overwritten_shard_re_encodes_it_and_writes_the_same_run(clean_run, tmp_path, monkeypatch,
                                                                                 caplog):
     task, clean_cache, clean_bytes, _, _ = clean_run
@@ -458,6 +461,7 @@ def test_eval_with_an_overwritten_shard_re_encodes_it_and_writes_the_same_run(cl
     assert run == clean_bytes
 
 
+@pytest.mark.slow
 def test_eval_stops_with_one_error_line_when_another_run_holds_the_entry(clean_run, tmp_path, monkeypatch, capsys):
     task, clean_cache, _, _, _ = clean_run
     cache = tmp_path / "cache"

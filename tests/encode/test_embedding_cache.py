@@ -79,6 +79,7 @@ def test_miss_then_hit(minilm, corpus, reference, tmp_path):
     assert torch.equal(again._doc_emb, first)
 
 
+@pytest.mark.slow
 def test_one_changed_passage_or_prompt_or_max_length_re_encodes(minilm, corpus, tmp_path):
     retriever = cached_retriever(minilm, tmp_path)
     retriever.index(corpus)

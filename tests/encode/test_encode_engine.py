@@ -147,6 +147,7 @@ def test_out_of_memory_splits_the_batch(minilm, model, monkeypatch, unpad):
     assert_same_vectors(out, st_reference(model, TEXTS, ""))
 
 
+@pytest.mark.slow
 def test_one_process_per_device(minilm, model):
     # Two CPU "devices" exercise the spawn pool the multi-GPU path uses.
     engine = EncodingEngine(minilm.doc_engine.tower, devices=["cpu", "cpu"])

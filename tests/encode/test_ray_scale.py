@@ -25,6 +25,8 @@ from mtrbench.encode.distributed import FAULT_ENV  # noqa: E402
 from mtrbench.retrieve import build_retriever  # noqa: E402
 from tiny_model import make_tiny_model  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test here is an end-to-end run over 10 s
+
 ROOT = Path(__file__).resolve().parents[2]
 N = 1200
 BLOCK = 100   # 12 blocks; a 0 s shard limit makes each its own shard

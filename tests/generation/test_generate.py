@@ -220,6 +220,7 @@ def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_p
     assert records["c1_3"]["history_source"] == "llm:sum-model"
 
 
+@pytest.mark.slow
 def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_path):
     """A real process killed mid-run (its third request hangs), then a rerun: the server sees only the
     three turns that were not written, and the torn line a kill can leave is dropped with a warning."""

@@ -115,6 +115,7 @@ def on_sample(tmp_path_factory):
     return {"export": export, "plain": plain, "task": task, "qrels": qrels, "results": results}
 
 
+@pytest.mark.slow
 def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
     """Default settings (history full, left truncation) on a plain BEIR folder: a query without history is its
     bare text, as beir encodes it (with the old `User: ` prefix mtrbench scored 0.6000 against beir's 0.6281)."""
@@ -126,6 +127,7 @@ def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
     assert_same_ndcg(ours, theirs_rounded, theirs)
 
 
+@pytest.mark.slow
 def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tmp_path):
     """history=full on the sample truncates about 4 in 10 queries at MiniLM's 256 tokens: the export must carry
     mtrbench's left-truncated text (beir's tokenizer would cut the question off the end)."""
@@ -149,6 +151,7 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tm
     assert_same_ndcg(ours, theirs_rounded, theirs)
 
 
+@pytest.mark.slow
 def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_path):
     out = tmp_path / "beir"
     mtrbench("export", str(native_mini), "--format", "beir", "--history", "questions", "--out", str(out))
@@ -170,6 +173,7 @@ def test_export_rejects_max_length_without_a_model(native_mini, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_hf_export_is_hub_ready_and_round_trips(tmp_path):
     out = tmp_path / "hf"
     mtrbench("export", "mtrbench-sample", "--format", "hf", "--out", str(out))
@@ -225,6 +229,7 @@ def test_hf_export_meta_that_fits_no_schema_is_json(tmp_path):
     assert encoding == "json" and values == ["{}", "{}"]
 
 
+@pytest.mark.slow
 def test_eval_reads_an_hf_export_through_the_cli(native_mini, tmp_path):
     out = tmp_path / "hf"
     mtrbench("export", str(native_mini), "--format", "hf", "--out", str(out))

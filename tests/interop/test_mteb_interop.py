@@ -162,6 +162,7 @@ def test_tasks_exclude_queries_without_positives_like_mtrbench_eval(mm, native_m
     assert task.excluded_without_positives == {"test": ours.n_excluded} == {"test": 2}
 
 
+@pytest.mark.slow
 def test_every_retrieval_card_makes_valid_mteb_metadata(mm):
     from mteb.languages import check_language_code
 
@@ -218,6 +219,7 @@ def test_get_tasks_refuses_to_truncate_blind(mm):
         mm.get_tasks(["mtrbench-sample"], history="everything", truncate="none")
 
 
+@pytest.mark.slow
 def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     """Same model, serialization (history=full, left truncation), corpus text and qrels. Both paths run at
     128 tokens (half MiniLM's 256) to halve the encoding time on 2 CPU cores; more queries get truncated."""

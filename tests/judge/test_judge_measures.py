@@ -147,6 +147,7 @@ def test_bad_generations_file_is_one_error_line(tmp_path, line, needle):
     assert [l for l in proc.stderr.splitlines() if l.startswith("error:")] == [proc.stderr.strip()]
 
 
+@pytest.mark.slow
 def test_cli_results_json(tmp_path):
     out = tmp_path / "scores.json"
     proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "judge", "run", str(GENERATIONS), "--task",

@@ -263,6 +263,7 @@ def wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")  # rich tables unwrapped, so values can be found in the output
 
 
+@pytest.mark.slow
 def test_build_carries_everything_from_the_result_files(sample_results, built, capsys):
     document = json.loads(built.read_text())
     results = sorted(p for p in sample_results.rglob("*.json") if p.name != "model_meta.json")
@@ -289,6 +290,7 @@ def test_build_carries_everything_from_the_result_files(sample_results, built, c
     assert "history strategy differs (current vs full)" in document["separations"][0]
 
 
+@pytest.mark.slow
 def test_verify_ok_then_fail_after_a_score_is_altered(built, tmp_path, capsys):
     capsys.readouterr()
     assert main(["leaderboard", "verify", str(built)]) == 0
@@ -311,6 +313,7 @@ def test_verify_ok_then_fail_after_a_score_is_altered(built, tmp_path, capsys):
     assert main(["leaderboard", "verify", str(altered), "--only", "no-such-entry"]) == 2
 
 
+@pytest.mark.slow
 def test_show_renders_each_group(built, capsys):
     document = json.loads(built.read_text())
     capsys.readouterr()
@@ -339,6 +342,7 @@ def test_show_groups_a_leaderboard_written_without_groups(tmp_path, capsys):
     assert "0.6100 (1)" in row_b and "0.1000 (2)" in row_b and "0.3550" in row_b
 
 
+@pytest.mark.slow
 def test_committed_sample_leaderboard_verifies(sample_results, tmp_path, monkeypatch, capsys):
     """MiniLM entries are compared with this session's run (same command); BM25 entries are re-run."""
     monkeypatch.chdir(tmp_path)  # no results/ folder here: the entries' result_file paths do not exist
@@ -496,6 +500,7 @@ def test_screen_refuses_paths_code_and_unchecked_values(command, reason):
     assert screened.reason.startswith("refused: ") and reason in screened.reason and "\n" not in screened.reason
 
 
+@pytest.mark.slow
 def test_build_merges_reported_entries_and_refuses_bad_inputs(built, tmp_path):
     reported = tmp_path / "reported.json"
     reported.write_text(json.dumps(leaderboard([reported_entry("sentence-transformers/all-MiniLM-L6-v2",
@@ -516,6 +521,7 @@ def test_build_merges_reported_entries_and_refuses_bad_inputs(built, tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
+@pytest.mark.slow
 def test_plot_writes_valid_pngs(sample_results, built, tmp_path):
     from PIL import Image
 

@@ -142,6 +142,7 @@ def test_rag_end_to_end_and_rerun_asks_nothing(tmp_path, monkeypatch, capsys):
         assert SECRET not in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_path):
     out = tmp_path / "results"

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mtrbench.cli import main
 
 
+@pytest.mark.slow
 def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
     assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
                  "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",

@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here is an end-to-end run over 10 s
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

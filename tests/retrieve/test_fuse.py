@@ -87,6 +87,7 @@ def real_runs(tmp_path_factory):
     return results
 
 
+@pytest.mark.slow
 def test_real_runs_fused_by_the_command_equal_ranx(real_runs, tmp_path):
     from mtrbench.retrieve.fusion import run_file_for
 

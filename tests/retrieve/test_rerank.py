@@ -29,6 +29,7 @@ def tiny_cross_encoder(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
     from sentence_transformers import CrossEncoder
 
