@@ -32,7 +32,7 @@ def test_unavailable_hub_model_is_one_line_error(shared):
 @pytest.mark.parametrize("args,needle", [
     (["eval", "--model", "bge-larg"], "Did you mean: bge-large"),
     (["eval", "--task", "mtrbench-sampl"], "Did you mean: mtrbench-sample"),
-    pytest.param(["eval", "--history", "fulll"], "unknown history strategy 'fulll'", marks=pytest.mark.slow),
+    (["eval", "--history", "fulll"], "unknown history strategy 'fulll'"),
     (["score", "--run", "/no/such.run", "--qrels", "/no/such.qrels"], "does not exist"),
     (["eval", "--model", "stella-400m"], "--trust-remote-code"),
 ])

@@ -151,7 +151,6 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tm
     assert_same_ndcg(ours, theirs_rounded, theirs)
 
 
-@pytest.mark.slow
 def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_path):
     out = tmp_path / "beir"
     mtrbench("export", str(native_mini), "--format", "beir", "--history", "questions", "--out", str(out))

@@ -162,7 +162,6 @@ def test_tasks_exclude_queries_without_positives_like_mtrbench_eval(mm, native_m
     assert task.excluded_without_positives == {"test": ours.n_excluded} == {"test": 2}
 
 
-@pytest.mark.slow
 def test_every_retrieval_card_makes_valid_mteb_metadata(mm):
     from mteb.languages import check_language_code
 

@@ -118,6 +118,7 @@ def test_generate_runs_on_the_hf_backend(tiny_model, native_mini, tmp_path, caps
         assert record["generator"] == "tiny-llama"
 
 
+@pytest.mark.slow
 def test_summary_on_the_same_hf_model_loads_it_once(tiny_model, native_mini, tmp_path, monkeypatch, capsys):
     import transformers
 

@@ -125,6 +125,7 @@ def warnings(proc: subprocess.CompletedProcess) -> list[str]:
     return [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
 
 
+@pytest.mark.slow
 def test_listings_show_plugin_items_with_their_origin_and_clashes_are_warnings(site):
     tasks = mtrbench(site, "tasks")
     assert tasks.returncode == 0, tasks.stderr
@@ -169,6 +170,7 @@ def _blocks(out: str) -> dict[str, str]:
     return {name: " ".join(text.split()) for name, text in blocks.items()}
 
 
+@pytest.mark.slow
 def test_eval_of_a_plugin_task_with_a_plugin_alias_scores_as_pytrec_eval_does(site, tmp_path):
     out = tmp_path / "results"
     proc = mtrbench(site, "eval", "--task", "plugin-mini", "--model", "plugin-bm25", "--output-dir", str(out),
@@ -220,6 +222,7 @@ def test_a_task_card_object_finds_its_data_next_to_the_plugin_module(site):
     assert "stats:" in proc.stdout and "origin" not in proc.stdout  # the origin is not a card field
 
 
+@pytest.mark.slow
 def test_broken_plugins_are_one_warning_each_and_the_rest_still_works(site):
     # a second distribution: its module raises ImportError, one alias clashes with myplugin's, one card is invalid
     broken = site / "brokenplugin"
