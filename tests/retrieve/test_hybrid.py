@@ -95,7 +95,8 @@ def _top(task, hits, k):
     return [[d for d, _ in ranked({ids[i]: s for i, s in zip(*h)})[:k]] for h in hits]
 
 
-@pytest.mark.parametrize("alpha,leg", [pytest.param(1.0, "dense", marks=pytest.mark.slow), (0.0, "bm25")])
+@pytest.mark.slow  # both cases share the module fixture that encodes the sample corpus (about 60 s)
+@pytest.mark.parametrize("alpha,leg", [(1.0, "dense"), (0.0, "bm25")])
 def test_alpha_limits_equal_each_leg(sample_legs, alpha, leg):
     task, dense, bm25, texts = sample_legs
     k = 10

