@@ -112,6 +112,7 @@ def test_alpha_limits_equal_each_leg(sample_legs, alpha, leg):
     assert _top(task, hybrid.search(texts, full), full) == _top(task, alone, full)
 
 
+@pytest.mark.slow  # eval on the sample: the first MiniLM encoding of its corpus when run alone
 def test_eval_records_hybrid_settings(tmp_path):
     assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.7", "--history", "current", "--top-k", "20",
                  "--k", "1,5,10,20", "--device", "cpu", "--quiet", "--output-dir", str(tmp_path)]) == 0

@@ -193,6 +193,7 @@ def test_a_rerun_reuses_every_stage_and_sends_nothing(synthesized):
         assert server.request_count == 0
 
 
+@pytest.mark.slow
 def test_kill_during_generation_then_rerun_requests_only_unfinished_conversations(tmp_path):
     corpus = _corpus(tmp_path, 40)
     out = tmp_path / "work"
