@@ -1,4 +1,5 @@
-"""leaderboards/reported.json: published numbers, checked cell by cell against the papers' text in ../shared.
+"""leaderboards/reported.json: published numbers, checked cell by cell against the papers' text
+(../shared/seeds; the tests skip with a counted reason where it is absent).
 
 The readers below locate a cell in the seed text by its layout (row label + column header position), so a
 transcription error, a value moved to the wrong row/column or a missing cell makes a test fail.
@@ -41,9 +42,12 @@ def entries(reported) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def seeds(shared) -> dict[str, str]:
-    # source.file is written relative to the folder holding shared/; the fixture may point elsewhere
-    return {rel: (shared / rel.removeprefix("shared/")).read_text(encoding="utf-8")
+def seeds(seed_papers, shared) -> dict[str, str]:
+    # source.file is written relative to the folder holding shared/; the papers and the data may live apart
+    def path(rel: str) -> Path:
+        return seed_papers / rel.removeprefix("shared/seeds/") if rel.startswith("shared/seeds/") \
+            else shared / rel.removeprefix("shared/")
+    return {rel: path(rel).read_text(encoding="utf-8")
             for rel in (MTR, CORAL, MTRAG, HRAG, RAD)}
 
 
