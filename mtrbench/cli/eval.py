@@ -84,6 +84,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
     p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
     p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
+    p.add_argument("--protocol", choices=["official", "trec_eval"],
+                   help="official: score (and serialize) as the benchmark's own evaluation code does (MTRAG, BRIDGE, "
+                        "MTR-SUITE; docs/protocols.md); trec_eval: mtrbench's trec_eval conventions [task card's]")
     p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
     p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
                                      "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
@@ -181,7 +184,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
                       data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
                       command=command_line(args.argv), skip_inapplicable=all_histories,
                       analyses=analysis_options(args), limit=args.limit, overwrite=args.overwrite_strategy,
-                      rewriter=rewriter_from_args(args, not args.quiet))
+                      rewriter=rewriter_from_args(args, not args.quiet), protocol=args.protocol)
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
@@ -326,6 +329,9 @@ def _print_results(model: str, task: str, results, console, status) -> None:
     title = f"{task} · {model} · {first.n_evaluated} queries evaluated"
     if first.n_excluded:
         title += f", {first.n_excluded} without gold excluded"
+    protocol = first.settings.get("protocol", "trec_eval")
+    if protocol != "trec_eval":
+        title += f" · protocol {protocol}"
     strategies_table(title, results, console)
     turn_table(results, console)
     for what, count in sorted(first.warnings.items()):

@@ -52,6 +52,8 @@ class TaskCard:
     license: str | None = None
     citation: str | None = None
     loader_options: dict[str, Any] = field(default_factory=dict)
+    official_protocol: str | None = None  # the benchmark's own evaluation conventions (docs/protocols.md)
+    protocol: str = "trec_eval"  # the default of --protocol: trec_eval or official
     card_path: str | None = None  # filled in on load, not written by authors
     origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
 
@@ -90,9 +92,22 @@ def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
     for key in _TUPLE_FIELDS & set(values):
         values[key] = tuple(values[key])
     card = TaskCard(**values, card_path=origin)
+    _check_protocol(card, origin)
     if card.eval_split not in card.splits:
         raise MtrbenchError(f"{origin}: eval_split '{card.eval_split}' is not one of splits {list(card.splits)}")
     return card
+
+
+def _check_protocol(card: TaskCard, origin: str) -> None:
+    from mtrbench.measures.protocols import CHOICES, OFFICIAL, OFFICIAL_NAMES
+
+    if card.official_protocol is not None and card.official_protocol not in OFFICIAL_NAMES:
+        raise MtrbenchError(f"{origin}: official_protocol '{card.official_protocol}' is not one of "
+                            f"{list(OFFICIAL_NAMES)}")
+    if card.protocol not in CHOICES:
+        raise MtrbenchError(f"{origin}: protocol '{card.protocol}' is not one of {list(CHOICES)}")
+    if card.protocol == OFFICIAL and card.official_protocol is None:
+        raise MtrbenchError(f"{origin}: protocol 'official' needs an official_protocol")
 
 
 def _yaml_where(path: Path, exc: yaml.YAMLError) -> str:

@@ -89,6 +89,7 @@ def entry_from_result(path: Path, document: Result | dict[str, object]) -> dict[
             "relevance_level": settings.get("relevance_level"),
             "retriever": retriever,
             **({"limit": settings["limit"]} if settings.get("limit") is not None else {}),
+            **({"protocol": settings["protocol"]} if settings.get("protocol", "trec_eval") != "trec_eval" else {}),
         },
         "harness": {"name": "mtrbench", "version": result.mtrbench_version},
         "date": result.date,

@@ -50,6 +50,8 @@ def comparability(entry: dict[str, Any]) -> dict[str, Any]:
             "query_format": settings.get("query_format"), "reported_in": reported_in(entry)}
     if settings.get("limit") is not None:  # a run on the first N conversations is ranked only with its like
         keys["limit"] = settings["limit"]
+    if settings.get("protocol", "trec_eval") != "trec_eval":  # an official protocol's numbers rank apart
+        keys["protocol"] = settings["protocol"]
     return keys
 
 

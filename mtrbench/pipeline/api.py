@@ -27,7 +27,7 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
              query_format: QueryFormat | None = None, top_k: int = 100, k_values: Sequence[int] | None = None,
              metrics: Sequence[str] | None = None, split: str | None = None, output_dir: str | Path = "results",
              overwrite: str | None = None, limit: int | None = None, rewriter: RewriterOptions | None = None,
-             options: RetrieverOptions | None = None, show_progress: bool = True,
+             options: RetrieverOptions | None = None, show_progress: bool = True, protocol: str | None = None,
              **retriever_options: object) -> list[Result]:
     """Evaluate ``model`` on each task with each history; one :class:`Result` per (task, history), in order.
 
@@ -36,6 +36,7 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
     folder paths, or tasks built with ``mtrbench.make_task``. ``history``: names as ``--history`` takes them
     (``"all"`` too), functions ``Conversation -> str`` and rewriter objects. ``retriever_options``: single
     fields of :class:`RetrieverOptions` (``device="cpu"``, ``max_length=256``, ``alpha=0.5``...).
+    ``protocol``: ``"official"`` or ``"trec_eval"`` as ``--protocol`` takes it; None: each task card's default.
 
     ``overwrite``: mteb's strategies. Default ``only-missing`` (a finished result is loaded, not recomputed),
     except for model objects and Python histories, which are always evaluated: nothing tells a changed object
@@ -51,7 +52,7 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
     config = EvalConfig(histories=choices, truncate=truncate, fmt=query_format or QueryFormat(), top_k=top_k,
                         k_values=list(k_values) if k_values else None, metrics=list(metrics) if metrics else None,
                         split=split, output_dir=Path(output_dir), skip_inapplicable=history == "all", limit=limit,
-                        overwrite=overwrite, rewriter=rewriter)
+                        overwrite=overwrite, rewriter=rewriter, protocol=protocol)
     say = _say if show_progress else (lambda message: None)
     skipped: list[SkippedResult] = []
     check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])

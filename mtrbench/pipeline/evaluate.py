@@ -57,7 +57,8 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
     results = []
     for history in histories:
         retrieved = retrieve(retriever, task, history, config.fmt, config.truncate, config.top_k, say)
-        scored = score(task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses)
+        scored = score(task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses,
+                       plan.protocol)
         results.append(write_history(plan, replace(planned[history.name], history=history), task, retriever, config,
                                      max_length_set, retrieved, scored, timings))
     say(f"Done in {time.perf_counter() - started:.1f}s")

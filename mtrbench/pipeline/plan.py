@@ -5,7 +5,7 @@ are checked, each history's result path and recorded settings are fixed, and fin
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.generation.model_history import RewriterOptions, rewriter_identity
 from mtrbench.infra.errors import UserInputError
 from mtrbench.measures import Measure, parse_measures
+from mtrbench.measures.protocols import ScoringProtocol, resolve as resolve_protocol
 from mtrbench.pipeline.histories import History, HistoryChoice, resolve_histories
 from mtrbench.results.overwrite import decide
 from mtrbench.results.writer import ResultPaths, experiment_slug, result_paths
@@ -41,6 +42,7 @@ class EvalConfig:
     limit: int | None = None  # evaluate the first N conversations only (recorded in settings and the folder name)
     overwrite: str = "always"  # mteb's overwrite strategies (results/overwrite.py); the CLI's default: only-missing
     rewriter: RewriterOptions | None = None  # the model behind rewrite:llm / summary:llm
+    protocol: str | None = None  # --protocol: official or trec_eval; None: each task card's default
 
 
 @dataclass(frozen=True)
@@ -68,10 +70,11 @@ class Plan:
     k_values: list[int]
     histories: list[PlannedHistory]  # to evaluate
     skipped: list[SkippedResult]
+    protocol: ScoringProtocol
 
 
-def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[Measure]]:
-    """The cutoffs and measures, after the checks that need no model and no data."""
+def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[Measure], ScoringProtocol]:
+    """The cutoffs, measures and scoring protocol, after the checks that need no model and no data."""
     if config.limit is not None and config.limit < 1:
         raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
     if card.type != "conversational-retrieval" and "retrieval" not in card.type:
@@ -84,7 +87,9 @@ def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[M
         raise UserInputError(f"--top-k {config.top_k} is smaller than the largest cutoff ({deepest})")
     if card.main_score not in {m.key(card.relevance_level) for m in measures}:
         raise UserInputError(f"the task's main score {card.main_score} is not among the requested metrics/k values")
-    return k_values, measures
+    protocol = resolve_protocol(config.protocol, card.official_protocol, card.protocol, card.name)
+    protocol.check(measures)
+    return k_values, measures, protocol
 
 
 def check_before_loading(config: EvalConfig, tasks: list[str | TaskCard]) -> list[TaskCard]:
@@ -102,11 +107,14 @@ def make_plan(requested_model: str, task: str | TaskCard, config: EvalConfig, re
     """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
     histories = resolve_histories(config.histories, config.rewriter)
     card = task if isinstance(task, TaskCard) else resolve_card(task)
-    k_values, measures = check_request(config, card)
+    k_values, measures, protocol = check_request(config, card)
     split = config.split or card.eval_split
-    plan = Plan(requested_model, card, split, measures, k_values, [], [])
+    plan = Plan(requested_model, card, split, measures, k_values, [], [], protocol)
     for history in histories:
-        paths, settings = plan_history(history, config, retriever, max_length_set, card, split, measures, k_values)
+        if protocol.prefix_first_turn:
+            history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
+        paths, settings = plan_history(history, config, retriever, max_length_set, card, split, measures, k_values,
+                                       protocol)
         if decide(paths.json, settings, config.overwrite).evaluate:
             plan.histories.append(PlannedHistory(history, paths, settings))
         else:
@@ -127,19 +135,20 @@ def history_identity(history: History, config: EvalConfig) -> dict[str, str] | N
 
 
 def plan_history(history: History, config: EvalConfig, retriever: Retriever, max_length_set: bool, card: TaskCard,
-                 split: str, measures: list[Measure], k_values: list[int]) -> tuple[ResultPaths, dict[str, Any]]:
+                 split: str, measures: list[Measure], k_values: list[int],
+                 protocol: ScoringProtocol) -> tuple[ResultPaths, dict[str, Any]]:
     """Where a history's result goes and the settings it records (a model-backed history records its rewriter's
     identity here; the request counts are added once it has run)."""
     rewriter = history_identity(history, config)
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
                           side=config.truncate)
     experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter.get("model") if rewriter else None)
+                                 rewriter.get("model") if rewriter else None, protocol)
     paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
     settings = {
         "history": history.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
         "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": split,
-        "relevance_level": card.relevance_level,
+        "relevance_level": card.relevance_level, "protocol": protocol.setting,
         "retriever": retriever.settings(),
         **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
         **({"limit": {"conversations": config.limit}} if config.limit is not None else {}),
@@ -149,11 +158,13 @@ def plan_history(history: History, config: EvalConfig, retriever: Retriever, max
 
 
 def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool,
-                    rewriter_model: str | None = None) -> str | None:
+                    rewriter_model: str | None = None, protocol: ScoringProtocol | None = None) -> str | None:
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
     pipeline = dict(pipeline_slug(retriever) or {})
     if rewriter_model:  # two rewriters must not share one result folder
         pipeline["rewriter"] = rewriter_model
+    if protocol is not None and protocol.is_official:  # never in the folder of a trec_eval result
+        pipeline["protocol"] = "official"
     return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
                            fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
                            dtype=retriever.settings().get("dtype"), pipeline=pipeline or None,

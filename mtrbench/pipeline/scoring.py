@@ -1,5 +1,5 @@
-"""Step 5 of an evaluation: the measures (pytrec_eval), the analyses asked for, and the per-turn and topic-switch
-breakdowns of one history's run."""
+"""Step 5 of an evaluation: the measures (pytrec_eval, under the task's scoring protocol), the analyses asked
+for, and the per-turn and topic-switch breakdowns of one history's run."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from mtrbench.analyses.report import refined_comparison
 from mtrbench.analyses.run import AnalysisOptions, run_analyses
 from mtrbench.data.model import TaskData
 from mtrbench.formats.run import Run
-from mtrbench.measures import Evaluation, Measure, evaluate
+from mtrbench.measures import Evaluation, Measure
+from mtrbench.measures.protocols import PROTOCOLS, TREC_EVAL, ScoringProtocol
 
 
 @dataclass
@@ -24,10 +25,10 @@ class Scored:
 
 
 def score(task: TaskData, run: Run, measures: list[Measure], relevance_level: int,
-          analyses_options: AnalysisOptions) -> Scored:
+          analyses_options: AnalysisOptions, protocol: ScoringProtocol = PROTOCOLS[TREC_EVAL]) -> Scored:
     started = time.perf_counter()
     qrels = task.qrels()
-    evaluation = evaluate(qrels, run, measures, relevance_level=relevance_level)
+    evaluation = protocol.score(qrels, run, measures, relevance_level)
     analyses = run_analyses(analyses_options, qrels, run, evaluation, measures)
     if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
         comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run, measures,

@@ -38,7 +38,7 @@ def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever
     history = planned.history
     rewriter = {**planned.settings["rewriter"], **history.report} if "rewriter" in planned.settings else None
     experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter.get("model") if rewriter else None)
+                                 rewriter.get("model") if rewriter else None, plan.protocol)
     settings = {**planned.settings, "retriever": retriever.settings(),  # as indexed (parent-child: child count)
                 **({"rewriter": rewriter} if rewriter else {})}  # identity as planned, plus the request counts
     n_no_qrels = sum(1 for q in task.queries if not q.qrels)

@@ -46,6 +46,7 @@ def _without(value: Any, keys: tuple[str, ...]) -> Any:
 
 def comparable_settings(settings: dict[str, Any]) -> dict[str, Any]:
     out = dict(settings)
+    out.setdefault("protocol", "trec_eval")  # a result written before protocols were recorded
     if isinstance(out.get("retriever"), dict):  # nested too: hybrid legs, the children retriever
         out["retriever"] = _without(out["retriever"], EXECUTION_ONLY + CORPUS_DERIVED)
     if isinstance(out.get("rewriter"), dict):  # who wrote the rewrites decides; request and cache counts do not

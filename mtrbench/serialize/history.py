@@ -79,9 +79,14 @@ class HistoryStrategy:
     prefixed: bool = True
     model_kind: str | None = None
     texts: Mapping[str, str] | None = None
+    prefix_first_turn: bool = False  # MTR-SUITE's scripts: a query without history reads "User: q" too
 
     def with_texts(self, texts: Mapping[str, str]) -> HistoryStrategy:
         return replace(self, texts=texts)
+
+    def with_first_turn_prefixed(self) -> HistoryStrategy:
+        """The same strategy, its lines prefixed even where no history is kept (only prefixed strategies)."""
+        return replace(self, prefix_first_turn=self.prefixed)
 
     def __call__(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         if self.model_kind is not None:
@@ -89,8 +94,9 @@ class HistoryStrategy:
         history, current = self.select(query)
         if not self.prefixed:
             return Serialized(history=tuple(m.content for m in history), current=current, fmt=fmt)
-        return Serialized(history=tuple(fmt.line(m) for m in history),
-                          current=fmt.line(Message(USER, current)), fmt=fmt, question=current)
+        line = fmt.line(Message(USER, current))
+        return Serialized(history=tuple(fmt.line(m) for m in history), current=line, fmt=fmt,
+                          question=line if self.prefix_first_turn else current)
 
 
     def _from_model(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:

@@ -1,0 +1,56 @@
+"""Scoring protocols (``--protocol official|trec_eval``): trec_eval's conventions, or a benchmark's own
+evaluation reproduced (MTRAG, BRIDGE, MTR-SUITE). A task card names its official protocol and its default."""
+
+from __future__ import annotations
+
+from mtrbench.infra.errors import UserInputError, unknown_name
+from mtrbench.measures.protocols.base import (CHOICES, OFFICIAL, TREC_EVAL, RoundedEvaluation, ScoringProtocol,
+                                              trec_eval_scorer)
+from mtrbench.measures.protocols.bridge import score_bridge
+from mtrbench.measures.protocols.mtrag import FAMILIES as MTRAG_FAMILIES
+from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
+
+PROTOCOLS = {p.name: p for p in (
+    ScoringProtocol(TREC_EVAL, "trec_eval's measures (pytrec_eval); queries without a relevant document left out, "
+                               "judged queries missing from the run scored 0"),
+    ScoringProtocol("mtrag", "run_retrieval_eval.py: ids equal to the query id dropped, queries without a relevant "
+                             "document kept (0), judged queries missing from the run skipped, means rounded to 5 "
+                             "decimals", score_mtrag, families=MTRAG_FAMILIES),
+    ScoringProtocol("bridge", "retrieval/evaluation.py: P@k over the documents retrieved, nDCG@k with binary gains "
+                              "and an ideal over all relevant documents", score_bridge),
+    ScoringProtocol("mtr-suite", "the MTR-SUITE scripts' serialization: a first turn reads 'User: q'; trec_eval's "
+                                 "measures (equal to its one-gold-passage Recall, MRR and nDCG)",
+                    trec_eval_scorer, prefix_first_turn=True),
+)}
+OFFICIAL_NAMES = tuple(name for name in PROTOCOLS if name != TREC_EVAL)
+
+
+def check_choice(choice: str, flag: str = "--protocol") -> str:
+    """``official``, ``trec_eval`` or ``official:<benchmark>`` (what results record)."""
+    if choice in CHOICES:
+        return choice
+    kind, _, name = choice.partition(":")
+    if kind == OFFICIAL and name in OFFICIAL_NAMES:
+        return choice
+    raise unknown_name("scoring protocol", choice, [*CHOICES, *(f"{OFFICIAL}:{n}" for n in OFFICIAL_NAMES)],
+                       hint=f"{flag} takes official or trec_eval (docs/protocols.md)")
+
+
+def resolve(choice: str | None, official: str | None, default: str, task: str) -> ScoringProtocol:
+    """The protocol a task is scored with: ``choice`` (None: the card's ``default``) against the card's
+    ``official`` protocol name (None: the task has none)."""
+    wanted = check_choice(choice or default)
+    if wanted == TREC_EVAL:
+        return PROTOCOLS[TREC_EVAL]
+    named = wanted.partition(":")[2]
+    if official is None:
+        raise UserInputError(f"task '{task}' has no official protocol (only {', '.join(OFFICIAL_NAMES)} benchmarks "
+                             f"do): use --protocol trec_eval")
+    if named and named != official:
+        raise UserInputError(f"--protocol {wanted}: task '{task}' follows the official {official} protocol, "
+                             f"not {named}")
+    return PROTOCOLS[official]
+
+
+__all__ = ["CHOICES", "OFFICIAL", "OFFICIAL_NAMES", "PROTOCOLS", "TREC_EVAL", "CollectionRow", "RoundedEvaluation",
+           "ScoringProtocol", "all_row", "check_choice", "resolve", "score_bridge", "score_mtrag"]
