@@ -1,13 +1,30 @@
-"""LLM backend: OpenAI-compatible chat completions with retries, parsing, a response cache and cost accounting."""
+"""LLM backend: OpenAI-compatible chat completions with retries, parsing, a response cache and cost accounting.
 
-from mtrbench.llm.cache import ResponseCache, request_key
-from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult, Usage
-from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
-from mtrbench.llm.cost import CostEstimate, confirm_cost, estimate_cost, print_dry_run
-from mtrbench.llm.extract import ExtractionError, extract_choice, extract_json, extract_rating, extract_yes_no
+The names below load on first use: the client pulls in ``openai`` (seconds), which the CLI's parser must not wait
+for.
+"""
 
-__all__ = [
-    "ChatClient", "ChatRequest", "ChatResult", "CostEstimate", "ExtractionError", "JudgeConfig", "ResponseCache",
-    "Usage", "confirm_cost", "estimate_cost", "extract_choice", "extract_json", "extract_rating", "extract_yes_no",
-    "judge_from_flags", "load_judges", "print_dry_run", "request_key",
-]
+_LAZY = {
+    "ResponseCache": "mtrbench.llm.cache", "request_key": "mtrbench.llm.cache",
+    "ChatClient": "mtrbench.llm.client", "ChatRequest": "mtrbench.llm.client", "ChatResult": "mtrbench.llm.client",
+    "Usage": "mtrbench.llm.client",
+    "JudgeConfig": "mtrbench.llm.config", "judge_from_flags": "mtrbench.llm.config", "load_judges": "mtrbench.llm.config",
+    "CostEstimate": "mtrbench.llm.cost", "confirm_cost": "mtrbench.llm.cost", "estimate_cost": "mtrbench.llm.cost",
+    "print_dry_run": "mtrbench.llm.cost",
+    "ExtractionError": "mtrbench.llm.extract", "extract_choice": "mtrbench.llm.extract",
+    "extract_json": "mtrbench.llm.extract", "extract_rating": "mtrbench.llm.extract",
+    "extract_yes_no": "mtrbench.llm.extract",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mtrbench.llm' has no attribute '{name}'")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
