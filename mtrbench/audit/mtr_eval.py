@@ -28,9 +28,8 @@ from mtrbench.audit.report import (ENSEMBLE, Stats, aggregate, correlations, hol
                                    write_holes)
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.results.writer import safe_name
+from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES  # noqa: F401
 
-DEFAULT_NEGATIVES = 4
-DEFAULT_MAX_DOC_CHARS = 8000  # ~2k tokens per document keeps a 5-document prompt inside small judges' context
 INSTANCES_NAME = "instances.jsonl"
 SUMMARY_NAME = "summary.json"
 

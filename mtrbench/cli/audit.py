@@ -10,7 +10,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.audit.mtr_eval import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
+    from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
     from mtrbench.audit.plan import DIMENSIONS
     from mtrbench.cli.llm_flags import add_llm_arguments
 

@@ -18,8 +18,7 @@ if TYPE_CHECKING:
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_llm_arguments
-    from mtrbench.judge.api import DEFAULT_MAX_PASSAGE_CHARS
-    from mtrbench.judge.scoring import DEFAULT_MEASURES
+    from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
 
     p = sub.add_parser("judge", help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, "
                                      "RAGAlign; RAD-Bench tables",

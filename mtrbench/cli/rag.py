@@ -11,10 +11,9 @@ from mtrbench.infra.errors import MtrbenchError
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
-    from mtrbench.generation.runner import DEFAULT_TOP_K, GENERATION_HISTORIES
+    from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
     from mtrbench.serialize.history import DEFAULT_HISTORY
-    from mtrbench.judge.scoring import DEFAULT_MEASURES
-    from mtrbench.pipeline.rag import DEFAULT_RAGALIGN
+    from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 
     p = sub.add_parser("rag", help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
                        description="Retrieve with --model (as `mtrbench eval`), answer each turn from the top "

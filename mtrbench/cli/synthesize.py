@@ -13,7 +13,7 @@ AGENT_NAMES = ("questioner", "responder", "polisher")
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.llm.cache import default_cache_path
-    from mtrbench.synthesize.pipeline import STAGES
+    from mtrbench.synthesize.stages import STAGES
     from mtrbench.synthesize.quality import QUALITY_CHOICES
 
     p = sub.add_parser("synthesize", help="MTR-PIPELINE: synthesize a conversational benchmark from a corpus",

@@ -34,13 +34,7 @@ from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import DEFAULT_HISTORY, MODEL_STRATEGIES, get_strategy
-
-# --history (eval's names) -> where the text the generator sees comes from: the task's turns, its gold
-# rewrite, or a rewriter model (the name's MODEL_STRATEGIES kind)
-HISTORY_SOURCES = {"full": "task", "last-response": "task", "rewrite": "gold", "rewrite:llm": "llm",
-                   "summary:llm": "llm"}
-GENERATION_HISTORIES = tuple(HISTORY_SOURCES)
-DEFAULT_TOP_K = 5
+from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
 
 
 @dataclass

@@ -31,7 +31,7 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.measures import Measure, evaluate
 
-DEFAULT_MAX_PASSAGE_CHARS = 4000
+from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 SUMMARY_NAME = "summary.json"
 VERDICTS_NAME = "verdicts.jsonl"
 RATINGS_NAME = "ratings.jsonl"

@@ -12,7 +12,7 @@ from mtrbench.formats.generations import Generation
 from mtrbench.measures import Evaluation, Measure, evaluate, parse_measures
 from mtrbench.measures.generation import GenerationFamily
 
-DEFAULT_MEASURES = ("BLEU-1", "ROUGE-L", "CitRecall", "CitPrec", "TokenF1", "EM")
+from mtrbench.judge.defaults import DEFAULT_MEASURES
 
 
 @dataclass

@@ -37,7 +37,7 @@ from mtrbench.results.writer import safe_name
 from mtrbench.retrieve import RetrieverOptions
 from mtrbench.retrieve.builder import ModelInput
 
-DEFAULT_RAGALIGN = ("RAGAlign@10", "RAGAlign@10(of=nDCG)")  # binary on Hit@10, point-biserial on nDCG@10
+from mtrbench.judge.defaults import DEFAULT_RAGALIGN
 
 
 @dataclass

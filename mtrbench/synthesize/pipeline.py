@@ -20,7 +20,7 @@ from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
 from mtrbench.synthesize.generate import Agents, GenerateOptions, finished_conversations, plan_digest, run_generate
 from mtrbench.synthesize.write import WriteOptions, format_table2, write_task
 
-STAGES = ("curate", "cluster", "generate", "write")
+from mtrbench.synthesize.stages import STAGES  # noqa: F401
 
 
 @dataclass(frozen=True)
