@@ -20,6 +20,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
                    help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
                         "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
+    p.add_argument("--protocol", default="trec_eval",
+                   help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
+                        "official:mtr-suite (docs/protocols.md) [trec_eval]")
     add_analysis_options(p)
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
@@ -52,14 +55,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
-    from mtrbench.measures import evaluate, parse_k_values, parse_measures
+    from mtrbench.measures import parse_k_values, parse_measures
+    from mtrbench.measures.protocols import RoundedEvaluation, for_run
     from mtrbench.results.table import scores_table
 
     qrels = read_qrels(args.qrels)
     run = read_run(args.run)
     measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
+    protocol = for_run(args.protocol, getattr(args, "task", None))
+    protocol.check(measures)
     unjudged_run_queries = sorted(set(run) - set(qrels))
-    evaluation = evaluate(qrels, run, measures, relevance_level=args.relevance_level)
+    evaluation = protocol.score(qrels, run, measures, args.relevance_level)
+    skipped = evaluation.skipped if isinstance(evaluation, RoundedEvaluation) else []  # MTRAG: absent from the run
     # Judged queries the run does not answer score 0 (as they should), but say how many: often a wrong file.
     judged_without_run = sorted(set(evaluation.per_query) - set(run))
     if len(judged_without_run) == len(evaluation.per_query):
@@ -75,16 +82,19 @@ def _cmd_score(args: argparse.Namespace) -> int:
                  f"{len(evaluation.excluded)} without positives excluded, "
                  f"{len(unjudged_run_queries)} run queries without qrels ignored"
                  + (f", {len(judged_without_run)} judged queries absent from the run (scored 0)"
-                    if judged_without_run else ""), scores, console)
+                    if judged_without_run else "")
+                 + (f", {len(skipped)} judged queries absent from the run skipped" if skipped else "")
+                 + (f" · protocol {protocol.setting}" if protocol.is_official else ""), scores, console)
     print_analyses(analyses, console)
     if args.output:
         atomic_write_text(args.output, json.dumps({
             "run": str(args.run), "qrels": str(args.qrels), "relevance_level": evaluation.relevance_level,
+            "protocol": protocol.setting,
             "measures": {key: str(m) for key, m in evaluation.measures.items()}, "scores": scores,
             "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
             "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
                         "run_queries_without_qrels": len(unjudged_run_queries),
-                        "judged_without_run": len(judged_without_run)},
+                        "judged_without_run": len(judged_without_run), "judged_skipped": len(skipped)},
             **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
     return 0
 

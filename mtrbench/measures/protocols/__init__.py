@@ -52,5 +52,22 @@ def resolve(choice: str | None, official: str | None, default: str, task: str) -
     return PROTOCOLS[official]
 
 
+def for_run(choice: str, task: str | None = None) -> ScoringProtocol:
+    """The protocol of ``mtrbench score``, which has no card unless a task is named: ``trec_eval``,
+    ``official:<benchmark>``, or ``official`` with ``task`` (its card's official protocol)."""
+    wanted = check_choice(choice)
+    if wanted == TREC_EVAL:
+        return PROTOCOLS[TREC_EVAL]
+    if wanted != OFFICIAL:
+        return PROTOCOLS[wanted.partition(":")[2]]
+    if task is None:
+        raise UserInputError(f"--protocol official needs a task to name its benchmark: give --task, or "
+                             f"{', '.join(f'{OFFICIAL}:{n}' for n in OFFICIAL_NAMES)}")
+    from mtrbench.data import resolve_card  # here: data imports measures, not the other way round
+
+    card = resolve_card(task)
+    return resolve(OFFICIAL, card.official_protocol, card.protocol, card.name)
+
+
 __all__ = ["CHOICES", "OFFICIAL", "OFFICIAL_NAMES", "PROTOCOLS", "TREC_EVAL", "CollectionRow", "RoundedEvaluation",
-           "ScoringProtocol", "all_row", "check_choice", "resolve", "score_bridge", "score_mtrag"]
+           "ScoringProtocol", "all_row", "check_choice", "for_run", "resolve", "score_bridge", "score_mtrag"]
