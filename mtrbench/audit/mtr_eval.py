@@ -47,7 +47,8 @@ class AuditConfig:
     negatives_history: str = "full"  # how queries are serialized for the negatives retriever
     device: str = "auto"
     seed: int = 0
-    limit: int | None = None
+    limit: int | None = None  # the first N conversations in file order, as eval's --limit
+    sample: int | None = None  # then a seeded sample of N of their queries with gold
     max_doc_chars: int | None = DEFAULT_MAX_DOC_CHARS
     output_dir: Path | None = None  # None: results/audit/<task>
     human_scores: str | None = None
@@ -76,6 +77,8 @@ def _validate(config: AuditConfig) -> None:
         raise UserInputError("--negatives must be at least 1")
     if config.limit is not None and config.limit < 1:
         raise UserInputError("--limit must be at least 1")
+    if config.sample is not None and config.sample < 1:
+        raise UserInputError("--sample must be at least 1")
     if config.max_doc_chars is not None and config.max_doc_chars < 1:
         raise UserInputError("--max-doc-chars must be positive (0 on the command line: no limit)")
 
@@ -130,7 +133,10 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     output_dir = log.path.parent
-    queries, notes = select_queries(task.queries, card.relevance_level, config.limit, config.seed)
+    from mtrbench.pipeline.evaluate import first_conversations
+
+    candidates = first_conversations(task, config.limit).queries if config.limit else task.queries
+    queries, notes = select_queries(candidates, card.relevance_level, config.sample, config.seed)
     dimensions, left_out = supported_dimensions(queries, config.dimensions)
     for dimension in left_out:
         notes[f"{dimension}: not run (no audited query has a reference answer)"] += 1
@@ -204,7 +210,7 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
         "mtrbench_version": __version__,
         "task": task.name, "split": task.split, "dataset_revision": task.dataset_revision,
         "judges": [{"name": j.name, "model": j.model, "base_url": j.base_url} for j in judges],
-        "settings": {"dimensions": dimensions, "seed": config.seed, "limit": config.limit,
+        "settings": {"dimensions": dimensions, "seed": config.seed, "limit": config.limit, "sample": config.sample,
                      "relevance_level": card.relevance_level, "max_doc_chars": config.max_doc_chars,
                      "negatives": None if negatives is None else {"n": config.n_negatives, **negatives.source}},
         "counts": {"queries_in_split": len(task.queries), "audited_queries": len(queries),

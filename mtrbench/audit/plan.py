@@ -13,12 +13,17 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mtrbench.audit import prompts
 from mtrbench.audit.prompts import ShownDocument
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import DataError, UserInputError
+
+if TYPE_CHECKING:
+    from mtrbench.llm.config import JudgeConfig
+    from mtrbench.llm.failure_rate import JudgeFailures
 
 ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY = "alignment", "completeness", "faithfulness", "quality"
 DIMENSIONS = (ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY)
@@ -102,7 +107,7 @@ def select_queries(queries: Sequence[ConversationalQuery], relevance_level: int,
                    seed: int) -> tuple[list[ConversationalQuery], Counter]:
     """Queries with gold, or a seeded sample of ``limit`` of them (in task order).
 
-    The sample is a prefix of one seeded shuffle, so raising ``--limit`` keeps every query already audited.
+    The sample is a prefix of one seeded shuffle, so raising ``--sample`` keeps every query already audited.
     """
     notes: Counter = Counter()
     eligible = [q for q in queries if gold_docs(q, relevance_level)]
@@ -127,7 +132,7 @@ def supported_dimensions(queries: Sequence[ConversationalQuery],
 
 
 def shuffled_pool(gold: str, negatives: Sequence[str], seed: int, qid: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """Candidates in a random order drawn from (seed, qid) alone, so --limit and resuming never change it."""
+    """Candidates in a random order drawn from (seed, qid) alone, so --sample and resuming never change it."""
     pool = [gold, *negatives]
     permutation = list(range(len(pool)))
     random.Random(f"mtr-eval:{seed}:{qid}").shuffle(permutation)
@@ -173,3 +178,18 @@ def build_plan(queries: list[ConversationalQuery], corpus: Corpus, dimensions: l
                 items.append(AuditItem(QUALITY, q.qid, q.qid, prompts.quality_messages(
                     q.history, q.query, q.answers[0], documents, max_doc_chars), tuple(gold)))
     return AuditPlan(items, queries, dimensions, notes)
+
+
+def judge_failures(output_dir: Path, items: Sequence[AuditItem], judges: Sequence[JudgeConfig]) -> list[JudgeFailures]:
+    """Per judge: the planned items whose latest reply in the log failed, of those it has any reply for, with the
+    most common reason (``failure_rate.JudgeFailures``, for ``--max-failure-rate``)."""
+    from mtrbench.audit.log import LOG_NAME, AuditLog
+    from mtrbench.llm.failure_rate import JudgeFailures, most_common
+
+    contents = AuditLog(Path(output_dir) / LOG_NAME).read()
+    counts = []
+    for judge in judges:
+        latest = contents.latest(list(items), judge.name, judge.model)
+        reasons = [r.get("error") for r in latest.values() if not r.get("ok")]
+        counts.append(JudgeFailures(judge.name, len(reasons), len(latest), most_common(reasons)))
+    return counts

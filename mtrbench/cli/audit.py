@@ -33,7 +33,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                    help="history strategy for the negatives retriever's queries (see `mtrbench eval`) [full]")
     p.add_argument("--device", default="auto", help="device of a dense negatives retriever [auto]")
     p.add_argument("--seed", type=int, default=0, help="query sample and candidate order seed [0]")
-    p.add_argument("--limit", type=int, help="audit a seeded sample of N queries [all with gold]")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N conversations (file order), as eval [all]")
+    p.add_argument("--sample", type=int, metavar="N", help="audit a seeded sample (--seed) of N queries with gold [all]")
     p.add_argument("--max-doc-chars", type=int, default=DEFAULT_MAX_DOC_CHARS,
                    help=f"cut each document shown to a judge to this many characters, 0 = never "
                         f"[{DEFAULT_MAX_DOC_CHARS}]")
@@ -47,9 +48,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
-    from mtrbench.audit.plan import parse_dimensions
+    from mtrbench.audit.plan import judge_failures, parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
-    from mtrbench.llm.failure_rate import JudgeFailures
 
     if args.negatives_run and args.negatives_model != "bm25":
         raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
@@ -57,7 +57,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                          dimensions=parse_dimensions(args.dimensions), n_negatives=args.negatives,
                          negatives_model=args.negatives_model, negatives_run=args.negatives_run,
                          negatives_history=args.negatives_history, device=args.device, seed=args.seed,
-                         limit=args.limit, max_doc_chars=args.max_doc_chars or None,
+                         limit=args.limit, sample=args.sample, max_doc_chars=args.max_doc_chars or None,
                          output_dir=Path(args.output_dir) if args.output_dir else None,
                          human_scores=args.human_scores, dry_run=args.dry_run, yes=args.yes,
                          show_progress=not args.quiet)
@@ -66,9 +66,4 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     outcome = run_audit(config, judges, cache=None if args.dry_run else cache_from_args(args))
     if outcome is None:
         return 0
-    aggregates = outcome.summary["aggregates"]
-    counts = [JudgeFailures(j.name, sum(aggregates[d][j.name]["failures"] for d in aggregates if j.name in aggregates[d]),
-                            sum(aggregates[d][j.name]["failures"] + aggregates[d][j.name]["n"]
-                                for d in aggregates if j.name in aggregates[d]))
-              for j in judges]
-    return check_failure_rates(args, counts)
+    return check_failure_rates(args, judge_failures(outcome.output_dir, outcome.plan.items, judges))

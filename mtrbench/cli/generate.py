@@ -10,7 +10,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_rewriter_arguments, add_run_flags
+    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags
     from mtrbench.generation.defaults import DEFAULT_TOP_K
     from mtrbench.serialize.history import DEFAULT_HISTORY
 
@@ -37,7 +37,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--max-passage-chars", type=int, default=0,
                    help="cut each passage shown to the generator to this many characters, 0 = whole [0]")
     p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
-    p.add_argument("--limit", type=int, help="only the first N turns (a smoke run)")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N conversations (file order), as eval (a smoke run)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     group = p.add_argument_group("generator model")
     group.add_argument("--model", dest="generator_model", required=True, metavar="MODEL",
@@ -46,6 +47,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                        help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH to run a transformers chat model "
                             "in-process [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
     add_run_flags(group)
+    add_max_failure_rate(group, "more than this share of the turns asked failed (HTTP error, timeout, unusable "
+                                "reply, a failed rewrite); answers are written either way, failed turns listed")
     add_rewriter_arguments(p, with_run_flags=False)
     return {"generate": _cmd_generate}
 
@@ -54,10 +57,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
-    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history, run_generate
+    from mtrbench.generation.runner import (HISTORY_SOURCES, GenerateConfig, generation_failures, generation_history,
+                                            run_generate)
+    from mtrbench.llm.failure_rate import check_share, raise_if_over
 
     if args.max_tokens < 1:
         raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
+    check_share(args.max_failure_rate)
     generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
                                     max_tokens=args.max_tokens)
     history = generation_history(args.history)  # an old name ("raw", "summary") is read as its current one
@@ -88,5 +94,6 @@ def _cmd_generate(args: argparse.Namespace) -> int:
               "generated (asked again on the next run)")
     if report.failed:
         print(f"failed turns (asked again on the next run): {report.failures_path}")
-        return 1
+    raise_if_over([generation_failures(report, generator.model)], args.max_failure_rate,
+                  f"answers written to {report.output}, failed turns listed in {report.failures_path}")
     return 0

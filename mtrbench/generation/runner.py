@@ -14,6 +14,7 @@ Citation ``[n]`` in ``answer`` refers to ``passages[n-1]``.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,11 +28,13 @@ from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.sources import load_run, oracle_passages, run_passages
+from mtrbench.generation.settings import GenerationSettings, ModelSettings
 from mtrbench.generation.store import GenerationStore
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import DEFAULT_HISTORY, MODEL_STRATEGIES, get_strategy
 from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
@@ -49,7 +52,7 @@ class GenerateConfig:
     data_dir: str | None = None
     corpus_path: str | None = None
     max_passage_chars: int | None = None  # cut each passage shown to the generator; None: whole
-    limit: int | None = None  # first N turns only (smoke runs)
+    limit: int | None = None  # the first N conversations in file order (smoke runs), as eval's --limit
     dry_run: bool = False
     yes: bool = False
     show_progress: bool = True
@@ -70,6 +73,20 @@ class GenerateReport:
     cached: int = 0
     rewriter: dict[str, Any] | None = None
     failures_path: Path | None = None
+    failure_reasons: Counter = field(default_factory=Counter)  # reason -> turns failed with it (this run)
+    settings: GenerationSettings | None = None
+    other_settings: str | None = None  # how the default file's answers differ, when a new file was started
+
+    @property
+    def asked(self) -> int:
+        """Turns this run tried to generate (rewriter failures included)."""
+        return self.generated + self.failed
+
+
+def generation_failures(report: GenerateReport, generator: str) -> JudgeFailures:
+    """This run's failed/asked turns and the most common reason, for ``--max-failure-rate``."""
+    return JudgeFailures(generator, report.failed, report.asked, most_common(report.failure_reasons),
+                         kind="generator", unit="turns")
 
 
 def generation_history(name: str) -> str:
@@ -87,6 +104,14 @@ def default_output(config: GenerateConfig, run_file: Path | None, task_name: str
     named by the history's old name exists (``...raw.generations.jsonl``), that one, to resume it."""
     if config.output is not None:
         return Path(config.output)
+    paths = _default_paths(config, run_file, task_name, generator)
+    if not paths[0].is_file():
+        return next((path for path in paths[1:] if path.is_file()), paths[0])
+    return paths[0]
+
+
+def _default_paths(config: GenerateConfig, run_file: Path | None, task_name: str, generator: str) -> list[Path]:
+    """The default file by the history's current name, then by its old names."""
     history = generation_history(config.history)
     names = [history, *(old for old, new in LEGACY_HISTORIES.items() if new == history)]
     if run_file is not None:
@@ -98,10 +123,32 @@ def default_output(config: GenerateConfig, run_file: Path | None, task_name: str
         folder, prefix = run_file.parent, f"{stem}."
     else:
         folder, prefix = Path("results") / "generations" / safe_name(task_name) / "oracle", ""
-    paths = [folder / f"{prefix}{safe_name(generator)}.{safe_name(name)}.generations.jsonl" for name in names]
-    if not paths[0].is_file():
-        return next((path for path in paths[1:] if path.is_file()), paths[0])
-    return paths[0]
+    return [folder / f"{prefix}{safe_name(generator)}.{safe_name(name)}.generations.jsonl" for name in names]
+
+
+def settings_path(default: Path, settings: GenerationSettings) -> Path:
+    """Where answers made with other settings than the default file's go: ``<stem>.<digest>.generations.jsonl``."""
+    suffix = ".generations.jsonl"
+    stem = default.name[: -len(suffix)] if default.name.endswith(suffix) else default.stem
+    return default.with_name(f"{stem}.{settings.digest()}{suffix}")
+
+
+def _open_store(config: GenerateConfig, output: Path, current_name: Path, settings: GenerationSettings,
+                report: GenerateReport) -> GenerationStore:
+    """The store to resume: the default file when its answers were made with these settings; else (a ``note:``)
+    the file named by the settings' digest. A file named with --output is used as given (other settings there
+    are an error in ``read``)."""
+    store = GenerationStore(output)
+    if config.output is not None:
+        return store
+    differs = store.other_settings(settings.compared())
+    if differs is None:
+        return store
+    alternative = settings_path(current_name, settings)
+    report.other_settings = differs
+    print(f"note: {output} holds answers made with other settings ({differs}); these settings' answers go to "
+          f"{alternative}", file=sys.stderr)
+    return GenerationStore(alternative)
 
 
 def _passage_text(task: TaskData, doc_id: str, max_chars: int | None) -> str:
@@ -138,26 +185,40 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
         raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")
+    if config.dry_run:  # an unusable endpoint is reported before the prompts, not after the run
+        from mtrbench.llm.preflight import check_endpoint
+
+        check_endpoint(generator, "generator")
+        if config.rewriter is not None and history_source == "llm":
+            check_endpoint(config.rewriter.judge, "rewriter")
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     if history_source == "gold" and not task.has_rewrites:
         raise UserInputError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
                             "use --history rewrite:llm for a model's rewrites")
-    output = default_output(config, run_file, task.name, generator.model)
-    store = GenerationStore(output)
-    report = GenerateReport(output=output, failures_path=store.failures_path)
     source = "oracle" if config.oracle else "run"
-    settings = {"generator": generator.model, "history": history,
-                "history_source": history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
-                "source": source, "top_k": config.top_k, "prompt_hash": answer_prompt_hash(history)}
+    model = ModelSettings.of(generator)
+    settings = GenerationSettings(
+        generator=model.model, endpoint=model.endpoint, max_tokens=model.max_tokens, temperature=model.temperature,
+        seed=model.seed, prompt_hash=answer_prompt_hash(history), top_k=config.top_k,
+        max_passage_chars=config.max_passage_chars, history=history,
+        history_source=history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
+        source=source)
+    output = default_output(config, run_file, task.name, generator.model)
+    report = GenerateReport(output=output, settings=settings)
+    store = _open_store(config, output, _default_paths(config, run_file, task.name, generator.model)[0], settings,
+                        report)
+    report.output, report.failures_path = store.path, store.failures_path
 
-    queries = task.queries[:config.limit] if config.limit else task.queries
+    if config.limit is not None and config.limit < 1:
+        raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
+    queries = _first_conversations(task, config.limit).queries if config.limit else task.queries
     if run is not None:
         unknown = [qid for qid in run if qid not in {q.qid for q in task.queries}]
         if unknown:
             report.skipped["run queries not in the task"] = len(unknown)
     with store.hold():
-        stored = store.read(settings)
+        stored = store.read(settings.compared())
         report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
         plan: list[tuple[ConversationalQuery, list[str]]] = []
         for q in queries:
@@ -201,6 +262,8 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
                     failures.append({"qid": q.qid, "error": f"{history} by {config.rewriter.judge.model} failed "
                                                             "after retries", "stage": history})
             plan = kept
+            report.failure_reasons.update({f"{history}: {reason}": n
+                                           for reason, n in model_report.failure_reasons.items()})
 
         requests, records = [], {}
         for q, doc_ids in plan:
@@ -220,11 +283,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
                                                                              history_text), parse=parse_answer))
             records[q.qid] = {"qid": q.qid, "conversation_id": q.conversation_id, "turn": q.turn_id,
                               "question": q.query, "answer": None, "passages": doc_ids,
-                              "generator": generator.model, "history": history, "source": source,
                               **({"rewrite": question} if history in ("rewrite", "rewrite:llm") else {}),
                               **({"summary": history_text} if model_kind == "summary" else {}),
-                              "history_source": settings["history_source"], "top_k": config.top_k,
-                              "prompt_hash": settings["prompt_hash"]}
+                              **settings.record()}
         if config.dry_run:
             print_dry_run(requests, [generator])
             return report
@@ -241,6 +302,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
                 else:
                     failures.append({"qid": result.key, "error": result.error, "attempts": result.attempts,
                                      "stage": "answer"})
+                    report.failure_reasons[result.error or "unknown"] += 1
 
             with store:
                 try:
@@ -254,3 +316,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             report.failed = len(failures)
             store.write_failures(failures)
     return report
+
+
+def _first_conversations(task: TaskData, limit: int) -> TaskData:
+    from mtrbench.pipeline.evaluate import first_conversations
+
+    return first_conversations(task, limit)

@@ -29,7 +29,8 @@ from mtrbench.formats.run import read_run
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-test-RAG-5f3e9a0c1b2d"
 KEY_ENV = "MTRBENCH_RAG_TEST_KEY"
-LIMIT = 12  # first 12 turns of the sample: two conversations, cheap on 2 cores
+CONVERSATIONS = 2  # --limit: the sample's first two conversations, cheap on 2 cores
+LIMIT = 13  # their turns (6 + 7)
 
 
 def sample():
@@ -68,7 +69,7 @@ class GeneratorAndJudge:
 def rag_args(server: ScriptedChatServer, out: Path, *extra: str) -> list[str]:
     return ["rag", "--model", "bm25", "--output-dir", str(out), "--generator-model", "gen-m",
             "--generator-base-url", server.base_url, "--judge-model", "judge-m", "--api-key-env", KEY_ENV,
-            "--limit", str(LIMIT), "--passages", "3", "--yes", "--quiet", *extra]
+            "--limit", str(CONVERSATIONS), "--passages", "3", "--yes", "--quiet", *extra]
 
 
 def expected_ragalign(run_path: Path, qids: list[str], task) -> tuple[float, float]:
