@@ -11,12 +11,16 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file (pytrec_eval)")
+    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file or a task's qrels")
     p.add_argument("--run", required=True)
-    p.add_argument("--qrels", required=True)
+    judged = p.add_mutually_exclusive_group(required=True)
+    judged.add_argument("--qrels", help="TREC qrels file")
+    judged.add_argument("--task", help="take the qrels of this task (`mtrbench tasks`), card YAML or data folder")
+    p.add_argument("--split", help="with --task: split [the card's eval split]")
+    p.add_argument("--data-dir", help="with --task: local copy of the task's data, laid out as published")
     p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
-    p.add_argument("--relevance-level", type=int, default=1, help="minimum grade counted relevant by binary "
-                                                                  "measures (TREC CAsT: 2) [1]")
+    p.add_argument("--relevance-level", type=int, help="minimum grade counted relevant by binary measures "
+                                                       "(TREC CAsT: 2) [the task card's with --task, else 1]")
     p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
                    help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
                         "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
@@ -59,19 +63,25 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from mtrbench.measures.protocols import RoundedEvaluation, for_run
     from mtrbench.results.table import scores_table
 
-    qrels = read_qrels(args.qrels)
-    run = read_run(args.run)
+    if (args.split or args.data_dir) and not args.task:
+        raise MtrbenchError("--split and --data-dir choose the task's qrels: they need --task")
     measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
-    protocol = for_run(args.protocol, getattr(args, "task", None))
+    protocol = for_run(args.protocol, args.task)
     protocol.check(measures)
+    run = read_run(args.run)
+    if args.task:
+        qrels_source, qrels, card_level = _task_qrels(args.task, args.split, args.data_dir)
+    else:
+        qrels_source, qrels, card_level = str(args.qrels), read_qrels(args.qrels), 1
+    relevance_level = card_level if args.relevance_level is None else args.relevance_level
     unjudged_run_queries = sorted(set(run) - set(qrels))
-    evaluation = protocol.score(qrels, run, measures, args.relevance_level)
+    evaluation = protocol.score(qrels, run, measures, relevance_level)
     skipped = evaluation.skipped if isinstance(evaluation, RoundedEvaluation) else []  # MTRAG: absent from the run
     # Judged queries the run does not answer score 0 (as they should), but say how many: often a wrong file.
     judged_without_run = sorted(set(evaluation.per_query) - set(run))
     if len(judged_without_run) == len(evaluation.per_query):
         raise MtrbenchError(f"run {args.run} has none of the {len(judged_without_run)} judged queries of "
-                            f"{args.qrels}: are they of the same task?")
+                            f"{qrels_source}: are they of the same task?")
     scores = evaluation.scores()
     analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
     if args.per_query:
@@ -88,7 +98,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     print_analyses(analyses, console)
     if args.output:
         atomic_write_text(args.output, json.dumps({
-            "run": str(args.run), "qrels": str(args.qrels), "relevance_level": evaluation.relevance_level,
+            "run": str(args.run), "qrels": qrels_source, "relevance_level": evaluation.relevance_level,
             "protocol": protocol.setting,
             "measures": {key: str(m) for key, m in evaluation.measures.items()}, "scores": scores,
             "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
@@ -97,6 +107,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
                         "judged_without_run": len(judged_without_run), "judged_skipped": len(skipped)},
             **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
     return 0
+
+
+def _task_qrels(task: str, split: str | None, data_dir: str | None) -> tuple[str, dict[str, dict[str, int]], int]:
+    """(where the qrels came from, the qrels, the card's relevance level) of one split of a task."""
+    from mtrbench.data import load_task, resolve_card
+
+    card = resolve_card(task)
+    data = load_task(card, split=split, data_dir=data_dir, require_corpus=False)
+    qrels = data.qrels()
+    if not qrels:
+        raise MtrbenchError(f"task '{card.name}' ({data.split}) has no qrels to score against")
+    return f"task {card.name} ({data.split})", qrels, card.relevance_level
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
