@@ -47,6 +47,20 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 
 @pytest.fixture(scope="session")
+def sample_cli_results(tmp_path_factory) -> Path:
+    """`mtrbench eval --history current,full` (MiniLM on the embedded sample) run once per test session and
+    shared by the tests that compare against the CLI: it is the suite's most expensive setup on CPU."""
+    import subprocess
+    import sys
+
+    out = tmp_path_factory.mktemp("sample-cli") / "results"
+    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--history", "current,full", "--device", "cpu",
+                           "--output-dir", str(out), "--quiet"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
 def native_mini() -> Path:
     return DATA / "native-mini"
 

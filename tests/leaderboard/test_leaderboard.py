@@ -242,13 +242,9 @@ def test_averages_reproduce_the_published_average_columns():
 # ------------------------------------------------------------------ from real result files
 
 @pytest.fixture(scope="session")
-def sample_results(tmp_path_factory) -> Path:
-    """`mtrbench eval` on the embedded sample, MiniLM, history current and full: once per test session."""
-    out = tmp_path_factory.mktemp("leaderboard") / "results"
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--history", "current,full", "--device", "cpu",
-                           "--output-dir", str(out), "--quiet"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return out
+def sample_results(sample_cli_results) -> Path:
+    """`mtrbench eval` on the embedded sample, MiniLM, history current and full (tests/conftest.py)."""
+    return sample_cli_results
 
 
 @pytest.fixture(scope="session")
