@@ -6,8 +6,6 @@ import copy
 import json
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
