@@ -162,15 +162,21 @@ def _print_power(reports) -> None:
     from mtrbench.results.table import compact_table, print_titled
 
     console = _console()
+    tasks = sorted({r.task for r in reports})
     summary = compact_table()
-    for column in ("task", "measure", "unit", "units", "test", "pairs", f"ASL<{reports[0].alpha:g}", "power"):
-        summary.add_column(column, justify="right" if column not in ("task", "measure", "unit", "test") else "left")
+    columns = (["task"] if len(tasks) > 1 else []) + ["measure", "unit", "units", "pairs", f"ASL<{reports[0].alpha:g}",
+                                                      "power"]
+    for column in columns:
+        summary.add_column(column, justify="left" if column in ("task", "measure", "unit") else "right",
+                           no_wrap=True)
     for r in reports:
-        summary.add_row(r.task[:22], label(r.measure), r.unit, str(r.units), r.test, str(len(r.pairs)),
-                        str(r.significant_pairs), f"{r.discriminative_power:.3f}")
+        summary.add_row(*([r.task[:24]] if len(tasks) > 1 else []), label(r.measure), r.unit, str(r.units),
+                        str(len(r.pairs)), str(r.significant_pairs), f"{r.discriminative_power:.3f}")
     first = reports[0]
     randomized = f"{first.samples} resamples, seed {first.seed}" if first.test != "t" else "no resampling"
-    print_titled(console, f"discriminative power ({randomized})", summary)
+    where = "" if len(tasks) > 1 else f"{tasks[0]}: "
+    print_titled(console, f"{where}discriminative power, {first.test} test ({randomized}), "
+                          f"{len(first.systems)} systems", summary)
     for r in reports:
         table = compact_table()
         for column in ("A", "B", "A - B", "ASL"):

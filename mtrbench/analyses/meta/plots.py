@@ -64,9 +64,12 @@ def plot_asl_curves(reports: Sequence[PowerReport], path: str | Path) -> Path:
     axes.set_xlabel("system pairs, sorted by ASL")
     axes.set_ylabel(f"ASL ({reports[0].test} test)")
     axes.set_ylim(-0.02, 1.02)
-    axes.set_title(f"Discriminative power: {len(reports[0].systems)} systems, "
-                   f"{reports[0].samples if reports[0].test != 't' else 'no'} resamples, seed {reports[0].seed}",
-                   fontsize=10)
+    first = reports[0]
+    drawn = f"{first.samples} resamples, seed {first.seed}" if first.test != "t" else "no resampling"
+    axes.set_title(f"Discriminative power: {len(first.systems)} systems, {first.test} test ({drawn})", fontsize=10)
+    from matplotlib.ticker import MaxNLocator
+
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.legend(fontsize=8, loc="upper left")
     axes.grid(alpha=0.3)
     return _save(figure, path)

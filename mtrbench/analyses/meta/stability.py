@@ -9,7 +9,8 @@
 * The swap method (Voorhees and Buckley, SIGIR 2002; Sakai, IPM 2007): draw two disjoint sets of
   ``subset_size`` units, take every pair's difference d on each, bin the pairs by |d| on the first set
   and count a swap when the two sets disagree on the sign. The minimum detectable difference (MDD) is the
-  lower edge of the first bin from which every bin above has a swap rate within ``max_swap_rate``.
+  upper edge of the largest-difference bin whose swap rate exceeds ``max_swap_rate``: every larger observed
+  difference swapped within it (0 when no bin exceeds it; None when even the largest bin does).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class SwapReport:
     bin_width: float
     max_swap_rate: float
     swap_rate: float  # over every pair observation of every trial
-    mdd: float | None  # None: no bin reaches a swap rate within max_swap_rate up to the largest difference
+    mdd: float | None  # None: even the bin of the largest differences swaps more than max_swap_rate
     bins: list[SwapBin]
 
     def as_dict(self) -> dict:
@@ -146,11 +147,13 @@ def swap_method(matrix: ScoreMatrix, resampling: Resampling, subset_size: int | 
             bin_swaps[index] = bin_swaps.get(index, 0) + int(swapped)
     bins = [SwapBin(round(i * bin_width, 10), round((i + 1) * bin_width, 10), bin_pairs[i], bin_swaps[i])
             for i in sorted(bin_pairs)]
-    mdd = None
-    for position, candidate in enumerate(bins):
-        if all(b.rate <= max_swap_rate for b in bins[position:]):
-            mdd = candidate.low
-            break
+    above = [b for b in bins if b.rate > max_swap_rate]
+    if not above:
+        mdd: float | None = 0.0
+    elif above[-1] is bins[-1]:
+        mdd = None  # even the largest differences observed swap too often
+    else:
+        mdd = above[-1].high
     total = sum(b.pairs for b in bins)
     return SwapReport(measure=matrix.measure, unit=resampling.unit, samples=resampling.samples,
                       seed=resampling.seed, subset_size=size, units=units.n, bin_width=bin_width,
