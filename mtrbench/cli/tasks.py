@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
 from mtrbench.infra.errors import MtrbenchError
 
+if TYPE_CHECKING:
+    from mtrbench.data.cards import TaskCard
+
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("tasks", help="list task cards, or `tasks show NAME [--stats]`")
+    p = sub.add_parser("tasks", help="list task cards (--offline, --family), or `tasks show NAME [--stats]`")
     p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     p.add_argument("name", nargs="?")
     p.add_argument("--stats", action="store_true", help="load the data and print descriptive statistics")
+    p.add_argument("--offline", action="store_true",
+                   help="list only the tasks whose data is on this machine (bundled or at the card's local path)")
+    p.add_argument("--family", help="list only the tasks of this family (the card's format: bridge, chatrag, mtrag, "
+                                    "trec-cast, ...)")
     add_data_options(p)
     return {"tasks": _cmd_tasks}
 
@@ -42,18 +51,38 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     from mtrbench.measures import label
     from mtrbench.results.table import compact_table, print_titled
 
+    cards = list(all_cards().values())
+    if args.family:
+        families = sorted({card.format for card in cards})
+        if args.family not in families:
+            raise MtrbenchError(f"--family {args.family}: no such family; families: {', '.join(families)}")
+        cards = [card for card in cards if card.format == args.family]
+    if args.offline:
+        cards = [card for card in cards if runs_offline(card)]
     table = compact_table()
     # the main score as a measure (nDCG@10, as --metrics takes it) leaves room for the origin within 80 columns
     table.add_column("name", no_wrap=True)
     table.add_column("split", no_wrap=True)
     table.add_column("main score", overflow="fold", max_width=10)
+    table.add_column("offline", no_wrap=True)
     table.add_column("source", overflow="fold")
     table.add_column("origin", no_wrap=True)
-    for card in all_cards().values():
+    for card in cards:
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
             source += f"@{card.source.revision[:7]}"
-        table.add_row(card.name, card.eval_split, label(card.main_score), source, card.origin)
-    print_titled(console, "mtrbench tasks (source: Hub dataset@revision, or a local path; origin: built-in or "
-                          "the plugin package, docs/plugins.md)", table)
+        table.add_row(card.name, card.eval_split, label(card.main_score), "yes" if runs_offline(card) else "no",
+                      source, card.origin)
+    chosen = " ".join(part for part in (f"family {args.family}" if args.family else "",
+                                        "offline only" if args.offline else "") if part)
+    print_titled(console, f"{len(cards)} tasks{' (' + chosen + ')' if chosen else ''}; offline: data on this machine "
+                          f"(else the Hub or --data-dir); source: Hub dataset@revision or local path; origin: "
+                          f"built-in or the plugin package", table)
     return 0
+
+
+def runs_offline(card: TaskCard) -> bool:
+    """The card's data is on this machine: its local folder exists. Hub datasets count as online even when
+    cached, since a cache is not something a card can promise."""
+    path = card.local_path()
+    return path is not None and path.exists()
