@@ -107,12 +107,6 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
 
 
 # -- eval results ------------------------------------------------------------------------------------
-def system_label(model: str, history: str | None) -> str:
-    from mtrbench.results.labels import short_model
-
-    return f"{short_model(model)} ({history})" if history else short_model(model)
-
-
 def _result_path(path: Path) -> Path:
     """A per-query file names its result: ``<task>.per_query.jsonl`` lies beside ``<task>.json``."""
     if path.name.endswith(".per_query.jsonl"):
@@ -133,6 +127,7 @@ def read_results(paths: Sequence[str | Path], measure_key: str) -> dict[str, lis
     if not files:
         raise UserInputError(f"no `mtrbench eval` result among {', '.join(map(str, paths))}")
     by_task: dict[str, list[SystemScores]] = {}
+    described: dict[str, list[tuple[str, str | None]]] = {}
     for file in files:
         result = Result.load(file)
         values, conversations = {}, {}
@@ -143,9 +138,25 @@ def read_results(paths: Sequence[str | Path], measure_key: str) -> dict[str, lis
             values[row.qid] = row.values[measure_key]
             if row.conversation_id is not None:
                 conversations[row.qid] = str(row.conversation_id)
-        name = system_label(result.model_name, result.history)
-        by_task.setdefault(result.task_name, []).append(SystemScores(name, result.task_name, values, conversations))
-    return by_task
+        described.setdefault(result.task_name, []).append((result.model_name, result.history))
+        by_task.setdefault(result.task_name, []).append(SystemScores("", result.task_name, values, conversations))
+    return {task: [SystemScores(name, s.task, s.values, s.conversations)
+                   for name, s in zip(system_labels(described[task]), systems)]
+            for task, systems in by_task.items()}
+
+
+def system_labels(described: Sequence[tuple[str, str | None]]) -> list[str]:
+    """``model (history)``, shortened to the history when every system is one model, and to the model when
+    every system uses one history."""
+    from mtrbench.results.labels import short_model
+
+    models = {model for model, _ in described}
+    histories = {history for _, history in described}
+    if len(models) == 1 and len(histories) == len(described) and None not in histories:
+        return [str(history) for _, history in described]
+    if len(histories) == 1:
+        return [short_model(model) for model, _ in described]
+    return [f"{short_model(model)} ({history})" for model, history in described]
 
 
 def _leaderboard_results(board: Path) -> list[Path]:
