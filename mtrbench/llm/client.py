@@ -7,8 +7,12 @@ failures and unparseable replies are counted the same way everywhere:
   (a server's Retry-After is honoured, capped); other 4xx fail at once;
 - a 400 to a request that carried ``response_format`` turns JSON mode off for this server and the
   request is sent again once without it;
-- a reply that ``request.parse`` rejects is requested again (never served from cache) up to
-  ``parse_retries`` times, then reported as a failure; it is never scored.
+- a timeout waits longer than other failures before its retry (``timeout_backoff``): the server is
+  likely still computing the abandoned request, and re-sending at once only piles work on it;
+- a reply that ``request.parse`` rejects is asked for again (never served from cache) up to
+  ``parse_retries`` times, each time with a changed request (``mtrbench.llm.reask``: a repair turn
+  quoting the reply, then another seed/temperature), then reported as a failure; it is never scored.
+  Every malformed reply is kept, redacted, in ``ChatResult.malformed`` for the caller's log.
 
 The API key is read from the environment at construction and handed only to the HTTP client, as are
 credentials a base URL carried (sent as HTTP Basic auth; the URL kept and shown has none). Every error
@@ -35,6 +39,7 @@ from tqdm.auto import tqdm
 from mtrbench.infra.errors import LLMError, UserInputError
 from mtrbench.llm.cache import ResponseCache, request_key
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.reask import MalformedReply, reask_request
 from mtrbench.llm.redact import Redactor, public_url, split_userinfo
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,7 @@ class ChatRequest:
     parse: Callable[[str], Any] | None = None  # reply text -> value; raise ExtractionError/ValueError if malformed
     want_json: bool = False  # ask for JSON mode when the server offers it
     params: dict[str, Any] = field(default_factory=dict)  # per-request overrides (temperature, max_tokens, ...)
+    reply_format: str = ""  # the exact format expected, restated when a malformed reply is asked for again
 
 
 @dataclass
@@ -67,6 +73,7 @@ class ChatResult:
     cached: bool
     prompt_tokens: int  # tokens billed for this item over all its attempts (0 when cached)
     completion_tokens: int
+    malformed: list[MalformedReply] = field(default_factory=list)  # replies that did not parse, redacted
 
 
 @dataclass
@@ -283,13 +290,15 @@ class ChatClient:
 
     def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: object = None,
                 error: str | None = None, attempts: int, prompt_tokens: int = 0,
-                completion_tokens: int = 0, cached: bool = False) -> ChatResult:
+                completion_tokens: int = 0, cached: bool = False,
+                malformed: list[MalformedReply] | None = None) -> ChatResult:
         self.usage.items += 1
         if not ok:
             self.usage.failures += 1
             log.info("judge %s: %s failed: %s", self.judge.name, request.key, error)
         return ChatResult(key=request.key, ok=ok, text=text, value=value, error=error, attempts=attempts,
-                          cached=cached, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                          cached=cached, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          malformed=malformed or [])
 
     def _count_transport(self, error: str | None) -> None:
         """Circuit breaker: a server that fails every request stops the run instead of failing each item slowly."""
@@ -325,15 +334,19 @@ class ChatClient:
                     return self._result(request, ok=True, text=record["text"], value=value, attempts=0,
                                         cached=True)
         attempts = prompt_tokens = completion_tokens = parse_attempts = 0
+        malformed: list[MalformedReply] = []
+        sent_params = generation_params(self.judge, request)
+        current = request
         while True:
-            outcome = await self._send(client, request)
+            outcome = await self._send(client, current)
             self._count_transport(outcome.error)
             attempts += outcome.attempts
             prompt_tokens += outcome.prompt_tokens
             completion_tokens += outcome.completion_tokens
             if outcome.error is not None:
                 return self._result(request, ok=False, text=None, error=outcome.error, attempts=attempts,
-                                    prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                                    prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                    malformed=malformed)
             parse_attempts += 1
             text = outcome.text
             try:
@@ -342,19 +355,24 @@ class ChatClient:
                 value = parse(text)
             except PARSE_ERRORS as err:
                 reason = self._redact(_short_reason(err))
+                malformed.append(MalformedReply(parse_attempts, reason, None if text is None else self._redact(text)))
+                log.info("judge %s: reply %d for %s unparseable (%s): %r", self.judge.name, parse_attempts,
+                         request.key, reason, malformed[-1].text)
                 if parse_attempts > self.judge.parse_retries:
                     return self._result(request, ok=False, text=text,
                                         error=f"unparseable after {parse_attempts} attempts: {reason}",
                                         attempts=attempts, prompt_tokens=prompt_tokens,
-                                        completion_tokens=completion_tokens)
-                log.debug("judge %s: reply for %s unparseable (%s); asking again", self.judge.name, request.key,
-                          reason)
+                                        completion_tokens=completion_tokens, malformed=malformed)
+                seed = sent_params.get("seed")
+                current = reask_request(request, parse_attempts, text, reason, sent_params.get("temperature"),
+                                        seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
                 continue
             if self.cache is not None:
                 self.cache.put(key, {"text": text, "model": self.judge.model, "prompt_tokens": prompt_tokens,
                                      "completion_tokens": completion_tokens, "created": time.time()})
             return self._result(request, ok=True, text=text, value=value, attempts=attempts,
-                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                malformed=malformed)
 
     def _request_kwargs(self, request: ChatRequest, use_json: bool) -> dict[str, Any]:
         params = generation_params(self.judge, request)
@@ -366,6 +384,16 @@ class ChatClient:
         if params:
             kwargs["extra_body"] = params
         return kwargs
+
+    def _timeout_backoff(self, retry_index: int) -> float:
+        """The wait before re-sending a request abandoned by a timeout: at least the timeout itself (the server
+        has been computing the abandoned request that long and likely still is), doubling per retry, capped
+        at the larger of ``backoff_max_s`` and the timeout; always longer than the error backoff's ceiling
+        for the same retry."""
+        timeout = self.judge.timeout_s
+        error_ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
+        wait = max(min(timeout * (2 ** retry_index), max(self.backoff_max_s, timeout)), error_ceiling)
+        return wait * random.uniform(1.0, 1.25)
 
     def _backoff(self, retry_index: int, server_hint: float | None) -> float:
         if server_hint is not None:
@@ -420,7 +448,7 @@ class ChatClient:
                 return outcome
             if retries >= self.judge.max_retries:
                 return _Outcome(attempts=sent, error=f"{reason} after {sent} attempts")
-            delay = self._backoff(retries, hint)
+            delay = self._timeout_backoff(retries) if reason == "timeout" else self._backoff(retries, hint)
             retries += 1
             log.debug("judge %s: %s for %s; retry %d/%d in %.2fs", self.judge.name, reason, request.key, retries,
                       self.judge.max_retries, delay)

@@ -45,6 +45,11 @@ def rating_request(key: str, text: str = "Rate this answer.") -> ChatRequest:
                        parse=lambda reply: extract_rating(reply, 1, 10))
 
 
+def first_user_message(body: dict) -> str:
+    """The item's own question (a re-ask appends a repair turn after it)."""
+    return next(m["content"] for m in body["messages"] if m["role"] == "user")
+
+
 def run_one(client: ChatClient, request: ChatRequest):
     [result] = client.run([request], show_progress=False)
     return result
@@ -291,7 +296,7 @@ def test_api_key_never_leaks(tmp_path, caplog, capsys):
                "slow": sequence([Reply("Rating: [[2]]", delay_s=1.0)])}
 
     def responder(body):
-        return scripts[body["messages"][-1]["content"].split("(")[1].rstrip(")")](body)
+        return scripts[first_user_message(body).split("(")[1].rstrip(")")](body)
 
     requests = [rating_request(name) for name in scripts]
     with ScriptedChatServer(responder) as server:
@@ -306,7 +311,7 @@ def test_api_key_never_leaks(tmp_path, caplog, capsys):
     captured = capsys.readouterr()
     files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("llm.sqlite"))
     places = {"logs": caplog.text, "stdout": captured.out, "stderr": captured.err,
-              "cache": files.decode("latin-1"), "results": repr(results) + json.dumps([vars(r) for r in results]),
+              "cache": files.decode("latin-1"), "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]),
               "repr": repr(client) + repr(judge), "request bodies": json.dumps(server.requests)}
     assert caplog.text and captured.err  # something was logged and a progress bar drawn
     for place, text in places.items():
@@ -336,7 +341,7 @@ def echo_authorization(body: dict, headers: dict) -> Reply:
     decoded = base64.b64decode(sent.split()[-1]).decode() if sent.startswith("Basic ") else "?"
     password = decoded.partition(":")[2]
     echo = f"Authorization: {sent} (user:password {decoded}; password {password}; as sent {sent.split()[-1]})"
-    kind = body["messages"][-1]["content"].split("(")[1].rstrip(")")
+    kind = first_user_message(body).split("(")[1].rstrip(")")
     if kind == "ok":
         return Reply("Rating: [[6]]")
     if kind == "reply":  # unparseable, so the reply text ends up in the result
@@ -363,7 +368,7 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown(tmp_
     captured = capsys.readouterr()
     files = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     places = {"logs": caplog.text, "stdout": captured.out, "stderr": captured.err, "cache": files.decode("latin-1"),
-              "results": repr(results) + json.dumps([vars(r) for r in results]), "repr": repr(client) + repr(judge),
+              "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]), "repr": repr(client) + repr(judge),
               "request bodies": json.dumps(server.requests)}
     assert caplog.text and captured.err
     for place, text in places.items():
