@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from mtrbench.assess.prompts import QUERY_FORMS
 from mtrbench.cli.common import Handler, Subparsers
@@ -53,7 +54,7 @@ def _cmd_assess(args: argparse.Namespace) -> int:
     from mtrbench.assess.roles import pick_roles
     from mtrbench.assess.stats import stats_table
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
-    from mtrbench.llm.failure_rate import JudgeFailures
+    from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
     check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     console = Console(stderr=True)
@@ -82,4 +83,23 @@ def _cmd_assess(args: argparse.Namespace) -> int:
     p = result.paths
     out.print(f"[dim]refined qrels: {p.qrels}\nlog: {p.log}\nescalations: {p.escalations_csv} (+ .jsonl)\n"
               f"statistics: {p.stats}[/dim]", soft_wrap=True)
-    return check_failure_rates(args, [JudgeFailures(name, u["failures"], u["items"]) for name, u in result.usage.items()])
+    reason = most_common(_logged_failure_reasons(p.log))
+    return check_failure_rates(args, [JudgeFailures(name, u["failures"], u["items"], reason)
+                                      for name, u in result.usage.items()])
+
+
+def _logged_failure_reasons(log: Path) -> list[str]:
+    """The reasons of the failed records in the assessment log, without the 'agent round n:' prefix."""
+    import re
+
+    from mtrbench.formats.lines import read_log_records
+
+    records, _ = read_log_records(log)
+    reasons: list[str] = []
+    for record in records:
+        if record.get("status") != "failed":
+            continue
+        texts = [record["error"]] if record.get("error") else list((record.get("errors") or {}).values())
+        for text in texts:
+            reasons.extend(re.sub(r"^\S+ round \d+: ", "", part) for part in str(text).split("; "))
+    return reasons

@@ -24,20 +24,23 @@ def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
                             "[env OPENAI_BASE_URL, else https://api.openai.com/v1]")
     add_run_flags(group, key_for="--llm-model", concurrency_help="requests in flight per judge (overrides the "
                                                                   "judges file) [8]")
+    add_max_failure_rate(group, "a judge failed (HTTP error, unusable reply) on more than this share of its items; "
+                                "outputs are written either way")
+
+
+def add_max_failure_rate(group: argparse._ArgumentGroup, when: str) -> None:
+    """``--max-failure-rate``, the same flag on every LLM-using command; ``when``: what makes the command exit 1."""
     group.add_argument("--max-failure-rate", type=float, default=DEFAULT_MAX_FAILURE_RATE, metavar="SHARE",
-                       help="exit 1 when a judge failed (HTTP error, unusable reply) on more than this share of its "
-                            f"items; outputs are written either way [{DEFAULT_MAX_FAILURE_RATE}]")
+                       help=f"exit 1 when {when} [{DEFAULT_MAX_FAILURE_RATE}]")
 
 
 def check_failure_rates(args: argparse.Namespace, counts) -> int:
     """0, or 1 after one `error:` line on stderr per judge over --max-failure-rate."""
     import sys
 
-    from mtrbench.llm.failure_rate import EXIT_JUDGE_FAILURES, failure_message, over_limit
+    from mtrbench.llm.failure_rate import EXIT_JUDGE_FAILURES, check_share, failure_message, over_limit
 
-    if not 0 <= args.max_failure_rate <= 1:
-        raise MtrbenchError(f"--max-failure-rate is a share between 0 and 1, got {args.max_failure_rate:g}")
-    bad = over_limit(counts, args.max_failure_rate)
+    bad = over_limit(counts, check_share(args.max_failure_rate))
     for c in bad:
         print(failure_message(c, args.max_failure_rate), file=sys.stderr)
     return EXIT_JUDGE_FAILURES if bad else 0
@@ -96,10 +99,8 @@ def add_rewriter_arguments(parser: argparse.ArgumentParser, *, with_run_flags: b
                             "in-process with transformers [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
     if with_run_flags:
         add_run_flags(group)
-        group.add_argument("--max-failure-rate", type=float, default=DEFAULT_MAX_FAILURE_RATE, metavar="SHARE",
-                           help="exit 1 when the rewriter failed on more than this share of its requests; that "
-                                "history is then not written (its numbers would be the full history's) "
-                                f"[{DEFAULT_MAX_FAILURE_RATE}]")
+        add_max_failure_rate(group, "the rewriter failed on more than this share of its requests; that history is "
+                                    "then not written (its numbers would be the full history's)")
 
 
 def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
@@ -144,8 +145,8 @@ def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
         return None
     judge = model_judge(args.rewriter_model, args.rewriter_base_url, args, "rewriter")
     cache = None if args.dry_run else cache_from_args(args)
-    max_rate = getattr(args, "max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
-    if not 0 <= max_rate <= 1:
-        raise MtrbenchError(f"--max-failure-rate is a share between 0 and 1, got {max_rate:g}")
+    from mtrbench.llm.failure_rate import check_share
+
+    max_rate = check_share(getattr(args, "max_failure_rate", DEFAULT_MAX_FAILURE_RATE))
     return RewriterOptions(judge=judge, cache=cache, yes=args.yes, dry_run=args.dry_run, show_progress=show_progress,
                            max_failure_rate=max_rate)

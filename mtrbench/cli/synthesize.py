@@ -58,9 +58,11 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--base-url", help="OpenAI-compatible endpoint for the agents [env OPENAI_BASE_URL]")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key [OPENAI_API_KEY]")
     g.add_argument("--concurrency", type=int, help="requests in flight per agent [8]")
-    from mtrbench.cli.llm_flags import add_request_limits
+    from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits
 
     add_request_limits(g)
+    add_max_failure_rate(g, "more than this share of the conversations were dropped (a request failed or a reply "
+                            "stayed unusable); finished ones stay in the log, the task is then not written")
     g.add_argument("--max-cost", type=float, metavar="USD", help="refuse to start above, and stop at, this cost")
     g.add_argument("--dry-run", action="store_true", help="print the cost estimate and first prompt; send nothing")
     g.add_argument("--llm-cache", metavar="PATH", help=f"sqlite response cache [{default_cache_path()}]")
@@ -141,7 +143,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
                                                   soft_switch_probability=args.soft_switch_probability,
                                                   seed=args.seed),
                                  max_cost_usd=args.max_cost, dry_run=args.dry_run),
-        write=WriteOptions(name=args.name), show_progress=not args.quiet)
+        write=WriteOptions(name=args.name), show_progress=not args.quiet, max_failure_rate=args.max_failure_rate)
     agents = _agents(args)
     cache = None if args.dry_run else cache_from_args(args)
     return run_synthesis(config, agents, cache)

@@ -1,8 +1,9 @@
 """``generations.jsonl``: one answer per turn, appended and flushed as each turn finishes.
 
 The file is the run's memory: a rerun reads it and asks only for turns not in it. A last line cut short by
-a kill is ignored and counted, then cut off before the next append, so the file stays valid JSONL. Records made with other
-settings (generator, history, source, top-k, prompt) are refused rather than mixed into one file; a history
+a kill is ignored and counted, then cut off before the next append, so the file stays valid JSONL. Each record carries
+the settings that made it (``generation.settings``); records made with other settings are never mixed into one
+file (``generate``/``rag`` then write a file named by the settings' digest, see ``runner``); a history
 written by its old name ("raw", "summary") is the same history by its current name ("full", "summary:llm"). A run
 holds ``<file>.lock`` while it writes, so two runs never append to the same file. Failed turns never go
 here: they are listed in ``<stem>.failures.jsonl`` (rewritten by each run) and asked again next time.
@@ -14,10 +15,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, ContextManager, TextIO
 
 from mtrbench.formats.generations import current_history
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.generation.settings import describe_differences, differences
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
@@ -41,10 +44,8 @@ class GenerationStore:
     def hold(self) -> ContextManager[LockHolder]:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
-    def read(self, settings: dict[str, Any]) -> StoredGenerations:
-        stored = StoredGenerations()
-        if not self.path.is_file():
-            return stored
+    def _records(self):
+        """(line number, record or None for an unreadable line) of every non-empty line."""
         with self.path.open(encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -52,22 +53,45 @@ class GenerationStore:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError:
-                    stored.unreadable_lines += 1
+                    yield number, None
                     continue
                 if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
-                    stored.unreadable_lines += 1
+                    yield number, None
                     continue
                 if isinstance(record.get("history"), str):  # a history's old name ("raw") is its current one
                     record["history"] = current_history(record["history"], record.get("history_source"))
-                differs = {k: (record.get(k), v) for k, v in settings.items() if record.get(k) != v}
+                yield number, record
+
+    def other_settings(self, settings: Mapping[str, Any]) -> str | None:
+        """How the first record made with other settings differs (``settings``: the compared ones), or None when
+        every record matches (or there is no file)."""
+        if not self.path.is_file():
+            return None
+        for _, record in self._records():
+            if record is not None:
+                differs = differences(record, settings)
                 if differs:
-                    shown = ", ".join(f"{k} {old!r} (now {new!r})" for k, (old, new) in differs.items())
-                    raise DataError(f"{self.path}:{number}: generated with other settings: {shown}; pass "
-                                        "--output to write these generations to another file")
-                if record["qid"] in stored.done:
-                    stored.duplicates += 1
-                    continue
-                stored.done[record["qid"]] = record
+                    return describe_differences(differs)
+        return None
+
+    def read(self, settings: Mapping[str, Any]) -> StoredGenerations:
+        """The finished turns; a record made with other settings is a DataError (never mixed into one file)."""
+        stored = StoredGenerations()
+        if not self.path.is_file():
+            return stored
+        for number, record in self._records():
+            if record is None:
+                stored.unreadable_lines += 1
+                continue
+            differs = differences(record, settings)
+            if differs:
+                raise DataError(f"{self.path}:{number}: generated with other settings: "
+                                f"{describe_differences(differs)}; pass --output to write these generations to "
+                                "another file")
+            if record["qid"] in stored.done:
+                stored.duplicates += 1
+                continue
+            stored.done[record["qid"]] = record
         return stored
 
     def __enter__(self) -> GenerationStore:

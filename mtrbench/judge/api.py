@@ -36,6 +36,7 @@ SUMMARY_NAME = "summary.json"
 VERDICTS_NAME = "verdicts.jsonl"
 RATINGS_NAME = "ratings.jsonl"
 RAD_JUDGMENTS_NAME = "rad_judgments.jsonl"
+SETTINGS_NAME = "settings.json"  # the judge's settings, written before the first request of a folder
 
 
 @dataclass
@@ -65,11 +66,67 @@ class JudgeOutcome:
     files: dict[str, Path]
     notes: Counter = field(default_factory=Counter)
     summary: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # judge_settings: recorded with every verdict/rating
 
     @property
     def failures(self) -> list[dict[str, Any]]:
         return [{"key": t.item.key, "qid": t.item.qid, "generator": t.item.generator, "turn": t.item.turn,
                  "error": t.error} for t in self.run.failures]
+
+
+def judge_settings(judge: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
+    """What decides a verdict or rating beyond its prompt (each reply's prompt hash is matched by the engine):
+    model, endpoint without credentials, max tokens, temperature, seed, mode, scenario and passage cut."""
+    from mtrbench.generation.settings import ModelSettings
+
+    model = ModelSettings.of(judge)
+    return {"model": model.model, "endpoint": model.endpoint, "max_tokens": model.max_tokens,
+            "temperature": model.temperature, "seed": model.seed, "mode": options.mode,
+            "scenario": options.scenario, "max_passage_chars": options.max_passage_chars}
+
+
+def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
+    """``output_dir`` when its replies were made with these settings (or it holds none yet); else, after a
+    ``note:``, the sibling folder named by the settings' digest (``<dir>.<digest>``), as generations do. A folder
+    with a judge log but no settings file predates recorded settings: its replies are not reused."""
+    import sys
+
+    from mtrbench.generation.settings import (RECORD_ONLY, describe_differences, differences,
+                                              settings_digest)
+
+    compared = {k: v for k, v in settings.items() if k not in RECORD_ONLY}
+    settings_file, log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
+    if settings_file.is_file():
+        try:
+            recorded = json.loads(settings_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            recorded = {}
+        differs = differences(recorded if isinstance(recorded, dict) else {}, compared)
+    elif log.is_file():
+        differs = differences({}, compared)
+    else:
+        return Path(output_dir)
+    if not differs:
+        return Path(output_dir)
+    other = Path(output_dir).with_name(f"{Path(output_dir).name}.{settings_digest(compared)}")
+    print(f"note: {output_dir} holds judge replies made with other settings ({describe_differences(differs)}); "
+          f"these settings' replies go to {other}", file=sys.stderr)
+    return other
+
+
+def _prepare(judge: JudgeConfig, options: JudgeOptions) -> tuple[JudgeOptions, dict[str, Any]]:
+    """Options with the folder for these settings, and the settings (written there unless a dry run)."""
+    from dataclasses import replace
+
+    settings = judge_settings(judge, options)
+    if options.dry_run:
+        from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
+
+        check_endpoint(judge, "judge", in_process=JUDGES_RUN_IN_PROCESS)
+    output_dir = settled_output_dir(Path(options.output_dir), settings)
+    if not options.dry_run:
+        atomic_write_text(output_dir / SETTINGS_NAME, json.dumps(settings, indent=2) + "\n")
+    return replace(options, output_dir=output_dir), settings
 
 
 def _cut(text: str, limit: int | None) -> str:
@@ -131,11 +188,12 @@ def judge_generations(generations: Mapping[str, Generation], task: TaskData, jud
     if not items:
         raise DataError(f"no generated turn can be judged against {task.name}: "
                             + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations"))
+    options, settings = _prepare(judge, options)
     run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
                     show_progress=options.show_progress)
     if run is None:
         return None
-    return _finish(run, options, notes, {"task": task.name, "split": task.split})
+    return _finish(run, options, notes, {"task": task.name, "split": task.split}, settings=settings)
 
 
 def judge_items_for_rad_bench(bench: RadBench, options: JudgeOptions, models: Sequence[str] | None,
@@ -193,15 +251,16 @@ def judge_rad_bench_answers(bench: RadBench, judge: JudgeConfig, options: JudgeO
     items = judge_items_for_rad_bench(bench, options, models, notes)
     if not items:
         raise DataError(f"{bench.path}: no answer turn can be judged")
+    options, settings = _prepare(judge, options)
     run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
                     show_progress=options.show_progress)
     if run is None:
         return None
-    return _finish(run, options, notes, {"rad_bench": str(bench.path)}, rad_layout=True)
+    return _finish(run, options, notes, {"rad_bench": str(bench.path)}, rad_layout=True, settings=settings)
 
 
 def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[str, Any],
-            rad_layout: bool = False) -> JudgeOutcome:
+            rad_layout: bool = False, settings: dict[str, Any] | None = None) -> JudgeOutcome:
     out_dir = Path(options.output_dir)
     files: dict[str, Path] = {"log": run.log_path}
     table = verdicts = None
@@ -210,7 +269,8 @@ def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[st
         rows = [Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered]
         table = scenario_table(rows) if rows else {}
         lines = [{"qid": t.item.qid, "generator": t.item.generator, "scenario": t.item.scenario,
-                  "category": t.item.category, "turn": t.item.turn, "rating": t.value} for t in answered]
+                  "category": t.item.category, "turn": t.item.turn, "rating": t.value, "settings": settings}
+                 for t in answered]
         files["ratings"] = out_dir / RATINGS_NAME
         _write_jsonl(files["ratings"], lines)
         if rad_layout:
@@ -224,13 +284,15 @@ def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[st
         verdicts = {t.item.qid: int(t.value) for t in answered}
         files["verdicts"] = out_dir / VERDICTS_NAME
         _write_jsonl(files["verdicts"], [{"qid": t.item.qid, "label": int(t.value), "generator": t.item.generator,
-                                          "judge": run.judge.name} for t in answered])
+                                          "judge": run.judge.name, "settings": settings} for t in answered])
     if run.unreadable_log_lines:
         notes["log lines cut short by an interrupted run (ignored)"] += run.unreadable_log_lines
-    outcome = JudgeOutcome(run=run, table=table, verdicts=verdicts, files=files, notes=notes)
+    outcome = JudgeOutcome(run=run, table=table, verdicts=verdicts, files=files, notes=notes,
+                           settings=dict(settings or {}))
     summary: dict[str, Any] = {
         "mtrbench_version": __version__, **about, "mode": run.mode,
         "judge": {"name": run.judge.name, "model": run.judge.model, "base_url": run.judge.base_url},
+        "settings": settings,
         "counts": {"turns": len(run.turns), "answered": len(answered), "failures": len(run.failures),
                    "asked_this_run": run.sent},
         "failures": outcome.failures,

@@ -12,6 +12,7 @@ from typing import Any, Union
 from mtrbench.data.model import TaskData
 from mtrbench.generation.model_history import ModelHistoryReport, RewriterOptions, compute_model_history
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.llm.failure_rate import JudgeFailures, failure_line, most_common
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
 from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
 
@@ -103,13 +104,13 @@ def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOpti
 
 
 def _too_many_failures(name: str, report: ModelHistoryReport, rewriter: RewriterOptions) -> str | None:
-    if not report.requested or report.failures / report.requested <= rewriter.max_failure_rate:
+    counts = JudgeFailures(report.model, report.failures, report.requested, most_common(report.failure_reasons),
+                           kind=f"--history {name}: rewriter", unit="requests")
+    line = failure_line([counts], rewriter.max_failure_rate)
+    if line is None:
         return None
-    reason, count = max(report.failure_reasons.items(), key=lambda item: item[1], default=("unknown", 0))
-    return (f"--history {name}: {report.failures} of {report.requested} requests to {report.model} failed "
-            f"({report.failures / report.requested:.0%} > --max-failure-rate {rewriter.max_failure_rate:g}; most "
-            f"common: {reason} ({count})); no result written for it, the replies that succeeded are cached and a "
-            "re-run asks only the failed ones")
+    return (f"{line}; no result written for it, the replies that succeeded are cached and a re-run asks only the "
+            "failed ones")
 
 
 def _python_texts(history: History, task: TaskData) -> History:

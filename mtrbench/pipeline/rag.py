@@ -21,17 +21,18 @@ from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval
 from mtrbench.results.result import Result
 from mtrbench.formats.generations import LEGACY_HISTORIES, read_generations
 from mtrbench.formats.run import read_run
-from mtrbench.generation.runner import GenerateConfig, GenerateReport, run_generate
+from mtrbench.generation.runner import GenerateConfig, GenerateReport, generation_failures, run_generate
 from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
 from mtrbench.judge.report import scores_payload
 from mtrbench.judge.scoring import DEFAULT_MEASURES, GenerationScores, generation_measures, score_generations
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, failure_line, most_common
 from mtrbench.measures import parse_measures
 from mtrbench.results.writer import safe_name
 from mtrbench.retrieve import RetrieverOptions
@@ -57,6 +58,7 @@ class RagConfig:
     dry_run: bool = False
     yes: bool = False
     show_progress: bool = True
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE  # per stage: past it the run stops there and exits 1
 
 
 @dataclass
@@ -68,6 +70,8 @@ class RagReport:
     outcome: JudgeOutcome | None = None
     alignment: dict[str, dict[str, Any]] | None = None
     output: Path | None = None  # the rag JSON; None after a dry run
+    failed_stage: str | None = None  # retrieval | generation | judging: the stage past --max-failure-rate
+    failure: str | None = None  # its one-line description
 
     @property
     def complete(self) -> bool:
@@ -89,6 +93,7 @@ def rag_stem(retrieval: Result, generator: str, history: str) -> str:
 
 
 def _check(config: RagConfig) -> None:
+    check_share(config.max_failure_rate)
     if len(config.eval.histories) != 1:
         raise MtrbenchError("rag takes one retrieval history strategy (--history); got "
                             f"{', '.join(config.eval.histories)}")
@@ -110,27 +115,35 @@ def _check(config: RagConfig) -> None:
 
 
 def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport:
+    """Retrieval, generation, judging. A stage failing on more than ``max_failure_rate`` of its items stops the
+    run there: what finished is written (generations, judge log, the rag JSON with the stage named) and
+    ``TooManyFailures`` names the stage, failed/total and the most common reason."""
     say = progress or (lambda message: None)
     _check(config)
+    check_endpoints(config)  # every stage's model and endpoint, before any work
     say("Stage 1/3: retrieval")
-    retrieval = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)[0]
-    history = config.generation.history
-    stem = rag_stem(retrieval, config.generator.model, history)
-    folder = retrieval.run_path.parent
+    try:
+        retrieval = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)[0]
+    except TooManyFailures as failure:
+        raise TooManyFailures(f"rag stopped at the retrieval stage: {failure}") from failure
 
     say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
     generation_config = dataclasses.replace(
         config.generation, task=config.task, run_path=retrieval.run_path, oracle=False,
         split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path,
-        output=config.generation.output or folder / f"{stem}.generations.jsonl", dry_run=config.dry_run,
-        yes=config.yes, show_progress=config.show_progress)
+        dry_run=config.dry_run, yes=config.yes, show_progress=config.show_progress)
     generated = run_generate(generation_config, config.generator, config.cache)
     report = RagReport(retrieval=retrieval, generation=generated)
     if config.dry_run:
         return report
-    if generated.generated + generated.done_before == 0:
-        raise MtrbenchError(f"no turn was generated: {generated.failed} of {generated.turns} failed after retries"
-                            f"{_first_failure(generated)}; the list is in {generated.failures_path}")
+    stem = _stem_of(generated.output)
+    folder = generated.output.parent
+    over = failure_line([generation_failures(generated, config.generator.model)], config.max_failure_rate)
+    if over or generated.generated + generated.done_before == 0:
+        report.failed_stage = "generation"
+        report.failure = over or (f"no turn was generated: {generated.failed} of {generated.turns} failed after "
+                                  f"retries{_first_failure(generated)}")
+        return _stop(config, report, folder / f"{stem}.rag.json")
 
     say("Stage 3/3: judging")
     generations = read_generations(generated.output)
@@ -146,15 +159,50 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
                                output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
                                yes=config.yes, show_progress=config.show_progress)
         report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
-        if config.judge_mode == "verdict" and config.ragalign and report.outcome is not None:
+        outcome = report.outcome
+        failures = outcome.failures
+        over = failure_line([JudgeFailures(config.judge.model, len(failures), len(outcome.run.turns),
+                                           most_common([f["error"] for f in failures]))], config.max_failure_rate)
+        if over:  # RAGAlign is not computed from a judge that mostly failed: its failures are the error
+            report.failed_stage, report.failure = "judging", over
+            return _stop(config, report, folder / f"{stem}.rag.json")
+        if config.judge_mode == "verdict" and config.ragalign:
             # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
             report.alignment = ragalign_from_verdicts(
-                report.outcome.verdicts or {}, task, read_run(retrieval.run_path),
+                outcome.verdicts or {}, task, read_run(retrieval.run_path),
                 parse_measures(list(config.ragalign), [10]), card.relevance_level, qids=list(generations))
 
     report.output = folder / f"{stem}.rag.json"
     atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
     return report
+
+
+def check_endpoints(config: RagConfig) -> None:
+    """Every stage's model and endpoint (rewriter, generator, judge), before retrieval starts: an unusable judge
+    fails now, not after the whole generation."""
+    from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
+
+    rewriter = config.eval.rewriter or config.generation.rewriter
+    if rewriter is not None:
+        check_endpoint(rewriter.judge, "rewriter")
+    check_endpoint(config.generator, "generator")
+    if config.judge is not None:
+        check_endpoint(config.judge, "judge", in_process=JUDGES_RUN_IN_PROCESS)
+
+
+def _stem_of(generations: Path) -> str:
+    suffix = ".generations.jsonl"
+    return generations.name[: -len(suffix)] if generations.name.endswith(suffix) else generations.stem
+
+
+def _stop(config: RagConfig, report: RagReport, output: Path) -> RagReport:
+    """Write what finished (the rag JSON names the failed stage) and raise ``TooManyFailures`` naming it."""
+    report.output = output
+    atomic_write_text(output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
+    where = (f"failed turns listed in {report.generation.failures_path}" if report.failed_stage == "generation"
+             else f"the judge log in {report.outcome.files['log'].parent}" if report.outcome is not None else "")
+    raise TooManyFailures(f"rag stopped at the {report.failed_stage} stage: {report.failure}; {where}; what finished "
+                          f"is in {output}, a re-run asks only the failed items", [report])
 
 
 def _first_failure(generated: GenerateReport) -> str:
@@ -168,8 +216,11 @@ def _first_failure(generated: GenerateReport) -> str:
 def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
     retrieval = report.retrieval
     generated = report.generation
-    document = scores_payload(report.task, str(generated.output.name), report.scores, report.outcome,
-                              report.alignment, None)
+    if report.task is not None:
+        document = scores_payload(report.task, str(generated.output.name), report.scores, report.outcome,
+                                  report.alignment, None)
+    else:  # stopped before judging: no task loaded, nothing scored
+        document = {"task": config.task, "generations": generated.output.name, "per_turn": {}}
     per_turn = document.pop("per_turn")
     retrieval_per_query = retrieval.per_query_values()
     for qid, row in per_turn.items():
@@ -185,7 +236,10 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
                        "top_k": config.generation.top_k, "file": generated.output.name, "turns": generated.turns,
                        "generated_this_run": generated.generated, "done_before": generated.done_before,
                        "failed": generated.failed, "requests_this_run": generated.requests,
-                       "skipped": dict(generated.skipped)},
+                       "failure_reasons": dict(generated.failure_reasons), "skipped": dict(generated.skipped),
+                       "settings": generated.settings.record() if generated.settings is not None else None},
+        "failed_stage": report.failed_stage,
+        "failure": report.failure,
         "command": config.eval.command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "complete": report.complete,

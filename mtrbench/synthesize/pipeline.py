@@ -15,9 +15,11 @@ from pathlib import Path
 
 from mtrbench.infra.errors import LLMError, UserInputError
 from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, most_common, raise_if_over
 from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
 from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
-from mtrbench.synthesize.generate import Agents, GenerateOptions, finished_conversations, plan_digest, run_generate
+from mtrbench.synthesize.generate import (LOG, Agents, ConversationLog, GenerateOptions, finished_conversations,
+                                          plan_digest, run_generate)
 from mtrbench.synthesize.write import WriteOptions, format_table2, write_task
 
 from mtrbench.synthesize.stages import STAGES  # noqa: F401
@@ -33,12 +35,15 @@ class SynthesisConfig:
     generate: GenerateOptions = field(default_factory=GenerateOptions)
     write: WriteOptions = field(default_factory=WriteOptions)
     show_progress: bool = True
+    # past this share of dropped conversations the task is not written and the command exits 1
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
 
 
 def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: ResponseCache | None = None) -> int:
     if config.stage not in (*STAGES, "all"):
         raise UserInputError(f"--stage must be one of {', '.join(STAGES)} or all, got '{config.stage}'")
     last = STAGES.index(config.stage) if config.stage != "all" else len(STAGES) - 1
+    check_share(config.max_failure_rate)
     out = config.out
     curated = run_curate(config.corpus, out / "curate", config.curate, config.show_progress)
     dropped = ", ".join(f"{n} {k}" for k, n in curated["dropped"].items()) or "none"
@@ -65,9 +70,12 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     dropped_text = ", ".join(f"{n} {k}" for k, n in report.dropped.items()) or "none"
     print(f"generate: {report.finished} of {report.planned} conversations finished, dropped: {dropped_text}; "
           f"{report.requests_sent} requests this run, ~${report.spent_usd:.4f}")
+    digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
+    raise_if_over([_dropped(out / "generate", digest, report.finished)], config.max_failure_rate,
+                  f"finished conversations are kept in {out / 'generate' / LOG} and the task is not written; a "
+                  "re-run continues from the log")
     if last == 2:
         return 0
-    digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
     records = finished_conversations(out / "generate", digest)
     if not records:
         raise LLMError("no finished conversation to write (every one was dropped: see "
@@ -80,3 +88,15 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     print("Table 2 statistics (tokens: MiniLM WordPiece):")
     print(format_table2(stats))
     return 0
+
+
+REASON_CHARS = 160  # a dropped conversation's reason may quote a reply: the error line shows its start
+
+
+def _dropped(folder: Path, digest: str, finished: int) -> JudgeFailures:
+    """Dropped of (finished + dropped) conversations in the log, and the most common reason."""
+    records, _ = ConversationLog(folder / LOG).read(digest)
+    reasons = [str(r.get("reason") or r.get("reason_kind") or "dropped")[:REASON_CHARS]
+               for r in records.values() if r.get("status") == "dropped"]
+    return JudgeFailures("questioner/responder/polisher", len(reasons), finished + len(reasons), most_common(reasons),
+                         kind="agents", unit="conversations")

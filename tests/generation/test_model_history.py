@@ -187,7 +187,8 @@ def test_a_rewriter_failing_past_the_limit_exits_1_and_writes_no_result_under_it
     assert code == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1
-    assert "--history rewrite:llm: 4 of 4 requests to rw-model failed (100% > --max-failure-rate 0.25" in errors[0]
+    assert "--history rewrite:llm: rewriter 'rw-model' failed on 4 of 4 requests (100% > --max-failure-rate 0.25" \
+        in errors[0]
     assert "most common:" in errors[0]
     assert set(result_files(tmp_path)) == {"history=current"}  # the current result only
     # a looser limit accepts the same failures: every query falls back to the full history, counted

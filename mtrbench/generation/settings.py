@@ -1,0 +1,101 @@
+"""What decides an answer (or a verdict): recorded with each one, compared before finished work is reused.
+
+A record carries the model, the endpoint without credentials, the prompt hash, max tokens, temperature, seed,
+the passages shown (top-k and the per-passage cut) and the history mode. Reuse compares every one of them but
+the endpoint: the same model id on a restarted local server (a new port) or behind another proxy answers the
+same requests, so the endpoint is kept for the record only. A record without these fields (written before they
+were recorded) cannot be shown to match: it is treated as made with other settings (a ``note:`` and a new file,
+everything asked again), never silently reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from mtrbench.llm.config import JudgeConfig
+
+NOT_RECORDED = "(not recorded)"
+RECORD_ONLY = ("endpoint",)  # recorded, not compared (see the module docstring)
+
+
+def endpoint_label(judge: JudgeConfig) -> str:
+    """Where the model is served, without credentials or query string: ``http://host:port/v1``, ``hf://DIR``."""
+    from mtrbench.llm.client import resolve_base_url
+    from mtrbench.llm.hf import is_hf_url
+
+    if is_hf_url(judge.base_url):
+        return str(judge.base_url)
+    parts = urlsplit(resolve_base_url(judge))
+    host = parts.netloc.rpartition("@")[2]  # user:password never recorded
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The request settings of one model (generator or judge)."""
+
+    model: str
+    endpoint: str
+    max_tokens: int
+    temperature: float
+    seed: int | None
+
+    @classmethod
+    def of(cls, judge: JudgeConfig) -> ModelSettings:
+        seed = judge.extra_body.get("seed") if isinstance(judge.extra_body, dict) else None
+        return cls(model=judge.model, endpoint=endpoint_label(judge), max_tokens=judge.max_tokens,
+                   temperature=float(judge.temperature), seed=seed)
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Everything that decides one generated answer, as written into its record."""
+
+    generator: str
+    endpoint: str
+    max_tokens: int
+    temperature: float
+    seed: int | None
+    prompt_hash: str
+    top_k: int  # passages shown
+    max_passage_chars: int | None  # each passage cut to this many characters; None: whole
+    history: str
+    history_source: str  # task | gold | llm:<rewriter model>
+    source: str  # run | oracle
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def compared(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in RECORD_ONLY}
+
+    def digest(self) -> str:
+        """Eight hex digits naming the compared settings (file names of runs made with other settings)."""
+        return settings_digest(self.compared())
+
+
+def settings_digest(compared: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(dict(compared), sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def differences(record: Mapping[str, Any], compared: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Setting -> (recorded, now) for every compared setting the record does not match; a setting the record
+    lacks shows as ``(not recorded)``."""
+    out = {}
+    for key, now in compared.items():
+        recorded = record.get(key, NOT_RECORDED)
+        if recorded != now:
+            out[key] = (recorded, now)
+    return out
+
+
+def describe_differences(differs: Mapping[str, tuple[Any, Any]], limit: int = 4) -> str:
+    shown = [f"{key} {old if old == NOT_RECORDED else repr(old)} (now {new!r})"
+             for key, (old, new) in list(differs.items())[:limit]]
+    more = len(differs) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

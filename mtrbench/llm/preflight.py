@@ -1,0 +1,64 @@
+"""Check that a model's endpoint can be used before any work starts: a judge on an unreachable port must fail
+before the whole generation, not after it.
+
+What is checked, for each stage's model (generator, judge, rewriter):
+
+* ``http(s)://``: the scheme (``OPENAI_BASE_URL`` is not validated anywhere else) and a TCP connection to its
+  host and port (nothing is sent over it);
+* ``hf://PATH``: a path that names a local folder (absolute, ``./``, ``../``, ``~``) must exist; a Hub id cannot
+  be checked without the Hub and is accepted;
+* a stage that cannot run in-process (judges, until they accept ``hf://``) refuses ``hf://`` up front.
+
+Every problem is one ``UserInputError`` line (exit 2) naming the stage, the model and the endpoint without
+credentials.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from mtrbench.infra.errors import UserInputError
+from mtrbench.llm.config import JudgeConfig
+
+CONNECT_TIMEOUT_S = 3.0
+DEFAULT_PORTS = {"http": 80, "https": 443}
+LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
+# Judges ask through the HTTP client (judge.engine); the in-process backend is not wired there yet.
+JUDGES_RUN_IN_PROCESS = False
+
+
+def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, connect: bool = True) -> None:
+    """Raise one ``UserInputError`` when ``judge``'s endpoint cannot serve ``stage`` (e.g. 'judge')."""
+    from mtrbench.generation.settings import endpoint_label
+    from mtrbench.llm.hf import hf_model_path, is_hf_url
+
+    where = f"the {stage} ({judge.model})"
+    if is_hf_url(judge.base_url):
+        if not in_process:
+            raise UserInputError(f"{where} runs in-process at {judge.base_url}, which the {stage} stage does not "
+                                 f"support yet; serve the model over HTTP (vLLM, SGLang, llama.cpp) and pass its URL, "
+                                 f"or name another {stage} model")
+        path = hf_model_path(str(judge.base_url))
+        folder = Path(path).expanduser()
+        if path.startswith(LOCAL_PATH_PREFIXES) and not folder.is_dir():
+            raise UserInputError(f"{where}: {judge.base_url} names a folder that does not exist")
+        return
+    endpoint = endpoint_label(judge)
+    parts = urlsplit(endpoint)
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise UserInputError(f"{where}: endpoint {endpoint!r} is not an http(s) URL or hf://MODEL")
+    if not connect:
+        return
+    try:
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError:
+        raise UserInputError(f"{where}: endpoint {endpoint} has an invalid port") from None
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise UserInputError(f"{where}: endpoint {endpoint} is unreachable ({reason}); is the server running?") \
+            from None
