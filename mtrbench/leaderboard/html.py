@@ -1,18 +1,19 @@
 """A static leaderboard page: one self-contained index.html (inline CSS, JS and SVG; nothing fetched).
 
-One section per comparable group (same label, history strategy, truncation, query format and dataset
-revisions: see keys.py). Within a group, each task gets its own table with its own metric columns,
-sorted by that task's main score (a header click re-sorts; again to reverse), its bar chart, and, when
-result files were given, its per-turn curves with bootstrap bands. Entries are named by model and
-setting; every entry's settings, command and source are one click away. Missing values show as an em
-dash. Tables scroll inside their own box and charts scale, so the page fits a 390 px wide phone. The
-leaderboard JSON is embedded for scripts.
+Read as people read a benchmark's leaderboard: per comparable group ONE pivot table (pivot.py: systems x
+tasks, systems x history strategies, or systems x metrics for a single task) with the main score per
+cell, a mean column and ranks; a header click sorts (again to reverse). Where the entries come from and
+how they were run is said once per table; every entry's metrics, settings, command and source, and the
+bar and per-turn charts, are one click away in the table's detail. Row labels are the model plus only
+what tells rows apart. Missing values show as an em dash. Tables scroll inside their own box and charts
+scale, so the page fits a 390 px wide phone. The leaderboard JSON is embedded for scripts.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
-from mtrbench.leaderboard.keys import flatten, system_identity
-from mtrbench.leaderboard.render import groups_of, system_label, system_summaries
+from mtrbench.leaderboard.keys import flatten
+from mtrbench.leaderboard.metric_names import metric_name, scale_note
+from mtrbench.leaderboard.pivot import HISTORIES, METRICS, TASKS, Pivot, pivots
+from mtrbench.leaderboard.render import groups_of
 from mtrbench.leaderboard.turns import TurnCurves
-from mtrbench.measures import label as pretty_name
 
 # Metric columns after the main score, when some entry of the table has them.
 PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "ndcg_at_5", "recall_at_5", "recall_at_10", "recall_at_20",
@@ -86,138 +88,212 @@ def _details(entry: dict[str, Any]) -> str:
     return f"<details><summary>settings</summary><dl>{body}</dl>{command}</details>"
 
 
-def entry_names(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> dict[str, tuple[str, str]]:
-    """entry id -> (``model · history=H``, the system's notable settings) within its group."""
-    systems = {system_identity(by_id[i]): name for name, s in group["systems"].items() for i in s["entries"].values()}
-    summaries = system_summaries(group)
-    history = group["comparability"].get("history")
-    names = {}
-    for entry_id in group["entries"]:
-        system = systems[system_identity(by_id[entry_id])]
-        label = system_label(system)
-        if history:
-            label += f" \u00b7 history={clipped(str(history))}"
-        names[entry_id] = (label, summaries.get(system, ""))
-    return names
-
-
 def _ordered(ids: list[str], by_id: dict[str, dict[str, Any]], metric: str) -> list[str]:
     """Best main score first; entries without it last (in their original order)."""
     return sorted(ids, key=lambda i: (by_id[i]["scores"].get(metric) is None, -(by_id[i]["scores"].get(metric) or 0)))
 
 
-def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]],
-               names: dict[str, tuple[str, str]]) -> str:
+def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]], names: dict[str, str]) -> str:
+    """Every entry of one task in one group: rank, label, the main score and headline metrics, settings."""
     main = group["main_scores"][task]
     ids = _ordered([i for i in group["entries"] if by_id[i]["task"] == task], by_id, main)
     metrics = metric_columns([by_id[i] for i in ids], main)
     head = ([_header("#", True), _header("entry")]
-            + [_header(pretty_name(m), True, m, "main" if m == main else "") for m in metrics] + [_header("details")])
+            + [_header(metric_name(m), True, m, "main" if m == main else "") for m in metrics] + [_header("details")])
     ranks = group["ranks"].get(task, {})
     rows = []
     for entry_id in ids:
         entry = by_id[entry_id]
-        name, summary = names[entry_id]
         rank = ranks.get(entry_id)
-        label = '<span class="badge">reported</span>' if entry["label"] == "reported" else ""
         cells = [_cell(DASH if rank is None else str(rank), "" if rank is None else rank,
                        "num" + (" rank-1" if rank == 1 else "")),
-                 _cell(f'<span class="name">{escape(name)}</span>{label}'
-                       + (f'<span class="setting">{escape(summary)}</span>' if summary else ""), name, "entry")]
+                 _cell(f'<span class="name">{escape(names[entry_id])}</span>', names[entry_id], "entry")]
         for metric in metrics:
             value = entry["scores"].get(metric)
             cells.append(_cell(number(value), _sort_value(value), "num" + (" main" if metric == main else "")))
         cells.append(_cell(_details(entry)))
-        tooltip = entry["command"] or entry["source"].get("citation") or ""
-        css = ' class="reported"' if entry["label"] == "reported" else ""
-        rows.append(f'<tr data-entry-id="{escape(entry_id)}" data-main="{_sort_value(entry["scores"].get(main))}"'
-                    f'{css} title="{escape(tooltip)}">' + "".join(cells) + "</tr>")
+        rows.append(f'<tr data-entry-id="{escape(entry_id)}" data-main="{_sort_value(entry["scores"].get(main))}">'
+                    + "".join(cells) + "</tr>")
     return (f'<div class="scroll"><table class="sortable board" data-group="{escape(group["id"])}" '
             f'data-task="{escape(task)}" data-main="{escape(main)}"><thead><tr>{"".join(head)}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _averages(group: dict[str, Any], colour_of: dict[str, str]) -> str:
-    if not group["averages"]:
+def _bar_width(value: float | None, top: float) -> str:
+    """The cell's data bar (a CSS variable), as a share of the column's scale."""
+    if value is None or top <= 0:
         return ""
-    metrics = list(dict.fromkeys(k for a in group["averages"].values() for k in a))[:MAX_METRIC_COLUMNS]
-    first = metrics[0]
-    order = sorted(group["averages"], key=lambda n: (group["averages"][n].get(first) is None,
-                                                     -(group["averages"][n].get(first) or 0)))
-    head = [_header("system")] + [_header(f"average {pretty_name(m)}", True, m) for m in metrics]
-    summaries = system_summaries(group)
+    return f' style="--bar:{max(0.0, min(100.0, 100 * value / top)):.1f}%"'
+
+
+def column_title(pivot: Pivot, n: int) -> tuple[str, str]:
+    """(header text, its tooltip) of a pivot's n-th column."""
+    column = pivot.columns[n]
+    if pivot.kind == METRICS:
+        return metric_name(column.metric, short=True), metric_name(column.metric)
+    if pivot.kind == HISTORIES:
+        return clipped(column.key, 28), f"history={column.key}: {metric_name(column.metric)}"
+    return clipped(column.key, 24), f"{column.key}: {metric_name(column.metric)}"
+
+
+def pivot_table(pivot: Pivot) -> str:
+    """The systems x columns table: rank, label, a main score per cell (best in its column marked), mean."""
+    scales = {c.metric: max([1.0] + [r.cells[n].value or 0.0 for r in pivot.rows]) for n, c in enumerate(pivot.columns)}
+    head = [_header("#", True, css="rank"), _header("system")]
+    for n, column in enumerate(pivot.columns):
+        text, tip = column_title(pivot, n)
+        head.append(_header(text, True, column.key, "main" if n == 0 and pivot.kind == METRICS else "")
+                    .replace("<th ", f'<th title="{escape(tip)}" ', 1))
+    if pivot.has_mean:
+        head.append(_header("Mean", True, "mean", "mean"))
     rows = []
-    for name in order:
-        values = group["averages"][name]
-        summary = summaries.get(name, "")
-        cells = [_cell(f'<span class="name">{escape(system_label(name))}</span>'
-                       + (f'<span class="setting">{escape(summary)}</span>' if summary else ""), name, "entry")]
-        cells += [_cell(number(values.get(m)), _sort_value(values.get(m)), "num") for m in metrics]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    parts = [f'<h3>Averages over {escape(", ".join(group["average_over"]))}</h3>'
-             f'<div class="scroll"><table class="sortable averages"><thead><tr>{"".join(head)}</tr></thead>'
-             f'<tbody>{"".join(rows)}</tbody></table></div>']
-    main_metrics = set(group["main_scores"].values())
-    if len(main_metrics) == 1:
-        metric = main_metrics.pop()
-        items = [(system_label(n), v[metric], colour_of[n]) for n, v in group["averages"].items() if metric in v]
-        parts.append(f'<div class="charts">{bar_chart(items, f"average: {pretty_name(metric)}")}</div>')
-    return "".join(parts)
+    for row in pivot.rows:
+        cells = [_cell(DASH if row.rank is None else str(row.rank), "" if row.rank is None else row.rank,
+                       "num rank" + (" rank-1" if row.rank == 1 else "")),
+                 f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
+                 f'{escape(row.label)}</td>']
+        for n, cell in enumerate(row.cells):
+            css = "num bar" + (" best" if cell.rank == 1 else "") + (" main" if n == 0 and pivot.kind == METRICS else "")
+            entry = f' data-entry="{escape(cell.entry_id)}"' if cell.entry_id else ""
+            rank = f' title="rank {cell.rank} in its group"' if cell.rank is not None else ""
+            cells.append(f'<td class="{css}" data-sort="{_sort_value(cell.value)}"{entry}{rank}'
+                         f'{_bar_width(cell.value, scales[pivot.columns[n].metric])}>{number(cell.value)}</td>')
+        if pivot.has_mean:
+            cells.append(f'<td class="num bar mean" data-sort="{_sort_value(row.mean)}"'
+                         f'{_bar_width(row.mean, scales[pivot.columns[0].metric])}>{number(row.mean)}</td>')
+        rows.append(f'<tr data-row="{escape(row.key)}">' + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table class="sortable pivot" data-kind="{pivot.kind}" '
+            f'data-groups="{escape(" ".join(g["id"] for g in pivot.groups))}"><thead><tr>{"".join(head)}</tr>'
+            f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def group_section(group: dict[str, Any], by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+def _source(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
+    """Short: the paper's short name and table (``MTR-SUITE, Table 3``); the provenance line has it whole."""
     comp = group["comparability"]
-    title = " \u00b7 ".join(p for p in (group["id"], comp["label"], f"history={comp['history'] or DASH}",
-                                          f"truncate={comp['truncate'] or DASH}", comp.get("reported_in")) if p)
+    if comp["label"] == "run":
+        return "mtrbench runs"
+    source = by_id[group["entries"][0]]["source"]
+    citation = str(source.get("citation") or comp.get("reported_in") or comp["label"]).split(" (")[0]
+    return clipped(", ".join(str(p) for p in (citation, source.get("table")) if p), 60)
+
+
+def pivot_title(pivot: Pivot, by_id: dict[str, dict[str, Any]]) -> str:
+    group = pivot.groups[0]
+    source = _source(group, by_id)
+    if pivot.kind == TASKS:
+        return f"{source}: {len(group['tasks'])} tasks"
+    if pivot.kind == HISTORIES:
+        return f"{source}: {group['tasks'][0]} by history strategy"
+    return f"{source}: {group['tasks'][0]}"
+
+
+def _query_format(value: Any) -> str:
+    if not isinstance(value, dict):
+        return str(value)
+    return ", ".join(f"{k}={v!r}" for k, v in value.items())
+
+
+def provenance(pivot: Pivot) -> str:
+    """Once per table: what the cells hold and what every entry of the table shares."""
+    group = pivot.groups[0]
+    comp = group["comparability"]
+    metrics = pivot.metrics
+    if pivot.kind == METRICS:
+        what = f"systems \u00d7 metrics, ranked by {metric_name(metrics[0])}"
+    else:
+        what = (f"systems \u00d7 {'tasks' if pivot.kind == TASKS else 'history strategies'}, cells: "
+                f"{', '.join(metric_name(m) for m in metrics)}"
+                + (f"; ranked by the mean" if pivot.has_mean else "")
+                + ("; each column ranked within its own group" if pivot.kind == HISTORIES else ""))
+    parts = [what, comp.get("reported_in") or f"label {comp['label']}"]
+    if pivot.kind != HISTORIES:
+        parts.append(f"history={comp['history'] or DASH}")
+    parts.append(f"truncate={comp['truncate'] or DASH}")
+    if comp.get("query_format"):
+        parts.append(f"query format: {_query_format(comp['query_format'])}")
+    for key in sorted(set(comp) - {"label", "history", "truncate", "query_format", "reported_in", "datasets"}):
+        parts.append(f"{key}={comp[key]}")
     datasets = "; ".join(f"{task} ({d['split'] or DASH}, revision {d['dataset_revision'] or DASH})"
                          for task, d in comp["datasets"].items())
-    names = entry_names(group, by_id)
-    systems = {system_identity(by_id[i]): name for name, s in group["systems"].items() for i in s["entries"].values()}
-    colour_of = dict(zip(group["systems"], colours(len(group["systems"]))))  # one colour per system, all charts
-    parts = [f'<section class="group" id="group-{escape(group["id"])}"><h2>{escape(title)}</h2>'
-             f'<p class="datasets">{escape(datasets)}</p>']
-    for task in group["tasks"]:
-        main = group["main_scores"][task]
-        ids = [i for i in group["entries"] if by_id[i]["task"] == task]
-        parts.append(f'<div class="task" data-task="{escape(task)}"><h3>{escape(task)} '
-                     f'<span class="metric">sorted by {escape(pretty_name(main))}</span></h3>')
-        parts.append(task_table(group, task, by_id, names))
-        system_of = {i: systems[system_identity(by_id[i])] for i in ids}
-        items = [(system_label(system_of[i]), by_id[i]["scores"][main], colour_of[system_of[i]])
-                 for i in ids if by_id[i]["scores"].get(main) is not None]
-        charts = [bar_chart(items, f"{task}: {pretty_name(main)}")] if items else []
-        series = [Series(system_label(system_of[i]), colour_of[system_of[i]], turns[i][main])
-                  for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
-        if series:
-            charts.append(turn_chart(series, f"{task}: {pretty_name(main)} per turn, mean and 95% bootstrap band "
-                                             f"(conversations resampled)"))
-        parts.append(f'<div class="charts">{"".join(charts)}</div></div>')
-    parts.append(_averages(group, colour_of))
-    parts.append("</section>")
-    return "".join(parts)
+    parts.append(f"data: {datasets}")
+    note = scale_note(metrics)
+    if note:
+        parts.append(note)
+    return " \u00b7 ".join(parts)
+
+
+def _entry_names(pivot: Pivot) -> dict[str, str]:
+    return {c.entry_id: row.label for row in pivot.rows for c in row.cells if c.entry_id}
+
+
+def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+    """Collapsed: per task (or strategy) every entry's metrics and settings, its bars and per-turn curves."""
+    names = _entry_names(pivot)
+    colour_of = dict(zip([r.label for r in pivot.rows], colours(len(pivot.rows))))  # one colour per row
+    parts = []
+    for group in pivot.groups:
+        for task in group["tasks"]:
+            main = group["main_scores"][task]
+            ids = [i for i in group["entries"] if by_id[i]["task"] == task]
+            heading = task + (f" \u00b7 history={group['comparability']['history']}" if pivot.kind == HISTORIES else "")
+            parts.append(f'<div class="task" data-task="{escape(task)}"><h3>{escape(heading)} '
+                         f'<span class="metric">sorted by {escape(metric_name(main))}</span></h3>')
+            parts.append(task_table(group, task, by_id, names))
+            items = [(names[i], by_id[i]["scores"][main], colour_of[names[i]]) for i in ids
+                     if by_id[i]["scores"].get(main) is not None]
+            charts = [bar_chart(items, f"{task}: {metric_name(main)}")] if len(items) > 1 else []
+            series = [Series(names[i], colour_of[names[i]], turns[i][main])
+                      for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
+            if series:
+                charts.append(turn_chart(series, f"{task}: {metric_name(main)} per turn, mean and 95% bootstrap "
+                                                 f"band (conversations resampled)"))
+            parts.append(f'<div class="charts">{"".join(charts)}</div></div>')
+    n = sum(1 for g in pivot.groups for i in g["entries"])
+    return (f'<details class="more"><summary>Detail: every metric, setting and source of the {n} entries'
+            f'{", charts" if n > 1 else ""}</summary>{"".join(parts)}</details>')
+
+
+def pivot_section(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+    return (f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
+            f'<p class="provenance">{escape(provenance(pivot))}</p>{pivot_table(pivot)}'
+            f'{detail(pivot, by_id, turns)}</section>')
+
+
+def separations_section(separations: list[str]) -> str:
+    """Collapsed, with a count per reason in its summary line."""
+    from mtrbench.leaderboard.build import REASON_NAMES
+
+    counts = Counter(name for s in separations for name in REASON_NAMES.values() if f"{name} differs" in s)
+    averaged = sum("not averaged" in s for s in separations)
+    reasons = [f"{name} {count}" for name, count in counts.most_common()]
+    if averaged:
+        reasons.append(f"not averaged {averaged}")
+    return (f'<section id="separations"><details><summary>Why entries are kept apart: {len(separations)} '
+            f'note(s) ({escape(", ".join(reasons))})</summary><ul class="separations">'
+            + "".join(f"<li>{escape(s)}</li>" for s in separations) + "</ul></details></section>")
 
 
 def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
-    meta = (f"{len(document['entries'])} entries in {len(groups)} comparable group(s) \u00b7 created "
-            f"{document['created']} \u00b7 {document['generator']}")
-    nav = "".join(f'<li><a href="#group-{escape(g["id"])}">{escape(g["id"])}</a>: {escape(", ".join(g["tasks"]))} '
-                  f'\u00b7 history={escape(clipped(str(g["comparability"]["history"] or DASH)))}</li>' for g in groups)
+    tables = pivots(groups, document["entries"])
+    meta = (f"{len(document['entries'])} entries \u00b7 {len(tables)} tables ({len(groups)} comparable groups) "
+            f"\u00b7 created {document['created']} \u00b7 {document['generator']}")
+    nav = "".join(f'<li><a href="#group-{escape(p.id)}" title="{escape(pivot_title(p, by_id))}">'
+                  f'{escape(clipped(pivot_title(p, by_id), 48))}</a></li>' for p in tables)
     parts = [f"<header><h1>{escape(document['name'])}</h1>"
              f"<p class=\"description\">{escape(document['description'])}</p>"
              f"<p class=\"meta\">{escape(meta)}</p></header><main>",
-             "<p class=\"hint\">Entries are ranked only within a comparable group (same history strategy, "
-             "truncation, query format and dataset revisions), each task by its own main score. Click a column "
-             "header to sort, again to reverse; open an entry's settings for its command and source.</p>",
-             f'<nav><h2>Groups</h2><ul class="groups">{nav}</ul></nav>']
-    parts += [group_section(group, by_id, turns or {}) for group in groups]
+             f'<nav><ul class="groups">{nav}</ul></nav>',
+             "<p class=\"hint\">One table per comparable group (same label, history strategy, truncation, query "
+             "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
+             "open a table's detail for every metric, setting, command and source.</p>"]
+    parts += [pivot_section(p, by_id, turns or {}) for p in tables]
     if separations:
-        parts.append("<section id=\"separations\"><h2>Why entries are kept apart</h2><ul class=\"separations\">"
-                     + "".join(f"<li>{escape(s)}</li>" for s in separations) + "</ul></section>")
+        parts.append(separations_section(separations))
     citations = sorted({e["source"]["citation"] for e in document["entries"] if e["label"] == "reported"})
     if citations:
-        parts.append("<section id=\"sources\"><h2>Reported numbers are from</h2><ul>"
+        parts.append("<section id=\"sources\"><h2>Reported numbers are from</h2><ul class=\"sources\">"
                      + "".join(f"<li>{escape(c)}</li>" for c in citations) + "</ul></section>")
     parts.append("</main><footer>Static page written by mtrbench leaderboard html; no external resources.</footer>")
     return "".join(parts)

@@ -162,7 +162,13 @@ def parsed(site) -> _Page:
 def test_page_structure_groups_ordering_and_missing_values(parsed, document):
     groups = document["groups"]
     by_id = {e["id"]: e for e in document["entries"]}
-    assert parsed.sections == [f"group-{g['id']}" for g in groups]  # one section per comparable group
+    # One section per pivot table; each comparable group is in exactly one of them, in the groups' order.
+    shown = [g for section in parsed.sections for g in section.removeprefix("group-").split("-")]
+    assert sorted(shown) == sorted(g["id"] for g in groups) and shown[0] == groups[0]["id"]
+    # The sample's two history strategies (one task, otherwise comparable) share one systems x history table.
+    histories = [g["id"] for g in groups if g["comparability"]["label"] == "run"]
+    assert f"group-{'-'.join(histories)}" in parsed.sections and len(histories) == 2
+    # Per task detail: every group's every task keeps its full table (collapsed), best first.
     assert [(t["group"], t["task"]) for t in parsed.tables] == [(g["id"], task) for g in groups for task in g["tasks"]]
     for table, (group, task) in zip(parsed.tables, ((g, t) for g in groups for t in g["tasks"])):
         main_metric = group["main_scores"][task]
@@ -176,8 +182,7 @@ def test_page_structure_groups_ordering_and_missing_values(parsed, document):
         for row in table["rows"]:
             entry = by_id[row["id"]]
             name = next(c for c in row["cells"] if "entry" in c["class"])["text"]
-            assert " \u00b7 history=" in name or group["comparability"]["history"] is None  # model · setting
-            assert "{" not in name
+            assert name and "{" not in name and "history=" not in name  # the table's heading says it once
             for key, cell in zip(table["headers"][2:-1], row["cells"][2:-1]):
                 value = entry["scores"].get(key)
                 if value is None:
@@ -245,68 +250,116 @@ def test_a_result_without_its_per_query_file_is_skipped_with_a_warning(document,
     assert len(curves) == 1 and len(warnings) == 1 and "per-query file" in warnings[0] and str(removed) in warnings[0]
 
 
-def test_page_in_headless_chromium(server, document, tmp_path):
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One headless Chromium for every browser test of this module (it takes seconds to start)."""
     sync_playwright = _browser_or_skip()
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("profile")), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000})
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+def test_page_in_headless_chromium(browser, server, document, tmp_path):
     requests: list[str] = []
     shots = tmp_path / "screenshots"
     shots.mkdir()
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
-        try:
-            page = context.new_page()
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(server + "index.html")
-            page.wait_for_load_state("load")
-            rows = sum(len(g["entries"]) for g in document["groups"])
-            assert page.locator("table.board tbody tr").count() == rows
-            assert page.evaluate("window.leaderboard.entries.length") == len(document["entries"])
+    page = browser.new_page()
+    try:
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(server + "index.html")
+        page.wait_for_load_state("load")
+        rows = sum(len(g["entries"]) for g in document["groups"])
+        assert page.locator("table.board tbody tr").count() == rows
+        assert page.evaluate("window.leaderboard.entries.length") == len(document["entries"])
 
-            # Per group and task, rows are in the order of that group's main score (read from the DOM).
-            tables = page.eval_on_selector_all("table.board", """ts => ts.map(t => ({group: t.dataset.group,
-                task: t.dataset.task, values: Array.from(t.tBodies[0].rows).map(r =>
-                r.querySelector('td.main').getAttribute('data-sort'))}))""")
-            assert len(tables) == sum(len(g["tasks"]) for g in document["groups"])
-            for table in tables:
-                present = [float(v) for v in table["values"] if v]
-                assert present == sorted(present, reverse=True), table
-                assert table["values"][len(present):] == [""] * (len(table["values"]) - len(present))
+        # Per group and task, rows are in the order of that group's main score (read from the DOM).
+        tables = page.eval_on_selector_all("table.board", """ts => ts.map(t => ({group: t.dataset.group,
+            task: t.dataset.task, values: Array.from(t.tBodies[0].rows).map(r =>
+            r.querySelector('td.main').getAttribute('data-sort'))}))""")
+        assert len(tables) == sum(len(g["tasks"]) for g in document["groups"])
+        for table in tables:
+            present = [float(v) for v in table["values"] if v]
+            assert present == sorted(present, reverse=True), table
+            assert table["values"][len(present):] == [""] * (len(table["values"]) - len(present))
 
-            # A header click re-sorts one table: ascending, then descending; missing values stay last.
-            board = page.locator("table.board").first
-            header = board.locator("thead th.main")
-            header.click()
-            assert header.get_attribute("aria-sort") == "ascending"
-            values = board.locator("tbody td.main").evaluate_all("cs => cs.map(c => c.getAttribute('data-sort'))")
-            present = [float(v) for v in values if v]
-            assert present == sorted(present) and values[len(present):] == [""] * (len(values) - len(present))
-            header.click()
-            assert header.get_attribute("aria-sort") == "descending"
+        # The detail is closed until asked for; a header click then re-sorts one of its tables: ascending,
+        # then descending; missing values stay last.
+        board = page.locator("table.board").first
+        assert not board.is_visible()
+        page.locator("details.more > summary").first.click()
+        assert board.is_visible()
+        header = board.locator("thead th.main")
+        header.click()
+        assert header.get_attribute("aria-sort") == "ascending"
+        values = board.locator("tbody td.main").evaluate_all("cs => cs.map(c => c.getAttribute('data-sort'))")
+        present = [float(v) for v in values if v]
+        assert present == sorted(present) and values[len(present):] == [""] * (len(values) - len(present))
+        header.click()
+        assert header.get_attribute("aria-sort") == "descending"
 
-            # Settings are one click away, as a list (not JSON).
-            first = page.locator("table.board tbody tr").first
-            first.locator("summary").click()
-            assert "history" in first.locator("details dl").inner_text()
+        # The pivot's mean column sorts too.
+        pivot = page.locator("table.pivot").first
+        mean = pivot.locator("thead th.mean")
+        mean.click()
+        means = pivot.locator("tbody td.mean").evaluate_all("cs => cs.map(c => c.getAttribute('data-sort'))")
+        present = [float(v) for v in means if v]
+        assert present == sorted(present)
 
-            # Bars per task with a main score, the average where a group averages one metric; per-turn curves.
-            assert page.locator("svg.bars").count() >= len(document["groups"])
-            assert page.locator("svg.turns").count() == 2
-            assert page.locator("svg.turns .band").count() == 2  # BM25, two histories
-            page.screenshot(path=str(shots / "leaderboard_1400.png"), full_page=True)
+        # Settings are one click away, as a list (not JSON).
+        first = board.locator("tbody tr").first
+        first.locator("summary").click()
+        assert "history" in first.locator("details dl").inner_text()
 
-            page.set_viewport_size({"width": 390, "height": 844})
-            page.reload()
-            page.wait_for_load_state("load")
-            width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-            assert inner == 390 and width <= inner  # no page-level horizontal overflow on a phone
-            page.screenshot(path=str(shots / "leaderboard_390.png"), full_page=True)
-            for name in ("leaderboard_1400.png", "leaderboard_390.png"):
-                assert (shots / name).stat().st_size > 10_000
-            if os.environ.get("MTRBENCH_TEST_ARTIFACTS"):  # kept for people to look at (CI uploads them)
-                ARTIFACTS.mkdir(parents=True, exist_ok=True)
-                for shot in shots.iterdir():
-                    (ARTIFACTS / shot.name).write_bytes(shot.read_bytes())
-        finally:
-            context.close()
+        # Bars per task, per-turn curves where result files were given (BM25, two histories).
+        page.locator("details.more > summary").evaluate_all("ss => ss.forEach(s => s.parentElement.open = true)")
+        assert page.locator("svg.bars").count() >= 1
+        assert page.locator("svg.turns").count() == 2
+        assert page.locator("svg.turns .band").count() == 2
+        page.screenshot(path=str(shots / "leaderboard_1400.png"), full_page=True)
+
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.reload()
+        page.wait_for_load_state("load")
+        width, inner = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert inner == 390 and width <= inner  # no page-level horizontal overflow on a phone
+        page.locator("details.more > summary").evaluate_all("ss => ss.forEach(s => s.parentElement.open = true)")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= inner  # nor with every detail open: wide tables scroll inside their own box
+        page.screenshot(path=str(shots / "leaderboard_390.png"), full_page=True)
+        for name in ("leaderboard_1400.png", "leaderboard_390.png"):
+            assert (shots / name).stat().st_size > 10_000
+        if os.environ.get("MTRBENCH_TEST_ARTIFACTS"):  # kept for people to look at (CI uploads them)
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            for shot in shots.iterdir():
+                (ARTIFACTS / shot.name).write_bytes(shot.read_bytes())
+    finally:
+        page.close()
     assert requests and all(url.startswith(server) for url in requests), requests
+
+
+SCREEN_HEIGHT = 1400  # px: five screens of a 1,400 px wide window are 7,000 px
+
+
+@pytest.mark.parametrize("names", [("sample",), ("reported",), ("sample", "reported")])
+def test_committed_leaderboards_page_is_under_five_screens(browser, names):
+    """The committed leaderboards (each, and both in one page) at 1,400 px: under 7,000 px tall, no overflow."""
+    from mtrbench.leaderboard.html import render_page
+
+    sourced = [s for name in names for s in load_leaderboard_entries(leaderboards_dir() / f"{name}.json")]
+    html = render_page(build_document(sourced, name="-".join(names), description=""))
+    page = browser.new_page()
+    try:
+        page.set_viewport_size({"width": 1400, "height": SCREEN_HEIGHT})
+        page.route("**/*", lambda route: route.abort())  # nothing may be fetched
+        page.set_content(html, wait_until="load")
+        height, width = page.evaluate("[document.documentElement.scrollHeight, document.documentElement.scrollWidth]")
+        assert height < 5 * SCREEN_HEIGHT and width <= 1400, (names, height, width)
+        page.set_viewport_size({"width": 390, "height": 844})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        page.close()
