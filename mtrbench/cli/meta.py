@@ -216,7 +216,9 @@ def _second_condition(args: argparse.Namespace):
                   else (f"level {args.relevance_level}", f"level {args.vs_relevance_level}"))
     elif kind == "vs_measure":
         second = load_matrices(_input_spec(args), [args.vs_measure])
-        labels = (first[0].measure, second[0].measure)
+        from mtrbench.measures import label
+
+        labels = (label(first[0].measure), label(second[0].measure))
     elif kind == "vs_results":
         second = load_matrices(_input_spec(args, results=args.vs_results, runs=(), qrels=None), measure)
         labels = ("results", "vs-results")
@@ -287,17 +289,20 @@ def _cmd_size(args: argparse.Namespace) -> int:
     matrices = load_matrices(_input_spec(args), _split(args.measures))
     _warn_filled(matrices)
     reports = [topic_set_size(m, args.unit, args.delta, args.alpha, args.power) for m in matrices]
-    console = _console()
-    table = compact_table()
-    for column in ("task", "measure", "V_E", "now", "t: n0", "t: n", "power now", "ANOVA: n", "power now"):
-        table.add_column(column, justify="left" if column in ("task", "measure") else "right")
     from mtrbench.measures import label
 
+    console = _console()
+    several = len({r.task for r in reports}) > 1
+    table = compact_table()
+    for column in (["task"] if several else []) + ["measure", "V_E", "now", "t: n0", "t: n", "power now",
+                                                   "ANOVA: n", "power now"]:
+        table.add_column(column, justify="left" if column in ("task", "measure") else "right", no_wrap=True)
     for r in reports:
-        table.add_row(r.task[:20], label(r.measure), f"{r.residual_variance:.4f}", str(r.current_size),
-                      str(r.paired_t.closed_form), str(r.paired_t.required), f"{r.paired_t.power_now:.2f}",
-                      str(r.anova.required), f"{r.anova.power_now:.2f}")
-    print_titled(console, f"{args.unit}s needed to detect a difference of {args.delta:g} with power "
+        table.add_row(*([r.task[:20]] if several else []), label(r.measure), f"{r.residual_variance:.4f}",
+                      str(r.current_size), str(r.paired_t.closed_form), str(r.paired_t.required),
+                      f"{r.paired_t.power_now:.2f}", str(r.anova.required), f"{r.anova.power_now:.2f}")
+    where = "" if several else f"{reports[0].task}: "
+    print_titled(console, f"{where}{args.unit}s needed to detect a difference of {args.delta:g} with power "
                           f"{args.power:g} at alpha {args.alpha:g} (n0: Sakai's closed form; ANOVA over "
                           f"{reports[0].systems} systems, delta as the range)", table)
     document = reports[0].as_dict()

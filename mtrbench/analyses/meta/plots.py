@@ -124,7 +124,9 @@ def plot_size(report: SizeReport, path: str | Path) -> Path:
     axes.set_xlabel(f"{report.unit}s")
     axes.set_ylabel("power")
     axes.set_ylim(0, 1.02)
-    axes.set_title(f"Topic-set size: detect {report.delta:g} in {report.measure} at alpha {report.alpha:g}",
+    from mtrbench.measures import label
+
+    axes.set_title(f"Topic-set size: detect {report.delta:g} in {label(report.measure)} at alpha {report.alpha:g}",
                    fontsize=10)
     axes.legend(fontsize=8, loc="lower right")
     axes.grid(alpha=0.3)
