@@ -216,3 +216,44 @@ def test_old_results_read_as_trec_eval_and_official_ranks_apart():
     official = {**entry, "settings": {**entry["settings"], "protocol": "official:mtrag"}}
     assert comparability(entry) != comparability(official)
     assert comparability(entry) == comparability({**entry, "settings": {**entry["settings"], "protocol": "trec_eval"}})
+
+
+# ------------------------------------------------------------------------- MTRAGEval Task A prediction files
+def _predictions_folder(tmp_path: Path) -> tuple[Path, Path]:
+    for domain, qrels in (("clapnq", QRELS_A), ("govt", QRELS_B)):
+        folder = tmp_path / "mtrag-human" / "retrieval_tasks" / domain / "qrels"
+        folder.mkdir(parents=True)
+        folder.joinpath("dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+            f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    rows = [{"task_id": "q4", "Collection": "mt-rag-clapnq-elser-512-100-20240503",  # replaced by its later line
+             "contexts": [{"document_id": "zz", "score": 1.0}]}]
+    for name, run in (("mt-rag-clapnq-elser-512-100-20240503", RUN_A), ("mt-rag-govt-elser-512-100-20240611", RUN_B)):
+        rows += [{"task_id": q, "Collection": name, "contexts": [{"document_id": d, "score": s}
+                                                                   for d, s in docs.items()]} for q, docs in run.items()]
+    path = tmp_path / "predictions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, tmp_path
+
+
+def test_prediction_file_rows_and_all_row(tmp_path):
+    from mtrbench.measures.protocols.mtrag_predictions import score_predictions
+
+    path, folder = _predictions_folder(tmp_path)
+    rows = score_predictions(path, folder, MTRAG_MEASURES)
+    assert [(r.collection, r.count) for r in rows] == [("mt-rag-clapnq-elser-512-100-20240503", 4),
+                                                       ("mt-rag-govt-elser-512-100-20240611", 1), ("all", 5)]
+    assert rows[0].scores["ndcg_at_3"] == A_NDCG3 and rows[1].scores["ndcg_at_3"] == B_NDCG3
+    assert rows[2].scores["ndcg_at_3"] == pytest.approx((A_NDCG3 * 4 + B_NDCG3) / 5, abs=1e-12)
+
+
+def test_prediction_file_problems_are_one_line(tmp_path):
+    from mtrbench.measures.protocols.mtrag_predictions import read_predictions, qrels_file
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"task_id": "a", "Collection": "govt", "contexts": [{"document_id": "d"}]}\n')
+    with pytest.raises(MtrbenchError, match=r"p.jsonl:1: context 0 needs a 'document_id' and a numeric 'score'"):
+        read_predictions(path)
+    with pytest.raises(MtrbenchError, match=r"collection 'banking' is not one of MTRAG's"):
+        qrels_file(tmp_path, "banking")
+    with pytest.raises(MtrbenchError, match=r"no qrels for collection 'govt'"):
+        qrels_file(tmp_path, "govt")

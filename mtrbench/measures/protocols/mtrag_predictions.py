@@ -1,0 +1,89 @@
+"""MTRAGEval Task A retrieval predictions scored as ``run_retrieval_eval.py`` scores them: one JSON object per line
+with ``task_id``, ``Collection`` and ``contexts`` (``document_id``, ``score``); each collection is scored against
+its qrels under MTRAG's conventions (:mod:`mtrag`), then the "all" row. As in the script, a repeated ``task_id``
+keeps its last line.
+
+Qrels are looked up per collection in a folder: an IBM/mt-rag-benchmark clone (``mtrag-human/retrieval_tasks/
+<domain>/qrels/dev.tsv``; MTRAG-UN's ``mtragun-human/retrieval_tasks/qrels/<domain>.tsv``), or a folder holding
+``<domain>/qrels/dev.tsv`` or ``<domain>.tsv``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from mtrbench.formats.qrels import read_qrels
+from mtrbench.formats.run import Run
+from mtrbench.infra.errors import DataError
+from mtrbench.measures.base import Measure
+from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
+
+# the collection names of MTRAG's files (and MTRAG-UN's short ones) -> the domain folders of its qrels
+DOMAIN_OF_COLLECTION = {"mt-rag-clapnq-elser-512-100-20240503": "clapnq", "mt-rag-ibmcloud-elser-512-100-20240502": "cloud",
+                        "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa", "mt-rag-govt-elser-512-100-20240611": "govt",
+                        "clapnq": "clapnq", "ibmcloud": "cloud", "cloud": "cloud", "fiqa": "fiqa", "govt": "govt"}
+QRELS_PLACES = ("mtrag-human/retrieval_tasks/{d}/qrels/dev.tsv", "mtragun-human/retrieval_tasks/qrels/{d}.tsv",
+                "retrieval_tasks/{d}/qrels/dev.tsv", "{d}/qrels/dev.tsv", "qrels/{d}.tsv", "{d}.tsv")
+
+
+def read_predictions(path: Path) -> dict[str, Run]:
+    """Collection -> run (task_id -> document_id -> score)."""
+    runs: dict[str, Run] = {}
+    collection_of: dict[str, str] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) \
+                or not isinstance(row.get("Collection"), str):
+            raise DataError(f"{where}: a prediction needs a string 'task_id' and 'Collection'")
+        contexts = row.get("contexts", [])
+        if not isinstance(contexts, list):
+            raise DataError(f"{where}: 'contexts' must be a list")
+        scores: dict[str, float] = {}
+        for i, context in enumerate(contexts):
+            score = context.get("score") if isinstance(context, dict) else None
+            if not isinstance(context, dict) or context.get("document_id") is None \
+                    or not isinstance(score, (int, float)) or isinstance(score, bool):
+                raise DataError(f"{where}: context {i} needs a 'document_id' and a numeric 'score'")
+            scores[str(context["document_id"])] = float(score)
+        previous = collection_of.get(row["task_id"])
+        if previous is not None:
+            runs[previous].pop(row["task_id"])
+        collection_of[row["task_id"]] = row["Collection"]
+        runs.setdefault(row["Collection"], {})[row["task_id"]] = scores
+    if not runs:
+        raise DataError(f"{path}: no prediction")
+    return {name: run for name, run in runs.items() if run}
+
+
+def qrels_file(folder: Path, collection: str) -> Path:
+    domain = DOMAIN_OF_COLLECTION.get(collection)
+    if domain is None:
+        raise DataError(f"collection '{collection}' is not one of MTRAG's: {', '.join(DOMAIN_OF_COLLECTION)}")
+    places = [folder / place.format(d=domain) for place in QRELS_PLACES]
+    found = next((p for p in places if p.is_file()), None)
+    if found is None:
+        raise DataError(f"no qrels for collection '{collection}' under {folder} (looked for "
+                        f"{', '.join(place.format(d=domain) for place in QRELS_PLACES)})")
+    return found
+
+
+def score_predictions(path: Path, qrels_folder: Path, measures: Sequence[Measure],
+                      relevance_level: int = 1) -> list[CollectionRow]:
+    """One row per collection (in order of first appearance), then the "all" row."""
+    rows = []
+    for collection, run in read_predictions(path).items():
+        evaluation = score_mtrag(read_qrels(qrels_file(qrels_folder, collection)), run, measures, relevance_level)
+        rows.append(CollectionRow(collection, evaluation.scores(), len(run)))
+    return [*rows, all_row(rows)]
