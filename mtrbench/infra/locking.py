@@ -18,6 +18,12 @@ delete once that run is known to be over.
 On POSIX the file is also ``flock``-ed while held (the lock is taken on the temporary file before it is linked),
 so two runs that find the same stale file at the same moment cannot both take it over; the kernel drops that
 lock when a process dies.
+
+A SIGTERM (``kill``, a job scheduler's stop) would end the process without running ``finally`` blocks and
+leave the file behind. While a lock is held by the main thread's process, a SIGTERM handler is installed: it
+removes every lock file this process holds, then calls the handler that was there before or, where that was
+the default, exits with status 143 (128 + SIGTERM, what a shell reports for a process ended by SIGTERM).
+The previous handler is put back when the last lock is released.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ import errno
 import json
 import os
 import secrets
+import signal
 import socket
+import threading
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -43,6 +51,7 @@ except ImportError:  # Windows: the pid check alone (a narrow race when two runs
     fcntl = None  # type: ignore[assignment]
 
 POLL_S = 0.2
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 _NO_HARD_LINKS = (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK)
 
 
@@ -175,10 +184,11 @@ def held_lock(path: str | Path, *, purpose: str, wait_s: float = 0.0, warn: Call
             time.sleep(min(POLL_S, max(0.01, deadline - time.monotonic())))
             continue
         break
+    _HELD.add(path, fd, me)
     try:
         yield me
     finally:
-        _release(path, fd, me)
+        _HELD.release(me.token)
 
 
 def _acquire(path: Path, purpose: str, warn: Callable[[str], None],
@@ -298,3 +308,66 @@ def _release(path: Path, fd: int, me: LockHolder) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class _HeldLocks:
+    """The lock files this process holds, so a SIGTERM can remove them; each is released exactly once."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, tuple[Path, int, LockHolder]] = {}
+        self._guard = threading.RLock()
+        self._previous: Callable[[int, object], object] | int | None = None  # SIGTERM's handler before ours
+        self._installed = False
+
+    def add(self, path: Path, fd: int, me: LockHolder) -> None:
+        with self._guard:
+            self._held[me.token] = (path, fd, me)
+            if not self._installed:
+                self._install()
+
+    def release(self, token: str) -> None:
+        with self._guard:
+            entry = self._held.pop(token, None)
+            if entry is not None:
+                _release(*entry)
+            if not self._held and self._installed:
+                self._uninstall()
+
+    def release_all(self) -> None:
+        with self._guard:
+            for token in list(self._held):
+                self.release(token)
+
+    def _install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # only the main thread may set handlers; the lock then lives as before (removed by finally)
+        try:
+            if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+                return  # the process was told to survive SIGTERM: its locks must stay too
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        except (ValueError, OSError):  # an embedding interpreter that forbids it
+            return
+        self._installed = True
+
+    def _uninstall(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # put back by the main thread's next release
+        previous = self._previous if self._previous is not None else signal.SIG_DFL
+        try:
+            signal.signal(signal.SIGTERM, previous)
+        except (ValueError, OSError):
+            pass
+        self._installed = False
+        self._previous = None
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        previous = self._previous
+        self.release_all()
+        if callable(previous):
+            previous(signum, frame)
+        else:
+            # SystemExit, not os._exit: ``finally`` blocks still run (atomic writes remove their temporary files)
+            raise SystemExit(SIGTERM_EXIT_STATUS)
+
+
+_HELD = _HeldLocks()
