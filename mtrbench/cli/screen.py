@@ -177,6 +177,7 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
     "--rerank-batch-size": _positive,
     "--limit": _positive,
     "--overwrite-strategy": None,  # choices checked by argparse; verify's work folder starts empty anyway
+    "--protocol": None,  # choices checked by argparse
     "--quiet": None,  # verify adds it anyway
 }
 
