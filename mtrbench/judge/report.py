@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
@@ -64,22 +63,26 @@ def print_per_turn(console: Console, title: str, scores, outcome) -> None:
         for t in outcome.run.turns:
             rows.setdefault(t.item.qid, {})[name] = "failed" if not t.ok else (
                 f"{t.value:g}" if name == "rating" else ("correct" if t.value else "incorrect"))
-    table = Table(title=f"{title}: per turn" + (f" (first {PER_TURN_ROWS_SHOWN} of {len(rows)})"
-                                                if len(rows) > PER_TURN_ROWS_SHOWN else ""), title_justify="left")
+    from mtrbench.results.table import compact_table, print_titled
+
+    table = compact_table()
     table.add_column("qid", no_wrap=True)
     for column in columns:
         table.add_column(column, justify="right")
     for qid, row in list(rows.items())[:PER_TURN_ROWS_SHOWN]:
         table.add_row(qid, *(row.get(c, "-") for c in columns))
-    console.print(table)
+    print_titled(console, f"{title}: per turn" + (f" (first {PER_TURN_ROWS_SHOWN} of {len(rows)})"
+                                                 if len(rows) > PER_TURN_ROWS_SHOWN else ""), table)
 
 
 def print_rad_table(console: Console, title: str, table_data: dict[str, dict[str, float]]) -> None:
     categories = list(dict.fromkeys(c for scores in table_data.values() for c in scores if c != "average"))
-    table = Table(title=title, title_justify="left")
+    from mtrbench.results.table import compact_table, print_titled
+
+    table = compact_table()
     table.add_column("model", no_wrap=True)
     for c in [*categories, "average"]:
         table.add_column(c, justify="right")
     for model, scores in table_data.items():
         table.add_row(model, *(f"{scores[c]:.3f}" if c in scores else "-" for c in [*categories, "average"]))
-    console.print(table)
+    print_titled(console, title, table)

@@ -1,16 +1,22 @@
-"""Terminal tables (rich), drawn to fit the console's width (80 columns when it is 80 wide).
+"""Terminal tables (rich), one style for every command, drawn to fit the console's width (80 columns).
 
 Every table is compact (a rule under the header, no vertical borders) and its title is printed on its
-own line above it, wrapped at the console's width, rather than squeezed into the table's width.
+own line above it, wrapped at the console's width, rather than squeezed into the table's width. A number
+is never cut: rich would end a squeezed cell with an ellipsis ("8.1…" for 8.1667), so every column folds
+instead of cutting, each column is at least as wide as its widest number, and headers wrap; a table
+whose numbers cannot fit the console at all is drawn wider than the console rather than cut.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
+from rich.errors import MarkupError
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -22,15 +28,73 @@ if TYPE_CHECKING:
 SUMMARY = ("ndcg_at_10", "recall_at_5", "recall_at_10", "recall_at_100", "mrr_at_10", "hit_rate_at_5")
 
 
+# A number as tables print it: 0.4708, -0.0123, 8.17, 12%, 1,024, 3.2e-05, (1), 0.4708*.
+NUMBER = re.compile(r"[(\[]?[-+\u2212]?(\d[\d,]*(\.\d+)?|\.\d+)([eE][-+]?\d+)?%?[)\]]?[*\u2020]?")
+
+
 def compact_table() -> Table:
     """A table without vertical borders: nine columns of numbers fit in 80 columns."""
     return Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
 
 
+def _plain(cell: object) -> str:
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        try:
+            return Text.from_markup(cell).plain
+        except MarkupError:
+            return cell
+    return ""
+
+
+def widest_number(cell: object) -> int:
+    """Length of the longest number in a cell (0 without one): the narrowest the cell may be drawn."""
+    return max((len(word) for word in _plain(cell).split() if NUMBER.fullmatch(word)), default=0)
+
+
+def keep_numbers_whole(table: Table) -> None:
+    """No column ends in an ellipsis, and none is narrower than its widest number (headers wrap instead)."""
+    for column in table.columns:
+        if column.overflow == "ellipsis":
+            column.overflow = "fold"
+        widest = max((widest_number(cell) for cell in column.cells), default=0)
+        if widest:
+            column.min_width = max(column.min_width or 0, widest)
+
+
+TEXT_COLUMN_FLOOR = 8  # the narrowest a column of names is folded to before the table outgrows the console
+
+
+def _minimum_width(table: Table) -> int:
+    """Columns at their widest number (names and headers folded to a floor), plus the gaps between them."""
+    widths = [max(column.min_width or 0, TEXT_COLUMN_FLOOR) for column in table.columns]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def print_table(console: Console, table: Table) -> None:
+    """The table in the one style of every command, its numbers whole, as wide as the console allows."""
+    table.box, table.pad_edge, table.show_edge = box.SIMPLE_HEAD, False, False
+    keep_numbers_whole(table)
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if natural <= console.width:
+        console.print(table)
+        return
+    for column in table.columns:  # names and headers wrap (fold) so that the numbers keep their width
+        column.no_wrap = False
+    needed = _minimum_width(table)
+    width = console.width
+    console.width = max(width, needed)  # wider than the terminal (it wraps the lines) rather than a number cut
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
 def print_titled(console: Console, title: str, table: Table) -> None:
     """The title on its own line(s), wrapped at the console's width, then the table."""
     console.print(Text(title, style="bold"), overflow="fold")
-    console.print(table)
+    print_table(console, table)
 
 
 def summary_keys(keys: Sequence[str], main_key: str) -> list[str]:
