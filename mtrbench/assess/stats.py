@@ -90,9 +90,10 @@ def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords]
 
 
 def stats_table(stats: dict[str, Any], title: str):
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     table.add_column("stage")
     table.add_column("pairs", justify="right")
     pool = stats["pool"]

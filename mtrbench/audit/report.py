@@ -10,9 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, HumanScores, pearson
@@ -120,8 +118,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def print_table(title: str, stats: dict[str, dict[str, Stats]], correlation: dict[str, dict[str, Correlation]],
                 console: Console) -> None:
-    table = Table(title=f"{title}\n(ratings 1-5; completeness = share of picks on the gold document)",
-                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    from mtrbench.results.table import compact_table, print_titled
+
+    table = compact_table()
     table.add_column("dimension", no_wrap=True)
     table.add_column("judge", overflow="fold")
     for column in ("mean", "std", "n", "failed", "missing"):
@@ -136,4 +135,4 @@ def print_table(title: str, stats: dict[str, dict[str, Stats]], correlation: dic
                 c = correlation.get(dimension, {}).get(judge)
                 row.append("" if c is None else (f"{c.pearson:.3f} ({c.n})" if c.pearson is not None else f"- ({c.n})"))
             table.add_row(*row)
-    console.print(table)
+    print_titled(console, f"{title}\n(ratings 1-5; completeness = share of picks on the gold document)", table)

@@ -124,7 +124,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
 
 
 def _print_report(console, report, quiet: bool) -> None:
-    from rich.table import Table
+    from mtrbench.results.table import compact_table, print_titled
 
     retrieval, generated = report.retrieval, report.generation
     main = retrieval.main_score_key
@@ -134,7 +134,7 @@ def _print_report(console, report, quiet: bool) -> None:
     keys = list(scores.evaluation.metric_keys) if scores is not None else []
     judged = {t.item.qid: t for t in outcome.run.turns} if outcome is not None else {}
     if not quiet:
-        table = Table(title=f"{report.task.name} · per turn", title_justify="left")
+        table = compact_table()
         for column in ["qid", main, *(labels[k] for k in keys), *(["judge"] if outcome is not None else [])]:
             table.add_column(column, justify="left" if column == "qid" else "right", no_wrap=column == "qid")
         qids = list(dict.fromkeys([*(scores.scored if scores is not None else []), *judged]))
@@ -149,7 +149,7 @@ def _print_report(console, report, quiet: bool) -> None:
                            f"{turn.value:g}" if outcome.run.mode == "rating" else
                            "correct" if turn.value else "incorrect")
             table.add_row(*row)
-        console.print(table)
+        print_titled(console, f"{report.task.name} · per turn", table)
     console.print(f"retrieval {report.retrieval.history}: {main} {retrieval.scores.get(main, float('nan')):.4f} "
                   f"over {retrieval.n_evaluated} turns", soft_wrap=True)
     console.print(f"generation: {generated.generated} generated this run, {generated.done_before} already there, "
