@@ -87,14 +87,14 @@ def _split(text: str | None) -> list[str]:
     return [part.strip() for part in (text or "").split(",") if part.strip()]
 
 
-def _input_spec(args: argparse.Namespace, results=None, runs=None, qrels=None, level=None):
+def _input_spec(args: argparse.Namespace, results=None, runs=None, qrels=None, level=None, tasks=None):
     from mtrbench.analyses.meta.inputs import InputSpec
 
     return InputSpec(results=tuple(args.results if results is None else results),
                      runs=tuple(args.runs if runs is None else runs),
                      qrels=args.qrels if qrels is None else qrels,
                      relevance_level=args.relevance_level if level is None else level,
-                     tasks=tuple(_split(args.tasks)))
+                     tasks=tuple(_split(args.tasks) if tasks is None else tasks))
 
 
 def _warn_filled(matrices) -> None:
@@ -220,7 +220,8 @@ def _second_condition(args: argparse.Namespace):
 
         labels = (label(first[0].measure), label(second[0].measure))
     elif kind == "vs_results":
-        second = load_matrices(_input_spec(args, results=args.vs_results, runs=(), qrels=None), measure)
+        # --tasks picks condition A's task; the other results may be another task (two tasks compared)
+        second = load_matrices(_input_spec(args, results=args.vs_results, runs=(), qrels="", tasks=()), measure)
         labels = ("results", "vs-results")
     else:
         if not args.runs:

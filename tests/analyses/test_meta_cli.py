@@ -186,3 +186,30 @@ def test_results_and_per_query_files_are_inputs_with_their_conversations(tmp_pat
     assert document["units"] == len({row["conversation_id"] for row in rows})
     original = np.mean([2 * r["ndcg_at_10"] for r in rows])
     assert document["pairs"][0]["diff"] == pytest.approx(original / 2)
+
+
+def test_a_leaderboard_brings_its_entries_result_files(tmp_path):
+    folder = tmp_path / "results" / "bm25"
+    shutil.copytree(RESULTS_V01, folder)
+    other = tmp_path / "results" / "other"
+    shutil.copytree(RESULTS_V01, other)
+    document = json.loads((other / "mtrbench-sample.json").read_text())
+    document["mtrbench"]["model"]["name"] = "other"
+    (other / "mtrbench-sample.json").write_text(json.dumps(document))
+    board = {"schema_version": 1, "name": "t", "entries": [
+        {"id": "a", "source": {"result_file": "results/bm25/mtrbench-sample.json"}},
+        {"id": "b", "source": {"result_file": "results/other/mtrbench-sample.json"}}]}
+    (tmp_path / "board.json").write_text(json.dumps(board))
+    out = tmp_path / "size.json"
+    # identical per-query values: nothing to tell apart, said in one line
+    assert main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1",
+                 "--output", str(out)]) == 2
+    rows = [json.loads(line) for line in (other / "mtrbench-sample.per_query.jsonl").read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row["ndcg_at_10"] = min(1.0, row["ndcg_at_10"] + 0.05 * (i % 3))
+    (other / "mtrbench-sample.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1",
+                 "--output", str(out)]) == 0
+    document = _no_nan(out.read_text())
+    assert document["measure"] == "ndcg_at_10" and document["systems"] == 2  # the results' main score
+    assert document["current_size"] == len({row["conversation_id"] for row in rows})
