@@ -254,6 +254,11 @@ def _cmd_stability(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ranks(values: list[float]) -> dict[int, int]:
+    """System index -> its rank from 1, best mean first."""
+    return {i: rank for rank, i in enumerate(sorted(range(len(values)), key=lambda i: -values[i]), 1)}
+
+
 def _print_stability(agreement, swaps) -> None:
     from mtrbench.results.table import compact_table, print_titled
 
@@ -261,8 +266,7 @@ def _print_stability(agreement, swaps) -> None:
     table = compact_table()
     for column in ("system", "A", "B", "rank A", "rank B"):
         table.add_column(column, justify="left" if column == "system" else "right")
-    rank = lambda values: {i: r for r, i in enumerate(sorted(range(len(values)), key=lambda i: -values[i]), 1)}  # noqa: E731
-    rank_a, rank_b = rank(agreement.means_first), rank(agreement.means_second)
+    rank_a, rank_b = _ranks(agreement.means_first), _ranks(agreement.means_second)
     for i, name in enumerate(agreement.systems):
         table.add_row(name[:36], f"{agreement.means_first[i]:.4f}", f"{agreement.means_second[i]:.4f}",
                       str(rank_a[i]), str(rank_b[i]))

@@ -213,3 +213,31 @@ def test_a_leaderboard_brings_its_entries_result_files(tmp_path):
     document = _no_nan(out.read_text())
     assert document["measure"] == "ndcg_at_10" and document["systems"] == 2  # the results' main score
     assert document["current_size"] == len({row["conversation_id"] for row in rows})
+
+
+def test_tasks_are_analysed_side_by_side_and_picked_by_tasks(tmp_path, capsys):
+    paths = []
+    for task in ("task-one", "task-two"):
+        for model, shift in (("m1", 0.0), ("m2", 0.3)):
+            folder = tmp_path / task / model
+            shutil.copytree(RESULTS_V01, folder)
+            document = json.loads((folder / "mtrbench-sample.json").read_text())
+            document["task_name"], document["mtrbench"]["model"]["name"] = task, model
+            document["mtrbench"]["main_score_key"] = "ndcg_at_10"
+            (folder / "mtrbench-sample.json").write_text(json.dumps(document))
+            per_query = folder / "mtrbench-sample.per_query.jsonl"
+            rows = [json.loads(line) for line in per_query.read_text().splitlines()]
+            for i, row in enumerate(rows):
+                row["ndcg_at_10"] = max(0.0, row["ndcg_at_10"] - shift * (i % 2))
+            per_query.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            paths.append(str(folder / "mtrbench-sample.json"))
+    out = tmp_path / "power.json"
+    assert main(["meta", "power", "--results", *paths, "--output", str(out)]) == 0
+    document = _no_nan(out.read_text())
+    assert [r["task"] for r in document["reports"]] == ["task-one", "task-two"]
+    assert all(r["systems"] == ["m1", "m2"] for r in document["reports"])
+    assert main(["meta", "power", "--results", *paths, "--tasks", "task-two", "--output", str(out)]) == 0
+    document = _no_nan(out.read_text())
+    assert document["task"] == "task-two" and "reports" not in document
+    assert main(["meta", "power", "--results", *paths, "--tasks", "task-three"]) == 2
+    assert "task-three" in capsys.readouterr().err
