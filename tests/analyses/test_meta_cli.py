@@ -241,3 +241,31 @@ def test_tasks_are_analysed_side_by_side_and_picked_by_tasks(tmp_path, capsys):
     assert document["task"] == "task-two" and "reports" not in document
     assert main(["meta", "power", "--results", *paths, "--tasks", "task-three"]) == 2
     assert "task-three" in capsys.readouterr().err
+
+
+def test_stability_between_two_sets_of_results_pairs_them_in_order(tmp_path):
+    """Two history strategies of three models: the second condition reverses the order of the first."""
+    conditions = {}
+    for condition, shifts in (("full", (0.0, 0.1, 0.2)), ("current", (0.2, 0.1, 0.0))):
+        paths = []
+        for model, shift in zip(("m1", "m2", "m3"), shifts):
+            folder = tmp_path / condition / model
+            shutil.copytree(RESULTS_V01, folder)
+            document = json.loads((folder / "mtrbench-sample.json").read_text())
+            document["mtrbench"]["model"]["name"] = model
+            document["mtrbench"]["settings"]["history"] = condition
+            (folder / "mtrbench-sample.json").write_text(json.dumps(document))
+            per_query = folder / "mtrbench-sample.per_query.jsonl"
+            rows = [json.loads(line) for line in per_query.read_text().splitlines()]
+            for row in rows:
+                row["ndcg_at_10"] = row["ndcg_at_10"] * (1 - shift)
+            per_query.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            paths.append(str(folder / "mtrbench-sample.json"))
+        conditions[condition] = paths
+    out = tmp_path / "s.json"
+    assert main(["meta", "stability", "--results", *conditions["full"], "--vs-results", *conditions["current"],
+                 "--measures", "nDCG@10", "--samples", "20", "--output", str(out)]) == 0
+    document = _no_nan(out.read_text())
+    assert document["systems"] == ["m1", "m2", "m3"]
+    assert document["kendall_tau"] == pytest.approx(-1.0) and document["tau_ap"] == pytest.approx(-1.0)
+    assert len(document["swapped"]) == 3
