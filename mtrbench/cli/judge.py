@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtrbench.cli import judge_mtrag
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
 from mtrbench.cli.llm_flags import check_failure_rates
 from mtrbench.infra.errors import MtrbenchError
@@ -26,7 +27,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                                    "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
                                    "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
                                    "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.")
-    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench}")
+    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag}")
     p.set_defaults(judge_parser=p)
 
     r = actions.add_parser("run", help="score a generations file against a task")
@@ -63,6 +64,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     b.add_argument("--output", help="table JSON [with --judgments: required; with --answers: <output-dir>/table.json]")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(b)
+    judge_mtrag.add_parser(actions)
     return {"judge": _cmd_judge}
 
 
@@ -71,6 +73,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         return _cmd_run(args)
     if args.judge_action == "rad-bench":
         return _cmd_rad_bench(args)
+    if args.judge_action == "mtrag":
+        return judge_mtrag.run(args)
     args.judge_parser.print_help()
     return 0
 

@@ -1,0 +1,110 @@
+"""`mtrbench judge mtrag PREDICTIONS`: MTRAG's generation metrics (MTRAGEval Tasks B and C), and its format check."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mtrbench.infra.errors import DataError, MtrbenchError
+
+
+def add_parser(actions: argparse._SubParsersAction) -> None:
+    from mtrbench.cli.llm_flags import add_llm_arguments
+    from mtrbench.formats.mtrag_eval import MODES
+    from mtrbench.judge.mtrag.bertscore import OFFICIAL_MODEL
+    from mtrbench.judge.mtrag.run import ALL_METRICS
+
+    m = actions.add_parser("mtrag", help="MTRAG/MTRAGEval generation metrics under their official names",
+                           description="Score an MTRAGEval prediction file (generation tasks with `predictions`) "
+                                       "as MTRAG's official scripts do: Recall, RougeL_stemFalse, BertscoreP/R, "
+                                       "BertKPrec, Extractiveness_RougeL, Length, RB_agg; with an LLM judge "
+                                       "also RB_llm, RL_F, idk_eval, underspecified_eval and the conditioned "
+                                       "*_idk variants. Writes <output-dir>/metrics.jsonl and summary.json.")
+    m.add_argument("predictions", help="prediction JSONL (task_id, input, contexts, targets, predictions, ...)")
+    m.add_argument("--metrics", help=f"comma list of official names [{','.join(ALL_METRICS[:7])}, plus "
+                                     f"{','.join(ALL_METRICS[7:])} when a judge is given]")
+    m.add_argument("--output-dir", help="metrics.jsonl, summary.json, LLM log [results/judge/mtrag/<file stem>]")
+    m.add_argument("--bertscore-model", default=OFFICIAL_MODEL, help=f"any Hugging Face id or folder [{OFFICIAL_MODEL}]")
+    m.add_argument("--bertscore-layers", type=int, help="layer to read [bert-score's for its models, else the last]")
+    m.add_argument("--bertscore-baseline", help="rescaling baseline TSV for a model bert-score has none for")
+    m.add_argument("--bertscore-no-rescale", action="store_true", help="no baseline rescaling (not official)")
+    m.add_argument("--bertscore-batch-size", type=int, default=16, help="pairs per BERTScore batch [16]")
+    m.add_argument("--device", help="BERTScore device [cuda when available]")
+    m.add_argument("--check-format", choices=MODES, metavar="MODE",
+                   help=f"only run MTRAGEval's format check ({', '.join(MODES)}): one error line per problem")
+    m.add_argument("--input-file", help="with --check-format: the task input file whose task ids must match")
+    m.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_llm_arguments(m)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.check_format:
+        return _check_format(args)
+    if args.input_file:
+        raise MtrbenchError("--input-file applies to --check-format")
+    from rich.console import Console
+
+    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
+    from mtrbench.judge.mtrag.bertscore import BertScoreOptions
+    from mtrbench.judge.mtrag.run import MtragJudgeOptions, judge_mtrag, parse_metric_list
+    from mtrbench.llm.failure_rate import JudgeFailures, most_common
+
+    with_judge = bool(args.llm_model or args.judges)
+    judges = tuple(judges_from_args(args)) if with_judge else ()
+    if args.bertscore_batch_size < 1:
+        raise MtrbenchError("--bertscore-batch-size must be at least 1")
+    output_dir = Path(args.output_dir) if args.output_dir else Path("results/judge/mtrag") / Path(args.predictions).stem
+    options = MtragJudgeOptions(
+        output_dir=output_dir, metrics=parse_metric_list(args.metrics, with_judge), judges=judges,
+        bertscore=BertScoreOptions(model=args.bertscore_model, num_layers=args.bertscore_layers,
+                                   rescale=not args.bertscore_no_rescale, baseline_path=args.bertscore_baseline,
+                                   batch_size=args.bertscore_batch_size, device=args.device),
+        dry_run=args.dry_run, yes=args.yes, show_progress=not args.quiet)
+    outcome = judge_mtrag(args.predictions, options, cache=None if args.dry_run or not with_judge
+                          else cache_from_args(args))
+    if outcome is None:
+        return 0
+    _print_summary(Console(), outcome.summary)
+    print(f"metrics: {outcome.metrics_path}\nsummary: {outcome.summary_path}")
+    counts = []
+    if outcome.llm is not None:
+        for judge in judges:
+            reasons = [reason for _, reason in outcome.llm.failures.get(judge.name, [])]
+            counts.append(JudgeFailures(judge.name, outcome.llm.unanswered.get(judge.name, 0),
+                                        outcome.llm.asked.get(judge.name, 0), most_common(reasons)))
+    return check_failure_rates(args, counts)
+
+
+def _print_summary(console, summary: dict) -> None:
+    from rich.table import Table
+
+    means: dict[str, dict[str, float]] = summary["means"]  # type: ignore[assignment]
+    groups = [g for g in means if g != "all"] + (["all"] if "all" in means else [])
+    names = sorted({n for by_name in means.values() for n in by_name})
+    counts: dict[str, int] = summary["per_class_instances"]  # type: ignore[assignment]
+    table = Table(title="MTRAG generation metrics (mean per answerability class)")
+    table.add_column("metric")
+    for group in groups:
+        table.add_column(f"{group} ({counts.get(group, summary['instances'])})", justify="right")
+    for name in names:
+        table.add_row(name, *(f"{means[g][name]:.4f}" if name in means[g] else "-" for g in groups))
+    console.print(table)
+    for label, value in summary["harmonic_means"].items():  # type: ignore[union-attr]
+        console.print(f"{label} = {value:.4f}", soft_wrap=True)
+
+
+def _check_format(args: argparse.Namespace) -> int:
+    from mtrbench.formats.mtrag_eval import check_predictions
+
+    if args.input_file and not Path(args.input_file).is_file():
+        raise DataError(f"input file {args.input_file} does not exist")
+    report = check_predictions(args.predictions, args.check_format, args.input_file)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for problem in report.problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if report.problems:
+        return 2
+    print(f"{args.predictions}: valid for MTRAGEval {args.check_format}")
+    return 0
