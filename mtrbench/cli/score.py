@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
 from mtrbench.infra.errors import MtrbenchError
+
+if TYPE_CHECKING:
+    from mtrbench.measures.protocols import ScoringProtocol
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -60,13 +64,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
     from mtrbench.measures import parse_k_values, parse_measures
-    from mtrbench.measures.protocols import RoundedEvaluation, for_run
+    from mtrbench.measures.protocols import RoundedEvaluation
     from mtrbench.results.table import scores_table
 
     if (args.split or args.data_dir) and not args.task:
         raise MtrbenchError("--split and --data-dir choose the task's qrels: they need --task")
     measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
-    protocol = for_run(args.protocol, args.task)
+    protocol = _protocol(args.protocol, args.task)
     protocol.check(measures)
     run = read_run(args.run)
     if args.task:
@@ -107,6 +111,17 @@ def _cmd_score(args: argparse.Namespace) -> int:
                         "judged_without_run": len(judged_without_run), "judged_skipped": len(skipped)},
             **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
     return 0
+
+
+def _protocol(choice: str, task: str | None) -> ScoringProtocol:
+    """score's protocol: ``official`` takes its benchmark from --task's card, ``official:<benchmark>`` names it."""
+    from mtrbench.data import resolve_card
+    from mtrbench.measures.protocols import OFFICIAL, for_run, resolve
+
+    if choice != OFFICIAL or not task:
+        return for_run(choice)
+    card = resolve_card(task)
+    return resolve(OFFICIAL, card.official_protocol, card.protocol, card.name)
 
 
 def _task_qrels(task: str, split: str | None, data_dir: str | None) -> tuple[str, dict[str, dict[str, int]], int]:

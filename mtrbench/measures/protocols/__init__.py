@@ -52,21 +52,16 @@ def resolve(choice: str | None, official: str | None, default: str, task: str) -
     return PROTOCOLS[official]
 
 
-def for_run(choice: str, task: str | None = None) -> ScoringProtocol:
-    """The protocol of ``mtrbench score``, which has no card unless a task is named: ``trec_eval``,
-    ``official:<benchmark>``, or ``official`` with ``task`` (its card's official protocol)."""
+def for_run(choice: str) -> ScoringProtocol:
+    """The protocol of ``mtrbench score`` without a task card: ``trec_eval`` or ``official:<benchmark>``
+    (``official`` alone needs a card to name the benchmark: :func:`resolve`)."""
     wanted = check_choice(choice)
     if wanted == TREC_EVAL:
         return PROTOCOLS[TREC_EVAL]
-    if wanted != OFFICIAL:
-        return PROTOCOLS[wanted.partition(":")[2]]
-    if task is None:
+    if wanted == OFFICIAL:
         raise UserInputError(f"--protocol official needs a task to name its benchmark: give --task, or "
                              f"{', '.join(f'{OFFICIAL}:{n}' for n in OFFICIAL_NAMES)}")
-    from mtrbench.data import resolve_card  # here: data imports measures, not the other way round
-
-    card = resolve_card(task)
-    return resolve(OFFICIAL, card.official_protocol, card.protocol, card.name)
+    return PROTOCOLS[wanted.partition(":")[2]]
 
 
 __all__ = ["CHOICES", "OFFICIAL", "OFFICIAL_NAMES", "PROTOCOLS", "TREC_EVAL", "CollectionRow", "RoundedEvaluation",
