@@ -33,6 +33,15 @@ def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
     best_line = next(line for line in out.splitlines() if "<- best" in line)
     assert f"{best:.4f}" in best_line and str(k) in best_line and f"{alpha:g}" in best_line
     print({f"alpha={a} candk={c}": round(v, 4) for (a, c), v in sorted(cells.items())})
+    # a re-run of the finished sweep evaluates nothing (no file rewritten) and still prints the whole table
+    written = {path: path.stat().st_mtime_ns for path in files}
+    assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
+                 "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",
+                 "--output-dir", str(tmp_path)]) == 0
+    again = capsys.readouterr().out
+    assert {path: path.stat().st_mtime_ns for path in files} == written
+    assert next(line for line in again.splitlines() if "<- best" in line) == best_line
+    assert sum(f"{v:.4f}" in again for v in cells.values()) == len(set(f"{v:.4f}" for v in cells.values()))
 
 
 def test_sweep_needs_a_hybrid_model(tmp_path, capsys):
