@@ -189,3 +189,23 @@ def test_format_check_prints_one_error_line_per_problem(tmp_path, capsys):
     assert len(err) == 3  # score missing on line 1; task_id type and prediction text type on line 2
     assert main(["judge", "mtrag", str(PREDICTIONS), "--check-format", "generation_taskb",
                  "--input-file", str(PREDICTIONS)]) == 0
+
+
+def test_rb_llm_is_the_median_over_judges_and_the_other_judges_ask_the_first(tmp_path):
+    ratings = {"judge-a": 8, "judge-b": 3, "judge-c": 6}
+
+    def by_model(body: dict) -> Reply:
+        if "Rating: [[score]]" in body["messages"][-1]["content"]:
+            return Reply(f"Rating: [[{ratings[body['model']]}]]")
+        return judge(body)
+
+    with ScriptedChatServer(by_model) as server:
+        judges = tmp_path / "judges.json"
+        judges.write_text(json.dumps({"judges": [{"name": m, "model": m, "base_url": server.base_url}
+                                                 for m in ratings]}))
+        assert main(["judge", "mtrag", str(PREDICTIONS), "--output-dir", str(tmp_path), "--judges", str(judges),
+                     "--metrics", "RB_llm,idk_eval", "--yes", "--no-llm-cache", "--quiet"]) == 0
+        asked = [(b["model"], "Rating: [[score]]" in b["messages"][-1]["content"]) for b in server.requests]
+    assert sorted(asked) == sorted([(m, True) for m in ratings] * TASKS + [("judge-a", False)] * TASKS)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert all(r["metrics"]["RB_llm"] == [0.6] for r in rows)

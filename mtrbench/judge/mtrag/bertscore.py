@@ -78,10 +78,18 @@ class BertScorer:
     def _scorer(self):
         bert_score = _import_bert_score()
         self.check()
-        return bert_score.BERTScorer(model_type=self.options.model, num_layers=self.resolved_layers(),
-                                     lang="en", rescale_with_baseline=self.options.rescale,
-                                     baseline_path=self.options.baseline_path, batch_size=self.options.batch_size,
-                                     device=self.options.device)
+        try:
+            return bert_score.BERTScorer(model_type=self.options.model, num_layers=self.resolved_layers(),
+                                         lang="en", rescale_with_baseline=self.options.rescale,
+                                         baseline_path=self.options.baseline_path,
+                                         batch_size=self.options.batch_size, device=self.options.device)
+        except OSError as exc:  # not on the Hub, no network, not a model folder
+            raise ModelError(f"cannot load the BERTScore model '{self.options.model}': "
+                             f"{str(exc).splitlines()[0]}") from None
+
+    def load(self) -> None:
+        """Load the model now, so that a model that cannot be loaded fails before slower or paid work."""
+        self._scorer
 
     def precision_recall(self, candidates: Sequence[str], references: Sequence[str]) -> list[tuple[float, float]]:
         """(P, R) per pair."""

@@ -108,6 +108,8 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
     scorer = BertScorer(options.bertscore) if set(options.metrics) & set(BERTSCORE_METRICS) else None
     if scorer is not None:
         scorer.check()  # a missing baseline fails before any LLM request
+        if not options.dry_run:
+            scorer.load()  # and so does a model that cannot be loaded
     llm = None
     if set(options.metrics) & set(LLM_METRICS):
         llm = run_llm_judges(tasks, options.judges, LlmJudgeOptions(
