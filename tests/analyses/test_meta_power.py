@@ -168,3 +168,14 @@ def test_turn_level_resampling_overstates_power_on_correlated_turns(test):
     assert by_turn.discriminative_power > by_conversation.discriminative_power
     # the whole ASL curve sits lower when turns are (wrongly) treated as independent
     assert np.mean(by_turn.asl_curve) < np.mean(by_conversation.asl_curve) - 0.05
+
+
+def test_t_test_by_conversation_is_ttest_rel_on_conversation_means_when_they_have_equal_turns():
+    # the cluster-robust standard error over equal-size conversations reduces to the paired t-test of the
+    # conversations' means, with conversations - 1 degrees of freedom
+    matrix = _correlated_task()
+    report = discriminative_power(matrix, Resampling(test="t", unit="conversation"))
+    by_conversation = matrix.scores.reshape(len(matrix.systems), 12, 6).mean(axis=2)
+    for pair in report.pairs:
+        a, b = matrix.systems.index(pair.a), matrix.systems.index(pair.b)
+        assert pair.p == pytest.approx(stats.ttest_rel(by_conversation[a], by_conversation[b]).pvalue, rel=1e-9)
