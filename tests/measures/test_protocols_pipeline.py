@@ -91,3 +91,12 @@ def test_score_official_mtrag_from_the_command_line(tmp_path, capsys):
     assert scores["scores"]["ndcg_at_3"] == round((1 / 1.584962500721156) / 2, 5)
     assert cli_main([*args, "--protocol", "official"]) == 2
     assert "needs a task" in capsys.readouterr().err
+
+
+def test_python_api_takes_the_protocol_and_checks_it_before_loading(tmp_path):
+    import mtrbench
+    from mtrbench.infra.errors import UserInputError
+
+    with pytest.raises(UserInputError, match="task 'mtrbench-sample' has no official protocol"):
+        mtrbench.evaluate("bm25", "mtrbench-sample", protocol="official", output_dir=tmp_path, show_progress=False)
+    assert not any(tmp_path.iterdir())
