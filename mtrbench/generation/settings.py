@@ -3,9 +3,12 @@
 A record carries the model, the endpoint without credentials, the prompt hash, max tokens, temperature, seed,
 the passages shown (top-k and the per-passage cut) and the history mode. Reuse compares every one of them but
 the endpoint: the same model id on a restarted local server (a new port) or behind another proxy answers the
-same requests, so the endpoint is kept for the record only. A record without these fields (written before they
-were recorded) cannot be shown to match: it is treated as made with other settings (a ``note:`` and a new file,
-everything asked again), never silently reused.
+same requests, so the endpoint is kept for the record only.
+
+A record written before these fields were recorded is compared on the settings it does carry (generator,
+history, source, top-k and prompt hash have always been recorded); the ones it lacks cannot be checked, and it is
+reused with a ``note:`` naming them, never silently. Regenerating it would throw away finished, paid-for work on
+the chance that a setting changed; the note says how to force it (move the file away).
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from mtrbench.llm.config import JudgeConfig
 
-NOT_RECORDED = "(not recorded)"
 RECORD_ONLY = ("endpoint",)  # recorded, not compared (see the module docstring)
 
 
@@ -84,18 +86,22 @@ def settings_digest(compared: Mapping[str, Any]) -> str:
 
 
 def differences(record: Mapping[str, Any], compared: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
-    """Setting -> (recorded, now) for every compared setting the record does not match; a setting the record
-    lacks shows as ``(not recorded)``."""
-    out = {}
-    for key, now in compared.items():
-        recorded = record.get(key, NOT_RECORDED)
-        if recorded != now:
-            out[key] = (recorded, now)
-    return out
+    """Setting -> (recorded, now) for every compared setting the record carries and does not match."""
+    return {key: (record[key], now) for key, now in compared.items() if key in record and record[key] != now}
+
+
+def unrecorded(record: Mapping[str, Any], compared: Mapping[str, Any]) -> list[str]:
+    """The compared settings a record does not carry (written before they were recorded)."""
+    return [key for key in compared if key not in record]
+
+
+def unrecorded_note(where: object, count: int, keys: list[str]) -> str:
+    return (f"note: {count} record(s) in {where} predate recorded settings ({', '.join(keys)} not recorded) and are "
+            "reused as they are; move the file away to make them again")
 
 
 def describe_differences(differs: Mapping[str, tuple[Any, Any]], limit: int = 4) -> str:
-    shown = [f"{key} {old if old == NOT_RECORDED else repr(old)} (now {new!r})"
+    shown = [f"{key} {old!r} (now {new!r})"
              for key, (old, new) in list(differs.items())[:limit]]
     more = len(differs) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

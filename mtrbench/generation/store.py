@@ -20,7 +20,7 @@ from typing import Any, ContextManager, TextIO
 
 from mtrbench.formats.generations import current_history
 from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.generation.settings import describe_differences, differences
+from mtrbench.generation.settings import describe_differences, differences, unrecorded
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
@@ -30,6 +30,7 @@ class StoredGenerations:
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # qid -> record
     unreadable_lines: int = 0  # torn last line of a killed run (or any line that is not a JSON object)
     duplicates: int = 0
+    unrecorded: dict[str, int] = field(default_factory=dict)  # setting -> records without it (older files)
 
 
 class GenerationStore:
@@ -91,6 +92,8 @@ class GenerationStore:
             if record["qid"] in stored.done:
                 stored.duplicates += 1
                 continue
+            for key in unrecorded(record, settings):
+                stored.unrecorded[key] = stored.unrecorded.get(key, 0) + 1
             stored.done[record["qid"]] = record
         return stored
 

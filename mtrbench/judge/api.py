@@ -88,11 +88,11 @@ def judge_settings(judge: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
 def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     """``output_dir`` when its replies were made with these settings (or it holds none yet); else, after a
     ``note:``, the sibling folder named by the settings' digest (``<dir>.<digest>``), as generations do. A folder
-    with a judge log but no settings file predates recorded settings: its replies are not reused."""
+    with a judge log but no settings file predates recorded settings: reused with a note, as generations are."""
     import sys
 
-    from mtrbench.generation.settings import (RECORD_ONLY, describe_differences, differences,
-                                              settings_digest)
+    from mtrbench.generation.settings import (RECORD_ONLY, describe_differences, differences, settings_digest,
+                                              unrecorded)
 
     compared = {k: v for k, v in settings.items() if k not in RECORD_ONLY}
     settings_file, log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
@@ -101,12 +101,17 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
             recorded = json.loads(settings_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             recorded = {}
-        differs = differences(recorded if isinstance(recorded, dict) else {}, compared)
+        recorded = recorded if isinstance(recorded, dict) else {}
     elif log.is_file():
-        differs = differences({}, compared)
+        recorded = {}
     else:
         return Path(output_dir)
+    differs = differences(recorded, compared)
     if not differs:
+        missing = unrecorded(recorded, compared)
+        if missing:
+            print(f"note: the judge replies in {output_dir} predate recorded settings ({', '.join(missing)} not "
+                  "recorded) and are reused as they are; move the folder away to ask again", file=sys.stderr)
         return Path(output_dir)
     other = Path(output_dir).with_name(f"{Path(output_dir).name}.{settings_digest(compared)}")
     print(f"note: {output_dir} holds judge replies made with other settings ({describe_differences(differs)}); "
