@@ -28,7 +28,7 @@ from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.sources import load_run, oracle_passages, run_passages
-from mtrbench.generation.settings import GenerationSettings, ModelSettings
+from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.store import GenerationStore
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
@@ -220,6 +220,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     with store.hold():
         stored = store.read(settings.compared())
         report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
+        if stored.unrecorded:
+            print(unrecorded_note(store.path, max(stored.unrecorded.values()), list(stored.unrecorded)),
+                  file=sys.stderr)
         plan: list[tuple[ConversationalQuery, list[str]]] = []
         for q in queries:
             if q.qid in stored.done:
