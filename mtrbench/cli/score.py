@@ -35,13 +35,35 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
 
-    p = sub.add_parser("compare", help="paired significance tests between two result files of one task")
-    p.add_argument("result_a")
-    p.add_argument("result_b")
-    p.add_argument("--metrics", help="metric keys to compare [every per-query metric both have]")
+    p = sub.add_parser("compare", help="systems x measures in one table with significance letters (paper-ready: "
+                                       "markdown, latex, csv); two result files alone: every metric, in detail",
+                       description="Each system gets a letter; a mean carries the letters of the systems it is "
+                                   "significantly better than (Holm within each measure). Two result files and none "
+                                   "of the table options: the detailed two-system comparison of every metric.")
+    p.add_argument("systems", nargs="+", metavar="SYSTEM",
+                   help="eval result JSONs, score --output JSONs, or TREC runs (with --qrels or --task)")
+    p.add_argument("--measures", help="measure strings, e.g. nDCG@10,R@100,MRR@10 [the first result's main score]")
+    p.add_argument("--baseline", help="letter, 1-based position or name of the system the others are tested "
+                                      "against [the first]")
+    p.add_argument("--all-pairs", action="store_true", help="test every pair of systems instead of a baseline")
+    p.add_argument("--test", choices=["t", "randomization"], default=None,
+                   help="paired t-test or paired randomization (sign-flip) test [t]")
+    p.add_argument("--unit", choices=["query", "conversation"], default=None,
+                   help="paired unit: each query, or each conversation's mean over its turns [query]")
+    p.add_argument("--alpha", type=float, default=None, help="significance level on Holm-adjusted p-values [0.05]")
+    p.add_argument("--names", help="comma list of display names, one per system [model (history), or the file name]")
+    p.add_argument("--format", choices=["table", "markdown", "latex", "csv", "json"], default=None,
+                   help="output format [table on the terminal; with --output, the file's suffix: .md .tex .csv .json]")
+    judged = p.add_mutually_exclusive_group()
+    judged.add_argument("--qrels", help="qrels that score TREC-run systems")
+    judged.add_argument("--task", help="task whose qrels score TREC-run systems (and give conversations for --unit)")
+    p.add_argument("--split", help="with --task: split [the card's eval split]")
+    p.add_argument("--relevance-level", type=int, help="with TREC runs: minimum relevant grade [the task's, else 1]")
+    p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
     p.add_argument("--tie-epsilon", type=float, default=None,
-                   help="per-query differences within this count as ties in win/tie/loss [1e-6]")
-    p.add_argument("--output", help="write the comparison as JSON here")
+                   help="two-result comparison: per-query differences within this count as ties [1e-6]")
+    p.add_argument("--output", help="write the table here (format from --format or the suffix); two-result "
+                                    "comparison: JSON")
 
     p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
     p.add_argument("runs", nargs="+", help="TREC run files of one task")
@@ -136,7 +158,143 @@ def _task_qrels(task: str, split: str | None, data_dir: str | None) -> tuple[str
     return f"task {card.name} ({data.split})", qrels, card.relevance_level
 
 
+_TABLE_FLAGS = ("measures", "baseline", "test", "unit", "alpha", "names", "format", "qrels", "task", "split",
+                "relevance_level")
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
+    if (len(args.systems) == 2 and all(s.lower().endswith(".json") for s in args.systems) and not args.all_pairs
+            and all(getattr(args, f) is None for f in _TABLE_FLAGS)):
+        args.result_a, args.result_b = args.systems
+        return _cmd_compare_two(args)
+    if args.metrics is not None or args.tie_epsilon is not None:
+        raise MtrbenchError("--metrics and --tie-epsilon belong to the two-result comparison; the table takes "
+                            "--measures")
+    from rich.console import Console
+
+    from mtrbench.analyses.compare_many import CompareOptions, compare_systems
+    from mtrbench.infra.atomic import atomic_write_text
+    from mtrbench.results.compare import load_system
+    from mtrbench.results.paper_table import format_for, print_table, render
+
+    fmt = format_for(args.output, args.format)
+    if args.alpha is not None and not 0 < args.alpha < 1:
+        raise MtrbenchError(f"--alpha must be between 0 and 1, got {args.alpha:g}")
+    if args.split and not args.task:
+        raise MtrbenchError("--split chooses the task's qrels: it needs --task")
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    if names is not None and len(names) != len(args.systems):
+        raise MtrbenchError(f"--names has {len(names)} names for {len(args.systems)} systems")
+    measure_strings = [m.strip() for m in args.measures.split(",") if m.strip()] if args.measures else None
+    judgments = _run_judgments(args, measure_strings)  # parses the measures: a typo fails before any file is read
+    systems = [load_system(path, judgments) for path in args.systems]
+    systems = _named(systems, names)
+    keys, labels = _measure_keys(measure_strings, args.systems[0], judgments)
+    options = CompareOptions(measures=tuple(keys), baseline=None if args.all_pairs else _baseline(args.baseline, systems),
+                             test=args.test or "t", unit=args.unit or "query",
+                             alpha=0.05 if args.alpha is None else args.alpha)
+    table = compare_systems(systems, options)
+    if args.output:
+        atomic_write_text(args.output, render(table, fmt, labels) if fmt != "table" else _plain(table, labels))
+    elif fmt == "table":
+        print_table(table, labels, Console())
+    else:
+        print(render(table, fmt, labels), end="")
+    if args.output:
+        print(f"{fmt} table of {len(systems)} systems x {len(keys)} measures written to {args.output}")
+    return 0
+
+
+def _plain(table, labels: dict[str, str]) -> str:
+    """The terminal table as plain text, for --output with --format table."""
+    import io
+
+    from rich.console import Console
+
+    from mtrbench.results.paper_table import print_table
+
+    console = Console(record=True, width=120, file=io.StringIO())
+    print_table(table, labels, console)
+    return console.export_text()
+
+
+def _run_judgments(args: argparse.Namespace, measure_strings: list[str] | None):
+    """Qrels and measures for systems given as TREC runs; None when every system is a JSON result."""
+    from mtrbench.measures import parse_measures
+    from mtrbench.results.compare import RunJudgments
+
+    measures = parse_measures(measure_strings or ["nDCG@10"], [])
+    runs = [s for s in args.systems if not s.lower().endswith(".json")]
+    if not (args.qrels or args.task):
+        if args.relevance_level is not None:
+            raise MtrbenchError("--relevance-level applies to TREC runs scored with --qrels or --task")
+        if runs:
+            raise MtrbenchError(f"{runs[0]} is a TREC run (not a .json result): give --qrels FILE or --task NAME")
+        return None
+    if args.task:
+        from mtrbench.data import load_task, resolve_card
+
+        card = resolve_card(args.task)
+        task = load_task(card, split=args.split, require_corpus=False)
+        qrels, level = task.qrels(), card.relevance_level
+        conversations = {q.qid: q.conversation_id for q in task.queries}
+    else:
+        from mtrbench.formats.qrels import read_qrels
+
+        qrels, level, conversations = read_qrels(args.qrels), 1, {}
+    level = level if args.relevance_level is None else args.relevance_level
+    return RunJudgments(qrels, level, measures, conversations)
+
+
+def _measure_keys(measure_strings: list[str] | None, first: str, judgments) -> tuple[list[str], dict[str, str]]:
+    """Per-query keys of the measures asked for, and their printed names."""
+    from mtrbench.measures import label, parse_measures
+
+    level = judgments.relevance_level if judgments is not None else 1
+    if measure_strings is None:
+        if judgments is not None:
+            measures = judgments.measures
+        else:
+            from mtrbench.results.result import Result
+
+            key = Result.load(first).main_score_key
+            return [key], {key: label(key)}
+    else:
+        measures = parse_measures(measure_strings, [])
+    keys = [m.key(level) for m in measures]
+    return keys, {k: str(m) for k, m in zip(keys, measures)}
+
+
+def _named(systems: list, names: list[str] | None) -> list:
+    """--names, else each system's own name; for results of one model, the history alone."""
+    import dataclasses
+    import re
+
+    if names is not None:
+        return [dataclasses.replace(s, name=n) for s, n in zip(systems, names)]
+    parts = [re.fullmatch(r"(.*) \((.*)\)", s.name) for s in systems]
+    if all(parts) and len({p.group(1) for p in parts}) == 1 and len({p.group(2) for p in parts}) == len(parts):
+        return [dataclasses.replace(s, name=p.group(2)) for s, p in zip(systems, parts)]
+    return systems
+
+
+def _baseline(choice: str | None, systems: list) -> int:
+    from string import ascii_lowercase
+
+    if choice is None:
+        return 0
+    names = [s.name for s in systems]
+    if choice in names:
+        return names.index(choice)
+    if choice.isdigit() and 1 <= int(choice) <= len(systems):
+        return int(choice) - 1
+    if len(choice) == 1 and choice in ascii_lowercase[:len(systems)]:
+        return ascii_lowercase.index(choice)
+    raise MtrbenchError(f"--baseline {choice}: not a system's letter (a-{ascii_lowercase[len(systems) - 1]}), "
+                        f"position (1-{len(systems)}) or name ({', '.join(names)})")
+
+
+def _cmd_compare_two(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.analyses.significance import compare_paired
