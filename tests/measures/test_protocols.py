@@ -98,8 +98,8 @@ def test_official_mtrag_script_itself(tmp_path):
         folder.mkdir(parents=True)
         folder.joinpath("dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
             f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-        rows += [{"task_id": q, "Collection": name, "contexts": [{"document_id": d, "score": s}
-                                                                   for d, s in docs.items()]} for q, docs in run.items()]
+        rows += [{"task_id": q, "Collection": name,
+                  "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]} for q, docs in run.items()]
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     proc = subprocess.run([sys.executable, "run_retrieval_eval.py", "--input_file", str(predictions),
@@ -205,7 +205,8 @@ def test_check_request_refuses_measures_mtrag_does_not_define():
     assert check_request(EvalConfig(), card)[2].name == "mtrag"
     with pytest.raises(UserInputError, match="defines ndcg, recall"):
         check_request(EvalConfig(metrics=["ndcg", "hole_unjudged"]), card)
-    assert check_request(EvalConfig(metrics=["ndcg", "hole_unjudged"], protocol="trec_eval"), card)[2].name == "trec_eval"
+    plain = check_request(EvalConfig(metrics=["ndcg", "hole_unjudged"], protocol="trec_eval"), card)
+    assert plain[2].name == "trec_eval"
 
 
 def test_old_results_read_as_trec_eval_and_official_ranks_apart():
@@ -228,8 +229,8 @@ def _predictions_folder(tmp_path: Path) -> tuple[Path, Path]:
     rows = [{"task_id": "q4", "Collection": "mt-rag-clapnq-elser-512-100-20240503",  # replaced by its later line
              "contexts": [{"document_id": "zz", "score": 1.0}]}]
     for name, run in (("mt-rag-clapnq-elser-512-100-20240503", RUN_A), ("mt-rag-govt-elser-512-100-20240611", RUN_B)):
-        rows += [{"task_id": q, "Collection": name, "contexts": [{"document_id": d, "score": s}
-                                                                   for d, s in docs.items()]} for q, docs in run.items()]
+        rows += [{"task_id": q, "Collection": name,
+                  "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]} for q, docs in run.items()]
     path = tmp_path / "predictions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, tmp_path

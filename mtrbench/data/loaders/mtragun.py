@@ -103,7 +103,8 @@ def _records(path: Path) -> list[tuple[int, Any]]:
                     try:
                         out.append((n, json.loads(line)))
                     except json.JSONDecodeError as exc:
-                        raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+                        raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column "
+                                        f"{exc.colno})") from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read as UTF-8 JSON lines ({exc})") from None
     return out

@@ -21,8 +21,10 @@ from mtrbench.measures.base import Measure
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
 
 # the collection names of MTRAG's files (and MTRAG-UN's short ones) -> the domain folders of its qrels
-DOMAIN_OF_COLLECTION = {"mt-rag-clapnq-elser-512-100-20240503": "clapnq", "mt-rag-ibmcloud-elser-512-100-20240502": "cloud",
-                        "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa", "mt-rag-govt-elser-512-100-20240611": "govt",
+DOMAIN_OF_COLLECTION = {"mt-rag-clapnq-elser-512-100-20240503": "clapnq",
+                        "mt-rag-ibmcloud-elser-512-100-20240502": "cloud",
+                        "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa",
+                        "mt-rag-govt-elser-512-100-20240611": "govt",
                         "clapnq": "clapnq", "ibmcloud": "cloud", "cloud": "cloud", "fiqa": "fiqa", "govt": "govt"}
 QRELS_PLACES = ("mtrag-human/retrieval_tasks/{d}/qrels/dev.tsv", "mtragun-human/retrieval_tasks/qrels/{d}.tsv",
                 "retrieval_tasks/{d}/qrels/dev.tsv", "{d}/qrels/dev.tsv", "qrels/{d}.tsv", "{d}.tsv")
