@@ -130,7 +130,7 @@ def _console():
 
 # -- meta power -----------------------------------------------------------------------------------------
 def _cmd_power(args: argparse.Namespace) -> int:
-    from mtrbench.analyses.meta.inputs import load_matrices
+    from mtrbench.results.systems import load_matrices
     from mtrbench.analyses.meta.power import check_alpha, discriminative_power
     from mtrbench.analyses.meta.tests import Resampling
 
@@ -189,7 +189,7 @@ def _print_power(reports) -> None:
 # -- meta stability -------------------------------------------------------------------------------------
 def _second_condition(args: argparse.Namespace):
     """The second matrix and how to name both conditions."""
-    from mtrbench.analyses.meta.inputs import load_matrices
+    from mtrbench.results.systems import load_matrices
 
     given = [name for name in ("vs_qrels", "vs_relevance_level", "vs_measure", "vs_results", "vs_runs")
              if getattr(args, name) is not None]
@@ -284,7 +284,7 @@ def _print_stability(agreement, swaps) -> None:
 
 # -- meta size ------------------------------------------------------------------------------------------
 def _cmd_size(args: argparse.Namespace) -> int:
-    from mtrbench.analyses.meta.inputs import load_matrices
+    from mtrbench.results.systems import load_matrices
     from mtrbench.analyses.meta.size import topic_set_size
     from mtrbench.results.table import compact_table, print_titled
 

@@ -11,7 +11,8 @@ import pytest
 import pytrec_eval
 from scipy import stats
 
-from mtrbench.analyses.meta.inputs import InputSpec, ScoreMatrix, load_matrices
+from mtrbench.analyses.meta.inputs import InputSpec, ScoreMatrix
+from mtrbench.results.systems import load_matrices
 from mtrbench.analyses.meta.power import discriminative_power
 from mtrbench.analyses.meta.tests import Resampling, Units, tukey_hsd
 

@@ -78,7 +78,7 @@ def test_every_command_module_registers_the_same_way():
         assert all(callable(h) for h in handlers.values())
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
-    assert set(owner) == {"eval", "score", "compare", "pool", "fuse", "tasks", "models", "metrics", "export", "cache", "audit",
+    assert set(owner) == {"eval", "score", "compare", "pool", "meta", "fuse", "tasks", "models", "metrics", "export", "cache", "audit",
                           "assess", "generate", "judge", "rag", "synthesize", "leaderboard", "plot"}
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"

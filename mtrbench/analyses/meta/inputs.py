@@ -1,15 +1,14 @@
 """Systems x queries score matrices: what every meta-analysis reads.
 
-Three sources give the same matrix: ``eval`` results (the result JSON or its ``<task>.per_query.jsonl``),
-TREC runs scored here against one qrels file with pytrec_eval, or a leaderboard JSON whose entries point at
-their result files. Systems that do not cover the same queries are put on the union of queries, and a query
+Three sources give the same matrix: ``eval`` results (the result JSON or its ``<task>.per_query.jsonl``)
+or a leaderboard JSON whose entries point at their result files, both read by ``mtrbench.results.systems``,
+or TREC runs scored here against one qrels file with pytrec_eval. Systems that do not cover the same queries are put on the union of queries, and a query
 a system lacks scores 0 (as ``trec_eval -c`` scores it); how many were filled is kept per system, so the
 command can say so.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -106,50 +105,15 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
                        conversations=conversations, scores=scores, filled=filled)
 
 
-# -- eval results ------------------------------------------------------------------------------------
-def _result_path(path: Path) -> Path:
-    """A per-query file names its result: ``<task>.per_query.jsonl`` lies beside ``<task>.json``."""
-    if path.name.endswith(".per_query.jsonl"):
-        return path.with_name(path.name[:-len(".per_query.jsonl")] + ".json")
-    return path
-
-
-def read_results(paths: Sequence[str | Path], measure_key: str) -> dict[str, list[SystemScores]]:
-    """Task -> its systems, from result files, per-query files, folders of results or leaderboards."""
-    from mtrbench.results.documents import find_inputs
-    from mtrbench.results.result import Result
-
-    resolved = [_result_path(Path(p)) for p in paths]
-    inputs = find_inputs(resolved)
-    files = list(inputs.results)
-    for board in inputs.leaderboards:
-        files.extend(_leaderboard_results(board))
-    if not files:
-        raise UserInputError(f"no `mtrbench eval` result among {', '.join(map(str, paths))}")
-    by_task: dict[str, list[SystemScores]] = {}
-    described: dict[str, list[tuple[str, str | None]]] = {}
-    for file in files:
-        result = Result.load(file)
-        values, conversations = {}, {}
-        for row in result.per_query:
-            if measure_key not in row.values:
-                available = ", ".join(k for k in row.values) or "none"
-                raise DataError(f"{result.per_query_path}: no per-query {measure_key} (has: {available})")
-            values[row.qid] = row.values[measure_key]
-            if row.conversation_id is not None:
-                conversations[row.qid] = str(row.conversation_id)
-        described.setdefault(result.task_name, []).append((result.model_name, result.history))
-        by_task.setdefault(result.task_name, []).append(SystemScores("", result.task_name, values, conversations))
-    return {task: [SystemScores(name, s.task, s.values, s.conversations)
-                   for name, s in zip(system_labels(described[task]), systems)]
-            for task, systems in by_task.items()}
+# -- eval results (read by mtrbench.results.systems) ---------------------------------------------------
+def short_model(model: str) -> str:
+    """``org/name`` (or a local path) -> ``name``."""
+    return model.rstrip("/").rsplit("/", 1)[-1]
 
 
 def system_labels(described: Sequence[tuple[str, str | None]]) -> list[str]:
     """``model (history)``, shortened to the history when every system is one model, and to the model when
     every system uses one history."""
-    from mtrbench.results.labels import short_model
-
     models = {model for model, _ in described}
     histories = {history for _, history in described}
     if len(models) == 1 and len(histories) == len(described) and None not in histories:
@@ -157,25 +121,6 @@ def system_labels(described: Sequence[tuple[str, str | None]]) -> list[str]:
     if len(histories) == 1:
         return [short_model(model) for model, _ in described]
     return [f"{short_model(model)} ({history})" for model, history in described]
-
-
-def _leaderboard_results(board: Path) -> list[Path]:
-    """The result files a leaderboard's entries were built from: as recorded, else beside the leaderboard."""
-    document = json.loads(board.read_text(encoding="utf-8"))
-    paths = []
-    for entry in document.get("entries") or []:
-        source = entry.get("source") if isinstance(entry, dict) else None
-        recorded = source.get("result_file") if isinstance(source, dict) else None
-        if not isinstance(recorded, str):
-            raise DataError(f"{board}: entry {entry.get('id') if isinstance(entry, dict) else entry!r} records "
-                            f"no source.result_file: its per-query values cannot be found")
-        candidates = [Path(recorded), board.parent / recorded]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise DataError(f"{board}: entry {entry.get('id')}'s result file {recorded} is not here (nor beside "
-                            f"the leaderboard): meta needs the per-query values")
-        paths.append(found)
-    return paths
 
 
 # -- TREC runs ---------------------------------------------------------------------------------------
@@ -249,45 +194,19 @@ class InputSpec:
             raise UserInputError("--tasks selects tasks among --results; runs with one qrels are one task")
 
 
-def load_matrices(spec: InputSpec, measures: Sequence[str]) -> list[ScoreMatrix]:
-    """One matrix per (task, measure), tasks first. No measure: nDCG@10 for runs, the results' main score."""
-    if spec.runs:
-        from mtrbench.formats.qrels import read_qrels
-        from mtrbench.formats.run import read_run
+def runs_matrices(spec: InputSpec, measures: Sequence[str]) -> list[ScoreMatrix]:
+    """One matrix per measure of the runs in ``spec`` (nDCG@10 when none is asked)."""
+    from mtrbench.formats.qrels import read_qrels
+    from mtrbench.formats.run import read_run
+    from mtrbench.measures import label
 
-        qrels = read_qrels(spec.qrels)
-        runs = {file_label(p): read_run(p) for p in spec.runs}
-        if len(runs) < len(spec.runs):
-            raise UserInputError("two --runs share a file name; give each run once, under its own name")
-        from mtrbench.measures import label
-
-        task = file_label(spec.qrels)
-        matrices = []
-        for measure in measures or [DEFAULT_RUN_MEASURE]:
-            key = measure_key(measure, spec.relevance_level)
-            matrices.append(build_matrix(score_runs(runs, qrels, label(key), spec.relevance_level, task), key))
-        return matrices
-    keys = [measure_key(m, spec.relevance_level) for m in measures] or [_main_score(spec.results)]
+    qrels = read_qrels(spec.qrels)
+    runs = {file_label(p): read_run(p) for p in spec.runs}
+    if len(runs) < len(spec.runs):
+        raise UserInputError("two --runs share a file name; give each run once, under its own name")
+    task = file_label(spec.qrels)
     matrices = []
-    for key in keys:
-        by_task = read_results(spec.results, key)
-        missing = [t for t in spec.tasks if t not in by_task]
-        if missing:
-            raise UserInputError(f"--tasks {', '.join(missing)} not among the results' tasks "
-                                 f"({', '.join(sorted(by_task))})")
-        for task in spec.tasks or sorted(by_task):
-            matrices.append(build_matrix(by_task[task], key))
+    for measure in measures or [DEFAULT_RUN_MEASURE]:
+        key = measure_key(measure, spec.relevance_level)
+        matrices.append(build_matrix(score_runs(runs, qrels, label(key), spec.relevance_level, task), key))
     return matrices
-
-
-def _main_score(paths: Sequence[str]) -> str:
-    from mtrbench.results.documents import find_inputs
-    from mtrbench.results.result import Result
-
-    inputs = find_inputs([_result_path(Path(p)) for p in paths])
-    files = list(inputs.results)
-    for board in inputs.leaderboards:
-        files.extend(_leaderboard_results(board))
-    if not files:
-        raise UserInputError(f"no `mtrbench eval` result among {', '.join(map(str, paths))}")
-    return Result.load(files[0]).main_score_key
