@@ -124,18 +124,6 @@ def system_labels(described: Sequence[tuple[str, str | None]]) -> list[str]:
 
 
 # -- TREC runs ---------------------------------------------------------------------------------------
-def read_runs(run_paths: Sequence[str | Path], qrels_path: str | Path, measure: str,
-              relevance_level: int = 1) -> list[SystemScores]:
-    """Each run scored by pytrec_eval against ``qrels_path`` on ``measure`` (a measure string); judged
-    queries a run lacks are scored 0 by ``evaluate`` itself and counted in ``scored_absent``."""
-    from mtrbench.formats.qrels import read_qrels
-    from mtrbench.formats.run import read_run
-
-    qrels = read_qrels(qrels_path)
-    return score_runs({file_label(p): read_run(p) for p in run_paths}, qrels, measure, relevance_level,
-                      task=file_label(qrels_path))
-
-
 def score_runs(runs: dict[str, dict[str, dict[str, float]]], qrels: dict[str, dict[str, int]], measure: str,
                relevance_level: int, task: str) -> list[SystemScores]:
     from mtrbench.measures import evaluate, parse
