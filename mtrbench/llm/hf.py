@@ -8,13 +8,21 @@ Prompts are rendered with the tokenizer's own chat template, batched with left p
 continues from the last position, so padding must come first) and decoded greedily unless the judge's
 temperature is above 0. Greedy decoding is deterministic, so a reply that does not parse is not asked
 again: it is a failure at once (one attempt).
+
+``hf://smollm2`` (a packaged model) and ``hf://PATH/file.gguf`` are resolved by ``llm.packaged``. A model is
+loaded once per process: clients of the same path, dtype and device (a rewriter and a generator, a generator
+and its judge, two judges of an ensemble) share its weights, and one ``generate`` runs on it at a time. Each
+reply is handed on (and counted on the progress bar, with tokens per second) the moment its row of the
+batch ends, not when the whole batch does.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
@@ -26,6 +34,7 @@ from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunn
 from mtrbench.llm.config import JudgeConfig
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
@@ -58,6 +67,7 @@ class HFChatClient:
         self._device = device
         self._model = model
         self._tokenizer = tokenizer
+        self._generate_lock: threading.Lock | None = None
 
     def __repr__(self) -> str:
         return f"HFChatClient(judge={self.judge.name!r}, model={self._path!r})"
@@ -69,19 +79,8 @@ class HFChatClient:
 
     def _load(self) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
         if self._model is None or self._tokenizer is None:
-            import torch
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            device = self._device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            try:
-                tokenizer = self._tokenizer or AutoTokenizer.from_pretrained(self._path)
-                model = self._model or AutoModelForCausalLM.from_pretrained(
-                    self._path, dtype=torch.bfloat16 if device.startswith("cuda") else torch.float32)
-            except (OSError, ValueError) as err:
-                raise ModelError(f"hf://{self._path}: cannot load a causal LM and its tokenizer ({err})") from None
-            self._model, self._tokenizer = model.to(device).eval(), tokenizer
+            loaded = load_chat_model(self._path, self._device)
+            self._model, self._tokenizer, self._generate_lock = loaded.model, loaded.tokenizer, loaded.generate_lock
         tokenizer = self._tokenizer
         if not getattr(tokenizer, "chat_template", None):
             raise ModelError(f"hf://{self._path}: the tokenizer has no chat template; use an instruct/chat model")
@@ -90,9 +89,15 @@ class HFChatClient:
             tokenizer.pad_token = tokenizer.eos_token
         return self._model, tokenizer
 
-    def generate_ids(self, requests: Sequence[ChatRequest]) -> list[list[int]]:
-        """New token ids for one batch of requests (left-padded, one ``generate`` call)."""
+    def generate_ids(self, requests: Sequence[ChatRequest],
+                     on_reply: Callable[[int, list[int]], None] | None = None) -> list[list[int]]:
+        """New token ids for one batch of requests (left-padded, one ``generate`` call).
+
+        ``on_reply(position, ids)`` is called once per request, as soon as its row ends (a stop token), or
+        after ``generate`` for rows cut at the token limit.
+        """
         import torch
+        from transformers import StoppingCriteria, StoppingCriteriaList
 
         model, tokenizer = self._load()
         prompts = [tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False)
@@ -102,18 +107,24 @@ class HFChatClient:
         params = generation_params(self.judge, requests[0])
         temperature = float(params.get("temperature") or 0.0)
         sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-        with torch.no_grad():
-            out = model.generate(**batch, max_new_tokens=int(params.get("max_tokens") or 256),
-                                 pad_token_id=tokenizer.pad_token_id, **sampling)
         width = batch["input_ids"].shape[1]
         model_eos = model.generation_config.eos_token_id
         model_eos = model_eos if isinstance(model_eos, list) else [model_eos]
         stops = {tokenizer.eos_token_id, tokenizer.pad_token_id, *model_eos} - {None}
-        replies = []
-        for row in out[:, width:].tolist():
-            end = next((i for i, t in enumerate(row) if t in stops), len(row))
-            replies.append(row[:end])
-        return replies
+        rows = _Rows(width, stops, on_reply)
+
+        class _WatchRows(StoppingCriteria):  # never stops anything: reports rows that just ended
+            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor,
+                         **kwargs: object) -> torch.BoolTensor:
+                rows.step(input_ids)
+                return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+        lock = self._generate_lock if self._generate_lock is not None else threading.Lock()
+        with lock, torch.no_grad():
+            out = model.generate(**batch, max_new_tokens=int(params.get("max_tokens") or 256),
+                                 pad_token_id=tokenizer.pad_token_id,
+                                 stopping_criteria=StoppingCriteriaList([_WatchRows()]), **sampling)
+        return rows.finish(out)
 
     # -- the client interface ------------------------------------------------------------------------------
 
@@ -132,6 +143,8 @@ class HFChatClient:
         bar = tqdm(total=len(requests), initial=len(results), desc=desc, unit="req", disable=not show_progress,
                    dynamic_ncols=True)
         size = max(1, self.judge.concurrency)
+        started = time.monotonic()
+        generated = 0
         try:
             if todo:
                 _, tokenizer = self._load()
@@ -140,14 +153,22 @@ class HFChatClient:
             for start in range(0, len(todo), size):
                 chunk = todo[start:start + size]
                 batch_requests = [requests[i] for i in chunk]
-                ids = self.generate_ids(batch_requests)
-                for index, request, reply_ids in zip(chunk, batch_requests, ids):
+
+                def on_reply(position: int, reply_ids: list[int], chunk: list[int] = chunk,
+                             batch_requests: list[ChatRequest] = batch_requests) -> None:
+                    nonlocal generated
                     text = tokenizer.decode(reply_ids, skip_special_tokens=True).strip()
-                    result = self._finish(request, text, len(reply_ids))
-                    results[index] = result
+                    result = self._finish(batch_requests[position], text, len(reply_ids))
+                    results[chunk[position]] = result
                     if on_result is not None:
                         on_result(result)
+                    generated += len(reply_ids)
                     bar.update(1)
+                    elapsed = time.monotonic() - started
+                    bar.set_postfix(tok_s=f"{generated / elapsed:.1f}" if elapsed > 0 else "-",
+                                    failed=self.usage.failures, refresh=False)
+
+                self.generate_ids(batch_requests, on_reply)
         finally:
             bar.close()
         return [results[i] for i in range(len(requests))]
@@ -164,11 +185,13 @@ class HFChatClient:
         except PARSE_ERRORS:
             return None
         self.usage.cached += 1
+        self.usage.items += 1
         return ChatResult(key=request.key, ok=True, text=record["text"], value=value, error=None, attempts=0,
                           cached=True, prompt_tokens=0, completion_tokens=0)
 
     def _finish(self, request: ChatRequest, text: str, n_tokens: int) -> ChatResult:
         self.usage.requests += 1
+        self.usage.items += 1
         self.usage.completion_tokens += n_tokens
         parse = request.parse or (lambda reply: reply)
         try:
@@ -184,6 +207,75 @@ class HFChatClient:
                                                      "completion_tokens": n_tokens, "created": time.time()})
         return ChatResult(key=request.key, ok=True, text=text, value=value, error=None, attempts=1, cached=False,
                           prompt_tokens=0, completion_tokens=n_tokens)
+
+
+class _Rows:
+    """Which rows of a batch have ended, seen step by step while ``generate`` runs."""
+
+    def __init__(self, width: int, stops: set[int], on_reply: Callable[[int, list[int]], None] | None) -> None:
+        self.width = width  # prompt columns: new tokens start here
+        self.stops = stops
+        self.on_reply = on_reply
+        self.replies: dict[int, list[int]] = {}
+
+    def step(self, input_ids: torch.LongTensor) -> None:
+        if input_ids.shape[1] <= self.width:
+            return
+        last = input_ids[:, -1].tolist()
+        for row, token in enumerate(last):
+            if row not in self.replies and token in self.stops:
+                self._done(row, input_ids[row, self.width:-1].tolist())
+
+    def finish(self, out: torch.LongTensor) -> list[list[int]]:
+        for row, ids in enumerate(out[:, self.width:].tolist()):
+            if row not in self.replies:
+                self._done(row, ids[:next((i for i, t in enumerate(ids) if t in self.stops), len(ids))])
+        return [self.replies[row] for row in range(out.shape[0])]
+
+    def _done(self, row: int, ids: list[int]) -> None:
+        self.replies[row] = ids
+        if self.on_reply is not None:
+            self.on_reply(row, ids)
+
+
+@dataclass
+class LoadedChatModel:
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    generate_lock: threading.Lock = field(default_factory=threading.Lock)  # one generate at a time on the weights
+
+
+_LOADED: dict[tuple[str, str, str], LoadedChatModel] = {}
+_LOADING = threading.Lock()
+
+
+def load_chat_model(path: str, device: str = "auto") -> LoadedChatModel:
+    """The causal LM and tokenizer named after ``hf://``, loaded once per process per (path, dtype, device)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from mtrbench.llm.packaged import resolve_chat_model
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    with _LOADING:
+        location = resolve_chat_model(path)
+        key = (location, str(dtype), device)
+        if key not in _LOADED:
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(location)
+                model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype)
+            except (OSError, ValueError) as err:
+                raise ModelError(f"hf://{path}: cannot load a causal LM and its tokenizer ({err})") from None
+            _LOADED[key] = LoadedChatModel(model.to(device).eval(), tokenizer)
+        return _LOADED[key]
+
+
+def forget_loaded_models() -> None:
+    """Drop every model this process loaded (they are kept for its lifetime otherwise)."""
+    with _LOADING:
+        _LOADED.clear()
 
 
 def make_client(judge: JudgeConfig, cache: ResponseCache | None = None) -> ChatRunner:

@@ -122,6 +122,9 @@ def test_generate_runs_on_the_hf_backend(tiny_model, native_mini, tmp_path, caps
 def test_summary_on_the_same_hf_model_loads_it_once(tiny_model, native_mini, tmp_path, monkeypatch, capsys):
     import transformers
 
+    from mtrbench.llm.hf import forget_loaded_models
+
+    forget_loaded_models()  # models are kept per process: the module's earlier tests loaded this one
     loads = []
     original = transformers.AutoModelForCausalLM.from_pretrained
 
