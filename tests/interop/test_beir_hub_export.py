@@ -23,6 +23,7 @@ import yaml
 
 from mtrbench.data import load_task
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval
+from mtrbench.results.result import Result
 from mtrbench.retrieve import RetrieverOptions
 
 logging.getLogger("beir").setLevel(logging.WARNING)
@@ -128,7 +129,7 @@ def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
 
 
 @pytest.mark.slow
-def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tmp_path):
+def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, sample_cli_results):
     """history=full on the sample truncates about 4 in 10 queries at MiniLM's 256 tokens: the export must carry
     mtrbench's left-truncated text (beir's tokenizer would cut the question off the end)."""
     export, task = on_sample["export"], on_sample["task"]
@@ -143,8 +144,8 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tm
     assert sidecar["geo-01_3"]["serialization"]["history"] == "full"
 
     theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=False)
-    [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions.of(device="cpu", show_progress=False))
+    # `mtrbench eval --history current,full` on the sample (tests/conftest.py): its `full` result, the default
+    [ours] = [r for r in map(Result.load, sample_cli_results.rglob("mtrbench-sample.json")) if r.history == "full"]
     print(f"\nnDCG@10 beir on export {sum(theirs.values()) / len(theirs):.6f}  "
           f"mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
     assert ours.truncation["truncated"] > 50  # the premise: truncation matters here
@@ -153,7 +154,8 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, tm
 
 def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_path):
     out = tmp_path / "beir"
-    mtrbench("export", str(native_mini), "--format", "beir", "--history", "questions", "--out", str(out))
+    mtrbench("export", str(native_mini), "--format", "beir", "--history", "questions", "--out", str(out),
+             "--truncate", "none")
     text = {r["_id"]: r["text"] for r in map(json.loads, (out / "queries.jsonl").read_text().splitlines())}
     assert text["c1_1"] == "How deep is Lake Varnholm?"
     assert text["c1_2"] == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
@@ -175,7 +177,7 @@ def test_export_rejects_max_length_without_a_model(native_mini, tmp_path):
 @pytest.mark.slow
 def test_hf_export_is_hub_ready_and_round_trips(tmp_path):
     out = tmp_path / "hf"
-    mtrbench("export", "mtrbench-sample", "--format", "hf", "--out", str(out))
+    mtrbench("export", "mtrbench-sample", "--format", "hf", "--out", str(out), "--truncate", "none")
     original = load_task("mtrbench-sample")
 
     # the card: YAML metadata the Hub reads, data_files that exist, the task card's license and citation
@@ -231,7 +233,7 @@ def test_hf_export_meta_that_fits_no_schema_is_json(tmp_path):
 @pytest.mark.slow
 def test_eval_reads_an_hf_export_through_the_cli(native_mini, tmp_path):
     out = tmp_path / "hf"
-    mtrbench("export", str(native_mini), "--format", "hf", "--out", str(out))
+    mtrbench("export", str(native_mini), "--format", "hf", "--out", str(out), "--truncate", "none")
     proc = mtrbench("eval", "--model", "bm25", "--task", str(out), "--output-dir", str(tmp_path / "r"), "--quiet")
     [result] = (tmp_path / "r").rglob("hf.json")
     document = json.loads(result.read_text())

@@ -65,7 +65,7 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
 
 def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path):
     work = tmp_path / "work"
-    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "100", "--conversations", "8", "--work", str(work))
     [path] = list(tmp_path.glob("*-rehearsal-e2e.json"))
     report = json.loads(path.read_text())
     first, second = report["runs"]
@@ -77,13 +77,13 @@ def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path)
     assert report["model"] == "tiny bge-large-shaped (random)"
 
     # The same --work again: task, model and cache are reused, so both runs read the corpus from the cache.
-    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "300", "--conversations", "16", "--work", str(work))
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "100", "--conversations", "8", "--work", str(work))
     again = json.loads(path.read_text())
     assert again["reused_work"] is True and [r["corpus"] for r in again["runs"]] == ["warm", "warm"]
     assert again["runs"][0]["main_score"] == first["main_score"]
 
     # Another recipe in that folder replaces it; a folder the benchmark did not make is refused.
-    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "200", "--conversations", "16", "--work", str(work))
+    _run(tmp_path, "--rehearse", "--e2e", "--corpus-size", "60", "--conversations", "8", "--work", str(work))
     assert json.loads(path.read_text())["runs"][0]["corpus"] == "cold"
     foreign = tmp_path / "foreign"
     foreign.mkdir()
