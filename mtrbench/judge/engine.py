@@ -110,7 +110,7 @@ def _record(item: JudgeItem, judge: JudgeConfig, result: ChatResult) -> dict[str
 def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, *, cache: ResponseCache | None = None,
               dry_run: bool = False, yes: bool = False, show_progress: bool = True) -> JudgeRun | None:
     """Ask ``judge`` about every item the log in ``output_dir`` has not answered; None after a dry run."""
-    from mtrbench.llm.client import ChatClient
+    from mtrbench.llm.hf import make_client
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     if not items:
