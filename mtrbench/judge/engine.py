@@ -128,7 +128,7 @@ def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, 
         print_dry_run(_requests(pending), [judge])
         print(f"{len(items) - len(pending)} of {len(items)} turns already answered in {log_path}")
         return None
-    client = ChatClient(judge, cache)  # a missing key stops here, before the cost question
+    client = make_client(judge, cache)  # hf:// in-process; a missing key stops here, before the cost question
     if pending:
         confirm_cost([(judge, estimate_cost(_requests(pending), judge, cache))], yes)
     log_path.parent.mkdir(parents=True, exist_ok=True)
