@@ -164,8 +164,8 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
                 print(f"{len(work)} pairs to assess; at most {total} requests in all (every pair through every "
                       f"stage and round)")
                 return AssessResult(paths, {}, {}, warnings, dry_run=True)
-            from mtrbench.llm.client import ChatClient
             from mtrbench.llm.cost import confirm_cost
+            from mtrbench.llm.hf_async import make_async_client
 
             estimates = cost_estimates(by_judge, roles.judges(), cache)
             if console is not None:
@@ -173,7 +173,7 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
                               f"round(s){' and reaches the adjudicator' if roles.adjudicator else ''} (in BRIDGE, "
                               f"10% of the debated pairs needed round 2).[/dim]")
             confirm_cost(estimates, options.yes)
-            clients = {j.name: ChatClient(j, cache) for j in roles.judges()}
+            clients = {j.name: make_async_client(j, cache) for j in roles.judges()}  # hf:// runs in-process
             assessor = PairAssessor(roles, clients, log, options.rounds)
             n_workers = max(j.concurrency for j in roles.judges())
             try:

@@ -32,6 +32,7 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunner, Usage, cache_key,
                                  generation_params)
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.reask import MalformedReply
 
 if TYPE_CHECKING:
     import torch
@@ -201,7 +202,8 @@ class HFChatClient:
             reason = " ".join(str(err).split())[:200] or type(err).__name__
             return ChatResult(key=request.key, ok=False, text=text, value=None,
                               error=f"unparseable (greedy decoding, not retried): {reason}", attempts=1,
-                              cached=False, prompt_tokens=0, completion_tokens=n_tokens)
+                              cached=False, prompt_tokens=0, completion_tokens=n_tokens,
+                              malformed=[MalformedReply(1, reason, text)])
         if self.cache is not None:
             self.cache.put(self.cache_key(request), {"text": text, "model": self.judge.model,
                                                      "completion_tokens": n_tokens, "created": time.time()})
