@@ -209,7 +209,9 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
         raise UserInputError(f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
                             "lower --conversations or --turns, or raise --max-cost")
     folder.mkdir(parents=True, exist_ok=True)
-    clients = {name: ChatClient(judge, cache) for name, judge in agents.items()}
+    from mtrbench.llm.hf_async import make_async_client
+
+    clients = {name: make_async_client(judge, cache) for name, judge in agents.items()}  # hf:// runs in-process
     by_id = {c.chunk_id: c for c in chunks}
     runner = ConversationRunner(clients, by_id, clusters)
     stopped = False
