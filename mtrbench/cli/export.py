@@ -11,8 +11,10 @@ from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
 def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("export", help="write a task as BEIR files or a Hub-ready Hugging Face dataset",
                        description="Each query's text is serialized as `mtrbench eval` serializes it (--history and "
-                                   "the query-format options; with --model also truncated to that model's limit), "
-                                   "so beir's and mteb's own retrievers score the export as mtrbench scores the task.")
+                                   "the query-format options) and truncated as eval truncates it for --model, so "
+                                   "beir's and mteb's own retrievers score the export as mtrbench scores the task. "
+                                   "Without --model, --truncate none must be given: the texts are then written whole, "
+                                   "and the export records and prints that.")
     p.add_argument("task")
     p.add_argument("--format", required=True, choices=["beir", "hf"])
     p.add_argument("--out", required=True)
@@ -20,10 +22,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--history", default="full",
                    help="current | full | window:K | questions | last-response | rewrite [full, as eval]")
     p.add_argument("--model", help="truncate each query as `mtrbench eval --model M` does (its tokenizer, max length "
-                                   "and query prompt; the prompt itself is not written) [no truncation]")
+                                   "and query prompt; the prompt itself is not written); the model the export will be "
+                                   "scored with")
     p.add_argument("--max-length", type=int, help="with --model: token limit, as eval's --max-length [model's]")
-    p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
-                   help="with --model: as eval's --truncate [left]")
+    p.add_argument("--truncate", choices=["left", "right", "none"],
+                   help="with --model: as eval's --truncate [left]; without --model: none, required, to write the "
+                        "texts whole (a retriever with a token limit then cuts them itself)")
     p.add_argument("--user-prefix", default="User: ")
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
@@ -42,8 +46,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
     strategy = get_strategy(args.history)
     fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
                       separator=unescape(args.separator), order=args.order)
-    if args.max_length is not None and not args.model:
-        raise MtrbenchError("--max-length needs --model (the tokenizer that counts the tokens)")
+    side = _truncation(args)
+    if args.model:
+        from mtrbench.retrieve import resolve
+
+        resolve(args.model)  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
@@ -55,7 +62,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         retriever = build_retriever(args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length,
                                                                  show_progress=False))
         tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
-    truncator = Truncator(tokenizer, max_length, prompt=prompt, side=args.truncate)
+    truncator = Truncator(tokenizer, max_length, prompt=prompt, side=side)
     texts = {q.qid: truncator(strategy(q, fmt)) for q in task.queries}
     settings = {"history": strategy.name, "truncate": truncator.side, "model": args.model,
                 "max_length": max_length if truncator.side != "none" else None, "query_prompt": prompt or None,
@@ -66,7 +73,29 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if prompt:
         print(f"note: {args.model} encodes queries with the prompt {prompt!r}; the exported text leaves it out "
               f"(its tokens were counted when truncating)", file=sys.stderr)
+    if not args.model:
+        print("note: query texts written whole (--truncate none, recorded in the export): a retriever with a token "
+              "limit cuts them itself, on long conversations from the question's end; --model M truncates as "
+              "`mtrbench eval --model M` does", file=sys.stderr)
+    truncated = f"{truncator.stats.truncated} truncated" if args.model else "untruncated, as asked"
     print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents; "
-          f"history={strategy.name}, truncate={truncator.side}, {truncator.stats.truncated} truncated) to "
-          + ", ".join(str(p) for p in paths))
+          f"history={strategy.name}, truncate={truncator.side}, {truncated}) to " + ", ".join(str(p) for p in paths))
     return 0
+
+
+def _truncation(args: argparse.Namespace) -> str:
+    """The truncation side: eval's for --model; without a model only an explicit --truncate none."""
+    from mtrbench.infra.errors import MtrbenchError
+
+    if args.model:
+        return args.truncate or "left"
+    if args.max_length is not None:
+        raise MtrbenchError("--max-length needs --model (the tokenizer that counts the tokens)")
+    if args.truncate is None:
+        raise MtrbenchError("export writes each query as a retriever will read it, and without --model it cannot "
+                            "truncate as `mtrbench eval` does: pass --model M (the model that will score the export), "
+                            "or --truncate none to write the texts whole (recorded in the export)")
+    if args.truncate != "none":
+        raise MtrbenchError(f"--truncate {args.truncate} needs --model (the tokenizer that counts the tokens); "
+                            f"without one, --truncate none writes the texts whole")
+    return "none"

@@ -22,6 +22,8 @@ from mtrbench.formats.beir import BeirFolder
 from mtrbench.formats.qrels import BEIR, format_qrels
 
 HF_CONFIGS = ("corpus", "queries", "qrels", "conversations")
+# the export's own record: task, split, format and the query-text settings (truncation included)
+EXPORT_RECORD = "mtrbench-export.json"
 # split names of the corpus and queries configs, as in mteb's BEIR mirrors on the Hub (mteb/scifact)
 CORPUS_SPLIT, QUERIES_SPLIT = "corpus", "queries"
 
@@ -47,6 +49,26 @@ def _check_texts(task: TaskData, texts: QueryTexts) -> None:
     missing = [q.qid for q in task.queries if q.qid not in texts.texts]
     if missing:
         raise MtrbenchError(f"export: no serialized text for {len(missing)} queries (first: {missing[0]})")
+    if texts.settings.get("truncate") not in ("left", "right", "none"):
+        raise MtrbenchError("export: the query texts must say how they were truncated (settings 'truncate': left, "
+                            "right, or none for texts written whole)")
+
+
+def write_record(task: TaskData, out: Path, texts: QueryTexts, fmt: str) -> Path:
+    """``mtrbench-export.json``: what the export holds and how its query texts were made, so a reader can tell
+    texts truncated for a model from texts written whole."""
+    path = out / EXPORT_RECORD
+    side, model = texts.settings.get("truncate"), texts.settings.get("model")
+    if model is None:
+        truncation = "none: texts written whole (--truncate none); a retriever with a token limit cuts them itself"
+    elif side == "none":
+        truncation = f"none, as `mtrbench eval --model {model}` (no token limit, or --truncate none)"
+    else:
+        truncation = f"{side} for {model}, as `mtrbench eval` truncates"
+    atomic_write_text(path, json.dumps({
+        "task": task.name, "split": task.split, "format": fmt, "queries": len(task.queries),
+        "documents": len(task.corpus), "serialization": texts.settings, "truncation": truncation}, indent=2) + "\n")
+    return path
 
 
 def export_beir(task: TaskData, out: Path, texts: QueryTexts) -> list[Path]:
@@ -65,7 +87,7 @@ def export_beir(task: TaskData, out: Path, texts: QueryTexts) -> list[Path]:
     paths = [folder.corpus, folder.queries, folder.qrels(task.split), folder.conversations]
     for path, text in zip(paths, (corpus, queries, qrels, sidecar)):
         atomic_write_text(path, text)
-    return paths
+    return [*paths, write_record(task, out, texts, "beir")]
 
 
 def _meta_column(metas: list[dict[str, Any]]) -> tuple[list[Any], str]:
@@ -108,7 +130,7 @@ def export_hf(task: TaskData, card: TaskCard, out: Path, texts: QueryTexts) -> l
     files = {name: _write_parquet(tables[name], out / name, splits[name]) for name in HF_CONFIGS}
     readme = out / "README.md"
     atomic_write_text(readme, dataset_card(task, card, texts, splits, files, meta_encoding))
-    return [readme, *(out / f for f in files.values())]
+    return [readme, *(out / f for f in files.values()), write_record(task, out, texts, "hf")]
 
 
 def _write_parquet(table, folder: Path, split: str) -> str:
@@ -166,6 +188,9 @@ def dataset_card(task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict
         f"Query text settings: {settings or 'none'}. `mtrbench eval --task DIR` reads this folder (it re-serializes "
         f"each query from `conversations`); mteb's retrieval loader reads `corpus`, `queries` and `qrels`.", "",
     ]
+    if texts.settings.get("truncate") == "none":
+        lines += ["The query texts are written whole (not truncated for any model): a retriever with a token limit "
+                  "cuts them itself, which on long conversations can cut the question off.", ""]
     if card.reference:
         lines += [f"Reference: {card.reference}", ""]
     if card.citation:

@@ -474,7 +474,7 @@ def _export_to_an_existing_file(tmp: Path) -> tuple[list[str], str]:
     root = make_native(tmp / "in")
     out = tmp / "existing"
     out.write_text("not a folder\n")
-    return (["export", str(root), "--format", "beir", "--out", str(out)],
+    return (["export", str(root), "--format", "beir", "--out", str(out), "--truncate", "none"],
             rf"{re.escape(str(out))}: {re.escape(str(out))} is a file, not a folder")
 
 

@@ -174,7 +174,7 @@ def test_eval_audit_export_and_stats_run_on_the_synthesized_task(synthesized, tm
                  "--output-dir", str(tmp_path / "results-card")]) == 0
     assert main(["tasks", "show", str(task), "--stats"]) == 0
     assert "conversations: 3" in capsys.readouterr().out
-    assert main(["export", str(task), "--format", "beir", "--out", str(tmp_path / "beir")]) == 0
+    assert main(["export", str(task), "--format", "beir", "--out", str(tmp_path / "beir"), "--truncate", "none"]) == 0
     judge = ScriptedChatServer(lambda body: Reply("Document ID: [1]\nRating: [[4]]"))
     with judge:
         assert main(["audit", str(task), "--llm-model", "judge", "--llm-base-url", judge.base_url, "--yes",
