@@ -77,6 +77,15 @@ def resolve_chat_model(name: str) -> str:
     return name
 
 
+def check_chat_model(name: str) -> None:
+    """Raise ``ModelError`` when a packaged alias or a GGUF file named after ``hf://`` cannot be found (nothing
+    is loaded or converted)."""
+    if name in PACKAGED_CHAT_MODELS:
+        packaged_gguf(PACKAGED_CHAT_MODELS[name])
+    elif name.lower().endswith(".gguf") and not Path(name).expanduser().is_file():
+        raise ModelError(f"hf://{name}: no such GGUF file")
+
+
 def converted_folder(gguf: Path) -> Path:
     """The fp32 folder made from ``gguf`` (made now, under a lock, when it is not there yet)."""
     gguf = gguf.resolve()

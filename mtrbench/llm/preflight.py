@@ -5,9 +5,10 @@ What is checked, for each stage's model (generator, judge, rewriter):
 
 * ``http(s)://``: the scheme (``OPENAI_BASE_URL`` is not validated anywhere else) and a TCP connection to its
   host and port (nothing is sent over it);
-* ``hf://PATH``: a path that names a local folder (absolute, ``./``, ``../``, ``~``) must exist; a Hub id cannot
-  be checked without the Hub and is accepted;
-* a stage that cannot run in-process (judges, until they accept ``hf://``) refuses ``hf://`` up front.
+* ``hf://PATH``: a path that names a local folder (absolute, ``./``, ``../``, ``~``) must exist and hold a model
+  (``config.json``); a GGUF file must exist; a packaged alias (``hf://smollm2``) must have its package
+  installed; a Hub id cannot be checked without the Hub and is accepted;
+* a stage that cannot run in-process refuses ``hf://`` up front (every stage runs in-process now).
 
 Every problem is one ``UserInputError`` line (exit 2) naming the stage, the model and the endpoint without
 credentials.
@@ -25,8 +26,8 @@ from mtrbench.llm.config import JudgeConfig
 CONNECT_TIMEOUT_S = 3.0
 DEFAULT_PORTS = {"http": 80, "https": 443}
 LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
-# Judges ask through the HTTP client (judge.engine); the in-process backend is not wired there yet.
-JUDGES_RUN_IN_PROCESS = False
+# judge.engine asks through make_client, which runs hf:// judges in-process.
+JUDGES_RUN_IN_PROCESS = True
 
 
 def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, connect: bool = True) -> None:
@@ -41,9 +42,19 @@ def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, c
                                  f"support yet; serve the model over HTTP (vLLM, SGLang, llama.cpp) and pass its URL, "
                                  f"or name another {stage} model")
         path = hf_model_path(str(judge.base_url))
+        from mtrbench.infra.errors import ModelError
+        from mtrbench.llm.packaged import check_chat_model
+
+        try:
+            check_chat_model(path)  # hf://smollm2 without its package, hf://missing.gguf
+        except ModelError as err:
+            raise UserInputError(f"{where}: {err}") from None
         folder = Path(path).expanduser()
-        if path.startswith(LOCAL_PATH_PREFIXES) and not folder.is_dir():
-            raise UserInputError(f"{where}: {judge.base_url} names a folder that does not exist")
+        if path.startswith(LOCAL_PATH_PREFIXES) and not path.lower().endswith(".gguf"):
+            if not folder.is_dir():
+                raise UserInputError(f"{where}: {judge.base_url} names a folder that does not exist")
+            if not (folder / "config.json").is_file():
+                raise UserInputError(f"{where}: {judge.base_url} holds no model (no config.json)")
         return
     endpoint = endpoint_label(judge)
     parts = urlsplit(endpoint)

@@ -2,7 +2,7 @@
 `judge run --dry-run` report an unusable endpoint with one `error:` line and exit 2, nothing sent and nothing
 retrieved. The usable endpoint is a real scripted server on 127.0.0.1 that counts what reaches it; the unusable
 ones are a port nobody listens on (bound, then closed), a scheme that is not http(s), a missing hf:// folder, and
-an hf:// judge (judges ask over HTTP only, see mtrbench/llm/preflight.py).
+an hf:// folder that holds no model (see mtrbench/llm/preflight.py).
 """
 
 from __future__ import annotations
@@ -58,16 +58,16 @@ def test_rag_refuses_an_unusable_judge_before_retrieval(judge_url, expected, dry
     assert sent == 0 and not (tmp_path / "results").exists()  # no request, no retrieval
 
 
-def test_rag_with_an_in_process_generator_and_no_judge_named_refuses_up_front(native_mini, tmp_path, monkeypatch,
+def test_rag_with_an_in_process_generator_that_holds_no_model_refuses_up_front(native_mini, tmp_path, monkeypatch,
                                                                                capsys):
-    """The judge defaults to the generator's hf:// endpoint, which judges cannot use: one line before retrieval,
-    not an error after the whole generation."""
+    """An hf:// folder without a model: one line before retrieval, not an error after it (the judge, defaulting to
+    the generator, would run in-process too; tests/llm/test_real_llm.py runs that to the end)."""
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "model"
     folder.mkdir()
     code = main(rag_args(tmp_path, native_mini, f"hf://{folder}"))
     line = one_error(capsys)
-    assert code == 2 and "the judge (gen-m)" in line and f"hf://{folder}" in line
+    assert code == 2 and "the generator (gen-m)" in line and f"hf://{folder}" in line and "no config.json" in line
     assert not (tmp_path / "results").exists()
 
 
