@@ -114,18 +114,22 @@ def _check(config: RagConfig) -> None:
                                 "RAGAlign@10(of=nDCG))")
 
 
-def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport:
+def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport | None:
     """Retrieval, generation, judging. A stage failing on more than ``max_failure_rate`` of its items stops the
     run there: what finished is written (generations, judge log, the rag JSON with the stage named) and
-    ``TooManyFailures`` names the stage, failed/total and the most common reason."""
+    ``TooManyFailures`` names the stage, failed/total and the most common reason. None after a dry run that
+    stopped at the rewriter's prompts (retrieval needs its texts)."""
     say = progress or (lambda message: None)
     _check(config)
     check_endpoints(config)  # every stage's model and endpoint, before any work
     say("Stage 1/3: retrieval")
     try:
-        retrieval = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)[0]
+        results = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)
     except TooManyFailures as failure:
         raise TooManyFailures(f"rag stopped at the retrieval stage: {failure}") from failure
+    if not results:  # a dry run of a model-written history: its prompts were shown, nothing retrieved
+        return None
+    retrieval = results[0]
 
     say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
     generation_config = dataclasses.replace(

@@ -259,3 +259,23 @@ def test_every_llm_command_exits_1_naming_the_failures(case: Case, failure: str,
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET not in printed.out and SECRET not in printed.err
+
+
+def test_rag_names_the_retrieval_stage_when_its_rewriter_fails(native_mini, tmp_path, monkeypatch, capsys):
+    """rag --history rewrite:llm with a rewriter failing every request: stopped before generation, the stage
+    named; a dry run of the same shows the rewriter's prompts and sends nothing."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.chdir(tmp_path)
+    with ScriptedChatServer(lambda body: FAILURES["http-500"]) as server:
+        args = [*_rag(tmp_path, server.base_url, native_mini), "--history", "rewrite:llm", "--rewriter-model", "rw-m",
+                "--rewriter-base-url", server.base_url]
+        assert main([*args, "--dry-run"]) == 0
+        assert server.request_count == 0
+        code = main(args)
+        asked = server.request_count
+    err = capsys.readouterr().err
+    [line] = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1 and line.startswith("error: rag stopped at the retrieval stage:")
+    assert f"rewriter 'rw-m' failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests" in line
+    assert asked == TURNS_WITH_HISTORY  # the rewrites only: no generation request
+    assert not list(tmp_path.rglob("*.generations.jsonl")) and not list(tmp_path.rglob("*.rag.json"))
