@@ -46,13 +46,26 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"audit": _cmd_audit}
 
 
+def _check_names(args: argparse.Namespace) -> None:
+    """The negatives retriever's name and history, checked before the task loads (run_audit builds that retriever
+    only after loading it)."""
+    if args.negatives_run:
+        if args.negatives_model != "bm25":
+            raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
+        return
+    from mtrbench.retrieve import resolve
+    from mtrbench.serialize.history import get_strategy
+
+    get_strategy(args.negatives_history)
+    resolve(args.negatives_model)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
+    _check_names(args)
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
     from mtrbench.audit.plan import judge_failures, parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 
-    if args.negatives_run and args.negatives_model != "bm25":
-        raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
     config = AuditConfig(task=args.task, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
                          dimensions=parse_dimensions(args.dimensions), n_negatives=args.negatives,
                          negatives_model=args.negatives_model, negatives_run=args.negatives_run,

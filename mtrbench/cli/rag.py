@@ -70,7 +70,25 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"rag": _cmd_rag}
 
 
+def _check_names(args: argparse.Namespace) -> None:
+    """Typos in the retriever's name, its history and the counts, with the light parsers alone: before the
+    pipeline (torch, the LLM client) is imported and before any endpoint is asked."""
+    from mtrbench.retrieve import resolve
+    from mtrbench.serialize.history import get_strategy
+
+    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens)):
+        if value < 1:
+            raise MtrbenchError(f"{flag} must be at least 1, got {value}")
+    if "," in args.history or args.history == "all":
+        raise MtrbenchError("rag takes one --history strategy")
+    if args.limit is not None and args.limit < 1:
+        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
+    get_strategy(args.history)
+    resolve(args.model)
+
+
 def _cmd_rag(args: argparse.Namespace) -> int:
+    _check_names(args)
     import dataclasses
 
     from rich.console import Console
@@ -81,11 +99,6 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
 
-    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens)):
-        if value < 1:
-            raise MtrbenchError(f"{flag} must be at least 1, got {value}")
-    if "," in args.history or args.history == "all":
-        raise MtrbenchError("rag takes one --history strategy")
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
                                     max_tokens=args.max_tokens)
