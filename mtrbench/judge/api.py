@@ -274,7 +274,8 @@ def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[st
         rows = [Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered]
         table = scenario_table(rows) if rows else {}
         lines = [{"qid": t.item.qid, "generator": t.item.generator, "scenario": t.item.scenario,
-                  "category": t.item.category, "turn": t.item.turn, "rating": t.value, "settings": settings}
+                  "category": t.item.category, "turn": t.item.turn, "rating": t.value,
+                  "prompt_hash": t.item.prompt_hash, "settings": settings}
                  for t in answered]
         files["ratings"] = out_dir / RATINGS_NAME
         _write_jsonl(files["ratings"], lines)
@@ -289,7 +290,8 @@ def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[st
         verdicts = {t.item.qid: int(t.value) for t in answered}
         files["verdicts"] = out_dir / VERDICTS_NAME
         _write_jsonl(files["verdicts"], [{"qid": t.item.qid, "label": int(t.value), "generator": t.item.generator,
-                                          "judge": run.judge.name, "settings": settings} for t in answered])
+                                          "judge": run.judge.name, "prompt_hash": t.item.prompt_hash, "settings": settings}
+                                         for t in answered])
     if run.unreadable_log_lines:
         notes["log lines cut short by an interrupted run (ignored)"] += run.unreadable_log_lines
     outcome = JudgeOutcome(run=run, table=table, verdicts=verdicts, files=files, notes=notes,

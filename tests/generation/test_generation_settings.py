@@ -143,3 +143,4 @@ def test_judge_verdicts_carry_settings_and_another_temperature_asks_again(tmp_pa
         verdicts = read_jsonl(folder / "verdicts.jsonl")
         assert len(verdicts) == TURNS and {v["settings"]["temperature"] for v in verdicts} == {temperature}
         assert {v["settings"]["model"] for v in verdicts} == {"judge-m"}
+        assert all(len(v["prompt_hash"]) == 16 for v in verdicts)
