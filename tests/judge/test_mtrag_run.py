@@ -209,3 +209,41 @@ def test_rb_llm_is_the_median_over_judges_and_the_other_judges_ask_the_first(tmp
     assert sorted(asked) == sorted([(m, True) for m in ratings] * TASKS + [("judge-a", False)] * TASKS)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert all(r["metrics"]["RB_llm"] == [0.6] for r in rows)
+
+
+# Scripted replies per answer (step 1 statements, step 2 verdicts) and the faithfulness ragas 0.3.3 (the version
+# the official requirements pin) gave for them: its Faithfulness.single_turn_ascore was run once against these same
+# replies from a 127.0.0.1 server (ragas is not a dependency here: it would replace openai 3.x with 1.x). ragas sent
+# 7 requests: no step 2 for the answer without statements; C's score divides by the 3 verdicts returned, not by 4.
+RAGAS_CASES = {
+    "ANSWER-A": ('{"statements": ["s1", "s2", "s3"]}', ["s1", "s2", "s3"], [1, 0, 1], 2 / 3),
+    "ANSWER-B": ('{"statements": []}', [], None, None),  # ragas: nan
+    "ANSWER-C": ('{"statements": ["s1", "s2", "s3", "s4"]}', ["s1", "s2", "s3", "s4"], [1, 1, 0], 2 / 3),
+    "ANSWER-D": ('```json\n{"statements": ["only one"]}\n```', ["only one"], [0], 0.0),
+}
+
+
+def test_rl_f_equals_ragas_on_the_same_scripted_replies(tmp_path):
+    def respond(body: dict) -> Reply:
+        content = body["messages"][-1]["content"]
+        if "Break the answer below" in content:
+            return Reply(RAGAS_CASES[content.split("Answer:\n", 1)[1].strip()][0])
+        statements = json.loads(content.split("Statements:\n", 1)[1])
+        verdicts = next(c[2] for c in RAGAS_CASES.values() if c[1] == statements)
+        return Reply(json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": v}
+                                                for s, v in zip(statements, verdicts)]}))
+
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps({
+        "task_id": f"c::{i}", "input": [{"speaker": "user", "text": "q"}], "answerability": ["ANSWERABLE"],
+        "contexts": [{"document_id": "d1", "text": "ctx one", "score": 1.0}, {"document_id": "d2", "text": "ctx two",
+                                                                               "score": 0.5}],
+        "predictions": [{"text": answer}]}) + "\n" for i, answer in enumerate(RAGAS_CASES)))
+    with ScriptedChatServer(respond) as server:
+        assert main(["judge", "mtrag", str(predictions), "--output-dir", str(tmp_path / "out"), "--metrics", "RL_F",
+                     "--llm-model", "m", "--llm-base-url", server.base_url, "--yes", "--no-llm-cache",
+                     "--quiet"]) == 0
+        assert server.request_count == 7
+    rows = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
+    for row, (_, _, _, expected) in zip(rows, RAGAS_CASES.values()):
+        assert row["metrics"]["RL_F"] == [expected if expected is None else pytest.approx(expected)]
