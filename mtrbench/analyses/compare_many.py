@@ -81,8 +81,10 @@ class ComparisonTable:
                 out.append(t.a)
         return sorted(out)
 
-    def best(self, measure: str) -> int:
-        return max(range(len(self.systems)), key=lambda i: (self.means[(i, measure)], -i))
+    def best(self, measure: str) -> set[int]:
+        """The systems with the highest mean on ``measure`` (all of them on a tie)."""
+        top = max(self.means[(i, measure)] for i in range(len(self.systems)))
+        return {i for i in range(len(self.systems)) if self.means[(i, measure)] == top}
 
 
 def compare_systems(systems: Sequence[SystemScores], options: CompareOptions) -> ComparisonTable:

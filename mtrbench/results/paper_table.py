@@ -67,7 +67,7 @@ def to_markdown(table: ComparisonTable, labels: dict[str, str]) -> str:
         for m in table.measures:
             value = f"{table.means[(i, m)]:.4f}"
             marks = _marks(table, i, m)
-            cells.append((f"**{value}**" if table.best(m) == i else value) + (f"<sup>{marks}</sup>" if marks else ""))
+            cells.append((f"**{value}**" if i in table.best(m) else value) + (f"<sup>{marks}</sup>" if marks else ""))
         lines.append("| " + " | ".join([f"({table.letters[i]})", name.replace("|", "\\|"), *cells]) + " |")
     return "\n".join(lines) + "\n\n" + legend(table) + "\n"
 
@@ -85,10 +85,11 @@ def to_latex(table: ComparisonTable, labels: dict[str, str]) -> str:
         for m in table.measures:
             value = f"{table.means[(i, m)]:.4f}"
             marks = _marks(table, i, m)
-            cells.append((f"\\textbf{{{value}}}" if table.best(m) == i else value)
+            cells.append((f"\\textbf{{{value}}}" if i in table.best(m) else value)
                          + (f"$^{{\\mathrm{{{marks}}}}}$" if marks else ""))
         lines.append(f"({table.letters[i]}) & {latex_escape(name)} & " + " & ".join(cells) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{latex_escape(legend(table))}}}", "\\end{table}"]
+    caption = latex_escape(legend(table)).replace("p < ", "$p<$ ")  # a bare < prints as an inverted ! in OT1
+    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{caption}}}", "\\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -132,6 +133,6 @@ def print_table(table: ComparisonTable, labels: dict[str, str], console) -> None
         for m in table.measures:
             marks = _marks(table, i, m)
             value = f"{table.means[(i, m)]:.4f}"
-            cells.append((f"[bold]{value}[/bold]" if table.best(m) == i else value) + (f" {marks}" if marks else ""))
+            cells.append((f"[bold]{value}[/bold]" if i in table.best(m) else value) + (f" {marks}" if marks else ""))
         rich_table.add_row(f"({table.letters[i]})", name, *cells)
     print_titled(console, legend(table), rich_table)
