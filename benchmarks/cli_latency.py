@@ -3,7 +3,8 @@ and ``mtrbench eval --history questons`` (a typo that must fail before any model
 
 Each command runs ``--runs`` times (default 5) as a fresh ``python -m mtrbench.cli`` process, in a scratch working
 directory (so nothing lands in the checkout's ``results/``); the wall time of the whole process is measured,
-interpreter start included. Prints a table (min, median, max against the 0.3 s target) and writes JSON to
+interpreter start included, and its CPU time (user + system). Prints a table (min, median, max against the
+0.3 s target) and writes JSON to
 ``benchmarks/results/cli-latency-<host>-<date>.json`` (``--out DIR``). Exit status 1 when a command answers with
 the wrong exit code or output (the typo not refused, a traceback).
 
@@ -18,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,11 +38,17 @@ COMMANDS = (
 )
 
 
-def time_command(args: list[str], cwd: str) -> tuple[float, subprocess.CompletedProcess]:
-    started = time.perf_counter()
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_command(args: list[str], cwd: str) -> tuple[float, float, subprocess.CompletedProcess]:
+    """(wall seconds, CPU seconds, the finished process)."""
+    cpu, started = children_cpu_s(), time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "NO_COLOR": "1"})
-    return time.perf_counter() - started, done
+    return time.perf_counter() - started, children_cpu_s() - cpu, done
 
 
 def heavy_imports() -> list[str]:
@@ -58,24 +66,27 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         floor = [time_command_python(scratch) for _ in range(args.runs)]
         for name, argv, code, text in COMMANDS:
-            times = []
+            times, cpu = [], []
             for _ in range(args.runs):
-                seconds, done = time_command(argv, scratch)
+                seconds, cpu_seconds, done = time_command(argv, scratch)
                 times.append(seconds)
+                cpu.append(cpu_seconds)
                 output = done.stdout + done.stderr
                 if done.returncode != code or text not in output or "Traceback" in output:
                     failures.append(f"{name}: exit {done.returncode}, output {output.strip()[:200]!r}")
             rows.append({"command": f"mtrbench {name}", "runs_s": times, "min_s": min(times),
-                         "median_s": statistics.median(times), "max_s": max(times),
+                         "median_s": statistics.median(times), "max_s": max(times), "cpu_runs_s": cpu,
+                         "cpu_median_s": statistics.median(cpu),
                          "under_target": statistics.median(times) < TARGET_S,
                          "first_line": output.strip().splitlines()[0] if output.strip() else ""})
     heavy = heavy_imports()
     print(f"CLI latency, {args.runs} runs each, wall time of a fresh process (target < {TARGET_S} s); "
           f"python -c pass: median {statistics.median(floor):.3f} s")
-    print(f"{'command':<36}{'min':>8}{'median':>8}{'max':>8}  target")
+    print(f"{'command':<36}{'min':>8}{'median':>8}{'max':>8}{'CPU':>8}  target")
     for r in rows:
-        print(f"{r['command']:<36}{r['min_s']:>8.3f}{r['median_s']:>8.3f}{r['max_s']:>8.3f}  "
+        print(f"{r['command']:<36}{r['min_s']:>8.3f}{r['median_s']:>8.3f}{r['max_s']:>8.3f}{r['cpu_median_s']:>8.3f}  "
               f"{'ok' if r['under_target'] else 'OVER'}")
+    print("(CPU: median user + system seconds of the process; on a shared machine it says more than wall time)")
     print(f"heavy modules imported by `import mtrbench.cli`: {', '.join(heavy) or 'none'}")
     for f in failures:
         print(f"FAILED {f}")
