@@ -65,7 +65,7 @@ def algorithmic_metrics(tasks: Sequence[MtragTask], metrics: Sequence[str],
             elif name == "Extractiveness_RougeL" and task.contexts:
                 values[name] = [extractiveness_rouge(answer, c.text) for c in task.contexts]
             elif name == "Length":
-                values[name] = [float(length(answer)) for _ in task.targets]
+                values[name] = [length(answer) for _ in task.targets]
         if all(m in metrics for m in RB_AGG_PARTS) and task.targets:
             values["RB_agg"] = [rb_agg(values)]
         results.append(values)

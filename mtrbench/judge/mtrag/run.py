@@ -1,6 +1,6 @@
 """``mtrbench judge mtrag``: MTRAG's generation metrics for a prediction file, in the official output layout.
 
-predictions -> LLM judges (cost first, resumable) -> algorithmic metrics (BERTScore batched) -> RB_agg ->
+predictions -> LLM judges (cost first, resumable) -> algorithmic metrics (BERTScore batched, logged) -> RB_agg ->
 conditioned variants -> ``metrics.jsonl`` (each input record with ``metrics: {name: [values]}``) and
 ``summary.json`` (means per answerability class and overall, harmonic means).
 """
@@ -17,10 +17,11 @@ from mtrbench import __version__
 from mtrbench.formats.mtrag_eval import MtragTask, read_tasks, task_record
 from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.judge.mtrag.algorithmic import ALGORITHMIC_METRICS, BERTSCORE_METRICS, Metrics, algorithmic_metrics
+from mtrbench.judge.mtrag.algorithmic import ALGORITHMIC_METRICS, BERTSCORE_METRICS, Metrics
 from mtrbench.judge.mtrag.bertscore import BertScoreOptions, BertScorer
 from mtrbench.judge.mtrag.conditioning import idk_conditioned, idk_underspecified_conditioned
 from mtrbench.judge.mtrag.judges import LLM_METRICS, LlmJudgements, LlmJudgeOptions, run_llm_judges
+from mtrbench.judge.mtrag.resume import algorithmic_with_log, pending_tasks
 from mtrbench.judge.mtrag.summary import summarize
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
@@ -106,9 +107,10 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
     _check_tasks(tasks, options.metrics, path)
     output_dir = ensure_folder(options.output_dir)
     scorer = BertScorer(options.bertscore) if set(options.metrics) & set(BERTSCORE_METRICS) else None
+    settings = options.bertscore.describe() if scorer is not None else None
     if scorer is not None:
         scorer.check()  # a missing baseline fails before any LLM request
-        if not options.dry_run:
+        if not options.dry_run and pending_tasks(tasks, options.metrics, settings, output_dir):
             scorer.load()  # and so does a model that cannot be loaded
     llm = None
     if set(options.metrics) & set(LLM_METRICS):
@@ -117,7 +119,7 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
             show_progress=options.show_progress), cache)
         if llm is None:
             return None
-    per_task = algorithmic_metrics(tasks, options.metrics, scorer)
+    per_task = algorithmic_with_log(tasks, options.metrics, scorer, settings, output_dir)
     rows, instances = [], []
     for task, metrics in zip(tasks, per_task):
         for name, by_task in (llm.values.items() if llm is not None else ()):
@@ -130,7 +132,7 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
         rows.append(json.dumps(record, ensure_ascii=False))
     summary = summarize(instances)
     summary = {"predictions": str(path), "mtrbench_version": __version__, "metrics_asked": list(options.metrics),
-               "bertscore": options.bertscore.describe() if scorer is not None else None,
+               "bertscore": settings,
                "judges": [{"name": j.name, "model": j.model} for j in options.judges], **summary}
     metrics_path, summary_path = output_dir / METRICS_NAME, output_dir / SUMMARY_NAME
     atomic_write_text(metrics_path, "\n".join(rows) + "\n")
