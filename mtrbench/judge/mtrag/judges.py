@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mtrbench.formats.lines import read_log_records
 from mtrbench.formats.mtrag_eval import MtragTask
@@ -28,6 +28,9 @@ from mtrbench.judge.mtrag.verdicts import clarification_verdict, idk_verdict
 from mtrbench.judge.prompts import prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
+
+if TYPE_CHECKING:
+    from mtrbench.llm.client import ChatResult
 
 LOG_NAME = "llm_judgments.jsonl"
 LLM_METRICS = ("RB_llm", "RL_F", "idk_eval", "underspecified_eval")
@@ -107,7 +110,7 @@ class _Log:
         key = (item.key, prompt_hash(item.messages), item.judge.model)
         return key in self.answered, self.answered.get(key)
 
-    def append(self, handle, item: _Item, result) -> None:
+    def append(self, handle: TextIO, item: _Item, result: ChatResult) -> None:
         record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "key": item.key,
                   "step": item.step, "task_id": item.task_id, "judge": item.judge.name, "model": item.judge.model,
                   "prompt_hash": prompt_hash(item.messages), "ok": bool(result.ok),
@@ -142,7 +145,7 @@ def _ask(items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome
                 by_key = {i.key: i for i in pending}
                 client = ChatClient(pending[0].judge, cache)
 
-                def on_result(result, by_key=by_key) -> None:
+                def on_result(result: ChatResult, by_key: dict[str, _Item] = by_key) -> None:
                     item = by_key[result.key]
                     log.append(handle, item, result)
                     if not result.ok:
