@@ -279,3 +279,26 @@ def test_rag_names_the_retrieval_stage_when_its_rewriter_fails(native_mini, tmp_
     assert f"rewriter 'rw-m' failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests" in line
     assert asked == TURNS_WITH_HISTORY  # the rewrites only: no generation request
     assert not list(tmp_path.rglob("*.generations.jsonl")) and not list(tmp_path.rglob("*.rag.json"))
+
+
+def test_failures_within_the_share_are_a_warning_and_past_it_exit_1(native_mini, tmp_path, monkeypatch, capsys):
+    """generate --oracle asks 4 turns; c1_2 fails (HTTP 500): 1 of 4 = 25% is within the default 0.25 (exit 0, the
+    turn listed, 3 answers written), and past --max-failure-rate 0.2 (exit 1) with the same replies."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.chdir(tmp_path)
+
+    def respond(body: dict) -> Reply:
+        failing = body["messages"][-1]["content"].endswith("Current question: any fish in it?")
+        return FAILURES["http-500"] if failing else Reply("An answer [1].")
+
+    codes = {}
+    for limit in ("0.25", "0.2"):
+        work = tmp_path / limit
+        work.mkdir()
+        with ScriptedChatServer(respond) as server:
+            codes[limit] = main([*_generate(work, server.base_url, native_mini), "--max-failure-rate", limit])
+        assert sorted(r["qid"] for r in _jsonl(work / "gen.jsonl")) == ["c1_1", "c1_3", "c1_4"]
+        assert [f["qid"] for f in _jsonl(work / "gen.failures.jsonl")] == ["c1_2"]
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert codes == {"0.25": 0, "0.2": 1}
+    assert len(errors) == 1 and "failed on 1 of 4 turns (25% > --max-failure-rate 0.2" in errors[0]
