@@ -222,3 +222,24 @@ def test_a_trec_run_without_qrels_is_refused(tmp_path, capsys):
     run.write_text("q1 Q0 d1 1 1.0 r\n")
     assert main(["compare", RESULTS[0], str(run)]) == 2
     assert "give --qrels FILE or --task NAME" in capsys.readouterr().err
+
+
+def test_randomization_p_values_are_scipys_sign_flip_test(rows, tmp_path):
+    import numpy as np
+
+    out = tmp_path / "table.json"
+    chosen = [0, 1, 3]  # current (baseline), full, questions: two tests keep it quick
+    assert main(["compare", *(RESULTS[i] for i in chosen), "--measures", "nDCG@10", "--test", "randomization",
+                 "--output", str(out)]) == 0
+    table = json.loads(out.read_text())
+    values = units([rows[i] for i in chosen], "ndcg_at_10", "query")
+    tests = [t for t in table["tests"] if t["measure"] == "ndcg_at_10"]
+    expected = []
+    for a, b in [(0, 1), (0, 2)]:
+        x, y = np.array(values[b]), np.array(values[a])
+        expected.append(stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis),
+                                               permutation_type="samples", n_resamples=10_000, vectorized=True,
+                                               random_state=np.random.default_rng(0)).pvalue)
+    assert [t["p_value"] for t in tests] == pytest.approx(expected, abs=1e-12)
+    assert [t["p_holm"] for t in tests] == pytest.approx(list(multipletests(expected, method="holm")[1]), abs=1e-12)
+    assert table["test"] == "randomization"
