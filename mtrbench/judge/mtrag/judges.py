@@ -130,7 +130,7 @@ def _requests(items: Sequence[_Item]):
 
 def _ask(items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome: LlmJudgements,
          show_progress: bool) -> None:
-    from mtrbench.llm.client import ChatClient
+    from mtrbench.llm.hf import make_client
 
     by_judge: dict[str, list[_Item]] = {}
     for item in items:
@@ -143,7 +143,7 @@ def _ask(items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome
                 handle.write("\n")
             for name, pending in by_judge.items():
                 by_key = {i.key: i for i in pending}
-                client = ChatClient(pending[0].judge, cache)
+                client = make_client(pending[0].judge, cache)  # HTTP, or an in-process hf:// model
 
                 def on_result(result: ChatResult, by_key: dict[str, _Item] = by_key) -> None:
                     item = by_key[result.key]
@@ -160,8 +160,11 @@ def _confirm(pending: Sequence[_Item], judges: Sequence[JudgeConfig], cache: Res
     from mtrbench.llm.client import ChatClient
     from mtrbench.llm.cost import confirm_cost, estimate_cost
 
+    from mtrbench.llm.hf import is_hf_url
+
     for judge in judges:
-        ChatClient(judge, cache)  # a missing key stops here, before the cost question
+        if not is_hf_url(judge.base_url):
+            ChatClient(judge, cache)  # a missing key stops here, before the cost question
     estimates = [(j, estimate_cost(_requests([i for i in pending if i.judge.name == j.name]), j, cache))
                  for j in judges]
     confirm_cost([(j, e) for j, e in estimates if e.n_requests], yes)
