@@ -5,6 +5,7 @@ A judges file lists one or more judges (several = an ensemble) and may override 
     judges:
       - {name: gpt4o, model: gpt-4o}
       - {name: local, model: Qwen/Qwen2.5-7B-Instruct, base_url: "http://127.0.0.1:8000/v1", concurrency: 32}
+      - {name: smol, base_url: "hf://smollm2", max_tokens: 64}   # in-process; model defaults to the hf:// name
     prices:
       gpt-4o: [2.50, 10.00]     # USD per 1M input / output tokens
 
@@ -187,9 +188,12 @@ def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[flo
     for key in entry:
         if key not in JUDGE_FIELDS:
             raise UserInputError(f"{where}: unknown field '{key}'.{closest(str(key), JUDGE_FIELDS)}")
-    if "model" not in entry:
-        raise UserInputError(f"{where}: missing required field 'model'")
     values = dict(entry)
+    base_url = values.get("base_url")
+    if "model" not in values and isinstance(base_url, str) and base_url.startswith("hf://"):
+        values["model"] = base_url[len("hf://"):].strip() or base_url  # in-process: the name is only for records
+    if "model" not in values:
+        raise UserInputError(f"{where}: missing required field 'model'")
     values.setdefault("name", values["model"])
     if isinstance(values.get("name"), (int, float)) and not isinstance(values.get("name"), bool):
         values["name"] = str(values["name"])

@@ -165,3 +165,13 @@ def test_each_reply_is_handed_on_before_its_batch_ends(tiny_model, loads, monkey
     ids = client.generate_ids(requests(4))
     ended_early = sum(len(row) < 3 for row in ids)  # the same greedy rows: these stopped before the limit
     assert sum(inside) == ended_early
+
+
+def test_an_hf_judge_in_a_judges_file_needs_no_model_name(tmp_path):
+    path = tmp_path / "judges.json"
+    path.write_text('{"judges": [{"name": "smol", "base_url": "hf://smollm2"}, {"base_url": "http://h/v1"}]}')
+    with pytest.raises(Exception, match=r"judges\[1\]: missing required field 'model'"):
+        load_judges(path)  # an HTTP judge still names its model
+    path.write_text('{"judges": [{"name": "smol", "base_url": "hf://smollm2"}]}')
+    (only,) = load_judges(path)
+    assert (only.model, only.base_url) == ("smollm2", "hf://smollm2")
