@@ -3,6 +3,10 @@
 Tests hand it a ``responder(body) -> Reply`` (or a list of replies served in order; with
 ``with_headers=True`` a ``responder(body, headers)``) and point the client at ``server.base_url``. Every received request is kept (JSON body and headers) so a test can
 count what was sent and check that no secret leaked into the payload.
+
+A re-ask of a malformed reply appends a repair turn to the conversation (mtrbench.llm.reask). Responders
+see the request as first asked, without that turn, so a scripted model answers a re-ask as it answered the
+question (``show_repairs=True`` shows them the whole body); ``server.requests`` always holds what was sent.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Sequence
+
+from mtrbench.llm.reask import without_repair
 
 
 @dataclass
@@ -55,9 +61,11 @@ def sequence(replies: Sequence[Reply | str], then: Reply | str | None = None) ->
 class ScriptedChatServer:
     """``with ScriptedChatServer(responder) as server: ... server.base_url ... server.requests``."""
 
-    def __init__(self, responder: Responder | Sequence[Reply | str], *, with_headers: bool = False) -> None:
+    def __init__(self, responder: Responder | Sequence[Reply | str], *, with_headers: bool = False,
+                 show_repairs: bool = False) -> None:
         self.responder: Responder = responder if callable(responder) else sequence(responder)
         self.with_headers = with_headers
+        self.show_repairs = show_repairs
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -82,10 +90,13 @@ class ScriptedChatServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}"}}, {})
                     return
+                shown = body
+                if not server.show_repairs and isinstance(body.get("messages"), list):
+                    shown = {**body, "messages": without_repair(body["messages"])}
                 if server.with_headers:
-                    reply = server.responder(body, dict(self.headers.items()))
+                    reply = server.responder(shown, dict(self.headers.items()))
                 else:
-                    reply = server.responder(body)
+                    reply = server.responder(shown)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.body is not None:

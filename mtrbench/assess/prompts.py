@@ -190,9 +190,15 @@ def _yes_no(value: Any) -> bool:
     raise ValueError(f"'response' must be yes or no, got {value!r}")
 
 
+# Restated to a judge whose reply could not be read (the client's repair turn).
+VERDICT_FORMAT = ('one JSON object and nothing else: {"reference": ["sentence quoted from the passage", ...], '
+                  '"reason": "your reasoning, at most 100 words", "response": "yes" or "no"}')
+SUPPORT_FORMAT = '{"is_supported": true} or {"is_supported": false}, and nothing else'
+
+
 def parse_verdict(text: str) -> Verdict:
     """A debate or adjudication reply; raises ValueError (the client then asks again) when malformed."""
-    from mtrbench.llm.extract import extract_json
+    from mtrbench.llm.replies import extract_json
 
     data = extract_json(text)
     if not isinstance(data, dict):
@@ -214,7 +220,7 @@ def parse_verdict(text: str) -> Verdict:
 
 def parse_support(text: str) -> bool:
     """A pre-filter reply ``{"is_supported": true|false}``; raises ValueError when malformed."""
-    from mtrbench.llm.extract import extract_json
+    from mtrbench.llm.replies import extract_json
 
     data = extract_json(text)
     if isinstance(data, dict):

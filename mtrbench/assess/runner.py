@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
 from mtrbench.assess.log import AssessmentLog, PairRecords
-from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
-                                     prefilter_messages)
+from mtrbench.assess.prompts import (SUPPORT_FORMAT, VERDICT_FORMAT, Case, adjudicator_messages, agent_messages,
+                                     parse_support, parse_verdict, prefilter_messages)
 from mtrbench.assess.roles import Roles
 
 if TYPE_CHECKING:
@@ -31,15 +31,15 @@ class PairAssessor:
         self.rounds = rounds
         self.settings = roles.debate_settings(rounds)
 
-    async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse) -> ChatResult:
+    async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse, reply_format: str) -> ChatResult:
         from mtrbench.llm.client import ChatRequest
 
         return await self.clients[judge.name].acomplete(ChatRequest(key=key, messages=messages, parse=parse,
-                                                                    want_json=True))
+                                                                    want_json=True, reply_format=reply_format))
 
     async def prefilter(self, case: Case) -> dict[str, Any]:
         results = await asyncio.gather(*(self._ask(j, f"{case.qid} | {case.doc_id} | prefilter | {j.name}",
-                                                   prefilter_messages(case), parse_support)
+                                                   prefilter_messages(case), parse_support, SUPPORT_FORMAT)
                                          for j in self.roles.prefilter))
         votes = {j.name: (r.value if r.ok else None) for j, r in zip(self.roles.prefilter, results)}
         errors = {j.name: r.error for j, r in zip(self.roles.prefilter, results) if not r.ok}
@@ -62,7 +62,7 @@ class PairAssessor:
             history = debate.history()
             results = await asyncio.gather(*(
                 self._ask(judges[agent.name], f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
-                          agent_messages(case, agent.name, other.name, history), parse_verdict)
+                          agent_messages(case, agent.name, other.name, history), parse_verdict, VERDICT_FORMAT)
                 for agent, other in ((AGENT_A, AGENT_B), (AGENT_B, AGENT_A))))
             failed = [(agent, r) for agent, r in zip(AGENTS, results) if not r.ok]
             if failed:
@@ -80,7 +80,7 @@ class PairAssessor:
         judge = self.roles.adjudicator
         history = Debate.from_dicts(len(debate_record["rounds"]), debate_record["rounds"]).history()
         result = await self._ask(judge, f"{case.qid} | {case.doc_id} | adjudicator",
-                                 adjudicator_messages(case, history), parse_verdict)
+                                 adjudicator_messages(case, history), parse_verdict, VERDICT_FORMAT)
         record = {"kind": "adjudication", "qid": case.qid, "doc_id": case.doc_id, "judge": judge.name,
                   "status": "ok" if result.ok else "failed", "label": result.value.relevant if result.ok else None,
                   "verdict": result.value.as_dict() if result.ok else None}

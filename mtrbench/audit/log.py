@@ -36,6 +36,7 @@ def make_record(item: AuditItem, judge: str, model: str, result: ChatResult) -> 
         "parsed": result.value if result.ok else None, "score": None, "error": result.error,
         "attempts": result.attempts, "cached": result.cached,
         "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+        "malformed": [m.as_dict() for m in result.malformed],
     }
     if result.ok:
         if item.dimension == COMPLETENESS:

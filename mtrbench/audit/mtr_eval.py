@@ -94,7 +94,8 @@ def _negatives(config: AuditConfig, task, queries) -> HardNegatives:
 def _requests(items: Sequence[AuditItem]) -> list:
     from mtrbench.llm.client import ChatRequest
 
-    return [ChatRequest(key=item.key, messages=item.messages, parse=item.parser()) for item in items]
+    return [ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
+            for item in items]
 
 
 def _print_notes(notes: Counter, console: Console) -> None:

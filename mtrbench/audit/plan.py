@@ -61,6 +61,11 @@ class AuditItem:
             return prompts.choice_parser(len(self.doc_ids))
         return prompts.parse_rating
 
+    @property
+    def reply_format(self) -> str:
+        """The format restated when a reply could not be read."""
+        return prompts.COMPLETENESS_FORMAT if self.dimension == COMPLETENESS else prompts.RATING_FORMAT
+
     def describe(self) -> dict[str, Any]:
         """The instance as written to instances.jsonl (and repeated in each log record)."""
         out: dict[str, Any] = {"dimension": self.dimension, "instance_id": self.instance_id, "qid": self.qid,

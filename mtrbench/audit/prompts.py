@@ -192,7 +192,7 @@ def quality_messages(history: Sequence[Message], question: str, answer: str,
 
 def parse_rating(text: str) -> float:
     """The 1-5 rating of a reply (the last labelled one: judges justify first, conclude last)."""
-    from mtrbench.llm.extract import extract_rating
+    from mtrbench.llm.replies import extract_rating
 
     return extract_rating(text, RATING_LOW, RATING_HIGH)
 
@@ -200,7 +200,7 @@ def parse_rating(text: str) -> float:
 def choice_parser(n_options: int) -> Callable[[str], int]:
     """Reads "Document ID: [N]" (1-based) from a reply; a number outside 1..n_options is malformed."""
     def parse(text: str) -> int:
-        from mtrbench.llm.extract import extract_choice
+        from mtrbench.llm.replies import extract_choice
 
         return extract_choice(text, n_options)
 

@@ -83,9 +83,17 @@ _LABELS = {"rewrite": re.compile(r"^\W*(?:stand-alone question|standalone questi
            "summary": re.compile(r"^\W*(?:summary|summarization)\W*:\s*(.+)", re.IGNORECASE | re.MULTILINE | re.S)}
 
 
+_REWRITE_LABELS = r"stand-alone question|standalone question|rewrite|rewritten question"
+
+
 def parse_model_history(kind: str, reply: str) -> str:
     """The rewrite or summary in a reply. Raises ValueError for a malformed one (retried by the client):
-    an empty reply, or a rewrite spread over several lines with no ``Rewrite:`` label to say which is it."""
+    an empty reply, or a rewrite spread over several lines with no ``Rewrite:`` label to say which is it.
+    A rewrite is read as every one-line text is (``mtrbench.llm.replies.extract_line``)."""
+    if kind == "rewrite":
+        from mtrbench.llm.replies import extract_line
+
+        return extract_line(reply or " ", _REWRITE_LABELS, "rewrite")
     text = (reply or "").strip()
     matches = _LABELS[kind].findall(text)
     if matches:

@@ -2,8 +2,9 @@
 
 items -> skip what the log has answered (same prompt, same judge model) -> cost estimate (or a dry run) ->
 ask, appending each reply to ``judgments.jsonl`` as it arrives -> the latest record per item. A reply that
-cannot be read is asked again (the client's parse retries) and then recorded as a failure: counted, listed,
-never scored. The log holds reply texts and values only: no request headers, no key.
+cannot be read is asked again (the client's re-asks, each a changed request) and then recorded as a failure:
+counted, listed, never scored; every malformed reply's (redacted) text is in its record's ``malformed``. The log
+holds reply texts and values only: no request headers, no key.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.judge.prompts import parse_rating, parse_verdict, prompt_hash
+from mtrbench.judge.prompts import RATING_FORMAT, VERDICT_FORMAT, parse_rating, parse_verdict, prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.infra.locking import held_lock, lock_path_for
@@ -84,7 +85,8 @@ def _parser(mode: str):
 def _requests(items: Sequence[JudgeItem]) -> list:
     from mtrbench.llm.client import ChatRequest
 
-    return [ChatRequest(key=i.key, messages=i.messages, parse=_parser(i.mode)) for i in items]
+    return [ChatRequest(key=i.key, messages=i.messages, parse=_parser(i.mode),
+                        reply_format=RATING_FORMAT if i.mode == "rating" else VERDICT_FORMAT) for i in items]
 
 
 def _latest(records: list[dict[str, Any]], items: Sequence[JudgeItem], judge: JudgeConfig) -> dict[str, dict]:
@@ -104,7 +106,8 @@ def _record(item: JudgeItem, judge: JudgeConfig, result: ChatResult) -> dict[str
     return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **item.describe(),
             "judge": judge.name, "model": judge.model, "ok": bool(result.ok),
             "value": result.value if result.ok else None, "error": result.error, "reply": result.text,
-            "attempts": result.attempts, "cached": result.cached}
+            "attempts": result.attempts, "cached": result.cached,
+            "malformed": [m.as_dict() for m in result.malformed]}
 
 
 def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, *, cache: ResponseCache | None = None,

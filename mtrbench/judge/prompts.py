@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mtrbench.llm.extract import ExtractionError, extract_rating
+from mtrbench.llm.replies import extract_rating, extract_verdict
 
 SCENARIOS = ("RS", "RR", "TR")
 RATING_LOW, RATING_HIGH = 1, 10
@@ -114,29 +113,19 @@ def verdict_messages(turn: TurnToJudge) -> list[dict[str, str]]:
 
 
 def parse_rating(text: str) -> float:
-    """``Rating: [[7]]`` (mtrbench.llm.extract); outside 1-10 or absent -> ExtractionError (asked again)."""
+    """``Rating: [[7]]`` (mtrbench.llm.replies); outside 1-10 or absent -> ExtractionError (asked again)."""
     return extract_rating(text, RATING_LOW, RATING_HIGH)
 
 
-_VERDICT = re.compile(r"\[\[\s*(correct|incorrect)\s*\]\]", re.IGNORECASE)
-_LABELLED_VERDICT = re.compile(r"\bverdict\b[*_\s]*[:=][*_\s\"']*(correct|incorrect)\b", re.IGNORECASE)
+# Restated to the judge when its reply could not be read (the client's repair turn).
+RATING_FORMAT = 'a short justification, then a last line "Rating: [[N]]" with N a whole number from 1 to 10'
+VERDICT_FORMAT = 'a brief explanation, then a last line "Verdict: [[CORRECT]]" or "Verdict: [[INCORRECT]]"'
 
 
 def parse_verdict(text: str) -> int:
-    """1 for ``[[CORRECT]]``, 0 for ``[[INCORRECT]]`` (the last one given); ``Verdict: correct`` is accepted.
-    Neither, or conflicting bracketed verdicts on the last line -> ExtractionError."""
-    if not isinstance(text, str) or not text.strip():
-        raise ExtractionError("empty reply")
-    found = _VERDICT.findall(text) or _LABELLED_VERDICT.findall(text)
-    if not found:
-        raise ExtractionError("no verdict found (expected 'Verdict: [[CORRECT]]' or 'Verdict: [[INCORRECT]]')")
-    if len({f.lower() for f in found}) > 1:
-        last_line = [line for line in text.splitlines() if line.strip()][-1]
-        on_last = {f.lower() for f in _VERDICT.findall(last_line) or _LABELLED_VERDICT.findall(last_line)}
-        if len(on_last) != 1:
-            raise ExtractionError("reply gives both CORRECT and INCORRECT")
-        return int(on_last.pop() == "correct")
-    return int(found[-1].lower() == "correct")
+    """1 for CORRECT, 0 for INCORRECT, read under the shared leniency policy (``mtrbench.llm.replies``):
+    ``[[CORRECT]]``, ``Verdict: [CORRECT]``, ``{"verdict": "correct"}``, ... Neither -> ExtractionError."""
+    return int(extract_verdict(text, "CORRECT", "INCORRECT"))
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 REASK_TEMPERATURE = 0.7
 QUOTE_MAX_CHARS = 1500  # a runaway reply is quoted in part: the repair turn must not outgrow the context
 GENERIC_FORMAT = "the exact reply format the instructions above ask for"
+REPAIR_OPENING = "Your previous reply could not be read"
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,17 @@ def repair_turn(reply: str | None, reason: str, reply_format: str) -> dict[str, 
     """The user message appended to the original conversation for a re-ask."""
     expected = reply_format or GENERIC_FORMAT
     return {"role": "user", "content": (
-        f"Your previous reply could not be read ({reason}). It was:\n{_quoted(reply)}\n\n"
+        f"{REPAIR_OPENING} ({reason}). It was:\n{_quoted(reply)}\n\n"
         f"Answer the same request again. Your reply must follow exactly this format: {expected}")}
+
+
+def is_repair_turn(message: dict[str, str]) -> bool:
+    return message.get("role") == "user" and message.get("content", "").startswith(REPAIR_OPENING)
+
+
+def without_repair(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The original conversation of a (re-asked) request: its messages before any repair turn."""
+    return messages[:-1] if messages and is_repair_turn(messages[-1]) else messages
 
 
 def reask_request(original: ChatRequest, reask: int, reply: str | None, reason: str,

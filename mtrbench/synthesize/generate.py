@@ -9,7 +9,13 @@ stand-alone question is kept as the turn's rewrite.
 Finished conversations are appended to ``conversations.log.jsonl`` one line each, flushed and synced;
 a conversation cut short by a kill is never written, so a rerun requests exactly the conversations the
 log does not hold (with the same plan digest). A conversation whose agent reply stays malformed after
-the client's parse retries, or whose request fails, is logged as dropped with its reason and counted.
+the client's re-asks, or whose request fails, is logged as dropped with its reason and counted; every
+malformed reply (redacted) is in its conversation's record, dropped or done.
+
+A dropped conversation is tried again on a rerun, up to ``GenerateOptions.retry_dropped`` more times in
+all: its agents are then asked with the seed moved by the try number (``DROPPED_SEED_STEP``), since the
+same requests would get the same replies (the cache keeps the good ones, a deterministic server the bad).
+After its last try it stays dropped and counted.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from mtrbench.formats.lines import read_log_records
 
 LOG = "conversations.log.jsonl"
 CANDIDATES_SHOWN = 3
+DEFAULT_RETRY_DROPPED = 2
+DROPPED_SEED_STEP = 1000  # a retried conversation's seeds: far from the re-asks' seed + 1, + 2
 AGENT_NAMES = ("questioner", "responder", "polisher")
 
 T = TypeVar("T")  # what a reply parses to
@@ -62,6 +70,7 @@ class GenerateOptions:
     cost_model: SeedCostModel = field(default_factory=SeedCostModel)
     max_cost_usd: float | None = None
     dry_run: bool = False
+    retry_dropped: int = DEFAULT_RETRY_DROPPED  # reruns that try a dropped conversation again, in all
 
 
 @dataclass
@@ -72,12 +81,23 @@ class GenerateReport:
     requests_sent: int
     spent_usd: float
     stopped_by_cost: bool
+    retried: int = 0  # dropped conversations tried again by this run
+    given_up: int = 0  # dropped conversations past --retry-dropped, left dropped
 
 
 class DroppedConversation(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+@dataclass
+class ConversationTry:
+    """One conversation's run: which try it is (0 the first) and the malformed replies met on the way."""
+
+    plan: ConversationPlan
+    number: int = 0
+    malformed: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ConversationLog:
@@ -87,9 +107,15 @@ class ConversationLog:
         self.path = path
 
     def read(self, digest: str) -> tuple[dict[str, dict[str, Any]], int]:
+        """The latest record per conversation (a retried one's last try), and the unreadable line count."""
         lines, unreadable = read_log_records(self.path)
         records = {str(r.get("conversation_id")): r for r in lines if r.get("plan_digest") == digest}
         return records, unreadable
+
+    def tries(self, digest: str) -> Counter:
+        """Conversation id -> records logged for it (each a finished try)."""
+        lines, _ = read_log_records(self.path)
+        return Counter(str(r.get("conversation_id")) for r in lines if r.get("plan_digest") == digest)
 
     def append(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,13 +140,21 @@ class ConversationRunner:
         self.chunks = chunks
         self.clusters = clusters
 
-    async def _ask(self, agent: str, key: str, messages: list[dict[str, str]], parse: Callable[[str], T]) -> T:
-        result: ChatResult = await self.clients[agent].acomplete(ChatRequest(key=key, messages=messages, parse=parse))
+    async def _ask(self, attempt: ConversationTry, agent: str, key: str, messages: list[dict[str, str]],
+                   parse: Callable[[str], T], reply_format: str) -> T:
+        params: dict[str, Any] = {}
+        if attempt.number:
+            seed = self.clients[agent].judge.extra_body.get("seed")
+            params["seed"] = (seed if isinstance(seed, int) else 0) + DROPPED_SEED_STEP * attempt.number
+        result: ChatResult = await self.clients[agent].acomplete(
+            ChatRequest(key=key, messages=messages, parse=parse, params=params, reply_format=reply_format))
+        attempt.malformed += [{"agent": agent, "key": key, **m.as_dict()} for m in result.malformed]
         if not result.ok:
             raise DroppedConversation(f"{agent}: {result.error}")
         return result.value
 
-    async def run(self, plan: ConversationPlan) -> list[dict[str, Any]]:
+    async def run(self, attempt: ConversationTry) -> list[dict[str, Any]]:
+        plan = attempt.plan
         cluster = plan.cluster
         hard_targets = list(plan.hard_clusters)
         used: set[str] = set()
@@ -141,24 +175,24 @@ class ConversationRunner:
             shown = [self.chunks[c].text for c in candidates]
             key = f"{plan.conversation_id}/t{turn}"
             question = await self._ask(
-                "questioner", f"{key}/questioner",
+                attempt, "questioner", f"{key}/questioner",
                 [{"role": "system", "content": prompts.QUESTIONER_SYSTEM},
                  {"role": "user", "content": prompts.questioner_user_message(move, shown, standalone_questions)}],
-                lambda text, n=len(shown): prompts.parse_question(text, n))
+                lambda text, n=len(shown): prompts.parse_question(text, n), prompts.QUESTION_FORMAT)
             gold = candidates[question.position - 1]
             used.add(gold)
             history = [{"role": "user" if role == "user" else "assistant", "content": content}
                        for role, content in dialogue]
             answer = await self._ask(
-                "responder", f"{key}/responder",
+                attempt, "responder", f"{key}/responder",
                 [{"role": "system", "content": prompts.RESPONDER_SYSTEM}, *history,
                  {"role": "user", "content": prompts.responder_user_message(self.chunks[gold].text, question.text)}],
-                prompts.parse_answer)
+                prompts.parse_answer, prompts.ANSWER_FORMAT)
             polished = await self._ask(
-                "polisher", f"{key}/polisher",
+                attempt, "polisher", f"{key}/polisher",
                 [{"role": "system", "content": prompts.POLISHER_SYSTEM},
                  {"role": "user", "content": prompts.polisher_user_message(dialogue, question.text)}],
-                prompts.parse_polished)
+                prompts.parse_polished, prompts.POLISHED_FORMAT)
             standalone_questions.append(question.text)
             dialogue += [("user", polished), ("assistant", answer)]
             turns.append({"turn": turn, "switch": move, "cluster": cluster, "gold_chunk": gold,
@@ -191,12 +225,16 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
     digest = plan_digest(agents, options.plan, upstream)
     log = ConversationLog(folder / LOG)
     done, unreadable = log.read(digest)
-    todo = [p for p in plans if p.conversation_id not in done]
+    tries = log.tries(digest)
+    todo, retried, given_up = _todo(plans, done, tries, options.retry_dropped)
     estimate = estimate_synthesis(len(todo), options.plan.turns, options.cost_model)
     for line in estimate.lines():
         print(line)
     if len(done):
         print(f"  resuming: {len(done)} of {len(plans)} conversations already in {log.path}")
+    if retried or given_up:
+        print(f"  dropped on an earlier run: {len(retried)} tried again, {given_up} given up after "
+              f"{1 + options.retry_dropped} tries (retry_dropped {options.retry_dropped})")
     if unreadable:
         print(f"  note: {unreadable} unreadable line(s) in {log.path} ignored (a run killed mid-write)")
     for name, judge in agents.items():
@@ -216,30 +254,51 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
     runner = ConversationRunner(clients, by_id, clusters)
     stopped = False
     with held_lock(lock_path_for(log.path), purpose=f"synthesis log {log.path}"):
-        stopped = asyncio.run(_run_all(runner, todo, log, digest, clients, options, show_progress))
+        attempts = [ConversationTry(plan, tries.get(plan.conversation_id, 0)) for plan in todo]
+        stopped = asyncio.run(_run_all(runner, attempts, log, digest, clients, options, show_progress))
     done, _ = log.read(digest)
     dropped = Counter(r.get("reason_kind", "dropped") for r in done.values() if r.get("status") == "dropped")
     finished = sum(1 for r in done.values() if r.get("status") == "done")
     report = GenerateReport(planned=len(plans), finished=finished, dropped=dropped,
                             requests_sent=sum(c.usage.requests for c in clients.values()),
-                            spent_usd=_spent(clients, options.cost_model), stopped_by_cost=stopped)
+                            spent_usd=_spent(clients, options.cost_model), stopped_by_cost=stopped,
+                            retried=len(retried), given_up=given_up)
     write_summary(folder, {"plan_digest": digest}, {
         "planned": report.planned, "finished": report.finished, "dropped": dict(report.dropped),
         "requests_sent_last_run": report.requests_sent, "spent_usd_last_run": round(report.spent_usd, 6),
+        "retried_last_run": len(retried), "given_up_after_retries": given_up,
         "stopped_by_max_cost": stopped, "complete": not stopped and finished + sum(dropped.values()) == len(plans)})
     return report
 
 
-async def _run_all(runner: ConversationRunner, todo: list[ConversationPlan], log: ConversationLog, digest: str,
+def _todo(plans: list[ConversationPlan], done: dict[str, dict[str, Any]], tries: Counter,
+          retry_dropped: int) -> tuple[list[ConversationPlan], list[str], int]:
+    """(plans to run: never tried, or dropped with tries left; ids of those retried; dropped ones given up)."""
+    todo, retried, given_up = [], [], 0
+    for plan in plans:
+        record = done.get(plan.conversation_id)
+        if record is None:
+            todo.append(plan)
+        elif record.get("status") == "dropped":
+            if tries[plan.conversation_id] <= retry_dropped:
+                todo.append(plan)
+                retried.append(plan.conversation_id)
+            else:
+                given_up += 1
+    return todo, retried, given_up
+
+
+async def _run_all(runner: ConversationRunner, todo: list[ConversationTry], log: ConversationLog, digest: str,
                    clients: dict[str, ChatClient], options: GenerateOptions, show_progress: bool) -> bool:
     width = max(1, min(c.judge.concurrency for c in clients.values()))
     slots = asyncio.Semaphore(width)
     bar = tqdm(total=len(todo), desc="Generate: conversations", unit="conv", disable=not show_progress)
     stopped = False
 
-    async def one(plan: ConversationPlan) -> None:
+    async def one(attempt: ConversationTry) -> None:
+        plan = attempt.plan
         try:
-            turns = await runner.run(plan)
+            turns = await runner.run(attempt)
             record = {"status": "done", "turns": turns}
         except DroppedConversation as dropped:
             kind = "malformed reply" if "unparseable" in dropped.reason else "request failed"
@@ -247,19 +306,19 @@ async def _run_all(runner: ConversationRunner, todo: list[ConversationPlan], log
         finally:
             slots.release()
         log.append({"conversation_id": plan.conversation_id, "plan_digest": digest, "cluster": plan.cluster,
-                    "moves": list(plan.moves),
+                    "moves": list(plan.moves), "try": attempt.number + 1, "malformed": attempt.malformed,
                     "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record})
         bar.update(1)
 
     tasks = []
     try:
-        for plan in todo:
+        for attempt in todo:
             await slots.acquire()
             if options.max_cost_usd is not None and _spent(clients, options.cost_model) >= options.max_cost_usd:
                 stopped = True
                 slots.release()
                 break
-            tasks.append(asyncio.create_task(one(plan)))
+            tasks.append(asyncio.create_task(one(attempt)))
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:

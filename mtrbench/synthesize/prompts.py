@@ -1,8 +1,9 @@
 """The three agents' prompts, written for mtrbench after the seed's Tables 12-14 and App. A.8.
 
 Each agent is recognisable by the first words of its system prompt (the test server relies on it).
-Replies are parsed strictly; a reply that does not follow the format is asked for again by the client
-(``parse_retries``), then the conversation is dropped and counted.
+Replies are parsed under the shared leniency policy (``mtrbench.llm.replies``); a reply that does not follow
+the format is asked for again by the client (a repair turn restating ``*_FORMAT``, then another seed), then
+the conversation is dropped and counted.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mtrbench.llm.extract import ExtractionError
+from mtrbench.llm.replies import ExtractionError, extract_line
 
 PROMPT_VERSION = "synth-v1"  # part of every conversation's plan digest: a prompt change regenerates
 
@@ -64,6 +65,13 @@ Rewritten: And how about Paris?
 Reply with the rewritten query only."""
 
 
+# Restated to an agent whose reply could not be read (the client's repair turn).
+QUESTION_FORMAT = ('one line: the label of the document that answers your question, then the question, e.g. '
+                   '"[Document 2] When did the bridge open to traffic?"')
+ANSWER_FORMAT = "the answer itself, a few sentences to a few paragraphs, with no preamble"
+POLISHED_FORMAT = "the rewritten query alone, on one line, with no label and no quotes"
+
+
 @dataclass(frozen=True)
 class Question:
     position: int  # 1-based index into the documents shown
@@ -114,11 +122,15 @@ _PREFIX = re.compile(r"^\s*(?:\*\*)?\s*(?:\[?rewritten(?: query)?\]?|rewrite(?: 
                      re.IGNORECASE)
 
 
+_POLISHED_LABELS = r"rewritten(?:\s+query)?|rewrite(?:\s+query)?"
+
+
 def parse_polished(text: str) -> str:
-    query = _PREFIX.sub("", text.strip()).strip().strip('"').strip("“”").strip()
-    query = " ".join(query.split())
+    """The rewritten query: the last ``Rewritten:`` line, or a reply of one line."""
+    query = extract_line(text, _POLISHED_LABELS, "rewrite")
+    query = _PREFIX.sub("", query).strip().strip('"').strip("“”").strip()
     if len(query) < 2:
         raise ExtractionError("empty rewrite")
-    if len(query) > 400 or "\n" in text.strip():
+    if len(query) > 400:
         raise ExtractionError("rewrite is not one short query")
     return query

@@ -59,7 +59,8 @@ def rating_request(key: str) -> ChatRequest:
 
 def test_first_reask_is_a_repair_turn_quoting_the_reply_and_restating_the_format():
     with ScriptedChatServer(GoodOnlyIfChanged(lambda _body: "Rating: [[7]]",
-                                              malformed=f"Looks good to me ({SECRET}).")) as server:
+                                              malformed=f"Looks good to me ({SECRET})."),
+                            show_repairs=True) as server:
         client = make_client(server)
         [result] = client.run([rating_request("q1")], show_progress=False)
         first, second = server.requests
