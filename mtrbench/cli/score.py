@@ -201,7 +201,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(render(table, fmt, labels), end="")
     if args.output:
-        print(f"{fmt} table of {len(systems)} systems x {len(keys)} measures written to {args.output}")
+        print(f"{len(systems)} systems x {len(keys)} measure(s), {fmt}: {args.output}")
     return 0
 
 
