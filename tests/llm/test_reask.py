@@ -122,3 +122,77 @@ def test_a_timed_out_request_is_not_resent_while_the_server_is_still_busy():
     error_gaps, error = _arrivals(lambda _body: Reply("busy", status=500), timeout_s=0.2, max_retries=2)
     assert error == "HTTP 500 after 3 attempts" and len(error_gaps) == 2
     assert max(error_gaps) < min(gaps) - 0.2
+
+
+# -- every command's own requests succeed on their first re-ask ---------------------------------------------------
+
+def _judge_requests():
+    from mtrbench.judge.engine import JudgeItem, _requests
+    from mtrbench.judge.prompts import TurnToJudge, verdict_messages
+
+    turn = TurnToJudge(question="When was it built?", answer="In 1889.", reference="It was completed in 1889.")
+    return _requests([JudgeItem("g|q1", "q1", "g", "RS", "task", 1, "verdict", verdict_messages(turn))])
+
+
+def _audit_requests():
+    from mtrbench.audit.mtr_eval import _requests
+    from mtrbench.audit.plan import COMPLETENESS, AuditItem
+    from mtrbench.audit.prompts import ShownDocument, completeness_messages
+
+    docs = [ShownDocument("A", "The tower was completed in 1889."), ShownDocument("B", "The statue dates from 1886.")]
+    messages = completeness_messages([], "When was the tower completed?", docs)
+    return _requests([AuditItem(COMPLETENESS, "i1", "q1", messages, ("d1", "d2"), gold_doc="d1")])
+
+
+def _assess_requests():
+    from mtrbench.assess.prompts import VERDICT_FORMAT, Case, agent_messages, parse_verdict
+
+    case = Case("q1", "d1", "When was the tower completed?", ("1889",), "The tower was completed in 1889.")
+    return [ChatRequest("q1 | d1 | agent-a | round 1", agent_messages(case, "agent-a", "agent-b", []),
+                        parse=parse_verdict, want_json=True, reply_format=VERDICT_FORMAT)]
+
+
+def _rewrite_requests():
+    from mtrbench.data.model import ConversationalQuery, Message
+    from mtrbench.generation.model_history import history_requests
+
+    query = ConversationalQuery(qid="c1_2", conversation_id="c1", turn_id=2, query="When was it finished?",
+                                history=[Message("user", "Who built the tower?"), Message("assistant", "Eiffel.")])
+    return history_requests("rewrite", [query])
+
+
+def _synthesize_requests():
+    from mtrbench.synthesize import prompts
+
+    messages = [{"role": "system", "content": prompts.QUESTIONER_SYSTEM},
+                {"role": "user", "content": prompts.questioner_user_message("start", ["The tower dates from 1889."], [])}]
+    return [ChatRequest("synth-00000/t1/questioner", messages, parse=lambda text: prompts.parse_question(text, 1),
+                        reply_format=prompts.QUESTION_FORMAT)]
+
+
+def _generate_requests():
+    from mtrbench.generation.prompts import answer_messages
+    from mtrbench.generation.runner import parse_answer
+
+    return [ChatRequest("q1", answer_messages("full", "When was it completed?", ["It was completed in 1889."], ""),
+                        parse=parse_answer)]
+
+
+@pytest.mark.parametrize("command, build, malformed, good, expected", [
+    ("judge run", _judge_requests, "The answer looks fine.", "Matches the reference.\nVerdict: [[CORRECT]]", 1),
+    ("audit", _audit_requests, "Both are about monuments.", "Document ID: [1]", 1),
+    ("assess", _assess_requests, "yes", '{"reference": [], "reason": "It states 1889.", "response": "yes"}', True),
+    ("eval --history rewrite:llm", _rewrite_requests, "Sure!\nHere is a rewrite.", "Rewrite: When was the tower "
+     "finished?", "When was the tower finished?"),
+    ("synthesize", _synthesize_requests, "Here is a question.", "[Document 1] When was the tower built?",
+     (1, "When was the tower built?")),
+    ("generate", _generate_requests, "", "It was completed in 1889 [1].", "It was completed in 1889 [1]."),
+])
+def test_each_command_succeeds_on_its_first_reask(command, build, malformed, good, expected):
+    with ScriptedChatServer(GoodOnlyIfChanged(lambda _body: good, malformed=malformed), show_repairs=True) as server:
+        [result] = make_client(server).run(build(), show_progress=False)
+        first, second = server.requests
+    value = (result.value.position, result.value.text) if command == "synthesize" else result.value
+    value = value.relevant if command == "assess" else value
+    assert (result.ok, value, result.attempts, len(result.malformed)) == (True, expected, 2, 1), command
+    assert second["messages"][:-1] == first["messages"] and second["messages"][-1]["role"] == "user"
