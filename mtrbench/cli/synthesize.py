@@ -64,6 +64,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     add_max_failure_rate(g, "more than this share of the conversations were dropped (a request failed or a reply "
                             "stayed unusable); finished ones stay in the log, the task is then not written")
     g.add_argument("--max-cost", type=float, metavar="USD", help="refuse to start above, and stop at, this cost")
+    g.add_argument("--retry-dropped", type=int, default=2, metavar="N",
+                   help="reruns try a dropped conversation again, with other seeds, up to N times in all [2]")
     g.add_argument("--dry-run", action="store_true", help="print the cost estimate and first prompt; send nothing")
     g.add_argument("--llm-cache", metavar="PATH", help=f"sqlite response cache [{default_cache_path()}]")
     g.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
@@ -126,6 +128,8 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         raise MtrbenchError("--minhash-threshold and --ngram-threshold must be in (0, 1]")
     if args.max_cost is not None and args.max_cost < 0:
         raise MtrbenchError("--max-cost must not be negative")
+    if args.retry_dropped < 0:
+        raise MtrbenchError(f"--retry-dropped must not be negative, got {args.retry_dropped}")
     from mtrbench.models.loading import pick_device
 
     device = pick_device(args.device)
@@ -142,7 +146,8 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
                                                   hard_switches=args.hard_switches,
                                                   soft_switch_probability=args.soft_switch_probability,
                                                   seed=args.seed),
-                                 max_cost_usd=args.max_cost, dry_run=args.dry_run),
+                                 max_cost_usd=args.max_cost, dry_run=args.dry_run,
+                                 retry_dropped=args.retry_dropped),
         write=WriteOptions(name=args.name), show_progress=not args.quiet, max_failure_rate=args.max_failure_rate)
     agents = _agents(args)
     cache = None if args.dry_run else cache_from_args(args)
