@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,10 @@ Handler = Callable[[argparse.Namespace], int]
 # Every command module exposes ``register(subparsers: Subparsers) -> dict[str, Handler]``: it adds its
 # parsers and returns the handler of each command name it added.
 Subparsers = argparse._SubParsersAction
+
+# numba writes ANSI bold codes into its warning texts whatever the output is (`fuse` put them in a log):
+# plain text unless the user asks for highlighting. Set before any command imports numba.
+os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
 
 def add_data_options(p: argparse.ArgumentParser) -> None:

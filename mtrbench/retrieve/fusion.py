@@ -115,7 +115,8 @@ def fuse_runs(runs: list[Run], options: FusionOptions) -> Run:
     norm = None if options.normalization == "none" else options.normalization
     with warnings.catch_warnings():
         # numba's note on ranx's own index casts (uint64 -> int64), harmless at any run size
-        warnings.filterwarnings("ignore", message="unsafe cast from uint64 to int64")
+        # (numba may wrap the text in ANSI bold codes, so the filter allows them before it)
+        warnings.filterwarnings("ignore", message=r"(\x1b\[[0-9;]*m)*unsafe cast from uint64 to int64")
         fused = fuse(ranx_runs, norm=norm, method=METHODS[options.method], params=params).to_dict()
     out: Run = {}
     for qid in qids:
