@@ -258,6 +258,11 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
     for cell in cells:
         for r in cell.results:
             status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
+    reused = sum(cell.reused for cell in cells)
+    if reused:
+        status.print(f"note: {reused} of {sum(len(c.results) for c in cells)} results were finished and read back "
+                     f"(--overwrite-strategy always evaluates them again)", soft_wrap=True, highlight=False,
+                     markup=False)
     return 0
 
 

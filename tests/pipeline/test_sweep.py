@@ -38,7 +38,9 @@ def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
     assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
                  "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",
                  "--output-dir", str(tmp_path)]) == 0
-    again = capsys.readouterr().out
+    printed = capsys.readouterr()
+    again = printed.out
+    assert "note: 4 of 4 results were finished and read back" in printed.err
     assert {path: path.stat().st_mtime_ns for path in files} == written
     assert next(line for line in again.splitlines() if "<- best" in line) == best_line
     assert sum(f"{v:.4f}" in again for v in cells.values()) == len(set(f"{v:.4f}" for v in cells.values()))
