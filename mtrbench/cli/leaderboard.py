@@ -9,6 +9,8 @@ from pathlib import Path
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.infra.errors import MtrbenchError
 
+NOTES_SHOWN = 3  # notes on separated entries that `leaderboard build` prints without --verbose
+
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser("leaderboard", help="build, verify, show or publish leaderboard JSON",
@@ -25,6 +27,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     b.add_argument("--description", default="", help="one line shown above the tables")
     b.add_argument("--keep-newest", action="store_true",
                    help="for duplicate entries (same model, task and settings) keep the newest instead of failing")
+    b.add_argument("--verbose", action="store_true",
+                   help="print every note on why entries are kept apart [a count and the first few]")
 
     v = actions.add_parser("verify", help="re-derive entries: compare existing results or re-run their commands",
                            description="Compare each entry with an existing result, else re-run its recorded "
@@ -89,7 +93,13 @@ def _build(args: argparse.Namespace) -> int:
     skipped = f", {report.n_skipped} other JSON file(s) skipped" if report.n_skipped else ""
     console.print(f"{len(document['entries'])} entries from {report.n_results} result file(s) and "
                   f"{report.n_leaderboards} leaderboard(s){skipped}; {len(document['groups'])} comparable group(s)")
-    for sentence in document["separations"]:
+    notes = document["separations"]
+    shown = notes if args.verbose else notes[:NOTES_SHOWN]
+    if notes:
+        console.print(f"{len(notes)} note(s) on why entries are kept apart"
+                      + (":" if len(shown) == len(notes) else f", the first {len(shown)} (all: --verbose, or the "
+                                                                    f"file's \"separations\"):"))
+    for sentence in shown:
         console.print(Text(f"- {sentence}"))
     console.print(f"wrote {output}")
     return 0
