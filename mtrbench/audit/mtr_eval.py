@@ -134,7 +134,7 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 
     output_dir = log.path.parent
-    from mtrbench.pipeline.evaluate import first_conversations
+    from mtrbench.data.model import first_conversations
 
     candidates = first_conversations(task, config.limit).queries if config.limit else task.queries
     queries, notes = select_queries(candidates, card.relevance_level, config.sample, config.seed)

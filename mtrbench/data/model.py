@@ -7,7 +7,7 @@ messages strictly before it, ``query`` the raw current utterance.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 USER = "user"
@@ -95,3 +95,18 @@ class TaskData:
     @property
     def has_rewrites(self) -> bool:
         return any(q.gold_rewrite for q in self.queries)
+
+
+def first_conversations(task: TaskData, limit: int) -> TaskData:
+    """The queries of the first ``limit`` conversations in the task's own (file) order; the corpus stays whole."""
+    kept: list[str] = []
+    for q in task.queries:
+        if q.conversation_id not in kept:
+            if len(kept) == limit:
+                continue
+            kept.append(q.conversation_id)
+    keep = set(kept)
+    queries = [q for q in task.queries if q.conversation_id in keep]
+    qids = {q.qid for q in queries}
+    extra = {name: {qid: rels for qid, rels in qrels.items() if qid in qids} for name, qrels in task.extra_qrels.items()}
+    return replace(task, queries=queries, extra_qrels=extra)

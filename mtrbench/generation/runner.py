@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data import load_task
-from mtrbench.data.model import ConversationalQuery, TaskData
+from mtrbench.data.model import ConversationalQuery, TaskData, first_conversations
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
@@ -212,7 +212,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
 
     if config.limit is not None and config.limit < 1:
         raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
-    queries = _first_conversations(task, config.limit).queries if config.limit else task.queries
+    queries = first_conversations(task, config.limit).queries if config.limit else task.queries
     if run is not None:
         unknown = [qid for qid in run if qid not in {q.qid for q in task.queries}]
         if unknown:
@@ -319,9 +319,3 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             report.failed = len(failures)
             store.write_failures(failures)
     return report
-
-
-def _first_conversations(task: TaskData, limit: int) -> TaskData:
-    from mtrbench.pipeline.evaluate import first_conversations
-
-    return first_conversations(task, limit)

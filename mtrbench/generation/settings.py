@@ -18,23 +18,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.preflight import endpoint_label
 
 RECORD_ONLY = ("endpoint",)  # recorded, not compared (see the module docstring)
-
-
-def endpoint_label(judge: JudgeConfig) -> str:
-    """Where the model is served, without credentials or query string: ``http://host:port/v1``, ``hf://DIR``."""
-    from mtrbench.llm.client import resolve_base_url
-    from mtrbench.llm.hf import is_hf_url
-
-    if is_hf_url(judge.base_url):
-        return str(judge.base_url)
-    parts = urlsplit(resolve_base_url(judge))
-    host = parts.netloc.rpartition("@")[2]  # user:password never recorded
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 @dataclass(frozen=True)

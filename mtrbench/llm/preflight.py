@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.config import JudgeConfig
@@ -30,9 +30,20 @@ LOCAL_PATH_PREFIXES = ("/", "./", "../", "~", ".\\", "..\\")
 JUDGES_RUN_IN_PROCESS = True
 
 
+def endpoint_label(judge: JudgeConfig) -> str:
+    """Where the model is served, without credentials or query string: ``http://host:port/v1``, ``hf://DIR``."""
+    from mtrbench.llm.client import resolve_base_url
+    from mtrbench.llm.hf import is_hf_url
+
+    if is_hf_url(judge.base_url):
+        return str(judge.base_url)
+    parts = urlsplit(resolve_base_url(judge))
+    host = parts.netloc.rpartition("@")[2]  # user:password never recorded
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
 def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, connect: bool = True) -> None:
     """Raise one ``UserInputError`` when ``judge``'s endpoint cannot serve ``stage`` (e.g. 'judge')."""
-    from mtrbench.generation.settings import endpoint_label
     from mtrbench.llm.hf import hf_model_path, is_hf_url
 
     where = f"the {stage} ({judge.model})"

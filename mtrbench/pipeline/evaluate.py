@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import TaskCard
-from mtrbench.data.model import TaskData
+from mtrbench.data.model import TaskData, first_conversations
 from mtrbench.infra.errors import TooManyFailures
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
@@ -70,21 +70,6 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
 def _load(plan: Plan, config: EvalConfig, say: Callable[[str], None]) -> TaskData:
     say(f"Loading task {plan.card.name} ({plan.split})")
     return load_task(plan.card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
-
-
-def first_conversations(task: TaskData, limit: int) -> TaskData:
-    """The queries of the first ``limit`` conversations in the task's own (file) order; the corpus stays whole."""
-    kept: list[str] = []
-    for q in task.queries:
-        if q.conversation_id not in kept:
-            if len(kept) == limit:
-                continue
-            kept.append(q.conversation_id)
-    keep = set(kept)
-    queries = [q for q in task.queries if q.conversation_id in keep]
-    qids = {q.qid for q in queries}
-    extra = {name: {qid: rels for qid, rels in qrels.items() if qid in qids} for name, qrels in task.extra_qrels.items()}
-    return replace(task, queries=queries, extra_qrels=extra)
 
 
 def command_line(argv: list[str]) -> str:
