@@ -196,3 +196,21 @@ def test_each_command_succeeds_on_its_first_reask(command, build, malformed, goo
     value = value.relevant if command == "assess" else value
     assert (result.ok, value, result.attempts, len(result.malformed)) == (True, expected, 2, 1), command
     assert second["messages"][:-1] == first["messages"] and second["messages"][-1]["role"] == "user"
+
+
+def test_judge_run_logs_the_malformed_reply_redacted_beside_the_verdict(tmp_path):
+    from mtrbench.judge.engine import LOG_NAME, JudgeItem, run_judge
+    from mtrbench.judge.prompts import TurnToJudge, verdict_messages
+
+    turn = TurnToJudge(question="When was it built?", answer="In 1889.", reference="It was completed in 1889.")
+    items = [JudgeItem("g|q1", "q1", "g", "RS", "task", 1, "verdict", verdict_messages(turn))]
+    script = GoodOnlyIfChanged(lambda _body: "Verdict: [CORRECT]", malformed=f"Fine by me. key={SECRET}")
+    with ScriptedChatServer(script, show_repairs=True) as server:
+        judge = JudgeConfig(name="j", model="m", base_url=server.base_url, api_key_env=KEY_ENV, max_retries=0)
+        run = run_judge(items, judge, tmp_path, yes=True, show_progress=False)
+        assert server.request_count == 2
+    assert [(t.ok, t.value) for t in run.turns] == [(True, 1)]
+    log_text = (tmp_path / LOG_NAME).read_text()
+    [record] = [json.loads(line) for line in log_text.splitlines()]
+    assert [(m["attempt"], m["text"]) for m in record["malformed"]] == [(1, "Fine by me. key=[redacted]")]
+    assert SECRET not in log_text
