@@ -10,15 +10,18 @@ from rich.text import Text
 
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
+from mtrbench.leaderboard.charts import number
 from mtrbench.leaderboard.keys import flatten
 from mtrbench.results.labels import short_model
-from mtrbench.measures import label as pretty_name
+from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.results.table import SUMMARY, compact_table, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
 SHOWN_SETTINGS = ("max_length", "retriever.dtype", "retriever.query_prompt", "retriever.doc_prompt",
                   "retriever.k1", "retriever.b", "row")
 HEADLINE_COLUMNS = 4  # metrics in the single-task table (main score first)
+MAX_FAMILY_COLUMNS = 8  # or, for metrics outside the headline list (judge ratings per category), up to this many
+NOTES_SHOWN = 3  # notes on why entries are kept apart, printed under the tables
 
 
 def groups_of(document: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -69,7 +72,7 @@ def _value(entry: dict[str, Any] | None, metric: str) -> float | None:
 def _cell(value: float | None, rank: int | None = None) -> str:
     if value is None:
         return "-"
-    return f"{value:.4f}" + (f" ({rank})" if rank is not None else "")
+    return number(value) + (f" ({rank})" if rank is not None else "")
 
 
 def render(document: dict[str, Any], console: Console, task: str | None = None, metric: str | None = None) -> None:
@@ -86,14 +89,21 @@ def render(document: dict[str, Any], console: Console, task: str | None = None, 
     console.print(heading)
     shown = 0
     for group in groups:
-        table = _task_table(group, by_id, task, metric) if task else _group_table(group, by_id, metric)
-        if table is not None:
+        made = _task_table(group, by_id, task, metric) if task else _group_table(group, by_id, metric)
+        if made is not None:
+            table, caption = made
             console.print()
-            print_titled(console, group_title(group), table)
+            print_titled(console, f"{group_title(group)}\n{caption}", table)
             shown += 1
     if metric and not shown:
         raise MtrbenchError(f"no entry has the metric '{metric}'")
-    for sentence in separations:
+    ids = {f"({g['id']})" for g in groups}
+    notes = [n for n in separations if any(i in n for i in ids)]
+    if notes:
+        console.print(Text(f"{len(notes)} note(s) on why entries are kept apart"
+                           + (f", the first {NOTES_SHOWN} (all: the file's \"separations\")" if len(notes) > NOTES_SHOWN
+                              else "") + ":", style="dim"))
+    for sentence in notes[:NOTES_SHOWN]:
         console.print(Text(f"- {sentence}", style="dim"))
 
 
@@ -102,7 +112,8 @@ def _model_column(table: Table, names: list[str]) -> None:
     table.add_column("model", overflow="fold", min_width=min(max([5] + [len(system_label(n)) for n in names]), 36))
 
 
-def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | None) -> Table | None:
+def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | None) -> tuple[Table, str] | None:
+    """The group's systems x tasks table, and what its cells hold (for the title)."""
     tasks = group["tasks"]
     metrics = {t: metric or group["main_scores"][t] for t in tasks}
     entries = {name: {t: by_id[i] for t, i in system["entries"].items()} for name, system in group["systems"].items()}
@@ -117,42 +128,56 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
     else:
         order_ranks = task_ranks[tasks[0]]
     names = sorted(entries, key=lambda n: (order_ranks.get(n, 10**9), n))
+    one_metric = len(set(metrics.values())) == 1
     table = compact_table()
     table.add_column("#", justify="right")
     _model_column(table, names)
-    for t in tasks:
-        table.add_column(f"{t}\n{pretty_name(metrics[t])}", justify="right")
+    for t in tasks:  # one metric for all: named once in the caption, the header is the task alone
+        table.add_column(t if one_metric else f"{t}\n{metric_name(metrics[t], short=True)}", justify="right")
     if averages:
-        table.add_column(f"average\n{pretty_name(average_metric)}", justify="right")
-    table.add_column("settings", overflow="fold")
+        table.add_column("average", justify="right")
     summaries = system_summaries(group)
+    if any(summaries.values()):
+        table.add_column("settings", overflow="fold")
     for name in names:
         row = [str(order_ranks.get(name, "-")), system_label(name)]
         row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].get(name)) for t in tasks]
         if averages:
             row.append(_cell(averages.get(name)))
-        row.append(summaries.get(name, ""))
+        if any(summaries.values()):
+            row.append(summaries.get(name, ""))
         table.add_row(*row)
-    return table
+    shown = sorted(set(metrics.values()))
+    caption = (f"cells: {', '.join(metric_name(m) for m in shown)} (rank within the task)"
+               + (f"; average over {len(tasks)} tasks" if averages else ""))
+    return table, caption
 
 
-def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str, metric: str | None) -> Table | None:
+def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str,
+                metric: str | None) -> tuple[Table, str] | None:
     main = metric or group["main_scores"][task]
     systems = {name: by_id[s["entries"][task]] for name, s in group["systems"].items() if task in s["entries"]}
     values = {n: e["scores"][main] for n, e in systems.items() if main in e["scores"]}
     if not values:
         return None
     ranks = competition_ranks(values)
-    keys = [main] + [k for k in SUMMARY if k != main and any(k in e["scores"] for e in systems.values())]
-    keys = keys[:HEADLINE_COLUMNS]
+    present = {k for e in systems.values() for k in e["scores"]}
+    others = [k for k in SUMMARY if k != main and k in present]
+    if not others:  # a family outside the headline list (judge ratings): all of its keys
+        others = sorted(present - {main})
+    keys = ([main] + others)[:HEADLINE_COLUMNS if others[:1] and others[0] in SUMMARY else MAX_FAMILY_COLUMNS]
     table = compact_table()
     table.add_column("#", justify="right")
     _model_column(table, list(systems))
     for key in keys:
-        table.add_column(pretty_name(key) + ("*" if key == main else ""), justify="right")
-    table.add_column("settings", overflow="fold")
+        table.add_column(metric_name(key, short=True) + ("*" if key == main else ""), justify="right")
     summaries = system_summaries(group)
+    if any(summaries.get(name) for name in systems):
+        table.add_column("settings", overflow="fold")
     for name in sorted(systems, key=lambda n: (ranks.get(n, 10**9), n)):
-        table.add_row(str(ranks.get(name, "-")), system_label(name), *(_cell(_value(systems[name], k)) for k in keys),
-                      summaries.get(name, ""))
-    return table
+        cells = [str(ranks.get(name, "-")), system_label(name), *(_cell(_value(systems[name], k)) for k in keys)]
+        if any(summaries.get(n) for n in systems):
+            cells.append(summaries.get(name, ""))
+        table.add_row(*cells)
+    caption = "* main score, rows ranked by it" + (f"; {scale_note(keys)}" if scale_note(keys) else "")
+    return table, caption

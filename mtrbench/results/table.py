@@ -64,27 +64,52 @@ def keep_numbers_whole(table: Table) -> None:
 
 
 TEXT_COLUMN_FLOOR = 8  # the narrowest a column of names is folded to before the table outgrows the console
+COLUMN_GAP = 3  # padding either side and the (blank) vertical rule between two columns
 
 
-def _minimum_width(table: Table) -> int:
-    """Columns at their widest number (names and headers folded to a floor), plus the gaps between them."""
-    widths = [max(column.min_width or 0, TEXT_COLUMN_FLOOR) for column in table.columns]
-    return sum(widths) + 2 * (len(widths) - 1)
+def _longest_line(cell: object) -> int:
+    return max((len(line) for line in _plain(cell).splitlines()), default=0)
+
+
+def column_widths(table: Table, width: int) -> list[int]:
+    """Widths that fit ``width`` where possible: numbers at least whole, the rest shared in proportion to
+    what each column would like beyond its minimum (names and headers fold down to a floor)."""
+    natural = [max([_longest_line(column.header)] + [_longest_line(c) for c in column.cells] + [column.min_width or 0])
+               for column in table.columns]
+    numbers = [max((widest_number(c) for c in column.cells), default=0) for column in table.columns]
+    minimum = [max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
+               for column, wide, n in zip(table.columns, numbers, natural)]
+    available = width - COLUMN_GAP * (len(natural) - 1) - 1  # rich may give a column one more
+    extra = available - sum(minimum)
+    wants = [n - m for n, m in zip(natural, minimum)]
+    if extra <= 0 or not sum(wants):
+        return minimum
+    widths = [m + min(w, extra * w // sum(wants)) for m, w in zip(minimum, wants)]
+    for n in sorted(range(len(widths)), key=lambda i: -wants[i]):  # what rounding left, to the widest wants
+        spare = available - sum(widths)
+        if spare <= 0:
+            break
+        widths[n] += min(spare, natural[n] - widths[n])
+    return widths
 
 
 def print_table(console: Console, table: Table) -> None:
-    """The table in the one style of every command, its numbers whole, as wide as the console allows."""
+    """The table in the one style of every command, its numbers whole.
+
+    A table wider than the console gets column widths of its own (``column_widths``): names and headers
+    fold, numbers never; where even that cannot fit, the table comes out wider than the console (the
+    terminal wraps its lines), never with a number cut or a column dropped.
+    """
     table.box, table.pad_edge, table.show_edge = box.SIMPLE_HEAD, False, False
     keep_numbers_whole(table)
-    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
-    if natural <= console.width:
+    if Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width:
         console.print(table)
         return
-    for column in table.columns:  # names and headers wrap (fold) so that the numbers keep their width
-        column.no_wrap = False
-    needed = _minimum_width(table)
+    widths = column_widths(table, console.width)
+    for column, column_width in zip(table.columns, widths):
+        column.width, column.no_wrap = column_width, False
     width = console.width
-    console.width = max(width, needed)  # wider than the terminal (it wraps the lines) rather than a number cut
+    console.width = max(width, sum(widths) + COLUMN_GAP * (len(widths) - 1))
     try:
         console.print(table)
     finally:
