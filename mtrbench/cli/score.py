@@ -360,9 +360,9 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
 
 def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.table import Table
 
     from mtrbench.analyses.pool import pool_analysis
+    from mtrbench.results.table import compact_table, print_titled
     from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
@@ -374,8 +374,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     result = pool_analysis(runs, read_qrels(args.qrels), read_qrels(args.refined_qrels), k=args.k,
                            metric=args.metric, n_orders=args.orders, seed=args.seed)
     console = Console()
-    table = Table(title=f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})",
-                  title_justify="left")
+    table = compact_table()
     for column in ("pool size m", "holes found", "growth rate GR(m)", f"MC(m) {args.metric}@{args.k}"):
         table.add_column(column, justify="right")
     for m in range(1, len(names) + 1):
@@ -383,13 +382,14 @@ def _cmd_pool(args: argparse.Namespace) -> int:
         mc = result.marginal_contribution_by_size[m - 1] if m - 1 < len(result.marginal_contribution_by_size) else None
         table.add_row(str(m), f"{result.holes_per_size[m - 1]:.1f}", "-" if gr is None else f"{gr:.4f}",
                       "-" if mc is None else f"{mc:.4f}")
-    console.print(table)
-    table = Table(title="marginal contribution, leave-one-out", title_justify="left")
+    print_titled(console, f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})",
+                 table)
+    table = compact_table()
     table.add_column("run")
     table.add_column(f"MC {args.metric}@{args.k}", justify="right")
     for name, value in result.marginal_contribution.items():
         table.add_row(name, f"{value:.4f}")
-    console.print(table)
+    print_titled(console, "marginal contribution, leave-one-out", table)
     if args.output:
         atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
     return 0
