@@ -1,9 +1,11 @@
-"""PNG figures (matplotlib, no display needed): per-turn curves of results by history strategy."""
+"""PNG figures (matplotlib, no display needed): per-turn curves of results by history strategy, as small multiples."""
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 from pathlib import Path
+
 from mtrbench.infra.atomic import atomic_write_bytes
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.analyses.turn_bands import turn_bands
@@ -54,52 +56,102 @@ def _rows_or_none(result: Result) -> list[QueryScores] | None:
         return None  # a result copied without its per-query file: the curve is drawn without a band
 
 
+def switch_turns(result: Result) -> Counter[int]:
+    """Conversations per last turn before a hard topic switch (the task's ``switch_turn``); empty when the
+    task has none or cannot be loaded here (the figure then says so)."""
+    from mtrbench.data import load_task
+
+    try:
+        data = load_task(result.task_name, split=result.split, require_corpus=False)
+    except (MtrbenchError, OSError, ValueError):
+        return Counter()
+    per_conversation = {q.conversation_id: q.meta.get("switch_turn") for q in data.queries}
+    return Counter(t for t in per_conversation.values() if isinstance(t, int) and t > 0)
+
+
+def _mark_switch(axis, switches: Counter[int], label: bool) -> None:
+    """A dashed line between the last turn of the first topic and the first of the next, per switch turn."""
+    total = sum(switches.values())
+    for turn, count in sorted(switches.items()):
+        axis.axvline(turn + 0.5, color="0.35", linestyle="--", linewidth=1.0, alpha=0.35 + 0.6 * count / total)
+    if label and switches:
+        axis.text(min(switches) + 0.45, 0.03, "topic switch", rotation=90, fontsize=7, color="0.3", ha="right",
+                  va="bottom")
+
+
+def _band_rows(rows: list[QueryScores] | None, key: str):
+    return [(r.conversation_id, r.turn_id, r.values[key]) for r in rows or []
+            if key in r.values and isinstance(r.turn_id, int) and r.conversation_id is not None]
+
+
 def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> list[Path]:
-    """One figure per (task, model, settings): Recall@k and nDCG@k per turn, a line per history strategy,
-    shaded by its 95% bootstrap band over conversations (from the per-query file, when it is there)."""
+    """One figure per (task, model, settings), small multiples: a row per metric (Recall@k, nDCG@k), a column per
+    history strategy. Each panel draws its strategy's mean per turn inside its 95% bootstrap band over
+    conversations (from the per-query file, when it is there), the other strategies as thin grey lines for
+    reference, and the task's topic switch as dashed lines (their darkness: how many conversations switch there)."""
+    import textwrap
+
     written = []
     names_used: set[str] = set()
     for results in _curve_groups(paths).values():
+        results = sorted(results, key=lambda r: r.history or "")
         rows_of = {id(result): _rows_or_none(result) for result in results}
         first = results[0]
         task, model = first.task_name, first.model_name
-        figure = new_figure(11, 4.2)
-        axes = figure.subplots(1, len(TURN_FAMILIES), sharex=True)
+        switches = switch_turns(first)
+        n = len(results)
+        figure = new_figure(2.7 * n + 1.2, 5.6)
+        axes = figure.subplots(len(TURN_FAMILIES), n, sharex=True, sharey=True, squeeze=False)
+        colours = [f"C{i}" for i in range(n)]
         drawn = False
-        for axis, family in zip(axes, TURN_FAMILIES):
+        for row, family in enumerate(TURN_FAMILIES):
             key = f"{family}_at_{k}"
-            for result in sorted(results, key=lambda r: r.history or ""):
+            curves = {}
+            for result in results:
                 turns = result.breakdowns["turn"]
-                points = sorted((int(t), row[key]) for t, row in turns.items() if key in row)
+                points = sorted((int(t), r[key]) for t, r in turns.items() if key in r)
                 if points:
-                    xs, ys = zip(*points)
-                    line, = axis.plot(xs, ys, marker="o", linewidth=1.8, label=result.history)
-                    rows = rows_of[id(result)]
-                    if rows:
-                        bands = turn_bands((r.conversation_id, r.turn_id, r.values[key]) for r in rows
-                                           if key in r.values and isinstance(r.turn_id, int)
-                                           and r.conversation_id is not None)
+                    curves[id(result)] = points
+            for column, result in enumerate(results):
+                axis = axes[row][column]
+                for other in results:  # the other strategies, thin and grey, for reference
+                    if other is not result and id(other) in curves:
+                        xs, ys = zip(*curves[id(other)])
+                        axis.plot(xs, ys, color="0.75", linewidth=0.9, zorder=1)
+                if id(result) in curves:
+                    xs, ys = zip(*curves[id(result)])
+                    axis.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.8, color=colours[column], zorder=3)
+                    bands = turn_bands(_band_rows(rows_of[id(result)], key))
+                    if bands:
                         axis.fill_between([b.turn for b in bands], [b.low for b in bands], [b.high for b in bands],
-                                          color=line.get_color(), alpha=0.15, linewidth=0)
+                                          color=colours[column], alpha=0.2, linewidth=0, zorder=2)
                     drawn = True
-            axis.set_title(pretty_name(key))
-            axis.set_xlabel("turn")
-            axis.set_ylim(0, 1.02)
-            axis.grid(alpha=0.3)
+                _mark_switch(axis, switches, label=row == 0 and column == 0)
+                if row == 0:
+                    axis.set_title(f"history={result.history}", fontsize=10)
+                if column == 0:
+                    axis.set_ylabel(pretty_name(key))
+                if row == len(TURN_FAMILIES) - 1:
+                    axis.set_xlabel("turn")
+                axis.set_ylim(0, 1.02)
+                axis.grid(alpha=0.3)
         if not drawn:
             raise MtrbenchError(f"{task} / {model}: no per-turn values for k={k} (available cutoffs: "
                                 f"{first.settings.get('k_values')})")
         turns = first.breakdowns["turn"]
         counts = ", ".join(f"{t}: {row.get('n', '?')}" for t, row in sorted(turns.items(), key=lambda x: int(x[0])))
-        axes[0].set_ylabel("mean over the turn's queries")
-        axes[-1].legend(title="history", fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-        figure.suptitle(f"{task} · {short_model(model)} · truncate={first.settings.get('truncate')}\n"
-                        f"queries per turn: {counts}; shaded: 95% bootstrap band over conversations", fontsize=10)
+        switch_note = ("dashed: topic switch after turn " + ", ".join(f"{t} ({c} conversations)"
+                                                                       for t, c in sorted(switches.items()))
+                       if switches else "topic switch: none recorded for this task (or the task is not loadable here)")
+        title = (f"{task} \u00b7 {short_model(model)} \u00b7 truncate={first.settings.get('truncate')}: mean per turn; "
+                 f"shaded: 95% bootstrap band over conversations; grey: the other strategies; {switch_note}; "
+                 f"queries per turn: {counts}")
+        figure.suptitle("\n".join(textwrap.wrap(title, width=int(14 * (2.7 * n + 1.2)))), fontsize=9)
         stem = safe_name(f"{task}__{short_model(model)}__turns_at_{k}")
-        name, n = stem, 1
+        name, count = stem, 1
         while name in names_used:
-            n += 1
-            name = f"{stem}__{n}"
+            count += 1
+            name = f"{stem}__{count}"
         names_used.add(name)
         written.append(save_png(figure, Path(output_dir) / f"{name}.png"))
     return written
