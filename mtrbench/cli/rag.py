@@ -58,6 +58,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                               "[verdict]")
     judging.add_argument("--judge-model", metavar="MODEL", help="judge model id [the generator model, with a note]")
     judging.add_argument("--judge-base-url", metavar="URL", help="judge endpoint [--generator-base-url]")
+    judging.add_argument("--judge-max-tokens", type=int, metavar="N",
+                         help="judge reply length limit in tokens (a verdict or rating needs few) [1024]")
     judging.add_argument("--scenario", default="RR", choices=["RS", "RR", "TR"],
                          help="RAD-Bench prompt family for --judge rating [RR]")
     judging.add_argument("--ragalign", default=",".join(DEFAULT_RAGALIGN),
@@ -76,7 +78,8 @@ def _check_names(args: argparse.Namespace) -> None:
     from mtrbench.retrieve import resolve
     from mtrbench.serialize.history import get_strategy
 
-    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens)):
+    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens),
+                        ("--judge-max-tokens", args.judge_max_tokens if args.judge_max_tokens is not None else 1)):
         if value < 1:
             raise MtrbenchError(f"{flag} must be at least 1, got {value}")
     if "," in args.history or args.history == "all":
@@ -110,6 +113,8 @@ def _cmd_rag(args: argparse.Namespace) -> int:
                          "independent judge", soft_wrap=True)
         judge = model_judge(args.judge_model or args.generator_model,
                             args.judge_base_url or args.generator_base_url, args, "judge")
+        if args.judge_max_tokens is not None:
+            judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
     if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     rewriter = rewriter_from_args(args, not args.quiet)
