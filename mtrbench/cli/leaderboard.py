@@ -63,8 +63,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
     plot.add_argument("-o", "--output", required=True, metavar="DIR")
     plot.add_argument("--k", type=int, default=10, help="cutoff of the per-turn curves [10]")
-    plot.add_argument("--leaderboard", metavar="NAME|FILE", help="also draw this leaderboard's bars")
-    plot.add_argument("--metric", help="metric of the leaderboard bars [each task's main score]")
+    plot.add_argument("--leaderboard", metavar="NAME|FILE",
+                      help="also draw this leaderboard's bars, a figure per table of its page; runs whose result "
+                           "files are among RESULTS get 95%% bootstrap intervals (conversations resampled)")
+    plot.add_argument("--metric", help="only the leaderboard figures whose bars show this metric [all]")
     return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
 
 
@@ -217,7 +219,12 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         from mtrbench.leaderboard.schema import load
 
         _, document = load(args.leaderboard)
-        written += plot_leaderboard(document, Path(args.output), metric=args.metric)
+        intervals = None
+        if args.results:  # the entries' own result files: intervals on their bars
+            from mtrbench.leaderboard.turns import entry_intervals
+
+            intervals = entry_intervals(document, [Path(r) for r in args.results])
+        written += plot_leaderboard(document, Path(args.output), metric=args.metric, intervals=intervals)
     for path in written:
         print(f"wrote {path}")
     return 0

@@ -522,7 +522,9 @@ def test_plot_writes_valid_pngs(sample_results, built, tmp_path):
     out = tmp_path / "plots"
     assert main(["plot", str(sample_results), "-o", str(out), "--leaderboard", str(built)]) == 0
     pngs = sorted(p.name for p in out.glob("*.png"))
-    assert pngs == ["minilm__g1.png", "minilm__g2.png", "mtrbench-sample__all-MiniLM-L6-v2__turns_at_10.png"]
+    # one figure per table of the page (the two history strategies share one), named after what it shows
+    assert pngs == ["minilm__mtrbench-runs-mtrbench-sample-by-history-strategy.png",
+                    "mtrbench-sample__all-MiniLM-L6-v2__turns_at_10.png"]
     for name in pngs:
         with Image.open(out / name) as image:
             image.verify()
