@@ -52,18 +52,21 @@ class PairAssessor:
         record = {"kind": "prefilter", "qid": case.qid, "doc_id": case.doc_id, "status": status, "votes": votes}
         if errors:
             record["errors"] = errors
+        _add_malformed(record, [(j.name, r) for j, r in zip(self.roles.prefilter, results)])
         return record
 
     async def debate(self, case: Case) -> dict[str, Any]:
         debate = Debate(self.rounds)
         judges = {AGENT_A.name: self.roles.agent_a, AGENT_B.name: self.roles.agent_b}
         error = None
+        asked: list[tuple[str, ChatResult]] = []
         while (n := debate.next_round) is not None:
             history = debate.history()
             results = await asyncio.gather(*(
                 self._ask(judges[agent.name], f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
                           agent_messages(case, agent.name, other.name, history), parse_verdict, VERDICT_FORMAT)
                 for agent, other in ((AGENT_A, AGENT_B), (AGENT_B, AGENT_A))))
+            asked += [(f"{agent.name} round {n}", r) for agent, r in zip(AGENTS, results)]
             failed = [(agent, r) for agent, r in zip(AGENTS, results) if not r.ok]
             if failed:
                 error = "; ".join(f"{agent.name} round {n}: {r.error}" for agent, r in failed)
@@ -74,6 +77,7 @@ class PairAssessor:
                   "consensus_round": debate.consensus_round, **self.settings, "rounds": debate.rounds_as_dicts()}
         if error:
             record["error"] = error
+        _add_malformed(record, asked)
         return record
 
     async def adjudicate(self, case: Case, debate_record: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +90,7 @@ class PairAssessor:
                   "verdict": result.value.as_dict() if result.ok else None}
         if not result.ok:
             record["error"] = result.error
+        _add_malformed(record, [(judge.name, result)])
         return record
 
     async def assess(self, case: Case, entry: PairRecords) -> None:
@@ -143,3 +148,10 @@ async def assess_all(assessor: PairAssessor, work: list[tuple[Case, PairRecords]
     finally:
         bar.close()
         await asyncio.gather(*(client.aclose() for client in assessor.clients.values()))
+
+
+def _add_malformed(record: dict[str, Any], asked: list[tuple[str, ChatResult]]) -> None:
+    """Every malformed reply met (redacted), under who gave it; nothing added when there was none."""
+    malformed = [{"by": who, **m.as_dict()} for who, result in asked for m in result.malformed]
+    if malformed:
+        record["malformed"] = malformed
