@@ -59,52 +59,81 @@ def _panels(table: Pivot) -> list[tuple[str, int | None]]:
     return panels
 
 
+def _bar(value: float | None, interval: tuple[float, float] | None) -> tuple[float, float, float]:
+    """(length, error below, error above); NaN errors draw nothing (no interval for that bar)."""
+    if value is None or interval is None:
+        return value or 0.0, float("nan"), float("nan")
+    return value, max(0.0, value - interval[0]), max(0.0, interval[1] - value)
+
+
+def _interval(table: Pivot, row, n: int | None, intervals: Intervals) -> tuple[float, float] | None:
+    if n is None or not row.cells[n].entry_id:
+        return None
+    return intervals.get(row.cells[n].entry_id, {}).get(table.columns[n].metric)
+
+
+def _draw(axis, labels: list[str], bars: list[tuple[float, float, float]], values: list[float | None],
+          colours_: list[str]) -> bool:
+    """Horizontal bars best-ranked first, each with its value; True when some bar has an interval."""
+    positions = list(range(len(bars)))
+    low = [b[1] for b in bars]
+    high = [b[2] for b in bars]
+    has_interval = any(e == e for e in high)
+    axis.barh(positions, [b[0] for b in bars], color=colours_, height=0.72,
+              xerr=[low, high] if has_interval else None, error_kw={"elinewidth": 1, "capsize": 2})
+    reach = [b[0] + (b[2] if b[2] == b[2] else 0.0) for b in bars]
+    top = max([1.0] + reach)
+    for y, value, end in zip(positions, values, reach):
+        if value is not None:
+            axis.text(end + top * 0.01, y, f"{value:.3f}" if top <= 1 else f"{value:.2f}", va="center", fontsize=7)
+    axis.set_xlim(0, top * 1.18)
+    axis.set_yticks(positions)
+    axis.set_yticklabels(["\n".join(textwrap.wrap(label, 34)) for label in labels], fontsize=8)
+    axis.invert_yaxis()
+    axis.grid(axis="x", alpha=0.3)
+    return has_interval
+
+
+def _single_system(table: Pivot, intervals: Intervals, panels, figure_for):
+    """One system: one panel, a bar per column (e.g. per history strategy), so they read side by side."""
+    row = table.rows[0]
+    labels = [title.replace("\n", " \u00b7 ") for title, _ in panels]
+    values = [row.mean if n is None else row.cells[n].value for _, n in panels]
+    bars = [_bar(v, _interval(table, row, n, intervals)) for v, (_, n) in zip(values, panels)]
+    figure = figure_for(LABEL_WIDTH + 2 * PANEL_WIDTH, ROW_HEIGHT * len(panels) + 2.0)
+    axis = figure.subplots()
+    has_interval = _draw(axis, labels, bars, values, colours(len(panels)))
+    axis.set_title(row.label, fontsize=9)
+    return figure, has_interval
+
+
 def plot_table(document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str, Any]], intervals: Intervals,
                path: Path) -> Path:
     panels = _panels(table)
+    if len(table.rows) == 1 and len(panels) > 1:
+        figure, any_interval = _single_system(table, intervals, panels, new_figure)
+        width = LABEL_WIDTH + 2 * PANEL_WIDTH
+        return _finish(document, table, by_id, figure, width, any_interval, path)
     rows = table.rows
     width = LABEL_WIDTH + PANEL_WIDTH * len(panels)
     figure = new_figure(width, ROW_HEIGHT * len(rows) + 2.0)
     axes = figure.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     colour = dict(zip((r.key for r in rows), colours(len(rows))))
-    positions = list(range(len(rows)))
     any_interval = False
     for axis, (title, n) in zip(axes, panels):
-        values, errors = [], [[], []]
-        for row in rows:
-            value = row.mean if n is None else row.cells[n].value
-            values.append(value)
-            low_high = None
-            if n is not None and row.cells[n].entry_id:
-                low_high = intervals.get(row.cells[n].entry_id, {}).get(table.columns[n].metric)
-            if value is not None and low_high is not None:
-                errors[0].append(max(0.0, value - low_high[0]))
-                errors[1].append(max(0.0, low_high[1] - value))
-                any_interval = True
-            else:  # no interval for this bar: nothing drawn (NaN), not a zero-width bar
-                errors[0].append(float("nan"))
-                errors[1].append(float("nan"))
-        widths = [v or 0.0 for v in values]
-        drawn = [e for e in errors[1] if e == e]
-        axis.barh(positions, widths, color=[colour[r.key] for r in rows], height=0.72,
-                  xerr=errors if drawn else None, error_kw={"elinewidth": 1, "capsize": 2})
-        reach = [v + (e if e == e else 0.0) for v, e in zip(widths, errors[1])]
-        top = max([1.0] + reach)
-        for y, value, end in zip(positions, values, reach):
-            if value is not None:
-                axis.text(end + top * 0.01, y, f"{value:.3f}" if top <= 1 else f"{value:.2f}",
-                          va="center", fontsize=7)
-        axis.set_xlim(0, top * 1.18)
+        values = [row.mean if n is None else row.cells[n].value for row in rows]
+        bars = [_bar(v, _interval(table, row, n, intervals)) for v, row in zip(values, rows)]
+        any_interval |= _draw(axis, [r.label for r in rows], bars, values, [colour[r.key] for r in rows])
         axis.set_title(title, fontsize=9)
-        axis.grid(axis="x", alpha=0.3)
-    axes[0].set_yticks(positions)
-    axes[0].set_yticklabels(["\n".join(textwrap.wrap(r.label, 34)) for r in rows], fontsize=8)
-    axes[0].invert_yaxis()
+    return _finish(document, table, by_id, figure, width, any_interval, path)
+
+
+def _finish(document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str, Any]], figure, width: float,
+            any_interval: bool, path: Path) -> Path:
     note = ("error bars: 95% bootstrap interval over conversations (runs whose result files were given)" if any_interval
             else "no interval: no per-query scores for these entries (reported numbers, or result files not given)")
     text = f"{document['name']}: {pivot_title(table, by_id)}. {provenance(table)}; {note}"
-    title = "\n".join(textwrap.wrap(text, int(width * TITLE_CHARACTERS_PER_INCH)))
-    figure.suptitle(title, fontsize=8)
+    figure.suptitle("\n".join(textwrap.wrap(text, int(width * TITLE_CHARACTERS_PER_INCH))), fontsize=8)
     return save_png(figure, path)
 
 

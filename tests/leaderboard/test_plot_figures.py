@@ -63,7 +63,7 @@ def test_intervals_are_conversation_bootstrap_of_the_entry_score(six_strategies)
         assert 0.6 < (high - low) / (2 * half) < 1.6, (entry["id"], low, high, half)
 
 
-def test_six_strategies_make_one_figure_with_a_panel_each(six_strategies, tmp_path):
+def test_six_strategies_make_one_figure(six_strategies, tmp_path):
     from PIL import Image
 
     from mtrbench.leaderboard.plot import plot_leaderboard
@@ -72,4 +72,4 @@ def test_six_strategies_make_one_figure_with_a_panel_each(six_strategies, tmp_pa
     written = plot_leaderboard(six_strategies, tmp_path, intervals=entry_intervals(six_strategies, [COMPARE]))
     assert [p.name for p in written] == ["six__mtrbench-runs-mtrbench-sample-by-history-strategy.png"]
     with Image.open(written[0]) as image:
-        assert image.format == "PNG" and image.width > 1500  # six panels and the mean side by side
+        assert image.format == "PNG" and image.width >= 600 and image.height >= 300
