@@ -31,7 +31,7 @@ from mtrbench.leaderboard.turns import TurnCurves
 # Metric columns after the main score, when some entry of the table has them.
 PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "ndcg_at_5", "recall_at_5", "recall_at_10", "recall_at_20",
                      "recall_at_100", "mrr_at_10", "mrr", "hit_rate_at_5")
-MAX_METRIC_COLUMNS = 5
+MAX_METRIC_COLUMNS = 8
 DASH = "\u2014"
 
 
@@ -203,7 +203,7 @@ def provenance(pivot: Pivot) -> str:
     else:
         what = (f"systems \u00d7 {'tasks' if pivot.kind == TASKS else 'history strategies'}, cells: "
                 f"{', '.join(metric_name(m) for m in metrics)}"
-                + (f"; ranked by the mean" if pivot.has_mean else "")
+                + ("; ranked by the mean" if pivot.has_mean else "")
                 + ("; each column ranked within its own group" if pivot.kind == HISTORIES else ""))
     parts = [what, comp.get("reported_in") or f"label {comp['label']}"]
     if pivot.kind != HISTORIES:
@@ -277,14 +277,14 @@ def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     tables = pivots(groups, document["entries"])
-    meta = (f"{len(document['entries'])} entries \u00b7 {len(tables)} tables ({len(groups)} comparable groups) "
+    meta = (f"{len(document['entries'])} entries \u00b7 {len(tables)} table(s) ({len(groups)} comparable group(s)) "
             f"\u00b7 created {document['created']} \u00b7 {document['generator']}")
     nav = "".join(f'<li><a href="#group-{escape(p.id)}" title="{escape(pivot_title(p, by_id))}">'
                   f'{escape(clipped(pivot_title(p, by_id), 48))}</a></li>' for p in tables)
     parts = [f"<header><h1>{escape(document['name'])}</h1>"
              f"<p class=\"description\">{escape(document['description'])}</p>"
              f"<p class=\"meta\">{escape(meta)}</p></header><main>",
-             f'<nav><ul class="groups">{nav}</ul></nav>',
+             f'<nav><ul class="groups">{nav}</ul></nav>' if len(tables) > 1 else "",
              "<p class=\"hint\">One table per comparable group (same label, history strategy, truncation, query "
              "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
              "open a table's detail for every metric, setting, command and source.</p>"]
