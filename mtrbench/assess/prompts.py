@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mtrbench.assess.defaults import QUERY_FORMS
 from mtrbench.data.model import USER, ConversationalQuery, Corpus
-
-QUERY_FORMS = ("auto", "rewrite", "current", "conversation")
 
 YES_MEANING = "The passage holds everything needed to state at least one of the answers to the question."
 NO_MEANING = "The passage does not hold everything needed to state any of the answers to the question."

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtrbench.audit import prompts
+from mtrbench.audit.defaults import ALIGNMENT, COMPLETENESS, DIMENSIONS, FAITHFULNESS, QUALITY
 from mtrbench.audit.prompts import ShownDocument
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import DataError, UserInputError
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from mtrbench.llm.config import JudgeConfig
     from mtrbench.llm.failure_rate import JudgeFailures
 
-ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY = "alignment", "completeness", "faithfulness", "quality"
-DIMENSIONS = (ALIGNMENT, COMPLETENESS, FAITHFULNESS, QUALITY)
 NEEDS_ANSWER = (FAITHFULNESS, QUALITY)
 
 

@@ -1,62 +1,31 @@
-"""``mtrbench`` command line. User errors print one line and exit 2; bugs keep their traceback.
+"""``mtrbench`` command line (the parser and dispatcher are in ``mtrbench.cli.app``).
 
-Each command family lives in its own module of this package and registers itself the same way:
-``register(subparsers) -> {command name: handler}``. Handlers turn the parsed arguments into the typed
-options of the core functions; nothing outside this package sees an argparse Namespace.
+``mtrbench --version`` is answered here, before any command module is imported, so it costs no more
+than starting Python.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from types import ModuleType
-
-from mtrbench import __version__
-from mtrbench.cli import (assess, audit, encode, export, fuse, generate, judge, leaderboard, meta, metrics, models,
-                          rag, score, synthesize, tasks)
-from mtrbench.cli import eval as eval_command
-from mtrbench.cli.common import Handler
-from mtrbench.infra.errors import MtrbenchError
-
-# In the order `mtrbench --help` lists them.
-COMMAND_MODULES: tuple[ModuleType, ...] = (eval_command, score, meta, fuse, tasks, models, metrics, export, encode,
-                                           audit, assess, synthesize, generate, judge, rag, leaderboard)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The whole ``mtrbench`` parser; each command's parser carries its handler as the default ``handler``."""
-    parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
-    parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    seen: set[str] = set()
-    for module in COMMAND_MODULES:
-        handlers = module.register(sub)
-        if seen & set(handlers) or set(handlers) - set(sub.choices):
-            raise RuntimeError(f"{module.__name__}: commands {sorted(handlers)} clash or were not added")
-        seen |= set(handlers)
-        for name, handler in handlers.items():
-            sub.choices[name].set_defaults(handler=handler)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in results as the reproducing command
-    if args.command is None:
-        parser.print_help()
+    arguments = sys.argv[1:] if argv is None else argv
+    if list(arguments) == ["--version"]:
+        from mtrbench import __version__
+
+        print(f"mtrbench {__version__}")
         return 0
-    handler: Handler = args.handler
-    try:
-        return handler(args)
-    except MtrbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return getattr(exc, "exit_code", 2)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    from mtrbench.cli.app import main as run
+
+    return run(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from mtrbench.cli.app import build_parser as build
+
+    return build()
 
 
 __all__ = ["build_parser", "main"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mtrbench.assess.prompts import QUERY_FORMS
+from mtrbench.assess.defaults import QUERY_FORMS
 from mtrbench.cli.common import Handler, Subparsers
 
 

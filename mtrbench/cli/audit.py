@@ -10,8 +10,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
-    from mtrbench.audit.plan import DIMENSIONS
+    from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES, DIMENSIONS
     from mtrbench.cli.llm_flags import add_llm_arguments
 
     p = sub.add_parser("audit", help="MTR-EVAL: audit a task's gold labels with LLM judges",

@@ -269,13 +269,14 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
 def _check_names(args: argparse.Namespace) -> None:
     """History and measure typos, with the light parsers alone: the pipeline (torch, the LLM client) is not imported
     yet. check_before_loading checks the whole request again once it is."""
-    from mtrbench.measures import parse_k_values, parse_measures
     from mtrbench.serialize.history import get_strategy
 
     for name in (h.strip() for h in args.history.split(",")):
         if name and name != "all":
             get_strategy(name)
     if args.metrics:
+        from mtrbench.measures import parse_k_values, parse_measures  # pytrec_eval and numpy: only when needed
+
         parse_measures(args.metrics.split(","), parse_k_values(args.k_values) if args.k_values else [10])
 
 

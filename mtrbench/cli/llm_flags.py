@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import TYPE_CHECKING
 
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.llm.cache import ResponseCache, default_cache_path
-from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+
+if TYPE_CHECKING:  # the parser is built without the LLM client's modules
+    from mtrbench.llm.cache import ResponseCache
+    from mtrbench.llm.config import JudgeConfig
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +50,8 @@ def check_failure_rates(args: argparse.Namespace, counts) -> int:
 
 
 def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:
+    from mtrbench.llm.config import judge_from_flags, load_judges
+
     judges_file = getattr(args, "judges", None)
     model = getattr(args, "llm_model", None)
     base_url = getattr(args, "llm_base_url", None)
@@ -82,6 +87,8 @@ def request_overrides(judge: JudgeConfig, args: argparse.Namespace) -> JudgeConf
 
 
 def cache_from_args(args: argparse.Namespace) -> ResponseCache | None:
+    from mtrbench.llm.cache import ResponseCache
+
     if getattr(args, "no_llm_cache", False):
         if getattr(args, "llm_cache", None):
             raise MtrbenchError("--llm-cache and --no-llm-cache contradict each other")
@@ -110,7 +117,7 @@ def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
                        help=f"environment variable holding the API key{' for ' + key_for if key_for else ''} "
                             f"[{DEFAULT_KEY_ENV}]")
     group.add_argument("--llm-cache", metavar="PATH",
-                       help=f"sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else {default_cache_path()}]")
+                       help="sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else ~/.cache/mtrbench/llm.sqlite]")
     group.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
     group.add_argument("--dry-run", action="store_true",
                        help="print the first prompts and the request count; send nothing")
@@ -131,6 +138,8 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
 
 def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:
     """A ``JudgeConfig`` for a generator or rewriter named on the command line."""
+    from mtrbench.llm.config import judge_from_flags
+
     judge = judge_from_flags(model, base_url, getattr(args, "api_key_env", None) or DEFAULT_KEY_ENV, name=role)
     return request_overrides(judge, args)
 

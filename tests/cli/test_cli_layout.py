@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import mtrbench
-from mtrbench.cli import COMMAND_MODULES, build_parser
+from mtrbench.cli import build_parser
+from mtrbench.cli.app import COMMAND_MODULES
 
 PACKAGE = Path(mtrbench.__file__).resolve().parent
 CLI = PACKAGE / "cli"

@@ -13,10 +13,8 @@ from mtrbench.formats.mtrag_eval import MtragTask
 from mtrbench.judge.mtrag.aggregate import rb_agg
 from mtrbench.judge.mtrag.bertscore import BertScorer
 from mtrbench.judge.mtrag.lexical import extractiveness_rouge, length, rouge_l, token_recall
+from mtrbench.judge.mtrag.names import ALGORITHMIC_METRICS, BERTSCORE_METRICS
 
-ALGORITHMIC_METRICS = ("Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "BertKPrec",
-                       "Extractiveness_RougeL", "Length")
-BERTSCORE_METRICS = ("BertscoreP", "BertscoreR", "BertKPrec")
 RB_AGG_PARTS = ("Recall", "RougeL_stemFalse", "BertscoreR", "BertKPrec")
 PER_PASSAGE = ("BertKPrec", "Extractiveness_RougeL")
 

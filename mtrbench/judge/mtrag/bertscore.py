@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from mtrbench.infra.errors import ModelError, UserInputError
-
-OFFICIAL_MODEL = "microsoft/deberta-xlarge-mnli"
+from mtrbench.judge.mtrag.names import OFFICIAL_MODEL
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from mtrbench.formats.mtrag_eval import MtragTask
 from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.judge.mtrag import prompts
 from mtrbench.judge.mtrag.faithfulness import faithfulness_score, parse_statements, parse_verdicts
+from mtrbench.judge.mtrag.names import LLM_METRICS
 from mtrbench.judge.mtrag.rating import median, rb_llm_rating
 from mtrbench.judge.mtrag.verdicts import clarification_verdict, idk_verdict
 from mtrbench.judge.prompts import prompt_hash
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from mtrbench.llm.client import ChatResult
 
 LOG_NAME = "llm_judgments.jsonl"
-LLM_METRICS = ("RB_llm", "RL_F", "idk_eval", "underspecified_eval")
 _STATEMENTS, _VERDICTS = "RL_F.statements", "RL_F.verdicts"
 
 

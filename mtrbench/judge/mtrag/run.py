@@ -17,16 +17,16 @@ from mtrbench import __version__
 from mtrbench.formats.mtrag_eval import MtragTask, read_tasks, task_record
 from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.judge.mtrag.algorithmic import ALGORITHMIC_METRICS, BERTSCORE_METRICS, Metrics
+from mtrbench.judge.mtrag.algorithmic import Metrics
 from mtrbench.judge.mtrag.bertscore import BertScoreOptions, BertScorer
 from mtrbench.judge.mtrag.conditioning import idk_conditioned, idk_underspecified_conditioned
-from mtrbench.judge.mtrag.judges import LLM_METRICS, LlmJudgements, LlmJudgeOptions, run_llm_judges
+from mtrbench.judge.mtrag.judges import LlmJudgements, LlmJudgeOptions, run_llm_judges
+from mtrbench.judge.mtrag.names import ALGORITHMIC_METRICS, ALL_METRICS, BERTSCORE_METRICS, LLM_METRICS
 from mtrbench.judge.mtrag.resume import algorithmic_with_log, pending_tasks
 from mtrbench.judge.mtrag.summary import summarize
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 
-ALL_METRICS = ALGORITHMIC_METRICS + LLM_METRICS
 CONDITIONED = ("RB_agg", "RL_F", "RB_llm")
 METRICS_NAME = "metrics.jsonl"
 SUMMARY_NAME = "summary.json"
