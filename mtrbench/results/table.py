@@ -72,24 +72,24 @@ def _longest_line(cell: object) -> int:
 
 
 def column_widths(table: Table, width: int) -> list[int]:
-    """Widths that fit ``width`` where possible: numbers at least whole, the rest shared in proportion to
-    what each column would like beyond its minimum (names and headers fold down to a floor)."""
+    """Widths that fit ``width`` where possible, shaving the widest column first (as rich does): numbers
+    never below their widest number; names in a ``no_wrap`` column only once every other text column is
+    at its floor; headers and other text down to ``TEXT_COLUMN_FLOOR``."""
+    columns = table.columns
     natural = [max([_longest_line(column.header)] + [_longest_line(c) for c in column.cells] + [column.min_width or 0])
-               for column in table.columns]
-    numbers = [max((widest_number(c) for c in column.cells), default=0) for column in table.columns]
-    minimum = [max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
-               for column, wide, n in zip(table.columns, numbers, natural)]
-    available = width - COLUMN_GAP * (len(natural) - 1) - 1  # rich may give a column one more
-    extra = available - sum(minimum)
-    wants = [n - m for n, m in zip(natural, minimum)]
-    if extra <= 0 or not sum(wants):
-        return minimum
-    widths = [m + min(w, extra * w // sum(wants)) for m, w in zip(minimum, wants)]
-    for n in sorted(range(len(widths)), key=lambda i: -wants[i]):  # what rounding left, to the widest wants
-        spare = available - sum(widths)
-        if spare <= 0:
-            break
-        widths[n] += min(spare, natural[n] - widths[n])
+               for column in columns]
+    numbers = [max((widest_number(c) for c in column.cells), default=0) for column in columns]
+    floor = [max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
+             for column, wide, n in zip(columns, numbers, natural)]
+    available = width - COLUMN_GAP * (len(columns) - 1) - 1  # rich may give a column one more
+    widths = list(natural)
+    for shrinkable in ([i for i, c in enumerate(columns) if not c.no_wrap], list(range(len(columns)))):
+        while sum(widths) > available:
+            candidates = [i for i in shrinkable if widths[i] > floor[i]]
+            if not candidates:
+                break
+            widest = max(candidates, key=lambda i: widths[i])
+            widths[widest] -= 1
     return widths
 
 
