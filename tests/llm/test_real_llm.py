@@ -131,8 +131,8 @@ def sample_answers(path: Path, n: int) -> list[str]:
 
 def judge_args(answers: Path, out: Path, judges: Path, mode: str, rate: float) -> list[str]:
     return ["judge", "run", str(answers), "--task", "mtrbench-sample", "--judge", mode, "--judges", str(judges),
-            "--measures", "", "--output-dir", str(out), "--max-failure-rate", repr(rate), "--yes", "--quiet",
-            "--no-llm-cache"]
+            "--measures", "", "--output-dir", str(out), "--max-failure-rate", repr(rate), "--max-passage-chars", "200",
+            "--yes", "--quiet", "--no-llm-cache"]  # short passages: the prompt's prefill is most of the CPU time
 
 
 def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed_ratings(tmp_path, sent, capsys):
@@ -192,7 +192,7 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == (1 if code == 1 else 0), err
     if code == 1:
-        assert re.search(r"\d+/\d+", errors[0]), errors[0]
+        assert "stage" in errors[0] and re.search(r"failed on \d+ of \d+", errors[0]), errors[0]
     assert sent["requests"] >= len(MINI_QIDS)  # answers, then the judge's verdicts, on the one loaded model
 
 
