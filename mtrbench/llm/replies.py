@@ -236,9 +236,12 @@ class _WordScale:
 def _extract_word(text: str, scale: _WordScale) -> bool:
     text = _require_text(text)
     word = scale.word_pattern()
-    doubled = re.findall(r"\[\[\s*" + word + r"\s*\]\]", text, re.IGNORECASE)
-    if doubled:
-        return scale.value(doubled[-1])
+    # A word answer given twice with different values is settled by the last line, never by position alone:
+    # a number may be revised in prose ("a [[2]] would be harsh ... [[6]]"), two opposite verdicts side by
+    # side on the concluding line cannot.
+    doubled = _agreed(re.compile(r"\[\[\s*" + word + r"\s*\]\]", re.IGNORECASE), text, "answer")
+    if doubled is not None:
+        return scale.value(doubled)
     is_object, field = _json_field(text, scale.keys)
     if field is not None:
         key, value = field
@@ -248,9 +251,9 @@ def _extract_word(text: str, scale: _WordScale) -> bool:
         return answer
     if is_object:
         raise ExtractionError(f"JSON reply has no '{scale.keys[0]}' field")
-    labelled = _labelled(scale.labels, word).findall(text)
-    if labelled:
-        return scale.value(labelled[-1])
+    labelled = _agreed(_labelled(scale.labels, word), text, "answer")
+    if labelled is not None:
+        return scale.value(labelled)
     bracketed = _agreed(re.compile(r"(?<!\[)\[\s*" + word + r"\s*\](?!\])", re.IGNORECASE), text, "answer")
     if bracketed is not None:
         return scale.value(bracketed)

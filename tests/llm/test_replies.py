@@ -67,12 +67,14 @@ def test_a_rating_on_another_scale_is_rejected_not_clamped():
     ("Incorrect: the reference says 1889.", 0),
     ("It could be called INCORRECT at first sight, but Verdict: [[CORRECT]]", 1),
     ("Verdict: [[INCORRECT]]\nRating: 7", 0),
+    ("Verdict: [[CORRECT]] at first sight.\nOn reflection: Verdict: [[INCORRECT]]", 0),  # the last line settles
 ])
 def test_verdicts_accepted(text, expected):
     assert parse_verdict(text) == expected
 
 
 @pytest.mark.parametrize("text", ["", "The answer is correct.", "I think it is fine", "Verdict: maybe",
+                                  "Verdict: [[CORRECT]] or maybe\nVerdict: [[INCORRECT]] [[CORRECT]]",
                                   "Correct or incorrect, hard to say.", '{"verdict": "partly"}'])
 def test_verdicts_rejected(text):
     with pytest.raises(ExtractionError):
