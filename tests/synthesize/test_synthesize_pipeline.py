@@ -355,7 +355,7 @@ def test_agents_file_gives_each_agent_its_model_and_a_failed_request_drops_the_c
             for name in ("questioner", "responder", "polisher")))
         assert main(["synthesize", str(corpus), "--out", str(out), "--agents", str(agents_file), "--no-llm-cache",
                      "--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", "--conversations", "3",
-                     "--turns", "2", "--hard-switches", "0"]) == 0
+                     "--turns", "2", "--hard-switches", "0", "--max-failure-rate", "0.5"]) == 0  # 1 of 3 dropped
         by_agent = {}
         for body in server.requests:
             system = body["messages"][0]["content"]
