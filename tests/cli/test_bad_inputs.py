@@ -493,7 +493,59 @@ def _card_with_a_python_tag(tmp: Path) -> tuple[list[str], str]:
             r"evil\.yaml:2:9: not valid YAML \(could not determine a constructor .*python/object")
 
 
+def _a_file_named(tmp: Path, name: str) -> Path:
+    blocker = tmp / name
+    blocker.write_text("a file, not a folder\n")
+    return blocker
+
+
+def _eval_output_dir_is_a_file(tmp: Path) -> tuple[list[str], str]:
+    root, blocker = make_native(tmp / "in"), _a_file_named(tmp, "results")
+    return (["eval", "--model", "bm25", "--task", str(root), "--output-dir", str(blocker), "--quiet"],
+            rf"{re.escape(str(blocker))}.* is a file, not a folder")
+
+
+def _score_output_cannot_be_created(tmp: Path) -> tuple[list[str], str]:
+    root = make_trec(tmp / "in")
+    return (["score", "--run", str(root / "a.run"), "--qrels", str(root / "a.qrels"), "--output", "/proc/x/s.json"],
+            r"/proc/x/s\.json")
+
+
+def _compare_output_under_a_file(tmp: Path) -> tuple[list[str], str]:
+    root, blocker = make_trec(tmp / "in"), _a_file_named(tmp, "tables")
+    run, other = str(root / "a.run"), root / "b.run"
+    other.write_text((root / "a.run").read_text().replace("varn-fish 1 3.0", "varn-fish 1 2.0", 1))
+    return (["compare", run, str(other), "--qrels", str(root / "a.qrels"), "--format", "latex", "--output",
+             str(blocker / "t.tex")], rf"{re.escape(str(blocker))} is a file, not a folder")
+
+
+def _meta_output_under_a_file(tmp: Path) -> tuple[list[str], str]:
+    root, blocker = make_trec(tmp / "in"), _a_file_named(tmp, "meta")
+    other = root / "b.run"  # another system: q1's first two documents swapped
+    other.write_text((root / "a.run").read_text().replace("varn-fish 1 3.0", "varn-fish 1 2.0", 1))
+    return (["meta", "power", "--runs", str(root / "a.run"), str(other), "--qrels", str(root / "a.qrels"),
+             "--output", str(blocker / "power.json")], rf"{re.escape(str(blocker))} is a file, not a folder")
+
+
+def _judge_output_dir_is_a_file(tmp: Path) -> tuple[list[str], str]:
+    root, blocker = make_native(tmp / "in"), _a_file_named(tmp, "judged")
+    generations = tmp / "generations.jsonl"
+    generations.write_text('{"qid": "c1_1", "answer": "212 metres."}\n')
+    return (["judge", "run", str(generations), "--task", str(root), "--output-dir", str(blocker)],
+            rf"{re.escape(str(blocker))}.* is a file, not a folder")
+
+
+def _leaderboard_output_cannot_be_created(tmp: Path) -> tuple[list[str], str]:
+    return (["leaderboard", "build", "reported", "-o", "/proc/x/board.json"], r"/proc/x/board\.json")
+
+
 COMMAND_CASES = {
+    "eval: --output-dir is a file": _eval_output_dir_is_a_file,
+    "score: --output cannot be created": _score_output_cannot_be_created,
+    "compare: --output under a file": _compare_output_under_a_file,
+    "meta: --output under a file": _meta_output_under_a_file,
+    "judge run: --output-dir is a file": _judge_output_dir_is_a_file,
+    "leaderboard build: -o cannot be created": _leaderboard_output_cannot_be_created,
     "fuse: an output path that cannot be created": _fuse_to_unmakeable_output,
     "export: --out an existing file": _export_to_an_existing_file,
     "judge run: generations not UTF-8": _judge_non_utf8_generations,
@@ -512,3 +564,38 @@ def test_bad_command_input(name: str, tmp_path: Path, capfd: pytest.CaptureFixtu
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("error: ") and re.search(error, lines[0]), lines[0]
     assert not (tmp_path / "out").exists() and "owned" not in out
+
+
+def test_a_full_disk_is_one_line_naming_the_result_file(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every result file goes through the atomic writer; a disk that fills up while it writes is one line naming
+    the file eval was writing, and no partial file is left behind."""
+    import errno
+
+    from mtrbench.infra import atomic
+
+    real_fdopen = atomic.os.fdopen
+
+    class FullDisk:
+        def __init__(self, fd, mode):
+            self.handle = real_fdopen(fd, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+            return False
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic.os, "fdopen", FullDisk)
+    root = make_native(tmp_path / "in")
+    capfd.readouterr()
+    code = main(["eval", "--model", "bm25", "--task", str(root), "--output-dir", str(tmp_path / "out"), "--quiet"])
+    out, err = capfd.readouterr()
+    lines = err.splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in out + err, err
+    assert re.match(r"error: cannot write .*out/.*: No space left on device$", lines[0]), lines[0]
+    assert not [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
