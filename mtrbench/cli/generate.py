@@ -34,6 +34,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                         f"summary:llm: a model's summary of the history, then the question [{DEFAULT_HISTORY}]")
     p.add_argument("--output", help="generations JSONL [<task>.<generator>.<history>.generations.jsonl beside the run; in "
                                     "results/generations/<task>/oracle/ with --oracle]")
+    p.add_argument("--mtrag-out", metavar="FILE.jsonl",
+                   help="also write the answers as an MTRAGEval prediction file, checked with MTRAG's format rules: "
+                        "Task B (generation_taskb) with --oracle (an MTRAG-UN card's reference passages), Task C "
+                        "(rag_taskc) with --run; contexts = the passages shown. Score it with `mtrbench judge mtrag`")
     p.add_argument("--max-passage-chars", type=int, default=0,
                    help="cut each passage shown to the generator to this many characters, 0 = whole [0]")
     p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
@@ -75,7 +79,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
                             split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
                             max_passage_chars=args.max_passage_chars or None, limit=args.limit, dry_run=args.dry_run,
                             yes=args.yes, show_progress=not args.quiet,
-                            rewriter=rewriter_from_args(args, not args.quiet))
+                            rewriter=rewriter_from_args(args, not args.quiet),
+                            mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None)
     cache = None if args.dry_run else cache_from_args(args)
     report = run_generate(config, generator, cache)
     if args.dry_run:
@@ -83,6 +88,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     print(f"generations: {report.output} ({report.done_before} turns already there, {report.generated} generated, "
           f"{report.failed} failed of {report.turns})")
     print(f"requests sent: {report.requests}, served from cache: {report.cached}")
+    if report.mtrag_output is not None:
+        mode = "generation_taskb" if args.oracle else "rag_taskc"
+        print(f"MTRAGEval predictions ({mode}): {report.mtrag_output} ({report.mtrag_predictions} tasks)")
     for reason, count in sorted(report.skipped.items()):
         print(f"warning: {count} {reason}")
     if report.torn_lines:

@@ -47,6 +47,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                           f"[{DEFAULT_HISTORY}]")
     gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
     gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    gen.add_argument("--mtrag-out", metavar="FILE.jsonl",
+                     help="also write the answers as an MTRAGEval Task C prediction file (rag_taskc: contexts = the "
+                          "passages shown), checked with MTRAG's format rules; score it with `mtrbench judge mtrag`")
     gen.add_argument("--limit", type=int, metavar="N",
                        help="only the first N conversations (file order): retrieval and generation, as eval [all]")
 
@@ -127,7 +130,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
                                    use_cache=not args.no_cache, show_progress=not args.quiet),
         generation=GenerateConfig(task=args.task, top_k=args.passages, history=answer_history,
                                   max_passage_chars=args.max_passage_chars or None, limit=args.limit,
-                                  rewriter=rewriter),
+                                  rewriter=rewriter, mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None),
         generator=generator, judge=judge, judge_mode=args.judge if judge else "verdict", scenario=args.scenario,
         measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()),
         ragalign=tuple(m.strip() for m in args.ragalign.split(",") if m.strip()),
@@ -193,6 +196,9 @@ def _print_report(console, report, quiet: bool) -> None:
             p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
             console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
                           soft_wrap=True)
+    if generated.mtrag_output is not None:
+        console.print(f"MTRAGEval predictions (rag_taskc): {generated.mtrag_output} ({generated.mtrag_predictions} "
+                      "tasks)", soft_wrap=True)
     if generated.failed:
         console.print(f"[yellow]warning:[/yellow] {generated.failed} turn(s) not generated: {generated.failures_path}",
                       soft_wrap=True)

@@ -27,7 +27,7 @@ from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
-from mtrbench.generation.sources import load_run, oracle_passages, run_passages
+from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.store import GenerationStore
 from mtrbench.llm.cache import ResponseCache
@@ -57,6 +57,7 @@ class GenerateConfig:
     yes: bool = False
     show_progress: bool = True
     rewriter: RewriterOptions | None = None  # for rewrite:llm / summary
+    mtrag_output: Path | None = None  # also write the answers as an MTRAGEval prediction file (Task B/C)
 
 
 @dataclass
@@ -76,6 +77,8 @@ class GenerateReport:
     failure_reasons: Counter = field(default_factory=Counter)  # reason -> turns failed with it (this run)
     settings: GenerationSettings | None = None
     other_settings: str | None = None  # how the default file's answers differ, when a new file was started
+    mtrag_output: Path | None = None  # the MTRAGEval prediction file written
+    mtrag_predictions: int = 0  # turns in it
 
     @property
     def asked(self) -> int:
@@ -232,7 +235,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             if doc_ids is None:
                 report.skipped["turns absent from the run"] += 1
                 continue
-            if config.oracle and not doc_ids:
+            if config.oracle and not doc_ids and not has_reference_passages(q):
                 report.skipped["turns without gold passages (oracle)"] += 1
                 continue
             missing = [d for d in doc_ids if d not in task.corpus]
@@ -318,4 +321,11 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         else:
             report.failed = len(failures)
             store.write_failures(failures)
+    if config.mtrag_output is not None:
+        from mtrbench.generation.mtrag_output import write_mtrag_predictions
+
+        report.mtrag_output = Path(config.mtrag_output)
+        report.mtrag_predictions = write_mtrag_predictions(report.mtrag_output, queries,
+                                                           store.read(settings.compared()).done, task, run,
+                                                           config.oracle)
     return report

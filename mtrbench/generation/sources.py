@@ -52,8 +52,17 @@ def run_passages(run: Run, qid: str, top_k: int) -> list[str] | None:
     return [doc_id for doc_id, _ in ranked(docs)[:top_k]]
 
 
+def has_reference_passages(query: ConversationalQuery) -> bool:
+    """The task gives this turn's reference passages (MTRAG-UN's generation tasks: MTRAGEval Task B), maybe none
+    (an unanswerable turn is still asked, with no passages)."""
+    return isinstance(query.meta.get("reference_passages"), list)
+
+
 def oracle_passages(query: ConversationalQuery, top_k: int) -> list[str]:
-    """Gold passages (grade > 0), highest grade first, then by id; at most top_k."""
+    """The task's reference passages where it gives them (MTRAGEval Task B's input, in the task's order); else
+    the gold passages (grade > 0), highest grade first, then by id; at most top_k."""
+    if has_reference_passages(query):
+        return [str(d) for d in query.meta["reference_passages"] if d][:top_k]
     gold = sorted(((grade, doc_id) for doc_id, grade in query.qrels.items() if grade > 0),
                   key=lambda pair: (-pair[0], pair[1]))
     return [doc_id for _, doc_id in gold[:top_k]]
