@@ -15,22 +15,30 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file or a task's qrels")
-    p.add_argument("--run", required=True)
-    judged = p.add_mutually_exclusive_group(required=True)
+    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file or a task's qrels; or an "
+                                     "MTRAGEval Task A prediction file as MTRAG's retrieval script does")
+    scored = p.add_mutually_exclusive_group(required=True)
+    scored.add_argument("--run", help="TREC run file")
+    scored.add_argument("--predictions", metavar="FILE.jsonl",
+                        help="MTRAGEval Task A prediction file (task_id, Collection, contexts with document_id and "
+                             "score), scored per collection and 'all' under official:mtrag; qrels from --data-dir "
+                             "(an IBM/mt-rag-benchmark clone or a folder of <domain>.tsv)")
+    judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="TREC qrels file")
     judged.add_argument("--task", help="take the qrels of this task (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
-    p.add_argument("--data-dir", help="with --task: local copy of the task's data, laid out as published")
-    p.add_argument("--k", dest="k_values", default="1,3,5,10,20,100")
+    p.add_argument("--data-dir", help="with --task: local copy of the task's data, laid out as published; with "
+                                      "--predictions: the folder holding MTRAG's qrels")
+    p.add_argument("--k", dest="k_values", help="cutoffs [1,3,5,10,20,100; with --predictions the script's 1,3,5,10]")
     p.add_argument("--relevance-level", type=int, help="minimum grade counted relevant by binary measures "
                                                        "(TREC CAsT: 2) [the task card's with --task, else 1]")
-    p.add_argument("--metrics", default="ndcg,recall,mrr,map,precision,hit",
+    p.add_argument("--metrics",
                    help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
-                        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k)")
-    p.add_argument("--protocol", default="trec_eval",
+                        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k) "
+                        "[ndcg,recall,mrr,map,precision,hit; with --predictions the script's ndcg,recall]")
+    p.add_argument("--protocol",
                    help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
-                        "official:mtr-suite (docs/protocols.md) [trec_eval]")
+                        "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]")
     add_analysis_options(p)
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
@@ -78,6 +86,13 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    if args.predictions:
+        return _cmd_score_predictions(args)
+    args.protocol = args.protocol or "trec_eval"
+    args.metrics = args.metrics or "ndcg,recall,mrr,map,precision,hit"
+    args.k_values = args.k_values or "1,3,5,10,20,100"
+    if not (args.qrels or args.task):
+        raise MtrbenchError("score --run needs the qrels: --qrels FILE or --task NAME")
     from rich.console import Console
 
     from mtrbench.analyses.run import run_analyses
@@ -132,6 +147,47 @@ def _cmd_score(args: argparse.Namespace) -> int:
                         "run_queries_without_qrels": len(unjudged_run_queries),
                         "judged_without_run": len(judged_without_run), "judged_skipped": len(skipped)},
             **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
+    return 0
+
+
+def _cmd_score_predictions(args: argparse.Namespace) -> int:
+    """An MTRAGEval Task A prediction file: one row per collection and the script's weighted "all" row."""
+    from rich.console import Console
+
+    from mtrbench.infra.atomic import atomic_write_text
+    from mtrbench.measures import parse_k_values, parse_measures
+    from mtrbench.measures.protocols import for_run
+    from mtrbench.measures.protocols.mtrag_predictions import score_predictions
+    from mtrbench.results.table import compact_table, pretty_name
+
+    if args.qrels or args.task or args.split:
+        raise MtrbenchError("--predictions takes its qrels from --data-dir (the folder with MTRAG's qrels), not "
+                            "--qrels, --task or --split")
+    if not args.data_dir:
+        raise MtrbenchError("--predictions needs --data-dir: an IBM/mt-rag-benchmark clone or a folder with "
+                            "<domain>.tsv qrels")
+    if args.protocol not in (None, "official", "official:mtrag"):
+        raise MtrbenchError(f"--predictions is scored by MTRAG's retrieval script's conventions: --protocol "
+                            f"official:mtrag, not '{args.protocol}'")
+    if args.per_query or args.refined_qrels or args.generation_judgments:
+        raise MtrbenchError("--per-query, --refined-qrels and --generation-judgments apply to --run")
+    measures = parse_measures((args.metrics or "ndcg,recall").split(","), parse_k_values(args.k_values or "1,3,5,10"))
+    protocol = for_run("official:mtrag")
+    protocol.check(measures)
+    rows = score_predictions(Path(args.predictions), Path(args.data_dir), measures,
+                             1 if args.relevance_level is None else args.relevance_level)
+    table = compact_table()
+    table.add_column("metric")
+    for row in rows:
+        table.add_column(f"{row.collection} ({row.count})", justify="right")
+    for key in rows[-1].scores:
+        table.add_row(pretty_name(key), *(f"{row.scores[key]:.5f}" if key in row.scores else "" for row in rows))
+    Console().print(table)
+    if args.output:
+        atomic_write_text(args.output, json.dumps({
+            "predictions": str(args.predictions), "qrels": str(args.data_dir), "protocol": protocol.setting,
+            "collections": {row.collection: {"predictions": row.count, "scores": row.scores} for row in rows}},
+            indent=2) + "\n")
     return 0
 
 
