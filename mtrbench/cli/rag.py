@@ -35,6 +35,16 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--output-dir", default="results", help="where the retrieval result and everything beside it go "
                                                           "[results]")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    parents = p.add_argument_group("retrieval settings (as eval)")
+    parents.add_argument("--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized "
+                                                     "scores [0.7]")
+    parents.add_argument("--candidate-k", type=int, help="hybrid, or children with --chunking: retrieved per query "
+                                                         "[max(top-k, 100)]")
+    parents.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
+                                            "sentences:3:2), parents scored by their best child; the generator "
+                                            "is shown the parents")
+    parents.add_argument("--rank-parents", action="store_true",
+                         help="with --chunking: rescore the candidate parents on their own text with the same model")
 
     gen = p.add_argument_group("generation")
     gen.add_argument("--generator-model", required=True, metavar="MODEL", help="generator model id on the server")
@@ -127,7 +137,9 @@ def _cmd_rag(args: argparse.Namespace) -> int:
                         corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(args.argv),
                         limit=args.limit, rewriter=rewriter),
         retriever=RetrieverOptions.of(device=args.device, max_length=args.max_length, cache_dir=args.cache_dir,
-                                   use_cache=not args.no_cache, show_progress=not args.quiet),
+                                   use_cache=not args.no_cache, show_progress=not args.quiet, alpha=args.alpha,
+                                   candidate_k=args.candidate_k, chunking=args.chunking,
+                                   rank_parents=args.rank_parents),
         generation=GenerateConfig(task=args.task, top_k=args.passages, history=answer_history,
                                   max_passage_chars=args.max_passage_chars or None, limit=args.limit,
                                   rewriter=rewriter, mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None),
