@@ -185,6 +185,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         raise UserInputError("give a retrieval result (--run) or --oracle, exactly one")
     if config.top_k < 1:
         raise UserInputError(f"--top-k must be at least 1, got {config.top_k}")
+    if config.mtrag_output is not None and Path(config.mtrag_output).suffix != ".jsonl":
+        raise UserInputError(f"--mtrag-out {config.mtrag_output}: MTRAGEval prediction files are JSON Lines named "
+                             "*.jsonl")
     history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
         raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")

@@ -109,5 +109,6 @@ def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus,
 def test_mtrag_out_needs_a_jsonl_name(cloud_tasks, corpus, tmp_path, capsys):
     with ScriptedChatServer(_answerer(cloud_tasks)) as server:
         code = _generate(server, corpus, tmp_path / "g.generations.jsonl", tmp_path / "taskb.json")
+        assert server.requests == []  # refused before anything is asked
     assert code == 2
     assert "*.jsonl" in capsys.readouterr().err
