@@ -24,6 +24,7 @@ from typing import Any
 from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData, first_conversations
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
+from mtrbench.formats.mtrag_eval import MAX_CONTEXTS
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
@@ -188,6 +189,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     if config.mtrag_output is not None and Path(config.mtrag_output).suffix != ".jsonl":
         raise UserInputError(f"--mtrag-out {config.mtrag_output}: MTRAGEval prediction files are JSON Lines named "
                              "*.jsonl")
+    if config.mtrag_output is not None and config.top_k > MAX_CONTEXTS:
+        raise UserInputError(f"--mtrag-out: MTRAGEval allows at most {MAX_CONTEXTS} contexts per task; show at most "
+                             f"{MAX_CONTEXTS} passages, got {config.top_k}")
     history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
         raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")

@@ -51,10 +51,10 @@ def _answerer(cloud_tasks):
     return answer
 
 
-def _generate(server, corpus: Path, out: Path, predictions: Path) -> int:
+def _generate(server, corpus: Path, out: Path, predictions: Path, *extra: str) -> int:
     return main(["generate", "--task", "mtragun-cloud", "--data-dir", str(DATA), "--corpus", str(corpus),
                  "--oracle", "--limit", str(TASKS), "--model", "gen", "--base-url", server.base_url,
-                 "--output", str(out), "--mtrag-out", str(predictions), "--yes", "--no-llm-cache", "--quiet"])
+                 "--output", str(out), "--mtrag-out", str(predictions), "--yes", "--no-llm-cache", "--quiet", *extra])
 
 
 def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus, tmp_path):
@@ -106,9 +106,12 @@ def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus,
     assert (metrics_dir / "summary.json").is_file()
 
 
-def test_mtrag_out_needs_a_jsonl_name(cloud_tasks, corpus, tmp_path, capsys):
+@pytest.mark.parametrize("name, extra, message", [("taskb.json", [], "*.jsonl"),
+                                                   ("taskb.jsonl", ["--top-k", "11"], "at most 10 contexts")])
+def test_mtrag_out_misuse_is_refused_before_any_request(cloud_tasks, corpus, tmp_path, capsys, name, extra, message):
     with ScriptedChatServer(_answerer(cloud_tasks)) as server:
-        code = _generate(server, corpus, tmp_path / "g.generations.jsonl", tmp_path / "taskb.json")
-        assert server.requests == []  # refused before anything is asked
+        code = _generate(server, corpus, tmp_path / "g.generations.jsonl", tmp_path / name, *extra)
+        assert server.requests == []
     assert code == 2
-    assert "*.jsonl" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error:") and message in err[0]
