@@ -47,7 +47,8 @@ def test_task_c_predictions_hold_the_passages_shown(tmp_path, retrieval):
     with ScriptedChatServer(_answer) as server:
         code = main(["rag", "--model", "bm25", "--task", "mtragun-cloud", "--data-dir", str(DATA), "--corpus",
                      str(corpus), "--output-dir", str(out), "--generator-model", "gen", "--generator-base-url",
-                     server.base_url, "--judge", "none", "--measures", "TokenF1", "--limit", str(TASKS), "--passages", str(PASSAGES),
+                     server.base_url, "--judge", "none", "--measures", "TokenF1", "--limit", str(TASKS),
+                     "--passages", str(PASSAGES),
                      "--mtrag-out", str(predictions), "--yes", "--quiet", "--no-llm-cache", *retrieval])
         assert code == 0
         assert len(server.requests) == TASKS
