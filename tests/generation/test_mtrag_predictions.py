@@ -4,8 +4,9 @@ released file, tests/data/mtragun) against a scripted generator on 127.0.0.1, th
 The scripted generator answers each turn with that task's reference answer (read from the released file by the
 test), so the official algorithmic metrics are known without the code under test: RougeL_stemFalse and Recall
 of an answer against itself are 1.0, Length (characters, as ``run_algorithmic.py``) its length. The second of
-the four tasks is UNANSWERABLE with no reference passage: Task B still asks it (with no passages), and its record has empty contexts. The corpus is a
-stand-in made of the reference passages of the cloud tasks (the real corpus is a Git LFS file, not in tests/data).
+the four tasks is UNANSWERABLE with no reference passage: Task B still asks it (with no passages), and its
+record has empty contexts. The corpus is a stand-in made of the reference passages of the cloud tasks (the real
+corpus is a Git LFS file, not in tests/data).
 """
 
 from __future__ import annotations
