@@ -7,6 +7,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `pytest -n N`: N workers share the cores, so each (and the CLI processes it starts) computes on one thread
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
 # Corpus embeddings the tests encode are cached in a fresh folder per session, never in the user's home.
 os.environ.setdefault("MTRBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="mtrbench-test-cache-"))
 
@@ -48,15 +52,27 @@ def pytest_terminal_summary(terminalreporter) -> None:
 
 @pytest.fixture(scope="session")
 def sample_cli_results(tmp_path_factory) -> Path:
-    """`mtrbench eval --history current,full` (MiniLM on the embedded sample) run once per test session and
-    shared by the tests that compare against the CLI: it is the suite's most expensive setup on CPU."""
+    """`mtrbench eval --history current,full` (MiniLM on the embedded sample) run once per test run and shared by
+    the tests that compare against the CLI: it is the suite's most expensive setup on CPU. Under `pytest -n N`
+    the first worker to need it runs it (under a file lock) and the others read its finished folder."""
+    import fcntl
     import subprocess
     import sys
 
-    out = tmp_path_factory.mktemp("sample-cli") / "results"
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--history", "current,full", "--device", "cpu",
-                           "--output-dir", str(out), "--quiet"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
+    shared_root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared_root = shared_root.parent  # the run's folder, common to every worker
+    folder = shared_root / "sample-cli"
+    folder.mkdir(exist_ok=True)
+    out, done = folder / "results", folder / "done"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--history", "current,full",
+                                   "--device", "cpu", "--output-dir", str(out), "--quiet"],
+                                  capture_output=True, text=True, timeout=900)
+            assert proc.returncode == 0, proc.stderr
+            done.write_text("ok\n")
     return out
 
 
