@@ -11,8 +11,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags
-    from mtrbench.generation.defaults import DEFAULT_TOP_K
-    from mtrbench.serialize.history import DEFAULT_HISTORY
+    from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
 
     p = sub.add_parser("generate", help="conversational RAG: answer each turn with citations [n]",
                        description="For each turn, prompt a generator with the chosen compression of the history "

@@ -11,7 +11,7 @@ from mtrbench.infra.errors import DataError, MtrbenchError
 
 def add_parser(actions: argparse._SubParsersAction) -> None:
     from mtrbench.cli.llm_flags import add_llm_arguments
-    from mtrbench.formats.mtrag_eval import MODES
+    from mtrbench.formats.mtrag_modes import MODES
     from mtrbench.judge.mtrag.names import ALL_METRICS, OFFICIAL_MODEL
 
     m = actions.add_parser("mtrag", help="MTRAG/MTRAGEval generation metrics under their official names",

@@ -12,7 +12,6 @@ AGENT_NAMES = ("questioner", "responder", "polisher")
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.llm.cache import default_cache_path
     from mtrbench.synthesize.stages import STAGES
     from mtrbench.synthesize.quality import QUALITY_CHOICES
 
@@ -67,7 +66,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--retry-dropped", type=int, default=2, metavar="N",
                    help="reruns try a dropped conversation again, with other seeds, up to N times in all [2]")
     g.add_argument("--dry-run", action="store_true", help="print the cost estimate and first prompt; send nothing")
-    g.add_argument("--llm-cache", metavar="PATH", help=f"sqlite response cache [{default_cache_path()}]")
+    g.add_argument("--llm-cache", metavar="PATH", help="sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else ~/.cache/mtrbench/llm.sqlite]")
     g.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
     g = p.add_argument_group("write")
     g.add_argument("--name", default="synthesized", help="task name of the card [synthesized]")

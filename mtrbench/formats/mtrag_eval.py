@@ -32,8 +32,8 @@ from typing import Any
 from mtrbench.formats.lines import read_lines
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.formats.mtrag_modes import MODES
 
-MODES = ("retrieval_taska", "generation_taskb", "rag_taskc")
 MAX_CONTEXTS = 10  # the official checker's limit on contexts per task
 MAX_FILE_MB = 20  # the official checker's limit on a prediction file
 ANSWERABILITY_CLASSES = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")

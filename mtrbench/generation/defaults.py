@@ -7,3 +7,4 @@ HISTORY_SOURCES = {"full": "task", "last-response": "task", "rewrite": "gold", "
                    "summary:llm": "llm"}
 GENERATION_HISTORIES = tuple(HISTORY_SOURCES)
 DEFAULT_TOP_K = 5
+DEFAULT_HISTORY = "full"  # the generator sees the whole conversation, as eval serializes it by default

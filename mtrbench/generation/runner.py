@@ -37,8 +37,8 @@ from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
-from mtrbench.serialize.history import DEFAULT_HISTORY, MODEL_STRATEGIES, get_strategy
-from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
+from mtrbench.serialize.history import MODEL_STRATEGIES, get_strategy
+from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
 
 
 @dataclass
