@@ -54,17 +54,22 @@ TASK_DIRS = (".", "retrieval_tasks", "mtrag-human/retrieval_tasks", "human/retri
 CORPUS_DIRS = ("corpora/passage_level", "corpora", "passage_level", ".")
 
 
-@register("mtrag")
-def load(card: TaskCard, request: LoadRequest) -> TaskData:
+def domain_and_clone(card: TaskCard, request: LoadRequest, benchmark: str) -> tuple[str, Path]:
+    """The card's MTRAG domain and the local clone of IBM/mt-rag-benchmark (published on GitHub, not the Hub)."""
     domain = str(card.loader_options.get("domain") or "")
     if domain not in DOMAINS:
         raise DataError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
-        raise DataError(f"{card.name}: MTRAG is published on GitHub, not the Hub: clone "
-                            f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
-                            f"`--data-dir CLONE`")
-    folder = Path(folder)
+        raise DataError(f"{card.name}: {benchmark} is published on GitHub, not the Hub: clone "
+                        f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
+                        f"`--data-dir CLONE`")
+    return domain, Path(folder)
+
+
+@register("mtrag")
+def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    domain, folder = domain_and_clone(card, request, "MTRAG")
     task_dir = _task_dir(folder, domain, card.name)
     warnings: Counter = Counter()
 

@@ -24,7 +24,8 @@ from typing import Any
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import load_qrels
-from mtrbench.data.loaders.mtrag import COLLECTIONS, DOMAINS, SEPARATOR, _corpus_file, _match_offset_ids, _read_corpus
+from mtrbench.data.loaders.mtrag import (COLLECTIONS, SEPARATOR, _corpus_file, _match_offset_ids,
+                                         _read_corpus, domain_and_clone)
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.data.validate import check_queries_without_corpus
@@ -39,15 +40,7 @@ LABELS = (("answerability", "answerability"), ("Question Type", "question_type")
 
 @register("mtragun")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
-    domain = str(card.loader_options.get("domain") or "")
-    if domain not in DOMAINS:
-        raise DataError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
-    folder = request.data_dir or card.local_path()
-    if folder is None or not Path(folder).exists():
-        raise DataError(f"{card.name}: MTRAG-UN is published on GitHub, not the Hub: clone "
-                        f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
-                        f"`--data-dir CLONE`")
-    folder = Path(folder)
+    domain, folder = domain_and_clone(card, request, "MTRAG-UN")
     release = folder / RELEASE if (folder / RELEASE).is_dir() else folder
     tasks_file = _reference_file(release, card.name)
     qrels_file = release / "retrieval_tasks" / "qrels" / f"{domain}.tsv"
