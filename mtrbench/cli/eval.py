@@ -355,7 +355,13 @@ def _print_results(model: str, task: str, results, console, status) -> None:
     strategies_table(title, results, console)
     turn_table(results, console)
     for what, count in sorted(first.warnings.items()):
-        status.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
+        if all(r.warnings.get(what) == count for r in results):
+            status.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
+    for r in results:  # a history's own (its rewriter's failures): named, and its query count
+        for what, count in sorted(r.warnings.items()):
+            if not all(other.warnings.get(what) == count for other in results):
+                status.print(f"[yellow]warning:[/yellow] {r.history}: {count} {what} ({r.n_evaluated} evaluated)",
+                             soft_wrap=True)
     for r in results:
         if r.analyses():
             console.print(f"[bold]{r.history}[/bold]")

@@ -7,6 +7,7 @@ messages strictly before it, ``query`` the raw current utterance.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -95,6 +96,16 @@ class TaskData:
     @property
     def has_rewrites(self) -> bool:
         return any(q.gold_rewrite for q in self.queries)
+
+
+def without_queries(task: TaskData, qids: Collection[str]) -> TaskData:
+    """The task less the queries ``qids`` (and their alternative judgments); the same object when none go."""
+    if not qids:
+        return task
+    drop = set(qids)
+    extra = {name: {qid: rels for qid, rels in qrels.items() if qid not in drop}
+             for name, qrels in task.extra_qrels.items()}
+    return replace(task, queries=[q for q in task.queries if q.qid not in drop], extra_qrels=extra)
 
 
 def first_conversations(task: TaskData, limit: int) -> TaskData:

@@ -3,10 +3,12 @@ Rewrite, the MTRAG/QReCC rewrite setting) or a summary of the history (CORAL's L
 any retrieval or generation. Serialization then reads the texts (``HistoryStrategy.with_texts``).
 
 A first turn has no history: its rewrite is the question itself and its summary empty, with no request.
-Replies go through ``mtrbench.llm`` (retries, cache, cost estimate, circuit breaker). A query whose
-request still fails (transport or malformed reply, after retries) gets no text: ``eval`` falls back to the
-``full`` history for it and counts it in ``settings.rewriter.failures``; ``generate`` records the turn
-as failed.
+Replies go through ``mtrbench.llm`` (retries, re-asks, cache, cost estimate, circuit breaker). A query whose
+request still fails (transport or malformed reply, after retries) gets no text, and no other history stands in
+for it: ``eval`` leaves it out of the history's scores (counted in ``settings.rewriter.failures`` and
+``queries.excluded_rewriter_failed``; a result with failures is evaluated again on the next run, which asks only
+the failed requests), and ``generate`` records the turn as failed. Every failed request and every malformed
+reply is kept, redacted, in ``ModelHistoryReport.replies`` for the caller's log.
 """
 
 from __future__ import annotations
@@ -59,10 +61,17 @@ class ModelHistoryReport:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
-    fallback: str = "full history (eval) / turn failed (generate)"
+    on_failure: str = "query left out of the scores (eval) / turn recorded as failed (generate)"
+    # per request that failed or needed a re-ask: qid, ok, error, malformed replies (redacted); for the reply log,
+    # not the result document
+    replies: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if k != "replies"}
+
+    def failed(self) -> set[str]:
+        """Every query whose request failed (``failed_qids`` shows only the first ``MAX_FAILED_SHOWN``)."""
+        return {r["qid"] for r in self.replies if not r["ok"]}
 
 
 def prompt_hash(kind: str) -> str:
@@ -112,6 +121,10 @@ def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], opt
     client = client or make_client(judge, options.cache)
     results = client.run(requests, desc=f"{kind} ({judge.model})", show_progress=options.show_progress)
     for result in results:
+        if not result.ok or result.malformed:
+            report.replies.append({"qid": result.key, "ok": result.ok, "error": result.error,
+                                   "attempts": result.attempts,
+                                   "malformed": [m.as_dict() for m in result.malformed]})
         if result.ok:
             texts[result.key] = result.value
         else:

@@ -268,12 +268,15 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             if texts is None:
                 return report  # dry run
             kept = []
+            replies = {r["qid"]: r for r in model_report.replies}
             for q, doc_ids in plan:
                 if q.qid in texts:
                     kept.append((q, doc_ids))
                 else:
+                    reply = replies.get(q.qid, {})
                     failures.append({"qid": q.qid, "error": f"{history} by {config.rewriter.judge.model} failed "
-                                                            "after retries", "stage": history})
+                                                            f"after retries: {reply.get('error') or 'unknown'}",
+                                     "stage": history, "malformed": reply.get("malformed", [])})
             plan = kept
             report.failure_reasons.update({f"{history}: {reason}": n
                                            for reason, n in model_report.failure_reasons.items()})
@@ -307,14 +310,16 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             client = client or make_client(generator, cache)
 
             def finished(result: ChatResult) -> None:
+                malformed = [m.as_dict() for m in result.malformed]  # redacted by the client
                 if result.ok:
                     record = dict(records[result.key], answer=result.value, cached=result.cached,
-                                  time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                                  time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                  **({"malformed": malformed} if malformed else {}))
                     store.append(record)
                     report.generated += 1
                 else:
                     failures.append({"qid": result.key, "error": result.error, "attempts": result.attempts,
-                                     "stage": "answer"})
+                                     "stage": "answer", "malformed": malformed})
                     report.failure_reasons[result.error or "unknown"] += 1
 
             with store:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import TaskCard
-from mtrbench.data.model import TaskData, first_conversations
+from mtrbench.data.model import TaskData, first_conversations, without_queries
 from mtrbench.infra.errors import TooManyFailures
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
@@ -47,20 +47,22 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
     if config.limit is not None:
         task = first_conversations(task, config.limit)
     load_task_s = time.perf_counter() - t0
+    planned = {p.history.name: p for p in plan.histories}
     written = write_texts(applicable([p.history for p in plan.histories], task, config.skip_inapplicable),
-                          task, config.rewriter, say)
+                          task, config.rewriter, say,
+                          reply_logs={name: p.paths.rewriter_log for name, p in planned.items()})
     if written is None:  # dry run: the prompts were shown, nothing to evaluate
         return []
     histories, failed = written
-    planned = {p.history.name: p for p in plan.histories}
     timings = Timings(load_model, load_task_s, index_corpus(retriever, task, say))
     results = []
     for history in histories:
-        retrieved = retrieve(retriever, task, history, config.fmt, config.truncate, config.top_k, say)
-        scored = score(task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses,
+        scored_task = without_queries(task, history.excluded)  # its model failed on them: no text, no score
+        retrieved = retrieve(retriever, scored_task, history, config.fmt, config.truncate, config.top_k, say)
+        scored = score(scored_task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses,
                        plan.protocol)
-        results.append(write_history(plan, replace(planned[history.name], history=history), task, retriever, config,
-                                     max_length_set, retrieved, scored, timings))
+        results.append(write_history(plan, replace(planned[history.name], history=history), scored_task, retriever,
+                                     config, max_length_set, retrieved, scored, timings))
     say(f"Done in {time.perf_counter() - started:.1f}s")
     if failed:  # the other histories are written; the command still fails, naming what did
         raise TooManyFailures("; ".join(failed), results)

@@ -4,13 +4,16 @@ function ``Conversation -> str`` or a rewriter object) whose texts the user's co
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
 from mtrbench.data.model import TaskData
 from mtrbench.generation.model_history import ModelHistoryReport, RewriterOptions, compute_model_history
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.failure_rate import JudgeFailures, failure_line, most_common
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
@@ -32,6 +35,8 @@ class History:
     strategy: HistoryStrategy
     python: PythonHistory | None = None
     report: dict[str, Any] = field(default_factory=dict)  # what writing the texts took (model-backed, Python)
+    # queries left out of this history's scores: its model failed on them (no other history stands in)
+    excluded: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -73,10 +78,13 @@ def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool
 
 
 def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOptions | None,
-                say: Callable[[str], None]) -> tuple[list[History], list[str]] | None:
+                say: Callable[[str], None],
+                reply_logs: Mapping[str, Path] | None = None) -> tuple[list[History], list[str]] | None:
     """Each model-backed or Python history with its texts, and one message per model-backed history whose model
-    failed on more than ``--max-failure-rate`` of its requests (left out: its numbers would be the full
-    history's under another name). None after a dry run (prompts shown, nothing sent)."""
+    failed on more than ``--max-failure-rate`` of its requests (no result for it). Within the limit, the queries
+    its model failed on are left out of its scores (``History.excluded``), never given another history's text.
+    ``reply_logs``: history name -> where its failed requests and malformed replies are logged (redacted).
+    None after a dry run (prompts shown, nothing sent)."""
     ready, failed = [], []
     for history in histories:
         if history.python is not None:
@@ -87,20 +95,37 @@ def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOpti
             texts, report = compute_model_history(kind, task.queries, rewriter)
             if texts is None:
                 continue
+            log_path = (reply_logs or {}).get(history.name)
+            if log_path is not None:
+                _write_reply_log(log_path, report)
             problem = _too_many_failures(history.name, report, rewriter)
             if problem:
                 failed.append(problem)
                 continue
-            if report.failures:  # a counted warning even with --quiet: those queries fall back to the full history
+            excluded = frozenset(report.failed())
+            if excluded:  # a counted warning even with --quiet
+                where = f"; replies logged in {log_path}" if log_path is not None else ""
                 print(f"warning: --history {history.name}: {report.failures} of {report.requested} {kind} requests "
-                      "failed after retries; those queries use the full history (settings.rewriter.failures)",
-                      file=sys.stderr)
-            ready.append(replace(history, strategy=history.strategy.with_texts(texts), report=report.as_dict()))
+                      f"failed after retries; those {len(excluded)} queries are left out of its scores "
+                      f"(queries.excluded_rewriter_failed) and a re-run asks only them{where}", file=sys.stderr)
+            ready.append(replace(history, strategy=history.strategy.with_texts(texts), report=report.as_dict(),
+                                 excluded=excluded))
         else:
             ready.append(history)
     if rewriter is not None and rewriter.dry_run:
         return None
     return ready, failed
+
+
+def _write_reply_log(path: Path, report: ModelHistoryReport) -> None:
+    """The failed requests and malformed replies of one model-backed history (rewritten each run; removed when
+    there is nothing to log)."""
+    if not report.replies:
+        if path.exists():
+            path.unlink()
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.replies))
 
 
 def _too_many_failures(name: str, report: ModelHistoryReport, rewriter: RewriterOptions) -> str | None:

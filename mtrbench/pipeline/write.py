@@ -43,14 +43,17 @@ def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever
                 **({"rewriter": rewriter} if rewriter else {})}  # identity as planned, plus the request counts
     n_no_qrels = sum(1 for q in task.queries if not q.qrels)
     warnings = {**task.warnings, **getattr(retriever, "warnings", {})}
+    if history.excluded:
+        warnings["queries left out: the rewriter failed on them (see settings.rewriter)"] = len(history.excluded)
     scores = evaluation.scores()
     extra = {
         "model": {"name": retriever.name, "revision": retriever.revision, "requested": plan.requested_model},
         "settings": settings,
         "experiment": experiment,
         "main_score_key": card.main_score,
-        "queries": {"total": len(task.queries), "evaluated": len(evaluation.per_query),
-                    "excluded_without_positives": len(evaluation.excluded) + n_no_qrels},
+        "queries": {"total": len(task.queries) + len(history.excluded), "evaluated": len(evaluation.per_query),
+                    "excluded_without_positives": len(evaluation.excluded) + n_no_qrels,
+                    **({"excluded_rewriter_failed": len(history.excluded)} if history.excluded else {})},
         "corpus_size": len(task.corpus),
         "warnings": dict(warnings),
         "truncation": retrieved.truncation,

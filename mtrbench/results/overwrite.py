@@ -8,7 +8,9 @@ Mirrors ``mteb.evaluate(overwrite_strategy=...)`` (mteb 2.x):
 * ``never``: skip a finished result with the same settings, evaluate what is missing, and refuse to
   replace a file made with other settings (mteb raises rather than overwrite).
 
-A result file is written last and atomically, so one that parses is finished. "Same settings" is
+A result file is written last and atomically, so one that parses is finished, except one whose model-written
+history failed on some queries (``settings.rewriter.failures``): it is evaluated again, and only the failed
+requests are asked (the others come from the response cache). "Same settings" is
 the ``mtrbench.settings`` block without what only changes speed (device, batch size, ...); the
 decision is taken before the task is loaded, so the dataset revision is compared only by callers
 that pass it.
@@ -35,7 +37,7 @@ REWRITER_IDENTITY = ("kind", "model", "base_url", "prompt_hash", "name")  # rewr
 @dataclass(frozen=True)
 class Decision:
     evaluate: bool
-    reason: str  # "missing", "forced", "finished", "settings differ", "unreadable"
+    reason: str  # "missing", "forced", "finished", "incomplete", "settings differ", "unreadable"
 
 
 def _without(value: Any, keys: tuple[str, ...]) -> Any:
@@ -52,6 +54,12 @@ def comparable_settings(settings: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("rewriter"), dict):  # who wrote the rewrites decides; request and cache counts do not
         out["rewriter"] = {k: v for k, v in out["rewriter"].items() if k in REWRITER_IDENTITY}
     return json.loads(json.dumps(out))  # tuples -> lists, as they come back from a file
+
+
+def _rewriter_failures(settings: dict[str, Any]) -> int:
+    rewriter = settings.get("rewriter")
+    failures = rewriter.get("failures") if isinstance(rewriter, dict) else None
+    return failures if isinstance(failures, int) and not isinstance(failures, bool) else 0
 
 
 def _existing_settings(path: Path) -> tuple[dict[str, Any], str | None] | None:
@@ -79,6 +87,8 @@ def decide(path: Path, settings: dict[str, Any], strategy: str, dataset_revision
     if strategy == "always":
         return Decision(True, "forced")
     existing = _existing_settings(path)
+    if existing is not None and _rewriter_failures(existing[0]):
+        return Decision(True, "incomplete")  # its rewriter failed on some queries: a re-run asks only those
     same = existing is not None and comparable_settings(existing[0]) == comparable_settings(settings) and (
         dataset_revision is None or existing[1] == dataset_revision)
     if same:

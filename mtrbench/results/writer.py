@@ -99,6 +99,11 @@ class ResultPaths:
     run: Path
     per_query: Path
 
+    @property
+    def rewriter_log(self) -> Path:
+        """A model-backed history's failed requests and malformed replies (redacted), beside its result."""
+        return self.json.with_name(f"{self.json.stem}.rewriter.jsonl")
+
 
 def result_paths(output_dir: Path, model_name: str, revision: str, task: str, experiment: str | None) -> ResultPaths:
     folder = Path(output_dir) / safe_name(model_name) / safe_name(revision)

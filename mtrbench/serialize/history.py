@@ -70,8 +70,8 @@ class HistoryStrategy:
 
     A model-backed strategy (``model_kind`` "rewrite" or "summary") reads texts a model wrote beforehand,
     per query id (``with_texts``); serialization itself never calls a model. A query without a text (its
-    request failed after retries) falls back to the ``full`` history; the step that computed the texts
-    counts those.
+    request failed after retries) is never serialized: the step that computed the texts leaves it out and
+    counts it.
     """
 
     name: str
@@ -104,8 +104,9 @@ class HistoryStrategy:
             raise MtrbenchError(f"--history {self.name}: the model's texts were not computed before serializing "
                                 "(only `mtrbench eval --rewriter-model` and `mtrbench generate` run the rewriter)")
         text = self.texts.get(query.qid)
-        if text is None:  # the model failed on this query: the full history, counted where texts were made
-            return FULL(query, fmt)
+        if text is None:  # another history's text under this one's name would be a wrong number
+            raise MtrbenchError(f"--history {self.name}: no text for query {query.qid} (the model failed on it); "
+                                "a query without one is left out of this history's scores, never serialized")
         if self.model_kind == "rewrite":
             return Serialized(history=(), current=text, fmt=fmt)
         # summary: the summary stands for the history, the question stays whole and last to go

@@ -137,6 +137,9 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
     failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.full.generations.failures.jsonl")}
     assert set(failures) == {"c1_3", "c1_5"}
     assert "unparseable after 3 attempts" in failures["c1_3"]["error"]
+    # each malformed reply is kept beside the failure, as sent (the re-asks quoted them)
+    assert [(m["attempt"], m["text"]) for m in failures["c1_3"]["malformed"]] == [(1, "   "), (2, ""), (3, "\n")]
+    assert failures["c1_5"]["malformed"] == []  # a transport failure: no reply to keep
     assert "HTTP 401" in failures["c1_5"]["error"]
     # ... and never appears in any output, log or cache
     for path in [out, run.parent / "mini.gen-model.full.generations.failures.jsonl", *tmp_path.glob("llm.sqlite*")]:
@@ -218,6 +221,43 @@ def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_p
     records = {r["qid"]: r for r in read_jsonl(out)}
     assert records["c1_3"]["summary"] == "talk before c1_3" and records["c1_3"]["history"] == "summary:llm"
     assert records["c1_3"]["history_source"] == "llm:sum-model"
+
+
+def test_a_failed_rewrite_keeps_its_malformed_replies_redacted(native_mini, tmp_path, monkeypatch, capsys):
+    """generate --history rewrite:llm: c1_3's rewriter replies are off-format (and echo the key): the turn is
+    a failure of the rewrite stage listing the three replies redacted; c1_2's first reply is empty and its
+    re-ask good: answered, its malformed reply kept on the answer's record."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    asked: dict[str, int] = {}
+
+    def respond(body: dict) -> Reply:
+        content = body["messages"][-1]["content"]
+        question = re.search(r"(?:Last|Current) question: (.*)$", content, re.M).group(1)
+        qid = QUESTIONS[question]
+        rewriting = body["model"] == "rw-model"
+        asked[f"{body['model']}:{qid}"] = asked.get(f"{body['model']}:{qid}", 0) + 1
+        if rewriting:
+            return Reply(f"I cannot.\nMy key is {SECRET}." if qid == "c1_3" else f"Rewrite: {question}")
+        return Reply("" if qid == "c1_2" and asked[f"gen-model:{qid}"] == 1 else "answer [1]")
+
+    out = tmp_path / "rw.jsonl"
+    with ScriptedChatServer(respond) as server:
+        code = main(generate_args(native_mini, server, "--oracle", "--history", "rewrite:llm", "--output", str(out),
+                                  "--no-llm-cache", "--rewriter-model", "rw-model", "--rewriter-base-url",
+                                  server.base_url, "--max-failure-rate", "0.5"))
+    assert code == 0, capsys.readouterr().err
+    assert asked["rw-model:c1_3"] == 3 and "gen-model:c1_3" not in asked  # 1 + 2 re-asks, then no answer asked
+    [failure] = read_jsonl(tmp_path / "rw.failures.jsonl")
+    assert (failure["qid"], failure["stage"]) == ("c1_3", "rewrite:llm")
+    assert "no 'Rewrite:' line" in failure["error"] or "unparseable" in failure["error"]
+    assert [m["attempt"] for m in failure["malformed"]] == [1, 2, 3]
+    assert all(m["text"] == "I cannot.\nMy key is [redacted]." for m in failure["malformed"])
+    records = {r["qid"]: r for r in read_jsonl(out)}
+    assert [(m["attempt"], m["text"]) for m in records["c1_2"]["malformed"]] == [(1, "")]
+    assert "malformed" not in records["c1_4"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_bytes().decode("utf-8", "replace"), path
 
 
 @pytest.mark.slow

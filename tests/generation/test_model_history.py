@@ -97,29 +97,60 @@ def test_rewrite_llm_with_gold_replies_equals_the_gold_rewrite_strategy(native_m
         assert SECRET not in text and "pass-word-42" not in text
 
 
-def test_a_failed_rewrite_falls_back_to_the_full_history_and_is_counted(native_mini, tmp_path, monkeypatch, capsys):
+def test_a_failed_rewrite_is_left_out_of_the_scores_and_asked_again_on_a_rerun(native_mini, tmp_path, monkeypatch,
+                                                                               capsys):
+    """c1_4's rewrite fails (within the limit): the rewrite:llm result scores the other queries exactly as the
+    gold rewrite strategy does and has no c1_4 at all (no full-history stand-in); its malformed replies are
+    logged, redacted. A re-run with a working rewriter asks only c1_4 and completes the result."""
     monkeypatch.setenv(KEY_ENV, SECRET)
     task = load_task(str(native_mini))
-    full_out, llm_out = tmp_path / "full", tmp_path / "llm"
-    assert main(eval_args(native_mini, full_out, "full")) == 0
+    gold_out, llm_out = tmp_path / "gold", tmp_path / "llm"
+    assert main(eval_args(native_mini, gold_out, "rewrite")) == 0
+    gold_json = next(iter(result_files(gold_out).values()))
+    gold_rows = per_query(gold_json)
     rewriter = ScriptedRewriter(task, malformed={"c1_4"})
-    with ScriptedChatServer(rewriter) as server:
-        assert main(eval_args(native_mini, llm_out, "rewrite:llm", "--rewriter-model", "rw-model",
-                              "--rewriter-base-url", server.base_url, "--api-key-env", KEY_ENV, "--yes",
-                              "--no-llm-cache")) == 0
+    rewriter_secret = ScriptedRewriter(task)
+    args = eval_args(native_mini, llm_out, "rewrite:llm", "--rewriter-model", "rw-model", "--rewriter-base-url",
+                     "URL", "--api-key-env", KEY_ENV, "--yes", "--llm-cache", str(tmp_path / "llm.sqlite"))
+
+    def leaky(body: dict) -> Reply:  # the malformed reply echoes the key: it must be logged redacted
+        reply = rewriter(body)
+        return Reply(reply.content + f" key={SECRET}") if rewriter.asked[-1] == "c1_4" else reply
+
+    with ScriptedChatServer(leaky) as server:
+        assert main([a if a != "URL" else server.base_url for a in args]) == 0
     # malformed (several lines, no Rewrite: line) -> asked 1 + 2 parse retries times, then a failure
     assert rewriter.asked.count("c1_4") == 3
     # 1 of 4 (25%) is within the default --max-failure-rate 0.25: a counted warning even under --quiet
-    assert "warning: --history rewrite:llm: 1 of 4 rewrite requests failed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "warning: --history rewrite:llm: 1 of 4 rewrite requests failed" in err and "left out" in err
     llm_json = next(iter(result_files(llm_out).values()))
-    recorded = json.loads(llm_json.read_text())["mtrbench"]["settings"]["rewriter"]
+    document = json.loads(llm_json.read_text())
+    recorded = document["mtrbench"]["settings"]["rewriter"]
     assert recorded["failures"] == 1 and recorded["failed_qids"] == ["c1_4"]
-    full_rows = per_query(next(iter(result_files(full_out).values())))
-    assert per_query(llm_json)["c1_4"] == full_rows["c1_4"]
-    full_run = next(iter(result_files(full_out).values())).with_name("native-mini.run.trec").read_text()
-    llm_run = llm_json.with_name("native-mini.run.trec").read_text()
-    assert ([line.split()[:5] for line in llm_run.splitlines() if line.startswith("c1_4 ")]
-            == [line.split()[:5] for line in full_run.splitlines() if line.startswith("c1_4 ")])
+    # native-mini: 5 queries, c1_5 without gold; c1_4 left out -> c1_1..c1_3 scored
+    assert document["mtrbench"]["queries"] == {"total": 5, "evaluated": 3, "excluded_without_positives": 1,
+                                               "excluded_rewriter_failed": 1}
+    rows = per_query(llm_json)
+    assert set(rows) == {"c1_1", "c1_2", "c1_3"}
+    assert all(rows[q] == gold_rows[q] for q in rows)  # the scripted rewrites are the gold ones
+    # the mean covers the three scored queries only (a stand-in or a zero for c1_4 would move it)
+    assert document["scores"]["test"][0]["ndcg_at_10"] == pytest.approx(
+        sum(gold_rows[q]["ndcg_at_10"] for q in rows) / 3, abs=1e-5)
+    assert not [line for line in llm_json.with_name("native-mini.run.trec").read_text().splitlines()
+                if line.startswith("c1_4 ")]
+    [logged] = [json.loads(line) for line in llm_json.with_name("native-mini.rewriter.jsonl").read_text().splitlines()]
+    assert (logged["qid"], logged["ok"], len(logged["malformed"])) == ("c1_4", False, 3)
+    assert logged["malformed"][0]["text"].endswith("key=[redacted]")
+    assert SECRET not in llm_json.with_name("native-mini.rewriter.jsonl").read_text()
+
+    with ScriptedChatServer(rewriter_secret) as server:  # a working rewriter: only c1_4 is asked
+        assert main([a if a != "URL" else server.base_url for a in args]) == 0
+    assert rewriter_secret.asked == ["c1_4"]
+    document = json.loads(llm_json.read_text())
+    assert document["mtrbench"]["settings"]["rewriter"]["failures"] == 0
+    assert document["scores"] == json.loads(gold_json.read_text())["scores"]
+    assert not llm_json.with_name("native-mini.rewriter.jsonl").exists()
 
 
 def test_rewriter_dry_run_and_missing_rewriter(native_mini, tmp_path, monkeypatch, capsys):
@@ -153,9 +184,9 @@ def test_summary_strategy_puts_the_summary_before_the_whole_question():
     assert strategy.with_texts({"q": ""})(_query(1), fmt).text() == "and how deep is the deepest one in norway?"
     rewrite = get_strategy("rewrite:llm").with_texts({"q": "How deep is Norway's deepest lake?"})
     assert rewrite(_query(1), fmt).text() == "How deep is Norway's deepest lake?"
-    # no text for the query (its request failed): the full history
-    assert (get_strategy("summary:llm").with_texts({})(_query(1), fmt).text()
-            == get_strategy("full")(_query(1), fmt).text())
+    # no text for the query (its request failed): never serialized, least of all as another history
+    with pytest.raises(Exception, match="no text for query q"):
+        get_strategy("summary:llm").with_texts({})(_query(1), fmt)
     with pytest.raises(Exception, match="not computed"):
         get_strategy("rewrite:llm")(_query(1), fmt)
 
@@ -191,10 +222,13 @@ def test_a_rewriter_failing_past_the_limit_exits_1_and_writes_no_result_under_it
         in errors[0]
     assert "most common:" in errors[0]
     assert set(result_files(tmp_path)) == {"history=current"}  # the current result only
-    # a looser limit accepts the same failures: every query falls back to the full history, counted
+    # a looser limit accepts the same failures: those queries are left out, counted; only c1_1 (no history, no
+    # request) is scored
     with ScriptedChatServer(rewriter) as server:
         assert main(eval_args(native_mini, tmp_path / "loose", "rewrite:llm", "--rewriter-model", "rw-model",
                               "--rewriter-base-url", server.base_url, "--api-key-env", KEY_ENV, "--yes",
                               "--no-llm-cache", "--max-failure-rate", "1")) == 0
     recorded = json.loads(next(iter(result_files(tmp_path / "loose").values())).read_text())
     assert recorded["mtrbench"]["settings"]["rewriter"]["failures"] == 4
+    assert recorded["mtrbench"]["queries"]["evaluated"] == 1
+    assert recorded["mtrbench"]["queries"]["excluded_rewriter_failed"] == 4
