@@ -10,7 +10,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags
+    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
     from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
 
     p = sub.add_parser("generate", help="conversational RAG: answer each turn with citations [n]",
@@ -40,6 +40,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--max-passage-chars", type=int, default=0,
                    help="cut each passage shown to the generator to this many characters, 0 = whole [0]")
     p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    add_sampling_flags(p, "generator")
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N conversations (file order), as eval (a smoke run)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -59,7 +60,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
     from mtrbench.generation.runner import (HISTORY_SOURCES, GenerateConfig, generation_failures, generation_history,
                                             run_generate)
     from mtrbench.llm.failure_rate import check_share, raise_if_over
@@ -67,8 +68,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.max_tokens < 1:
         raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     check_share(args.max_failure_rate)
-    generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
-                                    max_tokens=args.max_tokens)
+    generator = sampling_overrides(
+        dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
+                            max_tokens=args.max_tokens), args.temperature, args.seed)
     history = generation_history(args.history)  # an old name ("raw", "summary") is read as its current one
     if HISTORY_SOURCES[history] == "llm" and not args.rewriter_model:
         # the generator writes its own rewrites/summaries unless another model is named

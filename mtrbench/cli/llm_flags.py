@@ -104,10 +104,12 @@ def add_rewriter_arguments(parser: argparse.ArgumentParser, *, with_run_flags: b
     group.add_argument("--rewriter-base-url", metavar="URL",
                        help="OpenAI-compatible endpoint for --rewriter-model, or hf://MODEL_OR_PATH to run it "
                             "in-process with transformers [env OPENAI_BASE_URL, else https://api.openai.com/v1]")
+    add_sampling_flags(group, "rewriter", prefix="rewriter-")
     if with_run_flags:
         add_run_flags(group)
         add_max_failure_rate(group, "the rewriter failed on more than this share of its requests; that history is "
-                                    "then not written (its numbers would be the full history's)")
+                                    "then not written. Within it, the queries it failed on are left out of the "
+                                    "history's scores (counted) and asked again on the next run")
 
 
 def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
@@ -136,6 +138,28 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
                             "max_retries, else 5]")
 
 
+def add_sampling_flags(group: argparse._ArgumentGroup, who: str, prefix: str = "") -> None:
+    """``--[PREFIX]temperature`` and, without a prefix, ``--seed``: how a model named on the command line samples.
+    Both are recorded with each answer (and the rewriter's temperature in its identity) and compared on reuse."""
+    group.add_argument(f"--{prefix}temperature", type=float, metavar="T",
+                       help=f"sampling temperature of the {who} (0: greedy) [0]")
+    if not prefix:
+        group.add_argument("--seed", type=int, metavar="N",
+                           help=f"seed sent with each {who} request (servers that honour it sample reproducibly; "
+                                "hf:// seeds its sampling) [none]")
+
+
+def sampling_overrides(judge: JudgeConfig, temperature: float | None, seed: int | None = None,
+                       flag: str = "--temperature") -> JudgeConfig:
+    if temperature is not None and not (0 <= temperature <= 2):
+        raise MtrbenchError(f"{flag} must be between 0 and 2, got {temperature:g}")
+    if temperature is not None:
+        judge = dataclasses.replace(judge, temperature=temperature)
+    if seed is not None:
+        judge = dataclasses.replace(judge, extra_body={**judge.extra_body, "seed": seed})
+    return judge
+
+
 def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:
     """A ``JudgeConfig`` for a generator or rewriter named on the command line."""
     from mtrbench.llm.config import judge_from_flags
@@ -152,7 +176,8 @@ def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
         if args.rewriter_base_url:
             raise MtrbenchError("--rewriter-base-url needs --rewriter-model")
         return None
-    judge = model_judge(args.rewriter_model, args.rewriter_base_url, args, "rewriter")
+    judge = sampling_overrides(model_judge(args.rewriter_model, args.rewriter_base_url, args, "rewriter"),
+                               getattr(args, "rewriter_temperature", None), flag="--rewriter-temperature")
     cache = None if args.dry_run else cache_from_args(args)
     from mtrbench.llm.failure_rate import check_share
 

@@ -10,7 +10,7 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags
+    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
     from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
     from mtrbench.serialize.history import DEFAULT_HISTORY
     from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
@@ -57,6 +57,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
                           f"[{DEFAULT_HISTORY}]")
     gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
     gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    add_sampling_flags(gen, "generator")
     gen.add_argument("--mtrag-out", metavar="FILE.jsonl",
                      help="also write the answers as an MTRAGEval Task C prediction file (rag_taskc: contexts = the "
                           "passages shown), checked with MTRAG's format rules; score it with `mtrbench judge mtrag`")
@@ -109,15 +110,16 @@ def _cmd_rag(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args
+    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
     from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
-    generator = dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
-                                    max_tokens=args.max_tokens)
+    generator = sampling_overrides(
+        dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
+                            max_tokens=args.max_tokens), args.temperature, args.seed)
     status = Console(stderr=True)
     judge = None
     if args.judge != "none":

@@ -50,6 +50,7 @@ class ModelHistoryReport:
     model: str
     base_url: str  # without credentials
     prompt_hash: str
+    temperature: float | None = None  # recorded only when not 0 (see rewriter_identity)
     queries: int = 0
     without_history: int = 0  # first turns: no request
     requested: int = 0  # requests planned (cached ones included)
@@ -67,7 +68,8 @@ class ModelHistoryReport:
     replies: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "replies"}
+        return {k: v for k, v in self.__dict__.items()
+                if k != "replies" and not (k == "temperature" and v is None)}
 
     def failed(self) -> set[str]:
         """Every query whose request failed (``failed_qids`` shows only the first ``MAX_FAILED_SHOWN``)."""
@@ -89,12 +91,16 @@ def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[
 
 def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
     """What decides a model-backed history's texts (recorded in results, compared to skip finished ones):
-    kind, model, endpoint without credentials, prompt hash."""
+    kind, model, endpoint without credentials, prompt hash, and the temperature when it is not 0 (results written
+    before it was recorded were all made at 0)."""
     from mtrbench.llm.hf import is_hf_url
 
     judge = options.judge
     base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
-    return {"kind": kind, "model": judge.model, "base_url": base, "prompt_hash": prompt_hash(kind)}
+    identity = {"kind": kind, "model": judge.model, "base_url": base, "prompt_hash": prompt_hash(kind)}
+    if judge.temperature:
+        identity["temperature"] = judge.temperature
+    return identity
 
 
 def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions,

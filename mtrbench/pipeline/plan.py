@@ -134,6 +134,15 @@ def history_identity(history: History, config: EvalConfig) -> dict[str, str] | N
     return None
 
 
+def rewriter_label(identity: dict[str, Any] | None) -> str | None:
+    """The rewriter part of a result's folder name: its model, and its temperature when not 0 (two rewriters, or
+    one at two temperatures, never share a folder)."""
+    if not identity:
+        return None
+    temperature = identity.get("temperature")
+    return f"{identity.get('model')}@t{temperature:g}" if temperature else identity.get("model")
+
+
 def plan_history(history: History, config: EvalConfig, retriever: Retriever, max_length_set: bool, card: TaskCard,
                  split: str, measures: list[Measure], k_values: list[int],
                  protocol: ScoringProtocol) -> tuple[ResultPaths, dict[str, Any]]:
@@ -143,7 +152,7 @@ def plan_history(history: History, config: EvalConfig, retriever: Retriever, max
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
                           side=config.truncate)
     experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter.get("model") if rewriter else None, protocol)
+                                 rewriter_label(rewriter), protocol)
     paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
     settings = {
         "history": history.name, "truncate": truncator.side, "query_format": asdict(config.fmt),

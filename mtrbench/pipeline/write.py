@@ -10,7 +10,7 @@ from typing import Any
 from mtrbench.analyses.report import confidence_intervals
 from mtrbench.data.model import TaskData
 from mtrbench.formats.run import run_tag
-from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory, experiment_name
+from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory, experiment_name, rewriter_label
 from mtrbench.pipeline.retrieval import Retrieved
 from mtrbench.pipeline.scoring import Scored
 from mtrbench.results.model_meta import model_meta, write_model_meta
@@ -38,7 +38,7 @@ def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever
     history = planned.history
     rewriter = {**planned.settings["rewriter"], **history.report} if "rewriter" in planned.settings else None
     experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter.get("model") if rewriter else None, plan.protocol)
+                                 rewriter_label(rewriter), plan.protocol)
     settings = {**planned.settings, "retriever": retriever.settings(),  # as indexed (parent-child: child count)
                 **({"rewriter": rewriter} if rewriter else {})}  # identity as planned, plus the request counts
     n_no_qrels = sum(1 for q in task.queries if not q.qrels)

@@ -31,7 +31,7 @@ DEFAULT_OVERWRITE = "only-missing"
 # and what the corpus decides once indexed (the child count of parent-child retrieval: the chunking spec is kept).
 EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache", "search_execution")
 CORPUS_DERIVED = ("children",)
-REWRITER_IDENTITY = ("kind", "model", "base_url", "prompt_hash", "name")  # rewrite:llm / summary:llm; python
+REWRITER_IDENTITY = ("kind", "model", "base_url", "prompt_hash", "name", "temperature")  # rewrite:llm / summary:llm; python
 
 
 @dataclass(frozen=True)

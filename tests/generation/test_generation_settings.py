@@ -144,3 +144,61 @@ def test_judge_verdicts_carry_settings_and_another_temperature_asks_again(tmp_pa
         assert len(verdicts) == TURNS and {v["settings"]["temperature"] for v in verdicts} == {temperature}
         assert {v["settings"]["model"] for v in verdicts} == {"judge-m"}
         assert all(len(v["prompt_hash"]) == 16 for v in verdicts)
+
+
+def test_generator_temperature_and_seed_are_sent_recorded_and_compared(native_mini, tmp_path, monkeypatch, capsys):
+    """generate --temperature 0.7 --seed 3: every request carries both, every answer records both; the same flags
+    again ask nothing; another temperature into the same --output file is refused before any request (the file
+    keeps one set of settings), and into another file asks every turn at the new temperature."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    out = tmp_path / "answers.jsonl"
+    bodies: list[dict] = []
+
+    def respond(body: dict) -> Reply:
+        bodies.append(body)
+        return Reply("From the first passage [1].")
+
+    def args(*sampling: str, output: Path = out) -> list[str]:
+        return ["generate", "--task", str(native_mini), "--oracle", "--model", "gen", "--base-url", server.base_url,
+                "--api-key-env", KEY_ENV, "--output", str(output), "--no-llm-cache", "--yes", "--quiet", *sampling]
+
+    with ScriptedChatServer(respond) as server:
+        assert main(args("--temperature", "0.7", "--seed", "3")) == 0
+        assert [(b["temperature"], b["seed"]) for b in bodies] == [(0.7, 3)] * TURNS_WITH_GOLD
+        assert main(args("--temperature", "0.7", "--seed", "3")) == 0
+        assert len(bodies) == TURNS_WITH_GOLD  # the same settings: nothing asked
+        capsys.readouterr()
+        assert main(args("--temperature", "0.2", "--seed", "3")) == 2
+        assert main(args("--temperature", "3")) == 2  # outside [0, 2]: one error line, nothing asked
+        assert len(bodies) == TURNS_WITH_GOLD
+        assert main(args("--temperature", "0.2", "--seed", "3", output=tmp_path / "other.jsonl")) == 0
+        assert [(b["temperature"], b["seed"]) for b in bodies[TURNS_WITH_GOLD:]] == [(0.2, 3)] * TURNS_WITH_GOLD
+    err = capsys.readouterr().err
+    assert "temperature 0.7 (now 0.2)" in err and "error: --temperature must be between 0 and 2, got 3" in err
+    assert {(r["temperature"], r["seed"]) for r in read_jsonl(out)} == {(0.7, 3)}  # the first file as it was
+    assert {(r["temperature"], r["seed"]) for r in read_jsonl(tmp_path / "other.jsonl")} == {(0.2, 3)}
+
+
+def test_rewriter_temperature_is_sent_and_names_its_own_result(native_mini, tmp_path, monkeypatch):
+    """eval --rewriter-temperature 0.2: the rewrite requests carry it, the result records it in the rewriter's
+    identity and lives in its own folder: a run at temperature 0 neither skips it as finished nor replaces it."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    temperatures: list[float] = []
+
+    def respond(body: dict) -> Reply:
+        temperatures.append(body["temperature"])
+        return Reply("Rewrite: " + body["messages"][-1]["content"].rsplit("Last question: ", 1)[-1])
+
+    with ScriptedChatServer(respond) as server:
+        base = ["eval", "--task", str(native_mini), "--model", "bm25", "--history", "rewrite:llm", "--output-dir",
+                str(tmp_path / "results"), "--rewriter-model", "rw", "--rewriter-base-url", server.base_url,
+                "--api-key-env", KEY_ENV, "--no-llm-cache", "--yes", "--quiet"]
+        assert main([*base, "--rewriter-temperature", "0.2"]) == 0
+        assert main([*base, "--rewriter-temperature", "0.2"]) == 0  # finished: nothing asked
+        assert main(base) == 0
+    assert temperatures == [0.2] * 4 + [0.0] * 4  # 4 turns with history (c1_1 has none)
+    results = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "results").rglob("native-mini.json")}
+    assert len(results) == 2
+    recorded = {name.split("rewriter=")[1]: r["mtrbench"]["settings"]["rewriter"].get("temperature")
+                for name, r in results.items()}
+    assert recorded == {"rw_t0.2": 0.2, "rw": None}  # 0 is not recorded: results from before read as made at 0
