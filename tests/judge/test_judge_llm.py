@@ -186,6 +186,14 @@ def test_undefined_correlation_is_not_nan():
                                  [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids)
     assert got["ragalign_ndcg_at_1"]["value"] is None and "constant" in got["ragalign_ndcg_at_1"]["note"]
     assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3) and got["ragalign_at_1"]["missing_generation"] == 0
+    # the other constant: every verdict CORRECT (a good generator) is an undefined r too, not a refusal to score
+    run = {"geo-01_1": {next(iter(task.qrels()["geo-01_1"])): 1.0}, "geo-01_2": {"no-such-doc": 1.0},
+           "geo-01_3": {next(iter(task.qrels()["geo-01_3"])): 1.0}}
+    got = ragalign_from_verdicts({q: 1 for q in qids}, task, run,
+                                 [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids)
+    assert got["ragalign_ndcg_at_1"]["value"] is None and "constant" in got["ragalign_ndcg_at_1"]["note"]
+    assert got["ragalign_ndcg_at_1"]["n"] == 3 and got["ragalign_ndcg_at_1"]["p_value"] is None
+    assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3)  # Hit@1 = 1, 0, 1 against 1, 1, 1
 
 
 def test_rad_bench_answers_rated_and_aggregated(shared, tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ nDCG@k): the point-biserial correlation between R and G, with its p-value.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,17 +16,24 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
 
 
+UNDEFINED = "undefined: the retrieval values or the verdicts are constant over these turns"
+
+
 @dataclass
 class RagAlign:
     metric: str
-    value: float  # agreement rate (binary) or point-biserial r
+    value: float  # agreement rate (binary) or point-biserial r; NaN where undefined (``note`` says why)
     n: int
     p_value: float | None = None
     missing_generation: int = 0  # evaluated queries without a generation judgment (left out)
+    note: str | None = None
 
     def as_dict(self) -> dict:
-        return {"metric": self.metric, "value": self.value, "n": self.n, "p_value": self.p_value,
-                "missing_generation": self.missing_generation}
+        """JSON-ready: an undefined value is None with its note, never NaN."""
+        defined = not math.isnan(self.value)
+        return {"metric": self.metric, "value": self.value if defined else None, "n": self.n,
+                "p_value": self.p_value if defined else None, "missing_generation": self.missing_generation,
+                **({"note": self.note or UNDEFINED} if not defined or self.note else {})}
 
 
 def _paired(retrieval: dict[str, float], generation: dict[str, int]):
@@ -48,10 +56,13 @@ def ragalign_pointbiserial(retrieval: dict[str, float], generation: dict[str, in
     from scipy import stats
 
     qids, missing = _paired(retrieval, generation)
+    if not qids:
+        raise MtrbenchError("RAGAlign: no evaluated query has a generation judgment")
     labels = [generation[q] for q in qids]
-    if len(set(labels)) < 2:
-        raise MtrbenchError("RAGAlign point-biserial needs both successful and failed generations")
-    result = stats.pointbiserialr(labels, [retrieval[q] for q in qids])
+    values = [retrieval[q] for q in qids]
+    if len(set(labels)) < 2 or len(set(values)) < 2:  # a correlation with a constant is undefined
+        return RagAlign(metric=metric, value=math.nan, n=len(qids), missing_generation=missing, note=UNDEFINED)
+    result = stats.pointbiserialr(labels, values)
     return RagAlign(metric=metric, value=float(result.statistic), n=len(qids), p_value=float(result.pvalue),
                     missing_generation=missing)
 
