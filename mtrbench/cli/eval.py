@@ -93,6 +93,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
+    p.add_argument("--mtrag-out", metavar="FILE.jsonl",
+                   help="also write the run as an MTRAGEval Task A prediction file (retrieval_taska: top 10 "
+                        "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
+                        "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`")
     add_analysis_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     from mtrbench.cli.llm_flags import add_rewriter_arguments
@@ -280,8 +284,43 @@ def _check_names(args: argparse.Namespace) -> None:
         parse_measures(args.metrics.split(","), parse_k_values(args.k_values) if args.k_values else [10])
 
 
+def _check_mtrag_out(args: argparse.Namespace) -> None:
+    """--mtrag-out writes one run: one task (an MTRAG/MTRAG-UN card), one model, one history, no sweep."""
+    if not args.mtrag_out:
+        return
+    histories = [h.strip() for h in args.history.split(",") if h.strip()]
+    why = ("one --task" if len(_eval_tasks(args)) > 1 else "one --model" if len(_eval_models(args)) > 1
+           else "one --history" if len(histories) != 1 or histories == ["all"]
+           else "no sweep (--alpha/--candidate-k lists)" if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1
+           else None)
+    if why:
+        raise MtrbenchError(f"--mtrag-out writes one run as an MTRAGEval Task A file: it takes {why}")
+    from mtrbench.data import resolve_card
+    from mtrbench.results.mtrag_taska import check_request
+
+    check_request(args.mtrag_out, resolve_card(_eval_tasks(args)[0]))
+
+
+def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
+    """The Task A file of the run (evaluated now, or finished before and read back from its .run.trec)."""
+    from mtrbench.data import load_task, resolve_card
+    from mtrbench.results.mtrag_taska import MODE, write_taska
+
+    task = load_task(resolve_card(_eval_tasks(args)[0]), split=result.split, data_dir=args.data_dir,
+                     corpus_path=args.corpus)
+    count = write_taska(args.mtrag_out, result, task)
+    status.print(f"MTRAGEval Task A predictions ({MODE}): {args.mtrag_out} ({count} tasks)", soft_wrap=True,
+                 highlight=False, markup=False)
+    left_out = result.meta.get("queries", {}).get("total", count) - count
+    if left_out > 0:
+        status.print(f"warning: {left_out} queries are not in the run (the rewriter failed on them) and not in "
+                     f"{args.mtrag_out}; a rerun asks only the failed requests", soft_wrap=True, highlight=False,
+                     markup=False)
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     _check_names(args)  # before the imports below, which load the pipeline
+    _check_mtrag_out(args)
     from dataclasses import replace
 
     from rich.console import Console
@@ -306,7 +345,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     resolved = [resolve(model) for model in models]  # unknown names and typos fail before anything slow starts
     check_before_loading(config, tasks)
 
+    finished = []  # results skipped as finished (--mtrag-out reads the one run back)
+
     def skipped(s) -> None:
+        finished.append(s.path)
         status.print(f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
                      f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})", soft_wrap=True,
                      highlight=False, markup=False)
@@ -332,11 +374,21 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 _print_results(model.requested, task, results, console, status)
                 written.extend(results)
     if config.rewriter is not None and config.rewriter.dry_run:
+        if args.mtrag_out:
+            status.print(f"note: --mtrag-out {args.mtrag_out} not written: a dry run retrieves nothing",
+                         soft_wrap=True, highlight=False, markup=False)
         return 0
     status.print(f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
                  f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
     for r in written:
         status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
+    if args.mtrag_out and (written or finished):
+        from mtrbench.results.result import Result
+
+        _write_mtrag_out(args, written[0] if written else Result.load(finished[0]), status)
+    elif args.mtrag_out:
+        status.print(f"note: --mtrag-out {args.mtrag_out} not written: no run was made", soft_wrap=True,
+                     highlight=False, markup=False)
     for failure in failures:
         print(f"error: {failure}", file=sys.stderr)
     return TooManyFailures.exit_code if failures else 0
