@@ -32,6 +32,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
     p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+    p.add_argument("--protocol", metavar="NAME",
+                   help="official or trec_eval, as eval's --protocol: the texts follow its serialization (MTR-SUITE's "
+                        "official one writes a first turn as 'User: q'); beir or mteb then score them with "
+                        "trec_eval's conventions [the task card's default]")
     return {"export": _cmd_export}
 
 
@@ -39,10 +43,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from mtrbench.data import load_task, resolve_card
     from mtrbench.interop.export import QueryTexts, export_beir, export_hf
     from mtrbench.infra.atomic import ensure_folder
-    from mtrbench.infra.errors import MtrbenchError
+    from mtrbench.measures.protocols import check_choice
+    from mtrbench.measures.protocols import resolve as resolve_protocol
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
 
+    if args.protocol is not None:
+        check_choice(args.protocol)
     strategy = get_strategy(args.history)
     fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
                       separator=unescape(args.separator), order=args.order)
@@ -53,6 +60,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         resolve(args.model)  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
+    protocol = resolve_protocol(args.protocol, card.official_protocol, card.protocol, card.name)
+    if protocol.prefix_first_turn:  # the official MTR-SUITE texts, as eval serializes them under that protocol
+        strategy = strategy.with_first_turn_prefixed()
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
     tokenizer, max_length, prompt = None, None, ""
@@ -67,7 +77,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     settings = {"history": strategy.name, "truncate": truncator.side, "model": args.model,
                 "max_length": max_length if truncator.side != "none" else None, "query_prompt": prompt or None,
                 "user_prefix": fmt.user_prefix, "assistant_prefix": fmt.assistant_prefix,
-                "separator": fmt.separator, "order": fmt.order}
+                "separator": fmt.separator, "order": fmt.order, "protocol": protocol.setting}
     query_texts = QueryTexts(texts, settings)
     paths = export_beir(task, out, query_texts) if args.format == "beir" else export_hf(task, card, out, query_texts)
     if prompt:
@@ -77,9 +87,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
         print("note: query texts written whole (--truncate none, recorded in the export): a retriever with a token "
               "limit cuts them itself, on long conversations from the question's end; --model M truncates as "
               "`mtrbench eval --model M` does", file=sys.stderr)
+    if protocol.is_official and not protocol.prefix_first_turn:
+        print(f"note: the texts are the same under every protocol; scored by beir or mteb they follow trec_eval's "
+              f"conventions, not the official {protocol.name} ones (`mtrbench eval` or `mtrbench score` apply those)",
+              file=sys.stderr)
     truncated = f"{truncator.stats.truncated} truncated" if args.model else "untruncated, as asked"
     print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents; "
-          f"history={strategy.name}, truncate={truncator.side}, {truncated}) to " + ", ".join(str(p) for p in paths))
+          f"history={strategy.name}, truncate={truncator.side}, {truncated}, protocol {protocol.setting}) to " + ", ".join(str(p) for p in paths))
     return 0
 
 

@@ -44,6 +44,8 @@ from mtrbench.data import load_task, resolve_card
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
 from mtrbench.measures import Measure, evaluate
+from mtrbench.measures.protocols import check_choice
+from mtrbench.measures.protocols import resolve as resolve_protocol
 from mtrbench.results.writer import HF_SUBSET, dataset_revision_label, experiment_slug, mteb_language
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, SIDES, Truncator
@@ -71,12 +73,15 @@ class Serialization:
     fmt: QueryFormat
     budget: QueryBudget
     max_length_set: bool
+    prefix_first_turn: bool = False  # the official MTR-SUITE serialization: a first turn reads "User: q"
 
     def slug(self) -> str | None:
-        """Empty for mtrbench's defaults; else the same slug as mtrbench's experiment folders."""
+        """Empty for mtrbench's defaults; else the same slug as mtrbench's experiment folders (``protocol=official``
+        where the official protocol changes the texts: mteb's cache must not mix the two)."""
         return experiment_slug(history=self.history, truncate=self.truncate,
                                truncation_applies=self.budget.tokenizer is not None, fmt=asdict(self.fmt),
-                               max_length=self.budget.max_length if self.max_length_set else None)
+                               max_length=self.budget.max_length if self.max_length_set else None,
+                               pipeline={"protocol": "official"} if self.prefix_first_turn else None)
 
 
 class MtrbenchRetrievalTask(AbsTaskRetrieval):
@@ -110,6 +115,8 @@ class MtrbenchRetrievalTask(AbsTaskRetrieval):
     def _split_data(self, data: TaskData) -> dict[str, Any]:
         settings = self.serialization
         strategy = get_strategy(settings.history)
+        if settings.prefix_first_turn:
+            strategy = strategy.with_first_turn_prefixed()
         check_strategy_applies(strategy, data.name, data.has_rewrites)
         budget = settings.budget
         truncator = Truncator(budget.tokenizer, budget.max_length, prompt=budget.query_prompt, side=settings.truncate)
@@ -147,7 +154,8 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
               truncate: str = DEFAULT_TRUNCATE, model: Any = None, tokenizer: Any = None,
               max_length: int | None = None, query_prompt: str | None = None,
               query_format: QueryFormat | Mapping[str, str] | None = None, split: str | None = None,
-              data_dir: str | None = None, corpus_path: str | None = None) -> list[MtrbenchRetrievalTask]:
+              data_dir: str | None = None, corpus_path: str | None = None,
+              protocol: str | None = None) -> list[MtrbenchRetrievalTask]:
     """mtrbench tasks as mteb retrieval tasks, one per (task, history strategy).
 
     ``names``: task names, task card YAML files or data folders, as ``mtrbench eval --task`` takes.
@@ -160,6 +168,9 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
     Task names are mtrbench's for its default settings; other settings append the same slug as
     mtrbench's experiment folders (``mtrbench-sample__history=questions``), so mteb's result cache
     never hands back a score made with another serialization.
+    ``protocol``: ``official`` or ``trec_eval`` (None: each card's default), as ``mtrbench eval --protocol``; only
+    its serialization applies here (MTR-SUITE's official texts write a first turn as ``User: q``): mteb scores with
+    its own evaluator, i.e. trec_eval's conventions, never MTRAG's or BRIDGE's official ones.
     """
     names = [names] if isinstance(names, str) else list(names)
     histories = [h.strip() for h in (history.split(",") if isinstance(history, str) else history) if h.strip()]
@@ -170,6 +181,8 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
     if truncate not in SIDES:
         raise MtrbenchError(f"truncate must be one of {', '.join(SIDES)}, got '{truncate}'")
     fmt = query_format if isinstance(query_format, QueryFormat) else QueryFormat(**(query_format or {}))
+    if protocol is not None:
+        check_choice(protocol, "protocol=")
     cards = [resolve_card(name) for name in names]
     for card in cards:
         if card.type != "conversational-retrieval" and "retrieval" not in card.type:
@@ -182,8 +195,9 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
         eval_split = split or card.eval_split
         if eval_split not in card.splits:
             raise MtrbenchError(f"task '{card.name}' has no split '{eval_split}' (splits: {', '.join(card.splits)})")
+        prefix = resolve_protocol(protocol, card.official_protocol, card.protocol, card.name).prefix_first_turn
         for spec in histories:
-            settings = Serialization(get_strategy(spec).name, side, fmt, budget, max_length is not None)
+            settings = Serialization(get_strategy(spec).name, side, fmt, budget, max_length is not None, prefix)
             tasks.append(_task_class(card, settings, eval_split, data_dir, corpus_path)())
     return tasks
 

@@ -64,3 +64,36 @@ def test_with_a_model_the_record_names_it(native_mini, tmp_path):
     # BM25 has no token limit: eval does not truncate for it either
     assert record["serialization"]["truncate"] == "none" and record["serialization"]["model"] == "bm25"
     assert record["truncation"].startswith("none, as `mtrbench eval --model bm25`")
+
+
+@pytest.mark.parametrize("protocol, prefixed", [(None, True), ("official", True), ("trec_eval", False)])
+def test_mtr_export_follows_the_protocols_serialization(shared, tmp_path, capsys, protocol, prefixed):
+    """MTR-BENCH's card defaults to the official MTR-SUITE protocol, whose scripts write a first turn as
+    "User: q": the export writes what eval would search with (by hand: the prefix, or the bare question under
+    trec_eval), and records the protocol; later turns are the same under both."""
+    data = shared / "datasets/fixtures/mtr/mtr-qwen35-fp8-12turn"
+    out = tmp_path / "beir"
+    extra = ["--protocol", protocol] if protocol else []
+    assert main(["export", "mtr-bench", "--data-dir", str(data), "--format", "beir", "--out", str(out),
+                 "--truncate", "none", *extra]) == 0
+    texts = {r["_id"]: r["text"] for r in map(json.loads, (out / "queries.jsonl").read_text().splitlines())}
+    queries = load_task("mtr-bench", data_dir=data).queries
+    first = [q for q in queries if not q.history]
+    assert first and len(first) < len(queries)
+    for q in first:
+        assert texts[q.qid] == ("User: " + q.query if prefixed else q.query)
+    later = [q for q in queries if q.history]
+    assert all(texts[q.qid].endswith("\nUser: " + q.query) for q in later)
+    setting = "official:mtr-suite" if prefixed else "trec_eval"
+    assert json.loads((out / "mtrbench-export.json").read_text())["serialization"]["protocol"] == setting
+    assert f"protocol {setting}" in capsys.readouterr().out
+
+
+def test_an_unknown_protocol_is_one_error_line_before_loading(native_mini, tmp_path, capsys):
+    assert main(["export", str(native_mini), "--format", "beir", "--out", str(tmp_path / "o"), "--truncate", "none",
+                 "--protocol", "offical"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "offical" in err
+    assert main(["export", str(native_mini), "--format", "beir", "--out", str(tmp_path / "o"), "--truncate", "none",
+                 "--protocol", "official"]) == 2  # a task without an official protocol
+    assert "has no official protocol" in capsys.readouterr().err

@@ -169,7 +169,12 @@ def test_every_retrieval_card_makes_valid_mteb_metadata(mm):
 
     cards = [card for card in all_cards().values() if "retrieval" in card.type]
     tasks = mm.get_tasks([card.name for card in cards], truncate="none")  # metadata only: no data is loaded
-    assert [t.metadata.name for t in tasks] == [card.name for card in cards] and len(tasks) >= 20
+    # MTR-SUITE's official serialization (the default of its cards) changes the texts: a name of its own
+    official_texts = {c.name for c in cards if c.official_protocol == "mtr-suite" and c.protocol == "official"}
+    assert official_texts  # mtr-bench, mtr-bench-8turn
+    assert [t.metadata.name for t in tasks] == [
+        card.name + ("__protocol=official" if card.name in official_texts else "") for card in cards]
+    assert len(tasks) >= 20
     for task, card in zip(tasks, cards):
         md = task.metadata
         assert (md.type, md.main_score, md.eval_splits) == ("Retrieval", card.main_score, [card.eval_split])
@@ -251,3 +256,24 @@ def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     assert len(predictions) == ours.n_evaluated == 214 - ours.n_excluded
     assert tasks[0].truncation["test"] == document["mtrbench"]["truncation"]
     assert document["mtrbench"]["truncation"]["truncated"] > 100
+
+
+@pytest.mark.parametrize("protocol, prefixed", [(None, True), ("trec_eval", False)])
+def test_mtr_tasks_follow_the_protocols_serialization_and_name_it(mm, shared, protocol, prefixed):
+    """MTR-BENCH defaults to the official MTR-SUITE protocol: its first turns reach mteb as "User: q" (by hand), as
+    eval searches them, under a task name of their own (mteb's cache must not hand back the bare-question
+    scores); protocol="trec_eval" gives the bare question under the plain name."""
+    data = shared / "datasets/fixtures/mtr/mtr-qwen35-fp8-12turn"
+    [task] = mm.get_tasks("mtr-bench", truncate="none", data_dir=str(data), protocol=protocol)
+    assert task.metadata.name == ("mtr-bench__protocol=official" if prefixed else "mtr-bench")
+    task.load_data()
+    split = task.eval_splits[0]
+    data_split = task.dataset["default"][split]
+    texts = dict(zip(data_split["queries"]["id"], data_split["queries"]["text"]))
+    from mtrbench.data import load_task
+
+    first = [q for q in load_task("mtr-bench", split=split, data_dir=data).queries if not q.history and q.qid in texts]
+    assert first
+    assert all(texts[q.qid] == ("User: " + q.query if prefixed else q.query) for q in first)
+    with pytest.raises(MtrbenchError, match="offical"):
+        mm.get_tasks("mtr-bench", truncate="none", protocol="offical")

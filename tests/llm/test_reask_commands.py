@@ -56,7 +56,7 @@ TEXT = {"varn-depth": "Lake Varnholm reaches a maximum depth of 212 metres.",
         "orrin-design": "The Orrin Suspension Bridge was designed by Hedda Lorne.",
         "orrin-open": "The Orrin Suspension Bridge opened to traffic in 1931."}
 QID_OF = {question: qid for qid, question in QUESTIONS.items()}
-WRONG_TURN = "c1_2"  # judged INCORRECT (a turn with gold: RAGAlign's point-biserial needs both verdicts)
+WRONG_TURN = "c1_2"  # judged INCORRECT: a turn with gold, so both verdicts occur and RAGAlign's r is defined
 
 # Items per command, by hand from native-mini (two requests each):
 GENERATE_ITEMS = TURNS_WITH_GOLD  # generate --oracle: one answer per turn with a gold passage (c1_1..c1_4)
