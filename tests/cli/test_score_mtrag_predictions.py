@@ -84,3 +84,24 @@ def test_run_without_qrels_is_an_error(tmp_path, capsys):
     run.write_text("q1 Q0 d1 1 1.0 m\n")
     assert main(["score", "--run", str(run)]) == 2
     assert "--qrels FILE or --task NAME" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("data_dir", [".", "mtragun-human", "mtragun-human/retrieval_tasks"])
+def test_a_clone_with_both_releases_scores_mtrag_un_ids_against_mtrag_un_qrels(prediction_file, tmp_path, data_dir):
+    """A full clone holds MTRAG's dev qrels (found first) and MTRAG-UN's, with other task ids: a file of MTRAG-UN
+    tasks is scored against MTRAG-UN's qrels (the hand values above), from the clone, its mtragun-human folder or
+    that folder's retrieval_tasks. Taking the first file found would judge none of its tasks (exit 2)."""
+    path, qrels = prediction_file
+    clone = tmp_path / "clone"
+    for domain in ("fiqa", "govt"):
+        mtrag = clone / "mtrag-human" / "retrieval_tasks" / domain / "qrels" / "dev.tsv"
+        mtrag.parent.mkdir(parents=True)
+        mtrag.write_text("query-id\tcorpus-id\tscore\nother-task\td1\t1\n")
+        un = clone / "mtragun-human" / "retrieval_tasks" / "qrels" / f"{domain}.tsv"
+        un.parent.mkdir(parents=True, exist_ok=True)
+        un.write_text((qrels / f"{domain}.tsv").read_text())
+    output = tmp_path / "scores.json"
+    assert main(["score", "--predictions", str(path), "--data-dir", str(clone / data_dir), "--output",
+                 str(output)]) == 0
+    rows = json.loads(output.read_text())["collections"]
+    assert rows["all"]["scores"]["ndcg_at_5"] == pytest.approx((2 * (Q1_NDCG5 + 1) / 2 + LOG3) / 3, abs=1e-5)

@@ -11,10 +11,10 @@ Qrels are looked up per collection in a folder: an IBM/mt-rag-benchmark clone (`
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
-from mtrbench.formats.qrels import read_qrels
+from mtrbench.formats.qrels import Qrels, read_qrels
 from mtrbench.formats.run import Run
 from mtrbench.infra.errors import DataError
 from mtrbench.measures.base import Measure
@@ -26,8 +26,12 @@ DOMAIN_OF_COLLECTION = {"mt-rag-clapnq-elser-512-100-20240503": "clapnq",
                         "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa",
                         "mt-rag-govt-elser-512-100-20240611": "govt",
                         "clapnq": "clapnq", "ibmcloud": "cloud", "cloud": "cloud", "fiqa": "fiqa", "govt": "govt"}
+# Where a collection's qrels lie under --data-dir: a clone's root (MTRAG, then MTRAG-UN), its mtrag-human or
+# mtragun-human folder, their retrieval_tasks folders, or a folder of <domain>.tsv files. A clone holds both MTRAG's
+# and MTRAG-UN's qrels, whose task ids differ: the file that judges the run's tasks is chosen (qrels_file).
 QRELS_PLACES = ("mtrag-human/retrieval_tasks/{d}/qrels/dev.tsv", "mtragun-human/retrieval_tasks/qrels/{d}.tsv",
-                "retrieval_tasks/{d}/qrels/dev.tsv", "{d}/qrels/dev.tsv", "qrels/{d}.tsv", "{d}.tsv")
+                "retrieval_tasks/{d}/qrels/dev.tsv", "retrieval_tasks/qrels/{d}.tsv", "{d}/qrels/dev.tsv",
+                "qrels/{d}.tsv", "{d}.tsv")
 
 
 def read_predictions(path: Path) -> dict[str, Run]:
@@ -69,16 +73,19 @@ def read_predictions(path: Path) -> dict[str, Run]:
     return {name: run for name, run in runs.items() if run}
 
 
-def qrels_file(folder: Path, collection: str) -> Path:
+def qrels_file(folder: Path, collection: str, task_ids: Collection[str] = ()) -> tuple[Path, Qrels]:
+    """The qrels file (and its judgments) for one collection of a prediction file: of the files found under
+    ``folder``, the one that judges most of ``task_ids`` (the first found on a tie, e.g. none judged)."""
     domain = DOMAIN_OF_COLLECTION.get(collection)
     if domain is None:
         raise DataError(f"collection '{collection}' is not one of MTRAG's: {', '.join(DOMAIN_OF_COLLECTION)}")
-    places = [folder / place.format(d=domain) for place in QRELS_PLACES]
-    found = next((p for p in places if p.is_file()), None)
-    if found is None:
+    found = list(dict.fromkeys(p for p in (folder / place.format(d=domain) for place in QRELS_PLACES) if p.is_file()))
+    if not found:
         raise DataError(f"no qrels for collection '{collection}' under {folder} (looked for "
                         f"{', '.join(place.format(d=domain) for place in QRELS_PLACES)})")
-    return found
+    candidates = [(path, read_qrels(path)) for path in found]
+    wanted = set(task_ids)
+    return max(candidates, key=lambda candidate: len(wanted & candidate[1].keys()))
 
 
 def score_predictions(path: Path, qrels_folder: Path, measures: Sequence[Measure],
@@ -86,6 +93,7 @@ def score_predictions(path: Path, qrels_folder: Path, measures: Sequence[Measure
     """One row per collection (in order of first appearance), then the "all" row."""
     rows = []
     for collection, run in read_predictions(path).items():
-        evaluation = score_mtrag(read_qrels(qrels_file(qrels_folder, collection)), run, measures, relevance_level)
+        _, qrels = qrels_file(qrels_folder, collection, run.keys())
+        evaluation = score_mtrag(qrels, run, measures, relevance_level)
         rows.append(CollectionRow(collection, evaluation.scores(), len(run)))
     return [*rows, all_row(rows)]
