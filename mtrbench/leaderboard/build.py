@@ -34,7 +34,8 @@ from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
 REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
-                "query_format": "query format", "reported_in": "source table", "limit": "conversation limit"}
+                "query_format": "query format", "reported_in": "source table", "limit": "conversation limit",
+                "protocol": "scoring protocol", "queries_left_out": "queries left out (rewriter failures)"}
 
 
 @dataclass

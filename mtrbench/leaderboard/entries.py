@@ -63,6 +63,8 @@ def entry_from_result(path: Path, document: Result | dict[str, object]) -> dict[
     except MtrbenchError as exc:
         message = str(exc)
         raise DataError(message if message.startswith(f"{path}: ") else f"{path}: {message}") from None
+    # queries its rewriter failed on are not in its means: ranked only with results missing as many
+    left_out = int((result.meta.get("queries") or {}).get("excluded_rewriter_failed") or 0)
     timings = result.timings
     wall_time = round(sum(timings.values()), 3) if timings else result.evaluation_time
     from mtrbench.retrieve.registry import REGISTRY
@@ -90,6 +92,7 @@ def entry_from_result(path: Path, document: Result | dict[str, object]) -> dict[
             "retriever": retriever,
             **({"limit": settings["limit"]} if settings.get("limit") is not None else {}),
             **({"protocol": settings["protocol"]} if settings.get("protocol", "trec_eval") != "trec_eval" else {}),
+            **({"queries_left_out": left_out} if left_out else {}),
         },
         "harness": {"name": "mtrbench", "version": result.mtrbench_version},
         "date": result.date,

@@ -52,6 +52,8 @@ def comparability(entry: dict[str, Any]) -> dict[str, Any]:
         keys["limit"] = settings["limit"]
     if settings.get("protocol", "trec_eval") != "trec_eval":  # an official protocol's numbers rank apart
         keys["protocol"] = settings["protocol"]
+    if settings.get("queries_left_out"):  # a mean over fewer queries (its rewriter failed on some) ranks apart
+        keys["queries_left_out"] = settings["queries_left_out"]
     return keys
 
 

@@ -183,6 +183,37 @@ def test_reported_numbers_stay_apart_from_runs():
     assert len(separations) == 1 and "label differs (run vs reported)" in separations[0]
 
 
+def test_a_result_missing_queries_after_rewriter_failures_ranks_apart(tmp_path):
+    """A rewrite:llm result whose rewriter failed on 3 queries averages over fewer queries: it is read with the
+    count (from the result document), ranked apart from complete runs of the same history, and the separation
+    says why; the protocol is named as a reason too."""
+    from mtrbench.leaderboard.entries import entry_from_result
+
+    complete = run_entry("A", "t1", 0.5, history="rewrite:llm")
+    partial = run_entry("B", "t1", 0.6, history="rewrite:llm")
+    partial["settings"]["queries_left_out"] = 3
+    official = run_entry("C", "t1", 0.4, history="rewrite:llm")
+    official["settings"]["protocol"] = "official:mtrag"
+    groups, separations = group_entries([complete, partial, official])
+    assert sorted(g["entries"] for g in groups) == sorted([[complete["id"]], [official["id"]], [partial["id"]]])
+    text = "\n".join(separations)
+    assert "queries left out (rewriter failures) differs (unknown vs 3)" in text
+    assert "scoring protocol differs (unknown vs official:mtrag)" in text
+
+    document = {"task_name": "t1", "dataset_revision": None, "mteb_version": "1.12.48", "evaluation_time": 1.0,
+                "kg_co2_emissions": None, "scores": {"test": [{"ndcg_at_10": 0.6, "main_score": 0.6,
+                                                                "hf_subset": "default", "languages": ["eng-Latn"]}]},
+                "mtrbench": {"version": "0.1.0", "model": {"name": "m", "revision": "r", "requested": "m"},
+                             "settings": {"history": "rewrite:llm", "truncate": "left", "retriever": {}},
+                             "main_score_key": "ndcg_at_10",
+                             "queries": {"total": 10, "evaluated": 6, "excluded_without_positives": 1,
+                                         "excluded_rewriter_failed": 3}}}
+    entry = entry_from_result(tmp_path / "r.json", document)
+    assert entry["settings"]["queries_left_out"] == 3
+    document["mtrbench"]["queries"].pop("excluded_rewriter_failed")
+    assert "queries_left_out" not in entry_from_result(tmp_path / "r.json", document)["settings"]
+
+
 def test_retriever_without_token_limit_joins_every_truncation():
     bm25 = run_entry("bm25", "t1", 0.3, truncate="none", max_length=None)
     left, right = run_entry("A", "t1", 0.5), run_entry("A", "t1", 0.6, truncate="right")
