@@ -3,7 +3,10 @@
 Those callers await ``acomplete(request)`` once per request from many coroutines, as they do with
 ``ChatClient``. ``AsyncHFClient`` collects the requests that are waiting, runs them as one batch of
 ``HFChatClient.run`` in a worker thread (the event loop keeps running, so more requests queue meanwhile), and
-resolves each caller's future with its own result. Batches are at most ``judge.concurrency`` requests.
+resolves each caller's future with its own result. Batches are at most ``judge.concurrency`` requests. A reply
+that does not parse is asked again inside that run (its re-asks batched with the batch's other failures), so a
+caller's result comes when its item is finished, as from ``ChatClient.acomplete``; ``--timeout`` bounds each
+generation batch as it does in ``HFChatClient``.
 """
 
 from __future__ import annotations

