@@ -132,7 +132,8 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
     """Per-request time limit and transport retries, over the judges file's values."""
     group.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="seconds to wait for each reply before it counts as failed (a slow local server wants "
-                            "more) [judges file's timeout_s, else 60]")
+                            "more; with hf://, seconds per generation batch) [judges file's timeout_s, else 60; "
+                            "hf://: 900]")
     group.add_argument("--max-retries", type=int, metavar="N",
                        help="transport retries per request (timeouts, 429, 5xx, connection errors) [judges file's "
                             "max_retries, else 5]")

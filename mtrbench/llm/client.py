@@ -248,7 +248,7 @@ class ChatClient:
             # Basic auth as a header, not in the URL: the HTTP library logs and reports request URLs.
             headers = {"Authorization": self._credentials.header()} if self._credentials else None
             client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
-                                        timeout=self.judge.timeout_s, default_headers=headers)
+                                        timeout=self.judge.effective_timeout_s, default_headers=headers)
             self._loop_state = (loop, client, asyncio.Semaphore(self.judge.concurrency))
         return self._loop_state
 
@@ -378,7 +378,7 @@ class ChatClient:
         params = generation_params(self.judge, request)
         kwargs: dict[str, Any] = {"model": self.judge.model, "messages": request.messages,
                                   "temperature": params.pop("temperature"), "max_tokens": params.pop("max_tokens"),
-                                  "timeout": self.judge.timeout_s}
+                                  "timeout": self.judge.effective_timeout_s}
         if use_json:
             kwargs["response_format"] = {"type": "json_object"}
         if params:
@@ -390,7 +390,7 @@ class ChatClient:
         has been computing the abandoned request that long and likely still is), doubling per retry, capped
         at the larger of ``backoff_max_s`` and the timeout; always longer than the error backoff's ceiling
         for the same retry."""
-        timeout = self.judge.timeout_s
+        timeout = self.judge.effective_timeout_s
         error_ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
         wait = max(min(timeout * (2 ** retry_index), max(self.backoff_max_s, timeout)), error_ceiling)
         return wait * random.uniform(1.0, 1.25)
@@ -415,7 +415,7 @@ class ChatClient:
             try:
                 response = await asyncio.wait_for(
                     client.chat.completions.create(**self._request_kwargs(request, use_json)),
-                    timeout=self.judge.timeout_s)
+                    timeout=self.judge.effective_timeout_s)
             except (asyncio.TimeoutError, openai.APITimeoutError):
                 reason, retryable = "timeout", True
             except openai.APIStatusError as err:

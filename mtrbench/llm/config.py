@@ -29,6 +29,10 @@ from mtrbench.infra.errors import MtrbenchError, UserInputError, closest
 from mtrbench.llm.redact import UrlCredentials, public_url, split_userinfo
 
 
+HTTP_TIMEOUT_S = 60.0  # a hosted or local server's reply
+HF_TIMEOUT_S = 900.0  # an in-process batch: a CPU reads a long judge prompt at tens of milliseconds a token
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     name: str  # label used in outputs (per-judge aggregates)
@@ -37,7 +41,8 @@ class JudgeConfig:
     api_key_env: str = "OPENAI_API_KEY"  # NAME of the env var holding the key; the key itself is never stored
     temperature: float = 0.0
     max_tokens: int = 1024
-    timeout_s: float = 60.0  # per request
+    # per request (hf://: per generation batch); None: the backend's default, HTTP_TIMEOUT_S or HF_TIMEOUT_S
+    timeout_s: float | None = None
     max_retries: int = 5  # transport retries (timeouts, 429, 5xx, connection errors)
     parse_retries: int = 2  # extra requests when a reply cannot be parsed
     concurrency: int = 8
@@ -63,6 +68,13 @@ class JudgeConfig:
         if problem:
             raise UserInputError(f"judge '{self.name}': {problem}")
 
+    @property
+    def effective_timeout_s(self) -> float:
+        """``timeout_s``, or the default of the backend the base URL selects."""
+        if self.timeout_s is not None:
+            return float(self.timeout_s)
+        return HF_TIMEOUT_S if isinstance(self.base_url, str) and self.base_url.startswith("hf://") else HTTP_TIMEOUT_S
+
     def __hash__(self) -> int:  # extra_body is a dict, so the generated hash would fail
         return hash((self.name, self.model, self.base_url, self.api_key_env,
                      json.dumps(self.extra_body, sort_keys=True, default=str)))
@@ -83,7 +95,6 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
     checks: list[tuple[str, Any, float | None, bool]] = [  # field, value, minimum, must be int
         ("temperature", judge.temperature, 0.0, False),
         ("max_tokens", judge.max_tokens, 1, True),
-        ("timeout_s", judge.timeout_s, None, False),
         ("max_retries", judge.max_retries, 0, True),
         ("parse_retries", judge.parse_retries, 0, True),
         ("concurrency", judge.concurrency, 1, True),
@@ -94,8 +105,10 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
             return f"field '{name}' must be {'an integer' if integer else 'a number'}, got {value!r}"
         if not math.isfinite(value) or (minimum is not None and value < minimum):
             return f"field '{name}' must be >= {minimum}, got {value!r}"
-    if judge.timeout_s <= 0:
-        return f"field 'timeout_s' must be > 0, got {judge.timeout_s!r}"
+    if judge.timeout_s is not None and (isinstance(judge.timeout_s, bool)
+                                        or not isinstance(judge.timeout_s, (int, float))
+                                        or not math.isfinite(judge.timeout_s) or judge.timeout_s <= 0):
+        return f"field 'timeout_s' must be a number > 0, got {judge.timeout_s!r}"
     if judge.json_mode is not None and not isinstance(judge.json_mode, bool):
         return f"field 'json_mode' must be true, false or null, got {judge.json_mode!r}"
     for name in ("price_input_per_mtok", "price_output_per_mtok"):

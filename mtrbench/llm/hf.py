@@ -13,7 +13,7 @@ seed and, at temperature 0, temperature 0.7). The re-asks of a run's failures ar
 re-ask number. ``ChatResult.attempts`` counts generations, ``malformed`` lists every reply that did not parse,
 and a reply that parses after a re-ask is cached under the original request.
 
-``judge.timeout_s`` (``--timeout``) bounds each ``generate`` call, that is one batch: the rows of a batch run
+``judge.timeout_s`` (``--timeout``; default ``HF_TIMEOUT_S``, 900 s) bounds each ``generate`` call, that is one batch: the rows of a batch run
 together, as concurrent HTTP requests each run under their own timeout. When it runs out, rows that already
 ended (a stop token or the token limit) keep their replies; every other row is a failure ("timeout: ...") and
 is not generated again (a longer try would most likely run out too). The prompt's prefill is not interrupted:
@@ -132,7 +132,7 @@ class HFChatClient:
         model_eos = model_eos if isinstance(model_eos, list) else [model_eos]
         stops = {tokenizer.eos_token_id, tokenizer.pad_token_id, *model_eos} - {None}
         rows = _Rows(width, stops, on_reply)
-        timeout_s = float(self.judge.timeout_s)
+        timeout_s = float(self.judge.effective_timeout_s)
 
         class _WatchRows(StoppingCriteria):  # reports rows that just ended; stops all rows once time runs out
             deadline = float("inf")
@@ -294,7 +294,7 @@ class HFChatClient:
     def _timed_out(self, item: _Item, n_tokens: int) -> ChatResult:
         self._generated(item, n_tokens)
         return self._result(item, ok=False, text=None, error=(
-            f"timeout: generation passed --timeout {self.judge.timeout_s:g} s (in-process, not retried); "
+            f"timeout: generation passed --timeout {self.judge.effective_timeout_s:g} s (in-process, not retried); "
             "raise --timeout (timeout_s in a judges file)"))
 
 

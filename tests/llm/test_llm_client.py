@@ -550,3 +550,23 @@ def test_max_failures_in_a_row_zero_never_stops():
         client = make_client(make_judge(server, max_retries=0, concurrency=2, max_failures_in_a_row=0))
         results = client.run([rating_request(f"q{i}") for i in range(12)], show_progress=False)
     assert not any(r.ok for r in results) and server.request_count == 12
+
+
+def test_the_timeout_default_follows_the_backend_and_an_explicit_one_wins(tmp_path):
+    """60 s for an HTTP server, 900 s for an in-process hf:// batch (a CPU reading a long judge prompt takes
+    minutes); a judges file's or --timeout's value replaces either; a non-positive one is refused."""
+    from mtrbench.cli.llm_flags import request_overrides
+    from mtrbench.llm.config import load_judges
+
+    assert JudgeConfig(name="a", model="m", base_url="http://127.0.0.1:1/v1").effective_timeout_s == 60.0
+    assert JudgeConfig(name="a", model="m").effective_timeout_s == 60.0  # the OpenAI default endpoint
+    assert JudgeConfig(name="b", model="m", base_url="hf://smollm2").effective_timeout_s == 900.0
+    assert JudgeConfig(name="c", model="m", base_url="hf://smollm2", timeout_s=5).effective_timeout_s == 5.0
+    flags = argparse.Namespace(concurrency=None, timeout=12.5, max_retries=None)
+    assert request_overrides(JudgeConfig(name="d", model="m", base_url="hf://x"), flags).effective_timeout_s == 12.5
+    path = tmp_path / "judges.yaml"
+    path.write_text("judges:\n  - {name: j, model: m, base_url: 'hf://x', timeout_s: 30}\n")
+    assert load_judges(path)[0].effective_timeout_s == 30.0
+    for bad in (0, -1, "soon", True):
+        with pytest.raises(MtrbenchError, match="timeout_s"):
+            JudgeConfig(name="e", model="m", timeout_s=bad)
