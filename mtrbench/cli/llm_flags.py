@@ -72,17 +72,21 @@ def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:
 
 
 def request_overrides(judge: JudgeConfig, args: argparse.Namespace) -> JudgeConfig:
-    """--concurrency, --timeout and --max-retries over what the judges file (or the defaults) say."""
+    """--concurrency, --timeout, --max-retries and --parse-retries over what the judges file (or the defaults)
+    say."""
     concurrency, timeout = getattr(args, "concurrency", None), getattr(args, "timeout", None)
-    retries = getattr(args, "max_retries", None)
+    retries, reasks = getattr(args, "max_retries", None), getattr(args, "parse_retries", None)
     if concurrency is not None and concurrency < 1:
         raise MtrbenchError(f"--concurrency must be at least 1, got {concurrency}")
     if timeout is not None and not timeout > 0:
         raise MtrbenchError(f"--timeout is seconds per request and must be positive, got {timeout:g}")
     if retries is not None and retries < 0:
         raise MtrbenchError(f"--max-retries must be 0 or more, got {retries}")
+    if reasks is not None and reasks < 0:
+        raise MtrbenchError(f"--parse-retries must be 0 or more, got {reasks}")
     changes = {name: value for name, value in (("concurrency", concurrency), ("timeout_s", timeout),
-                                               ("max_retries", retries)) if value is not None}
+                                               ("max_retries", retries), ("parse_retries", reasks))
+               if value is not None}
     return dataclasses.replace(judge, **changes) if changes else judge
 
 
@@ -129,7 +133,7 @@ def add_run_flags(group: argparse._ArgumentGroup, key_for: str | None = None,
 
 
 def add_request_limits(group: argparse._ArgumentGroup) -> None:
-    """Per-request time limit and transport retries, over the judges file's values."""
+    """Per-request time limit, transport retries and re-asks, over the judges file's values."""
     group.add_argument("--timeout", type=float, metavar="SECONDS",
                        help="seconds to wait for each reply before it counts as failed (a slow local server wants "
                             "more; with hf://, seconds per generation batch) [judges file's timeout_s, else 60; "
@@ -137,6 +141,9 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--max-retries", type=int, metavar="N",
                        help="transport retries per request (timeouts, 429, 5xx, connection errors) [judges file's "
                             "max_retries, else 5]")
+    group.add_argument("--parse-retries", type=int, metavar="N",
+                       help="re-asks of a reply that cannot be read, each a changed request (a repair turn, then "
+                            "another seed) [judges file's parse_retries, else 2]")
 
 
 def add_sampling_flags(group: argparse._ArgumentGroup, who: str, prefix: str = "") -> None:

@@ -302,3 +302,18 @@ def test_failures_within_the_share_are_a_warning_and_past_it_exit_1(native_mini,
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert codes == {"0.25": 0, "0.2": 1}
     assert len(errors) == 1 and "failed on 1 of 4 turns (25% > --max-failure-rate 0.2" in errors[0]
+
+
+@pytest.mark.parametrize("reasks", [0, 1])
+def test_parse_retries_sets_how_often_an_unreadable_reply_is_asked_again(reasks, native_mini, tmp_path, monkeypatch,
+                                                                          capsys):
+    """judge run against off-format replies: each of the 5 items is asked 1 + --parse-retries times (counted at
+    the server), whatever the default (2) is."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.chdir(tmp_path)
+    with ScriptedChatServer(lambda body: FAILURES["off-format"]) as server:
+        code = main([*_judge(tmp_path, server.base_url, native_mini), "--parse-retries", str(reasks)])
+        asked = server.request_count
+    assert code == 1 and asked == TURNS * (1 + reasks), capsys.readouterr().err[-2000:]
+    assert main([*_judge(tmp_path, "http://127.0.0.1:9/v1", native_mini), "--parse-retries", "-1"]) == 2
+    assert "--parse-retries must be 0 or more, got -1" in capsys.readouterr().err

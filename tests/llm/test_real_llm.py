@@ -153,7 +153,7 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
     answers = tmp_path / "answers.jsonl"
     assert len(set(sample_answers(answers, 8))) == 8
     judges = tmp_path / "judges.yaml"
-    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 16, "
+    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 48, "
                       "concurrency: 4, parse_retries: 0, timeout_s: 600}\n", encoding="utf-8")
     out = tmp_path / "judge"
     code = main(judge_args(answers, out, judges, "rating", 0.0))
@@ -192,16 +192,9 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
                                                                              monkeypatch):
     """The judge defaults to the generator's hf:// model: the run ends with a rag.json (exit 0, or 1 with one
     line naming the stage that failed past the limit), never a refusal after the work. On native-mini's first two
-    turns; models named by flags get ``parse_retries: 0`` here (rag has no judges file): a malformed verdict is a
-    failure at once, as it would be after its re-asks."""
-    import dataclasses
+    turns; ``--parse-retries 0``: a malformed verdict is a failure at once, as it would be after its re-asks."""
     import shutil
 
-    from mtrbench.llm import config
-
-    named = config.judge_from_flags
-    monkeypatch.setattr(config, "judge_from_flags",
-                        lambda *args, **kwargs: dataclasses.replace(named(*args, **kwargs), parse_retries=0))
     monkeypatch.chdir(tmp_path)
     task = shutil.copytree(native_mini, tmp_path / "two-turns")
     conversations = task / "conversations" / "test.jsonl"
@@ -212,7 +205,7 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
     code = main(["rag", "--model", "bm25", "--task", str(task), "--output-dir", str(tmp_path / "results"),
                  "--generator-model", "smollm2", "--generator-base-url", MODEL, "--max-tokens", "24",
                  "--judge-max-tokens", "16", "--passages", "1", "--max-passage-chars", "120", "--yes", "--quiet",
-                 "--no-llm-cache"])
+                 "--no-llm-cache", "--parse-retries", "0"])
     err = capsys.readouterr().err
     assert "Traceback" not in err
     reports = list((tmp_path / "results").rglob("*.rag.json"))
