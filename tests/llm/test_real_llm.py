@@ -153,7 +153,7 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
     answers = tmp_path / "answers.jsonl"
     assert len(set(sample_answers(answers, 8))) == 8
     judges = tmp_path / "judges.yaml"
-    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 48, "
+    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 32, "
                       "concurrency: 4, parse_retries: 0, timeout_s: 600}\n", encoding="utf-8")
     out = tmp_path / "judge"
     code = main(judge_args(answers, out, judges, "rating", 0.0))
@@ -249,7 +249,7 @@ def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, 
     status says which; a rerun after a done conversation asks nothing."""
     monkeypatch.chdir(clustered)
     agents = clustered / "agents.yaml"
-    agents.write_text("judges:\n" + "".join(f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 48, "
+    agents.write_text("judges:\n" + "".join(f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 32, "
                                             "parse_retries: 0, timeout_s: 600}\n"
                                             for name in ("questioner", "responder", "polisher")))
     args = ["synthesize", str(clustered / "corpus.jsonl"), "--out", str(clustered / "work"), "--agents", str(agents),

@@ -1,0 +1,52 @@
+"""The GGUF conversion's shortcut (``llm.packaged._gguf_parsed_once``): one parse of a file and one tensor-name
+table while transformers reads a GGUF three times, and gguf's own names back afterwards.
+
+On a tiny GGUF file written here with gguf's writer (the real SmolLM2 file takes seconds to parse). That the
+shortcut changes nothing in the converted model was checked on SmolLM2 itself: every tensor and the tokenizer
+equal an unpatched transformers load (conversion 17.6 s against 35 s+ on one core); that check is too slow to run
+in every test run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf", reason="the [real-llm] extra (gguf) is not installed")
+
+
+def write_tiny_gguf(path) -> None:
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_uint32("llama.block_count", 2)
+    writer.add_tensor("token_embd.weight", np.arange(12, dtype=np.float32).reshape(3, 4))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_readers_and_name_tables_are_shared_inside_and_gguf_is_itself_after(tmp_path):
+    from mtrbench.llm.packaged import _gguf_parsed_once
+
+    path = tmp_path / "tiny.gguf"
+    write_tiny_gguf(path)
+    reader_class, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with _gguf_parsed_once():
+        from gguf import GGUFReader, get_tensor_name_map  # as transformers imports them, at call time
+
+        first, second = GGUFReader(path), GGUFReader(str(path))
+        assert first is second  # one parse for tokenizer, config and weights
+        assert np.array_equal(first.get_tensor(0).data, np.arange(12, dtype=np.float32).reshape(3, 4))
+        arch = next(k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == "llama")
+        assert get_tensor_name_map(arch, 2) is get_tensor_name_map(arch, 2)  # built once, not per tensor
+    assert gguf.GGUFReader is reader_class and gguf.get_tensor_name_map is name_map
+    assert gguf.GGUFReader(path) is not gguf.GGUFReader(path)  # outside: gguf's own, a new reader each call
+
+
+def test_names_are_restored_when_the_conversion_fails(tmp_path):
+    from mtrbench.llm.packaged import _gguf_parsed_once
+
+    reader_class = gguf.GGUFReader
+    with pytest.raises(ValueError), _gguf_parsed_once():
+        raise ValueError("transformers cannot load this file")
+    assert gguf.GGUFReader is reader_class
