@@ -21,7 +21,7 @@ from mtrbench.leaderboard.metric_names import metric_name
 from mtrbench.leaderboard.pivot import METRICS, Pivot, pivots
 from mtrbench.leaderboard.render import groups_of
 from mtrbench.leaderboard.turns import Intervals
-from mtrbench.results.plot import new_figure, save_png
+from mtrbench.results.plot import new_figure, save_png, unique_stem
 from mtrbench.results.writer import safe_name
 
 PANEL_WIDTH, LABEL_WIDTH, ROW_HEIGHT = 2.7, 2.8, 0.3  # inches
@@ -35,16 +35,9 @@ def slug(text: str) -> str:
 
 def figure_names(document: dict[str, Any], tables: list[Pivot], by_id: dict[str, dict[str, Any]]) -> list[str]:
     """``NAME__what-the-table-is.png`` per table, unique."""
-    names, used = [], set()
-    for table in tables:
-        stem = safe_name(f"{document['name']}__{slug(pivot_title(table, by_id))}")
-        name, n = stem, 1
-        while name in used:
-            n += 1
-            name = f"{stem}-{n}"
-        used.add(name)
-        names.append(f"{name}.png")
-    return names
+    used: set[str] = set()
+    return [unique_stem(safe_name(f"{document['name']}__{slug(pivot_title(table, by_id))}"), used, "-") + ".png"
+            for table in tables]
 
 
 def _panels(table: Pivot) -> list[tuple[str, int | None]]:

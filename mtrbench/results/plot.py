@@ -26,6 +26,16 @@ def new_figure(width: float, height: float):
     return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
 
 
+def unique_stem(stem: str, used: set[str], separator: str) -> str:
+    """``stem``, or ``stem<separator>2``, ``3``, ... when taken; recorded in ``used``."""
+    name, count = stem, 1
+    while name in used:
+        count += 1
+        name = f"{stem}{separator}{count}"
+    used.add(name)
+    return name
+
+
 def save_png(figure, path: Path) -> Path:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
@@ -147,11 +157,6 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
                  f"shaded: 95% bootstrap band over conversations; grey: the other strategies; {switch_note}; "
                  f"queries per turn: {counts}")
         figure.suptitle("\n".join(textwrap.wrap(title, width=int(14 * (2.7 * n + 1.2)))), fontsize=9)
-        stem = safe_name(f"{task}__{short_model(model)}__turns_at_{k}")
-        name, count = stem, 1
-        while name in names_used:
-            count += 1
-            name = f"{stem}__{count}"
-        names_used.add(name)
+        name = unique_stem(safe_name(f"{task}__{short_model(model)}__turns_at_{k}"), names_used, "__")
         written.append(save_png(figure, Path(output_dir) / f"{name}.png"))
     return written
