@@ -44,7 +44,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from mtrbench.interop.export import QueryTexts, export_beir, export_hf
     from mtrbench.infra.atomic import ensure_folder
     from mtrbench.measures.protocols import check_choice
-    from mtrbench.measures.protocols import resolve as resolve_protocol
+    from mtrbench.measures.protocols import for_card as protocol_for_card
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
     from mtrbench.serialize.truncate import Truncator
 
@@ -60,7 +60,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         resolve(args.model)  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
-    protocol = resolve_protocol(args.protocol, card.official_protocol, card.protocol, card.name)
+    protocol = protocol_for_card(args.protocol, card)
     if protocol.prefix_first_turn:  # the official MTR-SUITE texts, as eval serializes them under that protocol
         strategy = strategy.with_first_turn_prefixed()
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)

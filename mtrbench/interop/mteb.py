@@ -45,7 +45,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
 from mtrbench.measures import Measure, evaluate
 from mtrbench.measures.protocols import check_choice
-from mtrbench.measures.protocols import resolve as resolve_protocol
+from mtrbench.measures.protocols import for_card as protocol_for_card
 from mtrbench.results.writer import HF_SUBSET, dataset_revision_label, experiment_slug, mteb_language
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, SIDES, Truncator
@@ -195,7 +195,7 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
         eval_split = split or card.eval_split
         if eval_split not in card.splits:
             raise MtrbenchError(f"task '{card.name}' has no split '{eval_split}' (splits: {', '.join(card.splits)})")
-        prefix = resolve_protocol(protocol, card.official_protocol, card.protocol, card.name).prefix_first_turn
+        prefix = protocol_for_card(protocol, card).prefix_first_turn
         for spec in histories:
             settings = Serialization(get_strategy(spec).name, side, fmt, budget, max_length is not None, prefix)
             tasks.append(_task_class(card, settings, eval_split, data_dir, corpus_path)())

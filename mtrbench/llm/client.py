@@ -354,7 +354,7 @@ class ChatClient:
                     raise ValueError(outcome.malformed)
                 value = parse(text)
             except PARSE_ERRORS as err:
-                reason = self._redact(_short_reason(err))
+                reason = self._redact(short_reason(err))
                 malformed.append(MalformedReply(parse_attempts, reason, None if text is None else self._redact(text)))
                 log.info("judge %s: reply %d for %s unparseable (%s): %r", self.judge.name, parse_attempts,
                          request.key, reason, malformed[-1].text)
@@ -436,7 +436,7 @@ class ChatClient:
             except openai.APIConnectionError:
                 reason, retryable = "connection error", True
             except openai.OpenAIError as err:
-                return _Outcome(attempts=sent, error=self._redact(f"API error: {_short_reason(err)}"))
+                return _Outcome(attempts=sent, error=self._redact(f"API error: {short_reason(err)}"))
             except ValueError:  # a 200 whose body is not JSON (a proxy's error page, a broken server)
                 return _Outcome(attempts=sent, malformed="response body is not JSON")
             else:
@@ -483,6 +483,7 @@ def _server_message(err: openai.APIStatusError) -> str:
     return " ".join(str(message).split())[:200]
 
 
-def _short_reason(err: BaseException) -> str:
+def short_reason(err: BaseException) -> str:
+    """One line of at most 200 characters: a parse error's message, else the exception type and message."""
     text = " ".join(str(err).split())[:200] or type(err).__name__
     return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"

@@ -42,7 +42,7 @@ from tqdm.auto import tqdm
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunner, Usage, cache_key,
-                                 generation_params)
+                                 generation_params, short_reason)
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.reask import MalformedReply, reask_request
 from mtrbench.llm.redact import Redactor
@@ -274,7 +274,7 @@ class HFChatClient:
             value = parse(text)
         except PARSE_ERRORS as err:
             attempt = len(item.malformed) + 1
-            reason = self._redactor(_short_reason(err))
+            reason = self._redactor(short_reason(err))
             item.malformed.append(MalformedReply(attempt, reason, self._redactor(text)))
             log.info("judge %s: reply %d for %s unparseable (%s): %r", self.judge.name, attempt, request.key, reason,
                      item.malformed[-1].text)
@@ -308,11 +308,6 @@ class _Item:
     generations: int = 0
     completion_tokens: int = 0
     malformed: list[MalformedReply] = field(default_factory=list)
-
-
-def _short_reason(err: BaseException) -> str:
-    text = " ".join(str(err).split())[:200] or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
 
 
 @contextmanager

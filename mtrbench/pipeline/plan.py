@@ -15,7 +15,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.generation.model_history import RewriterOptions, rewriter_identity
 from mtrbench.infra.errors import UserInputError
 from mtrbench.measures import Measure, parse_measures
-from mtrbench.measures.protocols import ScoringProtocol, resolve as resolve_protocol
+from mtrbench.measures.protocols import ScoringProtocol, for_card as protocol_for_card
 from mtrbench.pipeline.histories import History, HistoryChoice, resolve_histories
 from mtrbench.results.overwrite import decide
 from mtrbench.results.writer import ResultPaths, experiment_slug, result_paths
@@ -87,7 +87,7 @@ def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[M
         raise UserInputError(f"--top-k {config.top_k} is smaller than the largest cutoff ({deepest})")
     if card.main_score not in {m.key(card.relevance_level) for m in measures}:
         raise UserInputError(f"the task's main score {card.main_score} is not among the requested metrics/k values")
-    protocol = resolve_protocol(config.protocol, card.official_protocol, card.protocol, card.name)
+    protocol = protocol_for_card(config.protocol, card)
     protocol.check(measures)
     return k_values, measures, protocol
 

@@ -3,12 +3,22 @@ evaluation reproduced (MTRAG, BRIDGE, MTR-SUITE). A task card names its official
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from mtrbench.infra.errors import UserInputError, unknown_name
 from mtrbench.measures.protocols.base import (CHOICES, OFFICIAL, TREC_EVAL, RoundedEvaluation, ScoringProtocol,
                                               trec_eval_scorer)
 from mtrbench.measures.protocols.bridge import score_bridge
 from mtrbench.measures.protocols.mtrag import FAMILIES as MTRAG_FAMILIES
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
+
+
+class CardProtocols(Protocol):
+    """What a task card says about scoring (``data.cards.TaskCard`` has it; measures does not import data)."""
+
+    name: str
+    official_protocol: str | None
+    protocol: str
 
 PROTOCOLS = {p.name: p for p in (
     ScoringProtocol(TREC_EVAL, "trec_eval's measures (pytrec_eval); queries without a relevant document left out, "
@@ -50,6 +60,11 @@ def resolve(choice: str | None, official: str | None, default: str, task: str) -
         raise UserInputError(f"--protocol {wanted}: task '{task}' follows the official {official} protocol, "
                              f"not {named}")
     return PROTOCOLS[official]
+
+
+def for_card(choice: str | None, card: CardProtocols) -> ScoringProtocol:
+    """:func:`resolve` with the card's official protocol, default and name (eval, export, mteb's tasks)."""
+    return resolve(choice, card.official_protocol, card.protocol, card.name)
 
 
 def for_run(choice: str) -> ScoringProtocol:
