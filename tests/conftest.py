@@ -26,8 +26,10 @@ OPTIONAL_DATA = "optional data missing:"
 @pytest.fixture(scope="session")
 def shared() -> Path:
     if not (SHARED / "datasets").is_dir():
-        pytest.fail(f"test data folder {SHARED / 'datasets'} not present (it ships in tests/data/shared; "
-                    "MTRBENCH_SHARED must point at a folder holding datasets/)")
+        pytest.fail(
+            f"test data folder {SHARED / 'datasets'} not present (it ships in tests/data/shared; "
+            "MTRBENCH_SHARED must point at a folder holding datasets/)"
+        )
     return SHARED
 
 
@@ -42,12 +44,15 @@ def seed_papers() -> Path:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     skipped = terminalreporter.stats.get("skipped", [])
-    reasons = [str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-               for report in skipped]
+    reasons = [
+        str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr) for report in skipped
+    ]
     optional = sum(OPTIONAL_DATA in reason for reason in reasons)
     if skipped:
-        terminalreporter.write_line(f"skips: {optional} for missing optional data, {len(skipped) - optional} "
-                                    "for other reasons (each reason above)")
+        terminalreporter.write_line(
+            f"skips: {optional} for missing optional data, {len(skipped) - optional} "
+            "for other reasons (each reason above)"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -68,9 +73,24 @@ def sample_cli_results(tmp_path_factory) -> Path:
     with open(folder / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--history", "current,full",
-                                   "--device", "cpu", "--output-dir", str(out), "--quiet"],
-                                  capture_output=True, text=True, timeout=900)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "mtrbench.cli",
+                    "eval",
+                    "--history",
+                    "current,full",
+                    "--device",
+                    "cpu",
+                    "--output-dir",
+                    str(out),
+                    "--quiet",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=900,
+            )
             assert proc.returncode == 0, proc.stderr
             done.write_text("ok\n")
     return out

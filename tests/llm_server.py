@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from mtrbench.llm.reask import without_repair
 
@@ -37,10 +38,16 @@ Responder = Callable[[dict[str, Any]], Reply]
 
 def completion_body(content: str, model: str, prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt_tokens + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
     }
 
 
@@ -61,8 +68,9 @@ def sequence(replies: Sequence[Reply | str], then: Reply | str | None = None) ->
 class ScriptedChatServer:
     """``with ScriptedChatServer(responder) as server: ... server.base_url ... server.requests``."""
 
-    def __init__(self, responder: Responder | Sequence[Reply | str], *, with_headers: bool = False,
-                 show_repairs: bool = False) -> None:
+    def __init__(
+        self, responder: Responder | Sequence[Reply | str], *, with_headers: bool = False, show_repairs: bool = False
+    ) -> None:
         self.responder: Responder = responder if callable(responder) else sequence(responder)
         self.with_headers = with_headers
         self.show_repairs = show_repairs
@@ -102,11 +110,20 @@ class ScriptedChatServer:
                 if reply.body is not None:
                     payload = reply.body
                 elif reply.status == 200:
-                    payload = completion_body(reply.content or "", body.get("model", "test-model"),
-                                              reply.prompt_tokens, reply.completion_tokens)
+                    payload = completion_body(
+                        reply.content or "",
+                        body.get("model", "test-model"),
+                        reply.prompt_tokens,
+                        reply.completion_tokens,
+                    )
                 else:
-                    payload = {"error": {"message": reply.content or f"status {reply.status}",
-                                         "type": "server_error", "code": reply.status}}
+                    payload = {
+                        "error": {
+                            "message": reply.content or f"status {reply.status}",
+                            "type": "server_error",
+                            "code": reply.status,
+                        }
+                    }
                 self._send(reply.status, payload, reply.headers)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
@@ -136,7 +153,7 @@ class ScriptedChatServer:
         with self._lock:
             return len(self.requests)
 
-    def __enter__(self) -> "ScriptedChatServer":
+    def __enter__(self) -> ScriptedChatServer:
         self._thread.start()
         return self
 

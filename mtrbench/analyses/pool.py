@@ -19,9 +19,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mtrbench.analyses.holes import filled_holes
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run, ranked
-from mtrbench.analyses.holes import filled_holes
 from mtrbench.measures import Measure, evaluate
 
 
@@ -55,12 +55,18 @@ class PoolAnalysis:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"runs": self.names, "k": self.k, "metric": self.metric, "orders": self.orders,
-                "growth_rate": self.growth_rate, "holes_per_pool_size": self.holes_per_size,
-                "marginal_contribution": self.marginal_contribution,
-                "marginal_contribution_mean": (sum(self.marginal_contribution.values()) / len(self.marginal_contribution)),
-                "marginal_contribution_by_pool_size": self.marginal_contribution_by_size,
-                "total_holes_found": self.total_holes}
+        return {
+            "runs": self.names,
+            "k": self.k,
+            "metric": self.metric,
+            "orders": self.orders,
+            "growth_rate": self.growth_rate,
+            "holes_per_pool_size": self.holes_per_size,
+            "marginal_contribution": self.marginal_contribution,
+            "marginal_contribution_mean": (sum(self.marginal_contribution.values()) / len(self.marginal_contribution)),
+            "marginal_contribution_by_pool_size": self.marginal_contribution_by_size,
+            "total_holes_found": self.total_holes,
+        }
 
 
 def _perf(run: Run, qrels: Qrels, metric_family: str, k: int, qids: Sequence[str]) -> float:
@@ -70,8 +76,16 @@ def _perf(run: Run, qrels: Qrels, metric_family: str, k: int, qids: Sequence[str
     return ev.mean()[measure.key(1)]
 
 
-def pool_analysis(runs: dict[str, Run], original: Qrels, refined: Qrels, k: int = 10, metric: str = "hit",
-                  n_orders: int = 10, seed: int = 0, orders: list[list[str]] | None = None) -> PoolAnalysis:
+def pool_analysis(
+    runs: dict[str, Run],
+    original: Qrels,
+    refined: Qrels,
+    k: int = 10,
+    metric: str = "hit",
+    n_orders: int = 10,
+    seed: int = 0,
+    orders: list[list[str]] | None = None,
+) -> PoolAnalysis:
     names = list(runs)
     holes = filled_holes(original, refined)
     qids = [q for q, docs in refined.items() if any(g > 0 for g in docs.values())]
@@ -99,10 +113,11 @@ def pool_analysis(runs: dict[str, Run], original: Qrels, refined: Qrels, k: int 
             previous = found
             if m < m_total:
                 target = order[m]
-                with_target = annotated_qrels(original, refined, pooled((runs[n] for n in order[:m + 1]), k))
+                with_target = annotated_qrels(original, refined, pooled((runs[n] for n in order[: m + 1]), k))
                 without = annotated_qrels(original, refined, pool_m)
-                mc_sums[m - 1] += abs(_perf(runs[target], with_target, metric, k, qids)
-                                      - _perf(runs[target], without, metric, k, qids))
+                mc_sums[m - 1] += abs(
+                    _perf(runs[target], with_target, metric, k, qids) - _perf(runs[target], without, metric, k, qids)
+                )
 
     everything = annotated_qrels(original, refined, pooled(runs.values(), k))
     loo = {}
@@ -110,9 +125,13 @@ def pool_analysis(runs: dict[str, Run], original: Qrels, refined: Qrels, k: int 
         others = annotated_qrels(original, refined, pooled((runs[n] for n in names if n != name), k))
         loo[name] = abs(_perf(runs[name], everything, metric, k, qids) - _perf(runs[name], others, metric, k, qids))
     return PoolAnalysis(
-        names=names, k=k, metric=metric, orders=orders,
+        names=names,
+        k=k,
+        metric=metric,
+        orders=orders,
         growth_rate=[gr_sums[i] / gr_counts[i] if gr_counts[i] else None for i in range(m_total)],
         holes_per_size=[s / len(orders) for s in hole_sums],
         marginal_contribution=loo,
         marginal_contribution_by_size=[s / len(orders) for s in mc_sums],
-        total_holes=len(holes_found(pooled(runs.values(), k), holes)))
+        total_holes=len(holes_found(pooled(runs.values(), k), holes)),
+    )

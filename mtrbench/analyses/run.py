@@ -9,12 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtrbench.analyses.report import (
+    DEFAULT_RAGALIGN_BINARY,
+    DEFAULT_RAGALIGN_CONTINUOUS,
+    ragalign_report,
+    refined_comparison,
+)
 from mtrbench.formats.qrels import Qrels, read_qrels
 from mtrbench.formats.run import Run
 from mtrbench.formats.verdicts import read_generation_judgments
 from mtrbench.measures import Evaluation, Measure
-from mtrbench.analyses.report import (DEFAULT_RAGALIGN_BINARY, DEFAULT_RAGALIGN_CONTINUOUS, ragalign_report,
-                                     refined_comparison)
 
 
 @dataclass(frozen=True)
@@ -25,19 +29,20 @@ class AnalysisOptions:
     ragalign_continuous: str = DEFAULT_RAGALIGN_CONTINUOUS  # metric for the point-biserial correlation
 
 
-def run_analyses(options: AnalysisOptions, qrels: Qrels, run: Run, evaluation: Evaluation,
-                 measures: Sequence[Measure]) -> dict[str, Any]:
+def run_analyses(
+    options: AnalysisOptions, qrels: Qrels, run: Run, evaluation: Evaluation, measures: Sequence[Measure]
+) -> dict[str, Any]:
     """``{"refined_qrels": ..., "ragalign": ...}``, each key only when asked for. With refined qrels,
     RAGAlign is reported on both the original and the refined judgments."""
     out: dict[str, Any] = {}
     evaluations = {"qrels": evaluation}
     if options.refined_qrels:
-        comparison = refined_comparison(qrels, read_qrels(options.refined_qrels), run, measures,
-                                        evaluation.relevance_level)
+        comparison = refined_comparison(
+            qrels, read_qrels(options.refined_qrels), run, measures, evaluation.relevance_level
+        )
         evaluations = dict(zip(("original", "refined"), comparison.pop("_evaluations")))
         out["refined_qrels"] = comparison
     if options.generation_judgments:
         generation = read_generation_judgments(options.generation_judgments)
-        out["ragalign"] = ragalign_report(evaluations, generation, options.ragalign_metric,
-                                          options.ragalign_continuous)
+        out["ragalign"] = ragalign_report(evaluations, generation, options.ragalign_metric, options.ragalign_continuous)
     return out

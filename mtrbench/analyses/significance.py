@@ -15,15 +15,25 @@ TIE_EPSILON = 1e-6
 BATCH = 250
 
 
-def bootstrap_ci(values, confidence: float = 0.95, n_resamples: int = N_RESAMPLES, seed: int = SEED) -> tuple[float, float]:
+def bootstrap_ci(
+    values, confidence: float = 0.95, n_resamples: int = N_RESAMPLES, seed: int = SEED
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean."""
     from scipy import stats
 
     x = np.asarray(values, dtype=float)
     if len(x) < 2 or np.all(x == x[0]):
         return float(x.mean()), float(x.mean())
-    res = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
-                          random_state=np.random.default_rng(seed), vectorized=True, batch=BATCH)
+    res = stats.bootstrap(
+        (x,),
+        np.mean,
+        confidence_level=confidence,
+        n_resamples=n_resamples,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+        vectorized=True,
+        batch=BATCH,
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -34,9 +44,16 @@ def randomization_test(a, b, n_resamples: int = N_RESAMPLES, seed: int = SEED) -
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if np.all(x == y):
         return 1.0
-    res = stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
-                                 n_resamples=n_resamples, alternative="two-sided", vectorized=True,
-                                 random_state=np.random.default_rng(seed), batch=BATCH)
+    res = stats.permutation_test(
+        (x, y),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        vectorized=True,
+        random_state=np.random.default_rng(seed),
+        batch=BATCH,
+    )
     return float(res.pvalue)
 
 
@@ -52,8 +69,8 @@ class PairedComparison:
     t_p_value: float | None
     randomization_p_value: float
     effect_size: float | None  # Cohen's d for paired samples: mean(diff) / sd(diff)
-    wins: int = 0    # queries where b - a > tie_epsilon
-    ties: int = 0    # |b - a| <= tie_epsilon
+    wins: int = 0  # queries where b - a > tie_epsilon
+    ties: int = 0  # |b - a| <= tie_epsilon
     losses: int = 0  # a - b > tie_epsilon
     tie_epsilon: float = TIE_EPSILON
 
@@ -79,8 +96,19 @@ def compare_paired(metric: str, a, b, tie_epsilon: float = TIE_EPSILON) -> Paire
         t_stat, t_p = float(t.statistic), float(t.pvalue)
     else:
         t_stat, t_p = None, None
-    return PairedComparison(metric=metric, n=len(d), mean_a=float(x.mean()), mean_b=float(y.mean()),
-                            diff=float(d.mean()), diff_ci95=bootstrap_ci(d), t_statistic=t_stat, t_p_value=t_p,
-                            randomization_p_value=randomization_test(y, x),
-                            effect_size=float(d.mean() / sd) if sd > 0 else None, wins=wins, ties=ties,
-                            losses=losses, tie_epsilon=tie_epsilon)
+    return PairedComparison(
+        metric=metric,
+        n=len(d),
+        mean_a=float(x.mean()),
+        mean_b=float(y.mean()),
+        diff=float(d.mean()),
+        diff_ci95=bootstrap_ci(d),
+        t_statistic=t_stat,
+        t_p_value=t_p,
+        randomization_p_value=randomization_test(y, x),
+        effect_size=float(d.mean() / sd) if sd > 0 else None,
+        wins=wins,
+        ties=ties,
+        losses=losses,
+        tie_epsilon=tie_epsilon,
+    )

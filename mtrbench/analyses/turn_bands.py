@@ -28,8 +28,13 @@ class TurnBand:
     high: float
 
 
-def conversation_bootstrap(sums: np.ndarray, counts: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                           confidence: float = CONFIDENCE) -> tuple[float, float]:
+def conversation_bootstrap(
+    sums: np.ndarray,
+    counts: np.ndarray,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
     """Percentile interval of sum(values)/count(values) over conversations drawn with replacement."""
     m = len(sums)
     if m < 2:
@@ -43,8 +48,12 @@ def conversation_bootstrap(sums: np.ndarray, counts: np.ndarray, n_resamples: in
     return float(low), float(high)
 
 
-def turn_bands(rows: Iterable[tuple[str, int, float]], n_resamples: int = N_RESAMPLES, seed: int = SEED,
-               confidence: float = CONFIDENCE) -> list[TurnBand]:
+def turn_bands(
+    rows: Iterable[tuple[str, int, float]],
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> list[TurnBand]:
     """``(conversation_id, turn, value)`` per query -> one band per turn, turns ascending."""
     by_turn: dict[int, dict[str, list[float]]] = {}
     for conversation, turn, value in rows:
@@ -55,6 +64,5 @@ def turn_bands(rows: Iterable[tuple[str, int, float]], n_resamples: int = N_RESA
         sums = np.array([sum(v) for v in conversations.values()])
         counts = np.array([len(v) for v in conversations.values()], dtype=float)
         low, high = conversation_bootstrap(sums, counts, n_resamples, seed, confidence)
-        bands.append(TurnBand(turn, int(counts.sum()), len(conversations), float(sums.sum() / counts.sum()),
-                              low, high))
+        bands.append(TurnBand(turn, int(counts.sum()), len(conversations), float(sums.sum() / counts.sum()), low, high))
     return bands

@@ -20,9 +20,9 @@ from mtrbench.assess.refine import default_relevant_grade, refined_qrels
 from mtrbench.assess.roles import Roles
 from mtrbench.assess.runner import PairAssessor, assess_all
 from mtrbench.assess.stats import assessment_stats
+from mtrbench.formats.qrels import format_qrels
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import UserInputError
-from mtrbench.formats.qrels import format_qrels
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -83,8 +83,9 @@ class AssessResult:
     dry_run: bool = False
 
 
-def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseCache | None = None,
-                   console: Console | None = None) -> AssessResult:
+def run_assessment(
+    options: AssessOptions, roles: Roles | None, cache: ResponseCache | None = None, console: Console | None = None
+) -> AssessResult:
     """``roles`` None: no judge is configured, so only human labels are merged and the outputs rewritten."""
     from mtrbench.data import load_task, resolve_card
     from mtrbench.results.writer import safe_name
@@ -98,12 +99,16 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
     task = load_task(card, split=options.split, data_dir=options.data_dir, corpus_path=options.corpus)
     original = task.qrels()
     queries = {q.qid: q for q in task.queries}
-    grade = options.relevant_grade if options.relevant_grade is not None else default_relevant_grade(
-        original, card.relevance_level)
+    grade = (
+        options.relevant_grade
+        if options.relevant_grade is not None
+        else default_relevant_grade(original, card.relevance_level)
+    )
     if grade < 1:
         raise UserInputError("--relevant-grade must be at least 1")
-    paths = OutputPaths(Path(options.output_dir) if options.output_dir
-                        else Path("results") / "assess" / safe_name(task.name))
+    paths = OutputPaths(
+        Path(options.output_dir) if options.output_dir else Path("results") / "assess" / safe_name(task.name)
+    )
     warnings: Counter = Counter(task.warnings)
 
     pool: Pool | None = None
@@ -139,18 +144,27 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
             settings = roles.debate_settings(options.rounds)
             adjudicator = roles.adjudicator.name if roles.adjudicator else None
             for entry in entries.values():
-                if not (entry.needs_prefilter(bool(roles.prefilter)) or entry.needs_debate(settings)
-                        or entry.needs_adjudication(adjudicator)):
+                if not (
+                    entry.needs_prefilter(bool(roles.prefilter))
+                    or entry.needs_debate(settings)
+                    or entry.needs_adjudication(adjudicator)
+                ):
                     continue
                 case = case_for(entry)
                 if case is None:
                     continue
                 work.append((case, entry))
                 if entry.human is None and entry.debate_is_stale(settings):
-                    warnings["pairs debated again: logged under other agents or another --rounds "
-                             "(rounds both share come from the LLM cache)"] += 1
-                elif (adjudicator and entry.escalated and entry.adjudication is not None
-                      and entry.adjudication.get("judge", adjudicator) != adjudicator):
+                    warnings[
+                        "pairs debated again: logged under other agents or another --rounds "
+                        "(rounds both share come from the LLM cache)"
+                    ] += 1
+                elif (
+                    adjudicator
+                    and entry.escalated
+                    and entry.adjudication is not None
+                    and entry.adjudication.get("judge", adjudicator) != adjudicator
+                ):
                     warnings["disagreements adjudicated again: logged with another adjudicator"] += 1
         say(f"{task.name}: {len(entries)} pairs ({len(work)} with work left), log {paths.log}")
         usage: dict[str, dict[str, Any]] = {}
@@ -161,17 +175,21 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
 
                 print_dry_run(*first_stage(roles, by_judge))
                 total = sum(len(r) for stages in by_judge.values() for r in stages.values())
-                print(f"{len(work)} pairs to assess; at most {total} requests in all (every pair through every "
-                      f"stage and round)")
+                print(
+                    f"{len(work)} pairs to assess; at most {total} requests in all (every pair through every "
+                    f"stage and round)"
+                )
                 return AssessResult(paths, {}, {}, warnings, dry_run=True)
             from mtrbench.llm.cost import confirm_cost
             from mtrbench.llm.hf_async import make_async_client
 
             estimates = cost_estimates(by_judge, roles.judges(), cache)
             if console is not None:
-                console.print(f"[dim]Cost upper bound: every pair passes the pre-filter, debates all {options.rounds} "
-                              f"round(s){' and reaches the adjudicator' if roles.adjudicator else ''} (in BRIDGE, "
-                              f"10% of the debated pairs needed round 2).[/dim]")
+                console.print(
+                    f"[dim]Cost upper bound: every pair passes the pre-filter, debates all {options.rounds} "
+                    f"round(s){' and reaches the adjudicator' if roles.adjudicator else ''} (in BRIDGE, "
+                    f"10% of the debated pairs needed round 2).[/dim]"
+                )
             confirm_cost(estimates, options.yes)
             clients = {j.name: make_async_client(j, cache) for j in roles.judges()}  # hf:// runs in-process
             assessor = PairAssessor(roles, clients, log, options.rounds)
@@ -185,9 +203,16 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
                 log.close()
             for name, client in clients.items():
                 u = client.usage
-                usage[name] = {"model": client.judge.model, "requests": u.requests, "cached": u.cached,
-                               "failures": u.failures, "items": u.items, "prompt_tokens": u.prompt_tokens,
-                               "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd(client.judge)}
+                usage[name] = {
+                    "model": client.judge.model,
+                    "requests": u.requests,
+                    "cached": u.cached,
+                    "failures": u.failures,
+                    "items": u.items,
+                    "prompt_tokens": u.prompt_tokens,
+                    "completion_tokens": u.completion_tokens,
+                    "cost_usd": u.cost_usd(client.judge),
+                }
         elif options.dry_run:
             print("nothing to assess: every pooled pair is finished in the log")
             return AssessResult(paths, {}, {}, warnings, dry_run=True)
@@ -196,9 +221,19 @@ def run_assessment(options: AssessOptions, roles: Roles | None, cache: ResponseC
         return AssessResult(paths, stats, usage, warnings)
 
 
-def write_outputs(paths: OutputPaths, pool: Pool | None, entries: dict[tuple[str, str], PairRecords],
-                  original: dict[str, dict[str, int]], grade: int, options: AssessOptions, roles: Roles | None, task,
-                  case_for, usage: dict[str, Any], warnings: Counter) -> dict[str, Any]:
+def write_outputs(
+    paths: OutputPaths,
+    pool: Pool | None,
+    entries: dict[tuple[str, str], PairRecords],
+    original: dict[str, dict[str, int]],
+    grade: int,
+    options: AssessOptions,
+    roles: Roles | None,
+    task,
+    case_for,
+    usage: dict[str, Any],
+    warnings: Counter,
+) -> dict[str, Any]:
     order = [q.qid for q in task.queries]
     records = list(entries.values())
     atomic_write_text(paths.qrels, format_qrels(refined_qrels(original, records, grade, order)))
@@ -212,11 +247,22 @@ def write_outputs(paths: OutputPaths, pool: Pool | None, entries: dict[tuple[str
     escalated.sort(key=lambda item: (rank.get(item[0].qid, len(rank)), item[0].qid, item[0].doc_id))
     write_escalations(escalation_rows(escalated), paths.escalations_jsonl, paths.escalations_csv)
     stats = assessment_stats(pool.summary() if pool else None, records, original, grade, options.rounds)
-    stats = {"task": task.name, "split": task.split, **stats,
-             "settings": {"rounds": options.rounds, "query_form": options.query_form,
-                          **(roles.describe() if roles is not None else {})},
-             "usage_this_run": usage, "warnings": dict(warnings),
-             "files": {"refined_qrels": paths.qrels.name, "log": paths.log.name,
-                       "escalations": [paths.escalations_jsonl.name, paths.escalations_csv.name]}}
+    stats = {
+        "task": task.name,
+        "split": task.split,
+        **stats,
+        "settings": {
+            "rounds": options.rounds,
+            "query_form": options.query_form,
+            **(roles.describe() if roles is not None else {}),
+        },
+        "usage_this_run": usage,
+        "warnings": dict(warnings),
+        "files": {
+            "refined_qrels": paths.qrels.name,
+            "log": paths.log.name,
+            "escalations": [paths.escalations_jsonl.name, paths.escalations_csv.name],
+        },
+    }
     atomic_write_text(paths.stats, json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
     return stats

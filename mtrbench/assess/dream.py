@@ -67,10 +67,13 @@ class Debate:
         self.rounds.append((verdict_a, verdict_b))
 
     def rounds_as_dicts(self) -> list[dict[str, Any]]:
-        return [{"round": n, **{agent.name: verdict.as_dict() for agent, verdict in zip(AGENTS, pair)}}
-                for n, pair in enumerate(self.rounds, 1)]
+        return [
+            {"round": n, **{agent.name: verdict.as_dict() for agent, verdict in zip(AGENTS, pair)}}
+            for n, pair in enumerate(self.rounds, 1)
+        ]
 
     @classmethod
-    def from_dicts(cls, max_rounds: int, rounds: list[dict[str, Any]]) -> "Debate":
-        return cls(max_rounds, [(Verdict.from_dict(r[AGENT_A.name]), Verdict.from_dict(r[AGENT_B.name]))
-                                for r in rounds])
+    def from_dicts(cls, max_rounds: int, rounds: list[dict[str, Any]]) -> Debate:
+        return cls(
+            max_rounds, [(Verdict.from_dict(r[AGENT_A.name]), Verdict.from_dict(r[AGENT_B.name])) for r in rounds]
+        )

@@ -19,21 +19,29 @@ from typing import Any
 from mtrbench.assess.dream import AGENTS
 from mtrbench.assess.log import AssessmentLog, PairRecords
 from mtrbench.assess.prompts import Case
+from mtrbench.formats.records import read_records
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
-from mtrbench.formats.records import read_records
 
 
 def escalation_rows(cases: list[tuple[Case, PairRecords]]) -> list[dict[str, Any]]:
     rows = []
     for case, records in cases:
         adjudication = records.adjudication if records.adjudication and records.adjudication["status"] == "ok" else None
-        rows.append({
-            "qid": case.qid, "doc_id": case.doc_id, "query": case.query, "answers": list(case.answers),
-            "document": case.document, "debate": records.debate["rounds"],
-            "adjudicator": None if adjudication is None else {"judge": adjudication["judge"], **adjudication["verdict"]},
-            "human_label": None if records.human is None else _label_text(records.human),
-        })
+        rows.append(
+            {
+                "qid": case.qid,
+                "doc_id": case.doc_id,
+                "query": case.query,
+                "answers": list(case.answers),
+                "document": case.document,
+                "debate": records.debate["rounds"],
+                "adjudicator": None
+                if adjudication is None
+                else {"judge": adjudication["judge"], **adjudication["verdict"]},
+                "human_label": None if records.human is None else _label_text(records.human),
+            }
+        )
     return rows
 
 
@@ -58,11 +66,16 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        flat = {"qid": row["qid"], "doc_id": row["doc_id"], "query": row["query"],
-                "answers": "\n".join(row["answers"]), "document": row["document"],
-                "adjudicator_label": row["adjudicator"]["response"] if row["adjudicator"] else "",
-                "adjudicator_reason": row["adjudicator"]["reason"] if row["adjudicator"] else "",
-                "human_label": row["human_label"] or ""}
+        flat = {
+            "qid": row["qid"],
+            "doc_id": row["doc_id"],
+            "query": row["query"],
+            "answers": "\n".join(row["answers"]),
+            "document": row["document"],
+            "adjudicator_label": row["adjudicator"]["response"] if row["adjudicator"] else "",
+            "adjudicator_reason": row["adjudicator"]["reason"] if row["adjudicator"] else "",
+            "human_label": row["human_label"] or "",
+        }
         for rnd in row["debate"]:
             for agent in AGENTS:
                 verdict = rnd[agent.name]
@@ -87,8 +100,17 @@ class HumanLabel:
     grade: int | None  # when the human gave a grade on the task's scale instead of yes/no
 
 
-_WORDS = {"yes": True, "y": True, "true": True, "relevant": True,
-          "no": False, "n": False, "false": False, "irrelevant": False, "not relevant": False}
+_WORDS = {
+    "yes": True,
+    "y": True,
+    "true": True,
+    "relevant": True,
+    "no": False,
+    "n": False,
+    "false": False,
+    "irrelevant": False,
+    "not relevant": False,
+}
 
 
 def parse_human_label(value: Any, where: str) -> tuple[bool, int | None] | None:
@@ -129,8 +151,13 @@ def read_human_labels(path: str | Path) -> tuple[list[HumanLabel], Counter]:
     return labels, counts
 
 
-def merge_human_labels(path: str | Path, log: AssessmentLog, entries: dict[tuple[str, str], PairRecords],
-                       original: dict[str, dict[str, int]], warnings: Counter) -> None:
+def merge_human_labels(
+    path: str | Path,
+    log: AssessmentLog,
+    entries: dict[tuple[str, str], PairRecords],
+    original: dict[str, dict[str, int]],
+    warnings: Counter,
+) -> None:
     """Log a human record for each new or changed label; a human label beats the agents and the adjudicator."""
     labels, counts = read_human_labels(path)
     warnings.update({f"--humans: {k}": v for k, v in counts.items()})
@@ -143,9 +170,19 @@ def merge_human_labels(path: str | Path, log: AssessmentLog, entries: dict[tuple
         if entry is None:
             warnings["--humans: pairs never assessed here (ignored)"] += 1
             continue
-        if entry.human is not None and entry.human["label"] == label.relevant and entry.human.get("grade") == label.grade:
+        if (
+            entry.human is not None
+            and entry.human["label"] == label.relevant
+            and entry.human.get("grade") == label.grade
+        ):
             continue
-        entry.human = {"kind": "human", "qid": label.qid, "doc_id": label.doc_id, "label": label.relevant,
-                       "grade": label.grade, "source": Path(path).name}
+        entry.human = {
+            "kind": "human",
+            "qid": label.qid,
+            "doc_id": label.doc_id,
+            "label": label.relevant,
+            "grade": label.grade,
+            "source": Path(path).name,
+        }
         log.append(entry.human)
         warnings["--humans: labels merged"] += 1

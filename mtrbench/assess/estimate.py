@@ -7,8 +7,14 @@ from typing import TYPE_CHECKING
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, Debate
 from mtrbench.assess.log import PairRecords
-from mtrbench.assess.prompts import (Case, adjudicator_messages, agent_messages, parse_support, parse_verdict,
-                                     prefilter_messages)
+from mtrbench.assess.prompts import (
+    Case,
+    adjudicator_messages,
+    agent_messages,
+    parse_support,
+    parse_verdict,
+    prefilter_messages,
+)
 from mtrbench.assess.roles import Roles
 
 if TYPE_CHECKING:
@@ -38,25 +44,46 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
     for case, entry in work:
         if entry.needs_prefilter(bool(roles.prefilter)):
             for judge in roles.prefilter:
-                add(judge, "prefilter", f"{case.qid} | {case.doc_id} | prefilter", prefilter_messages(case),
-                    parse_support)
+                add(
+                    judge,
+                    "prefilter",
+                    f"{case.qid} | {case.doc_id} | prefilter",
+                    prefilter_messages(case),
+                    parse_support,
+                )
         debate = entry.needs_debate(settings)
         if debate:
             for n in range(1, rounds + 1):
                 history = Debate(rounds).history() if n == 1 else placeholder
-                for (agent, other), judge in zip(((AGENT_A, AGENT_B), (AGENT_B, AGENT_A)), (roles.agent_a, roles.agent_b)):
-                    add(judge, "round 1" if n == 1 else "later rounds", f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
-                        agent_messages(case, agent.name, other.name, history), parse_verdict)
+                for (agent, other), judge in zip(
+                    ((AGENT_A, AGENT_B), (AGENT_B, AGENT_A)), (roles.agent_a, roles.agent_b)
+                ):
+                    add(
+                        judge,
+                        "round 1" if n == 1 else "later rounds",
+                        f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
+                        agent_messages(case, agent.name, other.name, history),
+                        parse_verdict,
+                    )
         if roles.adjudicator is not None and (debate or entry.needs_adjudication(roles.adjudicator.name)):
-            history = (Debate.from_dicts(len(entry.debate["rounds"]), entry.debate["rounds"]).history()
-                       if entry.escalated and not debate else placeholder)
-            add(roles.adjudicator, "adjudicator", f"{case.qid} | {case.doc_id} | adjudicator",
-                adjudicator_messages(case, history), parse_verdict)
+            history = (
+                Debate.from_dicts(len(entry.debate["rounds"]), entry.debate["rounds"]).history()
+                if entry.escalated and not debate
+                else placeholder
+            )
+            add(
+                roles.adjudicator,
+                "adjudicator",
+                f"{case.qid} | {case.doc_id} | adjudicator",
+                adjudicator_messages(case, history),
+                parse_verdict,
+            )
     return out
 
 
-def cost_estimates(by_judge: dict[str, dict], judges: Sequence[JudgeConfig],
-                   cache: ResponseCache | None) -> list[tuple[JudgeConfig, CostEstimate]]:
+def cost_estimates(
+    by_judge: dict[str, dict], judges: Sequence[JudgeConfig], cache: ResponseCache | None
+) -> list[tuple[JudgeConfig, CostEstimate]]:
     from mtrbench.llm.cost import CostEstimate, estimate_cost
 
     out = []
@@ -65,15 +92,26 @@ def cost_estimates(by_judge: dict[str, dict], judges: Sequence[JudgeConfig],
         if not stages:
             continue
         # a pre-filter reply is a few tokens, a debate or adjudication reply about 200
-        parts = [estimate_cost(requests, judge, cache, **({"completion_tokens_per_request": 10}
-                                                           if stage == "prefilter" else {}))
-                 for stage, requests in stages.items() if requests]
+        parts = [
+            estimate_cost(
+                requests, judge, cache, **({"completion_tokens_per_request": 10} if stage == "prefilter" else {})
+            )
+            for stage, requests in stages.items()
+            if requests
+        ]
         usd = [e.usd for e in parts]
-        out.append((judge, CostEstimate(n_requests=sum(e.n_requests for e in parts),
-                                        prompt_tokens=sum(e.prompt_tokens for e in parts),
-                                        completion_tokens=sum(e.completion_tokens for e in parts),
-                                        usd=None if any(u is None for u in usd) else sum(usd),
-                                        cached=sum(e.cached for e in parts))))
+        out.append(
+            (
+                judge,
+                CostEstimate(
+                    n_requests=sum(e.n_requests for e in parts),
+                    prompt_tokens=sum(e.prompt_tokens for e in parts),
+                    completion_tokens=sum(e.completion_tokens for e in parts),
+                    usd=None if any(u is None for u in usd) else sum(usd),
+                    cached=sum(e.cached for e in parts),
+                ),
+            )
+        )
     return out
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ContextManager, TextIO
+from typing import Any, TextIO
 
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
@@ -27,8 +28,11 @@ KINDS = ("prefilter", "debate", "adjudication", "human")
 def debate_settings(agents: dict[str, Any], max_rounds: int) -> dict[str, Any]:
     """What a logged debate depends on besides the pair: ``agents`` maps each agent (A, B) to its judge.
     A debate logged under other settings is held again."""
-    return {"max_rounds": max_rounds, "agents": {name: judge.name for name, judge in agents.items()},
-            "agent_models": {name: judge.model for name, judge in agents.items()}}
+    return {
+        "max_rounds": max_rounds,
+        "agents": {name: judge.name for name, judge in agents.items()},
+        "agent_models": {name: judge.model for name, judge in agents.items()},
+    }
 
 
 @dataclass
@@ -70,8 +74,11 @@ class PairRecords:
         other agents or another round limit. Rounds both settings share replay from the LLM cache."""
         if self.human is not None or self.discarded:
             return False
-        return self.debate is None or self.debate["status"] == "failed" or (
-            settings is not None and self.debate_is_stale(settings))
+        return (
+            self.debate is None
+            or self.debate["status"] == "failed"
+            or (settings is not None and self.debate_is_stale(settings))
+        )
 
     def debate_is_stale(self, settings: dict[str, Any]) -> bool:
         if self.debate is None:
@@ -82,8 +89,11 @@ class PairRecords:
         """``adjudicator``: this run's adjudicator's name (None: no adjudicator); another judge's verdict is redone."""
         if adjudicator is None or self.human is not None:
             return False
-        return self.escalated and (self.adjudication is None or self.adjudication["status"] == "failed"
-                                   or self.adjudication.get("judge", adjudicator) != adjudicator)
+        return self.escalated and (
+            self.adjudication is None
+            or self.adjudication["status"] == "failed"
+            or self.adjudication.get("judge", adjudicator) != adjudicator
+        )
 
 
 def _record(line: str) -> dict[str, Any] | None:
@@ -108,7 +118,7 @@ class AssessmentLog:
     def lock_path(self) -> Path:
         return lock_path_for(self.path)
 
-    def hold(self) -> ContextManager[LockHolder]:
+    def hold(self) -> AbstractContextManager[LockHolder]:
         """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
         return held_lock(self.lock_path, purpose=f"assessment log {self.path}")
 
@@ -126,7 +136,9 @@ class AssessmentLog:
                         self.warnings["log: incomplete last line ignored"] += 1
                         continue
                     raise DataError(f"{self.path}:{n}: not an assessment log record")
-                entry = pairs.setdefault((record["qid"], record["doc_id"]), PairRecords(record["qid"], record["doc_id"]))
+                entry = pairs.setdefault(
+                    (record["qid"], record["doc_id"]), PairRecords(record["qid"], record["doc_id"])
+                )
                 setattr(entry, record["kind"], record)
                 if record["kind"] == "debate":  # an adjudication settles the debate logged before it, not this one
                     entry.adjudication = None
@@ -137,8 +149,13 @@ class AssessmentLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._repair_last_line()
             self._handle = self.path.open("a", encoding="utf-8")
-        record = {"kind": record["kind"], "qid": record["qid"], "doc_id": record["doc_id"],
-                  "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **record}
+        record = {
+            "kind": record["kind"],
+            "qid": record["qid"],
+            "doc_id": record["doc_id"],
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            **record,
+        }
         self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         self._handle.flush()
 

@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.formats.run import Run, ranked, read_run
 from mtrbench.analyses.pool import pooled
+from mtrbench.data.model import TaskData
+from mtrbench.formats.run import Run, ranked, read_run
+from mtrbench.infra.errors import DataError, UserInputError
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,14 @@ class Pool:
     warnings: Counter = field(default_factory=Counter)
 
     def summary(self) -> dict:
-        return {"runs": self.runs, "depth": self.depth, "pooled_pairs": self.pooled_pairs,
-                "already_judged": self.already_judged, "to_assess": len(self.pairs),
-                "warnings": dict(self.warnings)}
+        return {
+            "runs": self.runs,
+            "depth": self.depth,
+            "pooled_pairs": self.pooled_pairs,
+            "already_judged": self.already_judged,
+            "to_assess": len(self.pairs),
+            "warnings": dict(self.warnings),
+        }
 
 
 def read_runs(paths: list[str]) -> dict[str, Run]:
@@ -53,8 +58,9 @@ def build_pool(task: TaskData, runs: dict[str, Run], depth: int) -> Pool:
     for name, run in runs.items():
         unknown = [q for q in run if q not in order]
         if unknown and len(unknown) == len(run):
-            raise DataError(f"run {name}: none of its query ids is a query of task {task.name} "
-                                f"({task.split}); e.g. '{unknown[0]}'")
+            raise DataError(
+                f"run {name}: none of its query ids is a query of task {task.name} ({task.split}); e.g. '{unknown[0]}'"
+            )
         warnings["run query ids not in the task (skipped)"] += len(unknown)
 
     candidates = pooled(runs.values(), depth)
@@ -81,5 +87,6 @@ def build_pool(task: TaskData, runs: dict[str, Run], depth: int) -> Pool:
         pairs.append(PoolPair(qid, doc_id, best[(qid, doc_id)], tuple(sources[(qid, doc_id)])))
     pairs.sort(key=lambda p: (order[p.qid], p.best_rank, p.doc_id))
     in_task = sum(1 for q, d in candidates if q in order and d in task.corpus)
-    return Pool(runs=list(runs), depth=depth, pooled_pairs=in_task, already_judged=n_judged, pairs=pairs,
-                warnings=+warnings)
+    return Pool(
+        runs=list(runs), depth=depth, pooled_pairs=in_task, already_judged=n_judged, pairs=pairs, warnings=+warnings
+    )

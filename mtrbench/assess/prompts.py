@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mtrbench.assess.defaults import QUERY_FORMS
 from mtrbench.data.model import USER, ConversationalQuery, Corpus
 
 YES_MEANING = "The passage holds everything needed to state at least one of the answers to the question."
@@ -45,8 +44,13 @@ def query_text(query: ConversationalQuery, form: str) -> str:
 def build_case(query: ConversationalQuery, corpus: Corpus, doc_id: str, form: str) -> Case:
     i = corpus.position(doc_id)
     title, text = corpus.titles[i], corpus.texts[i]
-    return Case(qid=query.qid, doc_id=doc_id, query=query_text(query, form), answers=tuple(query.answers),
-                document=f"{title}\n{text}" if title else text)
+    return Case(
+        qid=query.qid,
+        doc_id=doc_id,
+        query=query_text(query, form),
+        answers=tuple(query.answers),
+        document=f"{title}\n{text}" if title else text,
+    )
 
 
 def _answers_block(answers: Sequence[str]) -> str:
@@ -56,8 +60,11 @@ def _answers_block(answers: Sequence[str]) -> str:
 
 
 def _inputs(case: Case, history: str | None) -> str:
-    parts = [f"<query>\n{case.query}\n</query>", f"<answer>\n{_answers_block(case.answers)}\n</answer>",
-             f"<doc>\n{case.document}\n</doc>"]
+    parts = [
+        f"<query>\n{case.query}\n</query>",
+        f"<answer>\n{_answers_block(case.answers)}\n</answer>",
+        f"<doc>\n{case.document}\n</doc>",
+    ]
     if history is not None:
         parts.append(f"<history>\n{history}\n</history>")
     return "\n".join(parts)
@@ -81,6 +88,7 @@ ADJUDICATOR_RULES = 6  # the adjudicator gets the first six (seed Table 29)
 def _guide(n_rules: int = len(_RULES)) -> str:
     return "<guide>\n" + "\n".join(f"{i}. {rule}" for i, rule in enumerate(_RULES[:n_rules], 1)) + "\n</guide>"
 
+
 _REPLY_FORMAT = """Reply with one JSON object and nothing else:
 {"reference": ["sentence quoted from the passage", ...], "reason": "your step-by-step reasoning and the justification of your decision, at most 100 words", "response": "yes or no"}"""
 
@@ -96,25 +104,28 @@ def agent_messages(case: Case, me: str, other: str, history: Sequence[tuple[str,
         f"You are {me}. You and another agent, {other}, work on the same task: decide whether a passage FULLY "
         f"answers a question with AT LEAST ONE of its reference answers. The question is in <query>, its answers "
         f"(numbered, there may be several) in <answer>, the passage in <doc>, and what you and {other} have "
-        f"argued so far in <history>. Rules for the decision are in <guide>; follow them throughout the discussion.")
+        f"argued so far in <history>. Rules for the decision are in <guide>; follow them throughout the discussion."
+    )
     shown = "\n".join(f"{speaker}{' (you)' if speaker == me else ''}: {statement}" for speaker, statement in history)
-    user = "\n".join([
-        _inputs(case, shown),
-        "",
-        "First read the question and its answers until you know the core content of each answer. Then read the "
-        f"passage. Go through the discussion history and engage with it critically, answering {other}'s points. "
-        "Then decide whether the passage fully supports any one answer under every rule below.",
-        _guide(),
-        "Explain step by step how you read the passage and how you respond to the other agent's position; quote "
-        "the sentences of the passage that decide the matter, if there are any, and end with a clear justification.",
-        *_decision_lines(),
-    ])
+    user = "\n".join(
+        [
+            _inputs(case, shown),
+            "",
+            "First read the question and its answers until you know the core content of each answer. Then read the "
+            f"passage. Go through the discussion history and engage with it critically, answering {other}'s points. "
+            "Then decide whether the passage fully supports any one answer under every rule below.",
+            _guide(),
+            "Explain step by step how you read the passage and how you respond to the other agent's position; quote "
+            "the sentences of the passage that decide the matter, if there are any, and end with a clear justification.",
+            *_decision_lines(),
+        ]
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def _decision_lines() -> list[str]:
     """How a debate agent or the adjudicator states its decision (the same for both)."""
-    return ["In \"response\" give your decision:", f"- yes: {YES_MEANING}", f"- no: {NO_MEANING}", "", _REPLY_FORMAT]
+    return ['In "response" give your decision:', f"- yes: {YES_MEANING}", f"- no: {NO_MEANING}", "", _REPLY_FORMAT]
 
 
 def adjudicator_messages(case: Case, history: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -123,36 +134,41 @@ def adjudicator_messages(case: Case, history: Sequence[tuple[str, str]]) -> list
         "agree whether a passage contains enough to fully establish AT LEAST ONE of the reference answers to a "
         "question. The answers are proposed responses to the question; the passage must give complete evidence for "
         "stating or checking at least one of them. You do not judge how good an answer is, only whether the "
-        "passage grounds it.")
+        "passage grounds it."
+    )
     shown = "\n".join(f"{speaker}: {statement}" for speaker, statement in history)
-    user = "\n".join([
-        _inputs(case, shown),
-        "",
-        "Read the question and its answers until you know the core content of each answer, then read the passage. "
-        "Summarise the position of each agent and weigh how well each one applied the rules below. Then decide "
-        "yourself whether the passage fully supports any one answer under every rule.",
-        _guide(ADJUDICATOR_RULES),
-        "Explain step by step how you read the passage, how you weighed both agents' arguments and how you applied "
-        "the rules, and end with a clear justification.",
-        *_decision_lines(),
-    ])
+    user = "\n".join(
+        [
+            _inputs(case, shown),
+            "",
+            "Read the question and its answers until you know the core content of each answer, then read the passage. "
+            "Summarise the position of each agent and weigh how well each one applied the rules below. Then decide "
+            "yourself whether the passage fully supports any one answer under every rule.",
+            _guide(ADJUDICATOR_RULES),
+            "Explain step by step how you read the passage, how you weighed both agents' arguments and how you applied "
+            "the rules, and end with a clear justification.",
+            *_decision_lines(),
+        ]
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def prefilter_messages(case: Case) -> list[dict[str, str]]:
     """One judge of the irrelevant-chunk filter (seed Table 17, App. E)."""
-    text = "\n".join([
-        "Decide whether the DOCUMENT contains enough information to answer the QUERY with any of the ANSWERS.",
-        "",
-        f"QUERY: {case.query}",
-        f"DOCUMENT: {case.document}",
-        "ANSWERS:",
-        _answers_block(case.answers),
-        "",
-        "Return true when the DOCUMENT supports at least one ANSWER, false when it supports none. No explanation.",
-        "Reply exactly in this form:",
-        '{"is_supported": true} or {"is_supported": false}',
-    ])
+    text = "\n".join(
+        [
+            "Decide whether the DOCUMENT contains enough information to answer the QUERY with any of the ANSWERS.",
+            "",
+            f"QUERY: {case.query}",
+            f"DOCUMENT: {case.document}",
+            "ANSWERS:",
+            _answers_block(case.answers),
+            "",
+            "Return true when the DOCUMENT supports at least one ANSWER, false when it supports none. No explanation.",
+            "Reply exactly in this form:",
+            '{"is_supported": true} or {"is_supported": false}',
+        ]
+    )
     return [{"role": "user", "content": text}]
 
 
@@ -168,9 +184,12 @@ class Verdict:
         return {"response": "yes" if self.relevant else "no", "reason": self.reason, "reference": list(self.reference)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Verdict":
-        return cls(relevant=data["response"] == "yes", reason=data.get("reason", ""),
-                   reference=tuple(data.get("reference") or ()))
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        return cls(
+            relevant=data["response"] == "yes",
+            reason=data.get("reason", ""),
+            reference=tuple(data.get("reference") or ()),
+        )
 
     def statement(self) -> str:
         """How this verdict appears in the next round's history: the label, then the reasoning."""
@@ -190,8 +209,10 @@ def _yes_no(value: Any) -> bool:
 
 
 # Restated to a judge whose reply could not be read (the client's repair turn).
-VERDICT_FORMAT = ('one JSON object and nothing else: {"reference": ["sentence quoted from the passage", ...], '
-                  '"reason": "your reasoning, at most 100 words", "response": "yes" or "no"}')
+VERDICT_FORMAT = (
+    'one JSON object and nothing else: {"reference": ["sentence quoted from the passage", ...], '
+    '"reason": "your reasoning, at most 100 words", "response": "yes" or "no"}'
+)
 SUPPORT_FORMAT = '{"is_supported": true} or {"is_supported": false}, and nothing else'
 
 

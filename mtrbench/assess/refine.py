@@ -25,8 +25,9 @@ def new_judgment(records: PairRecords, relevant_grade: int) -> tuple[int, str] |
     return (relevant_grade if label else 0), source
 
 
-def refined_qrels(original: Qrels, records: Iterable[PairRecords], relevant_grade: int,
-                  query_order: Sequence[str] = ()) -> Qrels:
+def refined_qrels(
+    original: Qrels, records: Iterable[PairRecords], relevant_grade: int, query_order: Sequence[str] = ()
+) -> Qrels:
     """Original judgments always win: a pair the task judged is never overwritten."""
     added: dict[str, dict[str, int]] = {}
     for entry in records:

@@ -36,21 +36,31 @@ class Roles:
     def describe(self) -> dict[str, Any]:
         def who(judge):
             return {"name": judge.name, "model": judge.model}
-        return {"agent_a": who(self.agent_a), "agent_b": who(self.agent_b),
-                "prefilter": [who(j) for j in self.prefilter] or None,
-                "adjudicator": who(self.adjudicator) if self.adjudicator else None}
+
+        return {
+            "agent_a": who(self.agent_a),
+            "agent_b": who(self.agent_b),
+            "prefilter": [who(j) for j in self.prefilter] or None,
+            "adjudicator": who(self.adjudicator) if self.adjudicator else None,
+        }
 
 
-def pick_roles(judges: Sequence[JudgeConfig], agents: str | None, prefilter: bool, prefilter_judges: str | None,
-               adjudicator: str | None) -> Roles:
+def pick_roles(
+    judges: Sequence[JudgeConfig],
+    agents: str | None,
+    prefilter: bool,
+    prefilter_judges: str | None,
+    adjudicator: str | None,
+) -> Roles:
     by_name = {j.name: j for j in judges}
 
     def named(text: str, what: str) -> list[JudgeConfig]:
         names = [n.strip() for n in text.split(",") if n.strip()]
         for name in names:
             if name not in by_name:
-                raise UserInputError(f"{what}: no judge named '{name}'.{closest(name, by_name)} "
-                                    f"Judges: {', '.join(by_name)}")
+                raise UserInputError(
+                    f"{what}: no judge named '{name}'.{closest(name, by_name)} Judges: {', '.join(by_name)}"
+                )
         return [by_name[n] for n in names]
 
     if not judges:
@@ -65,9 +75,15 @@ def pick_roles(judges: Sequence[JudgeConfig], agents: str | None, prefilter: boo
         elif len(judges) >= 3:
             filters = list(judges[:3])
         else:
-            raise UserInputError(f"--prefilter uses three judges (DREAM App. E), the configuration has {len(judges)}: "
-                                "give a judges file with three, or name the ones to use with --prefilter-judges")
+            raise UserInputError(
+                f"--prefilter uses three judges (DREAM App. E), the configuration has {len(judges)}: "
+                "give a judges file with three, or name the ones to use with --prefilter-judges"
+            )
     elif prefilter_judges:
         raise UserInputError("--prefilter-judges needs --prefilter")
-    return Roles(agent_a=pair[0], agent_b=pair[-1], prefilter=filters,
-                 adjudicator=named(adjudicator, "--adjudicator")[0] if adjudicator else None)
+    return Roles(
+        agent_a=pair[0],
+        agent_b=pair[-1],
+        prefilter=filters,
+        adjudicator=named(adjudicator, "--adjudicator")[0] if adjudicator else None,
+    )

@@ -13,8 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
 from mtrbench.assess.log import AssessmentLog, PairRecords
-from mtrbench.assess.prompts import (SUPPORT_FORMAT, VERDICT_FORMAT, Case, adjudicator_messages, agent_messages,
-                                     parse_support, parse_verdict, prefilter_messages)
+from mtrbench.assess.prompts import (
+    SUPPORT_FORMAT,
+    VERDICT_FORMAT,
+    Case,
+    adjudicator_messages,
+    agent_messages,
+    parse_support,
+    parse_verdict,
+    prefilter_messages,
+)
 from mtrbench.assess.roles import Roles
 
 if TYPE_CHECKING:
@@ -34,13 +42,23 @@ class PairAssessor:
     async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse, reply_format: str) -> ChatResult:
         from mtrbench.llm.client import ChatRequest
 
-        return await self.clients[judge.name].acomplete(ChatRequest(key=key, messages=messages, parse=parse,
-                                                                    want_json=True, reply_format=reply_format))
+        return await self.clients[judge.name].acomplete(
+            ChatRequest(key=key, messages=messages, parse=parse, want_json=True, reply_format=reply_format)
+        )
 
     async def prefilter(self, case: Case) -> dict[str, Any]:
-        results = await asyncio.gather(*(self._ask(j, f"{case.qid} | {case.doc_id} | prefilter | {j.name}",
-                                                   prefilter_messages(case), parse_support, SUPPORT_FORMAT)
-                                         for j in self.roles.prefilter))
+        results = await asyncio.gather(
+            *(
+                self._ask(
+                    j,
+                    f"{case.qid} | {case.doc_id} | prefilter | {j.name}",
+                    prefilter_messages(case),
+                    parse_support,
+                    SUPPORT_FORMAT,
+                )
+                for j in self.roles.prefilter
+            )
+        )
         votes = {j.name: (r.value if r.ok else None) for j, r in zip(self.roles.prefilter, results)}
         errors = {j.name: r.error for j, r in zip(self.roles.prefilter, results) if not r.ok}
         if any(v is True for v in votes.values()):
@@ -62,19 +80,34 @@ class PairAssessor:
         asked: list[tuple[str, ChatResult]] = []
         while (n := debate.next_round) is not None:
             history = debate.history()
-            results = await asyncio.gather(*(
-                self._ask(judges[agent.name], f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
-                          agent_messages(case, agent.name, other.name, history), parse_verdict, VERDICT_FORMAT)
-                for agent, other in ((AGENT_A, AGENT_B), (AGENT_B, AGENT_A))))
+            results = await asyncio.gather(
+                *(
+                    self._ask(
+                        judges[agent.name],
+                        f"{case.qid} | {case.doc_id} | {agent.name} | round {n}",
+                        agent_messages(case, agent.name, other.name, history),
+                        parse_verdict,
+                        VERDICT_FORMAT,
+                    )
+                    for agent, other in ((AGENT_A, AGENT_B), (AGENT_B, AGENT_A))
+                )
+            )
             asked += [(f"{agent.name} round {n}", r) for agent, r in zip(AGENTS, results)]
             failed = [(agent, r) for agent, r in zip(AGENTS, results) if not r.ok]
             if failed:
                 error = "; ".join(f"{agent.name} round {n}: {r.error}" for agent, r in failed)
                 break
             debate.add_round(results[0].value, results[1].value)
-        record = {"kind": "debate", "qid": case.qid, "doc_id": case.doc_id,
-                  "status": "failed" if error else debate.state, "label": debate.label,
-                  "consensus_round": debate.consensus_round, **self.settings, "rounds": debate.rounds_as_dicts()}
+        record = {
+            "kind": "debate",
+            "qid": case.qid,
+            "doc_id": case.doc_id,
+            "status": "failed" if error else debate.state,
+            "label": debate.label,
+            "consensus_round": debate.consensus_round,
+            **self.settings,
+            "rounds": debate.rounds_as_dicts(),
+        }
         if error:
             record["error"] = error
         _add_malformed(record, asked)
@@ -83,11 +116,22 @@ class PairAssessor:
     async def adjudicate(self, case: Case, debate_record: dict[str, Any]) -> dict[str, Any]:
         judge = self.roles.adjudicator
         history = Debate.from_dicts(len(debate_record["rounds"]), debate_record["rounds"]).history()
-        result = await self._ask(judge, f"{case.qid} | {case.doc_id} | adjudicator",
-                                 adjudicator_messages(case, history), parse_verdict, VERDICT_FORMAT)
-        record = {"kind": "adjudication", "qid": case.qid, "doc_id": case.doc_id, "judge": judge.name,
-                  "status": "ok" if result.ok else "failed", "label": result.value.relevant if result.ok else None,
-                  "verdict": result.value.as_dict() if result.ok else None}
+        result = await self._ask(
+            judge,
+            f"{case.qid} | {case.doc_id} | adjudicator",
+            adjudicator_messages(case, history),
+            parse_verdict,
+            VERDICT_FORMAT,
+        )
+        record = {
+            "kind": "adjudication",
+            "qid": case.qid,
+            "doc_id": case.doc_id,
+            "judge": judge.name,
+            "status": "ok" if result.ok else "failed",
+            "label": result.value.relevant if result.ok else None,
+            "verdict": result.value.as_dict() if result.ok else None,
+        }
         if not result.ok:
             record["error"] = result.error
         _add_malformed(record, [(judge.name, result)])
@@ -121,16 +165,18 @@ def _outcome(entry: PairRecords) -> str:
     return "open"
 
 
-async def assess_all(assessor: PairAssessor, work: list[tuple[Case, PairRecords]], n_workers: int,
-                      show_progress: bool) -> None:
+async def assess_all(
+    assessor: PairAssessor, work: list[tuple[Case, PairRecords]], n_workers: int, show_progress: bool
+) -> None:
     from tqdm.auto import tqdm
 
     queue: asyncio.Queue = asyncio.Queue()
     for item in work:
         queue.put_nowait(item)
     counts: Counter = Counter()
-    bar = tqdm(total=len(work), desc="DREAM", unit="pair", disable=not show_progress, dynamic_ncols=True,
-               file=sys.stderr)
+    bar = tqdm(
+        total=len(work), desc="DREAM", unit="pair", disable=not show_progress, dynamic_ncols=True, file=sys.stderr
+    )
 
     async def worker() -> None:
         while True:

@@ -12,8 +12,9 @@ from mtrbench.assess.refine import new_judgment
 from mtrbench.formats.qrels import Qrels
 
 
-def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords], original: Qrels,
-                     relevant_grade: int, max_rounds: int) -> dict[str, Any]:
+def assessment_stats(
+    pool: dict[str, Any] | None, records: Iterable[PairRecords], original: Qrels, relevant_grade: int, max_rounds: int
+) -> dict[str, Any]:
     records = list(records)
     prefilter = Counter()
     rounds: dict[int, Counter] = {}
@@ -29,7 +30,7 @@ def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords]
             status = entry.debate["status"]
             debate[status] += 1
             if status != "failed":
-                for n, rnd in enumerate(entry.debate["rounds"], 1):
+                for n, _rnd in enumerate(entry.debate["rounds"], 1):
                     c = rounds.setdefault(n, Counter())
                     c["debated"] += 1
                     if entry.debate["consensus_round"] == n:
@@ -42,7 +43,9 @@ def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords]
             if entry.adjudication is not None:
                 if entry.adjudication["status"] == "ok":
                     escalation["adjudicated"] += 1
-                    escalation["adjudicated_relevant" if entry.adjudication["label"] else "adjudicated_not_relevant"] += 1
+                    escalation[
+                        "adjudicated_relevant" if entry.adjudication["label"] else "adjudicated_not_relevant"
+                    ] += 1
                 else:
                     escalation["adjudication_failed"] += 1
             if entry.human is not None:
@@ -51,8 +54,12 @@ def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords]
                 escalation["awaiting_human"] += 1
         judged = None if entry.doc_id in original.get(entry.qid, {}) else new_judgment(entry, relevant_grade)
         if judged is None:
-            if entry.final_label()[0] is None and not entry.escalated and not (entry.debate or {}).get("status") == "failed" \
-                    and not (entry.prefilter or {}).get("status") == "failed":
+            if (
+                entry.final_label()[0] is None
+                and not entry.escalated
+                and not (entry.debate or {}).get("status") == "failed"
+                and not (entry.prefilter or {}).get("status") == "failed"
+            ):
                 labels["not_yet_assessed"] += 1
             continue
         grade, source = judged
@@ -69,15 +76,37 @@ def assessment_stats(pool: dict[str, Any] | None, records: Iterable[PairRecords]
         "debate": {
             "max_rounds": max_rounds,
             "debated": debate["consensus"] + debate["disagreement"],
-            "rounds": [{"round": n, **{k: rounds[n][k] for k in ("debated", "consensus", "consensus_relevant",
-                                                                   "consensus_not_relevant", "disagreement")}}
-                       for n in sorted(rounds)],
+            "rounds": [
+                {
+                    "round": n,
+                    **{
+                        k: rounds[n][k]
+                        for k in (
+                            "debated",
+                            "consensus",
+                            "consensus_relevant",
+                            "consensus_not_relevant",
+                            "disagreement",
+                        )
+                    },
+                }
+                for n in sorted(rounds)
+            ],
             "consensus": debate["consensus"],
             "failed": debate["failed"],
         },
-        "escalation": {k: escalation[k] for k in ("escalated", "adjudicated", "adjudicated_relevant",
-                                                  "adjudicated_not_relevant", "adjudication_failed",
-                                                  "human_labelled", "awaiting_human")},
+        "escalation": {
+            k: escalation[k]
+            for k in (
+                "escalated",
+                "adjudicated",
+                "adjudicated_relevant",
+                "adjudicated_not_relevant",
+                "adjudication_failed",
+                "human_labelled",
+                "awaiting_human",
+            )
+        },
         "failed_pairs": failed,
         "not_yet_assessed": labels["not_yet_assessed"],
         "new_judgments": labels["new_judgments"],
@@ -103,21 +132,29 @@ def stats_table(stats: dict[str, Any], title: str):
         table.add_row("  candidate pairs to assess", str(pool["to_assess"]))
     if stats["prefilter"]:
         pf = stats["prefilter"]
-        table.add_row("after pre-filter (kept / discarded / failed)", f"{pf['kept']} / {pf['discarded']} / {pf['failed']}")
+        table.add_row(
+            "after pre-filter (kept / discarded / failed)", f"{pf['kept']} / {pf['discarded']} / {pf['failed']}"
+        )
     for rnd in stats["debate"]["rounds"]:
-        table.add_row(f"debate round {rnd['round']}: consensus (yes / no)",
-                      f"{rnd['consensus']} ({rnd['consensus_relevant']} / {rnd['consensus_not_relevant']})")
+        table.add_row(
+            f"debate round {rnd['round']}: consensus (yes / no)",
+            f"{rnd['consensus']} ({rnd['consensus_relevant']} / {rnd['consensus_not_relevant']})",
+        )
         table.add_row(f"debate round {rnd['round']}: disagreement", str(rnd["disagreement"]))
     esc = stats["escalation"]
     table.add_row("escalated (disagreement after the last round)", str(esc["escalated"]))
     if esc["adjudicated"] or esc["adjudication_failed"]:
-        table.add_row("  settled by the adjudicator (yes / no)",
-                      f"{esc['adjudicated']} ({esc['adjudicated_relevant']} / {esc['adjudicated_not_relevant']})")
+        table.add_row(
+            "  settled by the adjudicator (yes / no)",
+            f"{esc['adjudicated']} ({esc['adjudicated_relevant']} / {esc['adjudicated_not_relevant']})",
+        )
     table.add_row("  labelled by humans / awaiting a human label", f"{esc['human_labelled']} / {esc['awaiting_human']}")
     table.add_row("failed (retried on the next run)", str(stats["failed_pairs"]))
     if stats["not_yet_assessed"]:
         table.add_row("not yet assessed", str(stats["not_yet_assessed"]))
     table.add_row("new judgments in the refined qrels", str(stats["new_judgments"]))
-    table.add_row(f"relevant found (grade {stats['relevant_grade']}) / queries with new relevant",
-                  f"{stats['relevant_found']} / {stats['queries_with_new_relevant']}")
+    table.add_row(
+        f"relevant found (grade {stats['relevant_grade']}) / queries with new relevant",
+        f"{stats['relevant_found']} / {stats['queries_with_new_relevant']}",
+    )
     return table

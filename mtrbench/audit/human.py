@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mtrbench.audit.plan import DIMENSIONS
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.records import read_records
+from mtrbench.infra.errors import DataError
 
 HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
 
@@ -55,8 +55,9 @@ def read_human_scores(path: str | Path) -> HumanScores:
         else:
             pairs = [(d, row[d]) for d in DIMENSIONS if d in row]
             if not pairs:
-                raise DataError(f"{where}: needs 'dimension' and 'score', or a column per dimension "
-                                    f"({', '.join(DIMENSIONS)})")
+                raise DataError(
+                    f"{where}: needs 'dimension' and 'score', or a column per dimension ({', '.join(DIMENSIONS)})"
+                )
         for dimension, value in pairs:
             score = _number(value, where)
             if score is not None:

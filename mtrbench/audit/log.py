@@ -11,14 +11,15 @@ the same folder stops at once instead of asking, and paying for, the same items 
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
-from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 from mtrbench.formats.lines import read_log_records
+from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
 if TYPE_CHECKING:
     from mtrbench.llm.client import ChatResult
@@ -32,10 +33,18 @@ def make_record(item: AuditItem, judge: str, model: str, result: ChatResult) -> 
     """A log record from a ``ChatResult`` (the reply text is kept raw; no request headers, no key)."""
     record: dict[str, Any] = {
         "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **item.describe(), "judge": judge, "model": model, "ok": bool(result.ok), "reply": result.text,
-        "parsed": result.value if result.ok else None, "score": None, "error": result.error,
-        "attempts": result.attempts, "cached": result.cached,
-        "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+        **item.describe(),
+        "judge": judge,
+        "model": model,
+        "ok": bool(result.ok),
+        "reply": result.text,
+        "parsed": result.value if result.ok else None,
+        "score": None,
+        "error": result.error,
+        "attempts": result.attempts,
+        "cached": result.cached,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
         "malformed": [m.as_dict() for m in result.malformed],
     }
     if result.ok:
@@ -84,7 +93,7 @@ class AuditLog:
     def lock_path(self) -> Path:
         return lock_path_for(self.path)
 
-    def hold(self) -> ContextManager[LockHolder]:
+    def hold(self) -> AbstractContextManager[LockHolder]:
         """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
         return held_lock(self.lock_path, purpose=f"audit log {self.path}")
 
@@ -92,7 +101,7 @@ class AuditLog:
         records, bad = read_log_records(self.path)
         return LogContents(records, bad)
 
-    def __enter__(self) -> "AuditLog":
+    def __enter__(self) -> AuditLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not self._ends_with_newline()
         self._handle = self.path.open("a", encoding="utf-8")

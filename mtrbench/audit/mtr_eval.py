@@ -18,17 +18,15 @@ from typing import Any
 from rich.console import Console
 
 from mtrbench import __version__
-from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES  # noqa: F401
 from mtrbench.audit.human import Correlation, read_human_scores
 from mtrbench.audit.log import LOG_NAME, AuditLog, make_record
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
-from mtrbench.audit.plan import (COMPLETENESS, AuditItem, AuditPlan, build_plan, select_queries,
-                                 supported_dimensions)
-from mtrbench.audit.report import (ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table,
-                                   write_holes)
+from mtrbench.audit.plan import COMPLETENESS, AuditItem, AuditPlan, build_plan, select_queries, supported_dimensions
+from mtrbench.audit.report import ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table, write_holes
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.results.writer import safe_name
-from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES  # noqa: F401
 
 INSTANCES_NAME = "instances.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -86,16 +84,24 @@ def _validate(config: AuditConfig) -> None:
 def _negatives(config: AuditConfig, task, queries) -> HardNegatives:
     if config.negatives_run:
         return negatives_from_run(config.negatives_run, task, queries, config.n_negatives)
-    return negatives_from_retriever(config.negatives_model, task, queries, config.n_negatives,
-                                    history=config.negatives_history, device=config.device,
-                                    show_progress=config.show_progress)
+    return negatives_from_retriever(
+        config.negatives_model,
+        task,
+        queries,
+        config.n_negatives,
+        history=config.negatives_history,
+        device=config.device,
+        show_progress=config.show_progress,
+    )
 
 
 def _requests(items: Sequence[AuditItem]) -> list:
     from mtrbench.llm.client import ChatRequest
 
-    return [ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
-            for item in items]
+    return [
+        ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
+        for item in items
+    ]
 
 
 def _print_notes(notes: Counter, console: Console) -> None:
@@ -103,8 +109,13 @@ def _print_notes(notes: Counter, console: Console) -> None:
         console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
 
 
-def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Console | None = None,
-              say: Callable[[str], None] | None = None) -> AuditOutcome | None:
+def run_audit(
+    config: AuditConfig,
+    judges: Sequence,
+    cache=None,
+    console: Console | None = None,
+    say: Callable[[str], None] | None = None,
+) -> AuditOutcome | None:
     """Run (or resume) an audit; None after a dry run."""
     from mtrbench.data import load_task, resolve_card
 
@@ -128,10 +139,19 @@ def run_audit(config: AuditConfig, judges: Sequence, cache=None, console: Consol
         return _audit(config, judges, cache, console, say, human, card, task, log)
 
 
-def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: Callable[[str], None], human,
-           card, task, log: AuditLog) -> AuditOutcome | None:
-    from mtrbench.llm.hf import make_client
+def _audit(
+    config: AuditConfig,
+    judges: Sequence,
+    cache,
+    console: Console,
+    say: Callable[[str], None],
+    human,
+    card,
+    task,
+    log: AuditLog,
+) -> AuditOutcome | None:
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+    from mtrbench.llm.hf import make_client
 
     output_dir = log.path.parent
     from mtrbench.data.model import first_conversations
@@ -147,9 +167,17 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
         say(f"Hard negatives: top {config.n_negatives} non-gold documents from {source}")
         negatives = _negatives(config, task, queries)
         notes.update(negatives.notes)
-    plan = build_plan(queries, task.corpus, dimensions, card.relevance_level,
-                      negatives.by_qid if negatives else None, config.n_negatives, config.seed,
-                      config.max_doc_chars, notes)
+    plan = build_plan(
+        queries,
+        task.corpus,
+        dimensions,
+        card.relevance_level,
+        negatives.by_qid if negatives else None,
+        config.n_negatives,
+        config.seed,
+        config.max_doc_chars,
+        notes,
+    )
     if not plan.items:
         raise DataError("the audit plan is empty: no audited query supports the requested dimensions")
 
@@ -157,12 +185,15 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
     pending: dict[str, list[AuditItem]] = {}
     for judge in judges:
         latest = contents.latest(plan.items, judge.name, judge.model)
-        pending[judge.name] = [i for i in plan.items
-                               if not latest.get((i.dimension, i.instance_id, judge.name), {}).get("ok")]
+        pending[judge.name] = [
+            i for i in plan.items if not latest.get((i.dimension, i.instance_id, judge.name), {}).get("ok")
+        ]
     n_pending = sum(len(v) for v in pending.values())
     n_done = len(plan.items) * len(judges) - n_pending
-    say(f"{len(queries)} queries, {len(plan.items)} items x {len(judges)} judge(s): {n_done} answered in "
-        f"{log.path}, {n_pending} to ask")
+    say(
+        f"{len(queries)} queries, {len(plan.items)} items x {len(judges)} judge(s): {n_done} answered in "
+        f"{log.path}, {n_pending} to ask"
+    )
 
     if config.dry_run:
         pending_keys = {i.key for items in pending.values() for i in items}
@@ -173,11 +204,13 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
     # keys are checked before the cost question, so a missing one stops the run before anything is asked
     clients = {j.name: make_client(j, cache) for j in judges if pending[j.name]}  # hf:// runs in-process
     if n_pending:
-        confirm_cost([(j, estimate_cost(_requests(pending[j.name]), j, cache)) for j in judges if pending[j.name]],
-                     config.yes)
+        confirm_cost(
+            [(j, estimate_cost(_requests(pending[j.name]), j, cache)) for j in judges if pending[j.name]], config.yes
+        )
 
-    atomic_write_text(output_dir / INSTANCES_NAME,
-                      "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items))
+    atomic_write_text(
+        output_dir / INSTANCES_NAME, "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items)
+    )
     sent: dict[str, int] = {}
     usage: dict[str, dict[str, Any]] = {}
     with log:
@@ -192,12 +225,16 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
             def on_result(result, judge=judge, by_key=by_key) -> None:
                 log.append(make_record(by_key[result.key], judge.name, judge.model, result))
 
-            client.run(_requests(items), desc=f"{judge.name}", show_progress=config.show_progress,
-                       on_result=on_result)
+            client.run(_requests(items), desc=f"{judge.name}", show_progress=config.show_progress, on_result=on_result)
             u = client.usage
-            usage[judge.name] = {"requests": u.requests, "cached": u.cached, "failures": u.failures,
-                                 "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
-                                 "cost_usd": u.cost_usd(judge)}
+            usage[judge.name] = {
+                "requests": u.requests,
+                "cached": u.cached,
+                "failures": u.failures,
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "cost_usd": u.cost_usd(judge),
+            }
 
     contents = log.read()
     latest = {j.name: contents.latest(plan.items, j.name, j.model) for j in judges}
@@ -209,29 +246,48 @@ def _audit(config: AuditConfig, judges: Sequence, cache, console: Console, say: 
         notes["log lines cut short by an interrupted run (ignored)"] = contents.unreadable_lines
     summary = {
         "mtrbench_version": __version__,
-        "task": task.name, "split": task.split, "dataset_revision": task.dataset_revision,
+        "task": task.name,
+        "split": task.split,
+        "dataset_revision": task.dataset_revision,
         "judges": [{"name": j.name, "model": j.model, "base_url": j.base_url} for j in judges],
-        "settings": {"dimensions": dimensions, "seed": config.seed, "limit": config.limit, "sample": config.sample,
-                     "relevance_level": card.relevance_level, "max_doc_chars": config.max_doc_chars,
-                     "negatives": None if negatives is None else {"n": config.n_negatives, **negatives.source}},
-        "counts": {"queries_in_split": len(task.queries), "audited_queries": len(queries),
-                   "items": dict(Counter(i.dimension for i in plan.items))},
+        "settings": {
+            "dimensions": dimensions,
+            "seed": config.seed,
+            "limit": config.limit,
+            "sample": config.sample,
+            "relevance_level": card.relevance_level,
+            "max_doc_chars": config.max_doc_chars,
+            "negatives": None if negatives is None else {"n": config.n_negatives, **negatives.source},
+        },
+        "counts": {
+            "queries_in_split": len(task.queries),
+            "audited_queries": len(queries),
+            "items": dict(Counter(i.dimension for i in plan.items)),
+        },
         "aggregates": {d: {j: s.as_dict() for j, s in by_judge.items()} for d, by_judge in stats.items()},
-        "correlation_with_humans": {d: {j: c.as_dict() for j, c in by_judge.items()}
-                                    for d, by_judge in correlation.items()},
-        "hole_candidates": {"picks": len(holes), "distinct_query_documents": len({(h["qid"], h["doc_id"])
-                                                                                   for h in holes})},
+        "correlation_with_humans": {
+            d: {j: c.as_dict() for j, c in by_judge.items()} for d, by_judge in correlation.items()
+        },
+        "hole_candidates": {
+            "picks": len(holes),
+            "distinct_query_documents": len({(h["qid"], h["doc_id"]) for h in holes}),
+        },
         "notes": dict(notes),
         "usage_this_run": usage,
-        "files": {"log": LOG_NAME, "instances": INSTANCES_NAME, "hole_candidates_qrels": holes_qrels.name,
-                  "hole_candidates_jsonl": holes_jsonl.name},
+        "files": {
+            "log": LOG_NAME,
+            "instances": INSTANCES_NAME,
+            "hole_candidates_qrels": holes_qrels.name,
+            "hole_candidates_jsonl": holes_jsonl.name,
+        },
         "ensemble": f"'{ENSEMBLE}' rows average the judges per instance" if len(judges) > 1 else None,
     }
     atomic_write_text(output_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
 
     print_table(f"MTR-EVAL · {task.name} ({task.split}) · {len(queries)} queries", stats, correlation, console)
     _print_notes(notes, console)
-    console.print(f"[dim]{len(holes)} completeness pick(s) on non-gold documents -> {holes_qrels}[/dim]",
-                  soft_wrap=True)
+    console.print(
+        f"[dim]{len(holes)} completeness pick(s) on non-gold documents -> {holes_qrels}[/dim]", soft_wrap=True
+    )
     console.print(f"[dim]results: {output_dir / SUMMARY_NAME}, per-reply log {log.path}[/dim]", soft_wrap=True)
     return AuditOutcome(output_dir, plan, stats, correlation, holes, sent, summary)

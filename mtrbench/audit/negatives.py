@@ -35,14 +35,17 @@ def _relevant(query: ConversationalQuery) -> set[str]:
     return {doc_id for doc_id, grade in query.qrels.items() if grade > 0}
 
 
-def negatives_from_run(run_path: str | Path, task: TaskData, queries: Sequence[ConversationalQuery],
-                       n: int) -> HardNegatives:
+def negatives_from_run(
+    run_path: str | Path, task: TaskData, queries: Sequence[ConversationalQuery], n: int
+) -> HardNegatives:
     from mtrbench.formats.run import ranked, read_run
 
     run = read_run(run_path)
     if not set(run) & {q.qid for q in queries}:
-        raise DataError(f"--negatives-run {run_path}: no query id of task '{task.name}' ({task.split}) is in "
-                            f"this run (e.g. '{queries[0].qid}')")
+        raise DataError(
+            f"--negatives-run {run_path}: no query id of task '{task.name}' ({task.split}) is in "
+            f"this run (e.g. '{queries[0].qid}')"
+        )
     notes: Counter = Counter()
     by_qid: dict[str, list[str]] = {}
     for q in queries:
@@ -56,9 +59,15 @@ def negatives_from_run(run_path: str | Path, task: TaskData, queries: Sequence[C
     return HardNegatives(by_qid, {"run": str(Path(run_path).resolve())}, notes)
 
 
-def negatives_from_retriever(model: str, task: TaskData, queries: Sequence[ConversationalQuery], n: int,
-                             history: str = "full", device: str = "auto",
-                             show_progress: bool = True) -> HardNegatives:
+def negatives_from_retriever(
+    model: str,
+    task: TaskData,
+    queries: Sequence[ConversationalQuery],
+    n: int,
+    history: str = "full",
+    device: str = "auto",
+    show_progress: bool = True,
+) -> HardNegatives:
     """Retrieve with any mtrbench model alias; queries are serialized with a ``--history`` strategy."""
     from mtrbench.retrieve import RetrieverOptions, assemble, resolve
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
@@ -67,20 +76,29 @@ def negatives_from_retriever(model: str, task: TaskData, queries: Sequence[Conve
     resolved = resolve(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
-    options = RetrieverOptions.of(device=device if resolved.spec.kind == "dense" else "auto",
-                                  show_progress=show_progress)
+    options = RetrieverOptions.of(
+        device=device if resolved.spec.kind == "dense" else "auto", show_progress=show_progress
+    )
     retriever = assemble(resolved, options)
     retriever.index(task.corpus)
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side="left")
     texts = [truncator(strategy(q, QueryFormat())) for q in queries]
     candidates = None
     if any(q.candidate_doc_ids is not None for q in queries):
-        candidates = [None if q.candidate_doc_ids is None else
-                      [task.corpus.position(d) for d in q.candidate_doc_ids if d in task.corpus] for q in queries]
+        candidates = [
+            None
+            if q.candidate_doc_ids is None
+            else [task.corpus.position(d) for d in q.candidate_doc_ids if d in task.corpus]
+            for q in queries
+        ]
     depth = n + max((len(_relevant(q)) for q in queries), default=0)
     hits = retriever.search(texts, depth, candidates)
     ids = task.corpus.ids
-    by_qid = {q.qid: pick_negatives([ids[i] for i in positions], _relevant(q), n)
-              for q, (positions, _) in zip(queries, hits)}
-    return HardNegatives(by_qid, {"model": model, "retriever": retriever.name, "revision": retriever.revision,
-                                  "history": strategy.name}, Counter())
+    by_qid = {
+        q.qid: pick_negatives([ids[i] for i in positions], _relevant(q), n) for q, (positions, _) in zip(queries, hits)
+    }
+    return HardNegatives(
+        by_qid,
+        {"model": model, "retriever": retriever.name, "revision": retriever.revision, "history": strategy.name},
+        Counter(),
+    )

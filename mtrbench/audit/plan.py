@@ -67,11 +67,19 @@ class AuditItem:
 
     def describe(self) -> dict[str, Any]:
         """The instance as written to instances.jsonl (and repeated in each log record)."""
-        out: dict[str, Any] = {"dimension": self.dimension, "instance_id": self.instance_id, "qid": self.qid,
-                               "prompt_hash": self.prompt_hash}
+        out: dict[str, Any] = {
+            "dimension": self.dimension,
+            "instance_id": self.instance_id,
+            "qid": self.qid,
+            "prompt_hash": self.prompt_hash,
+        }
         if self.dimension == COMPLETENESS:
-            out.update(candidates=list(self.doc_ids), gold_doc=self.gold_doc, gold_position=self.gold_position,
-                       permutation=list(self.permutation or ()))
+            out.update(
+                candidates=list(self.doc_ids),
+                gold_doc=self.gold_doc,
+                gold_position=self.gold_position,
+                permutation=list(self.permutation or ()),
+            )
         else:
             out["doc_ids"] = list(self.doc_ids)
         return out
@@ -102,13 +110,15 @@ def parse_dimensions(spec: str | None) -> list[str] | None:
     wanted = [d.strip() for d in spec.split(",") if d.strip()]
     unknown = [d for d in wanted if d not in DIMENSIONS]
     if unknown:
-        raise UserInputError(f"--dimensions: unknown dimension(s) {', '.join(unknown)}; choose from "
-                            f"{', '.join(DIMENSIONS)}")
+        raise UserInputError(
+            f"--dimensions: unknown dimension(s) {', '.join(unknown)}; choose from {', '.join(DIMENSIONS)}"
+        )
     return [d for d in DIMENSIONS if d in wanted]
 
 
-def select_queries(queries: Sequence[ConversationalQuery], relevance_level: int, limit: int | None,
-                   seed: int) -> tuple[list[ConversationalQuery], Counter]:
+def select_queries(
+    queries: Sequence[ConversationalQuery], relevance_level: int, limit: int | None, seed: int
+) -> tuple[list[ConversationalQuery], Counter]:
     """Queries with gold, or a seeded sample of ``limit`` of them (in task order).
 
     The sample is a prefix of one seeded shuffle, so raising ``--sample`` keeps every query already audited.
@@ -126,8 +136,9 @@ def select_queries(queries: Sequence[ConversationalQuery], relevance_level: int,
     return eligible, notes
 
 
-def supported_dimensions(queries: Sequence[ConversationalQuery],
-                         requested: list[str] | None) -> tuple[list[str], list[str]]:
+def supported_dimensions(
+    queries: Sequence[ConversationalQuery], requested: list[str] | None
+) -> tuple[list[str], list[str]]:
     """(dimensions to run, dimensions left out because no audited query has a reference answer)."""
     wanted = list(requested or DIMENSIONS)
     if any(q.answers for q in queries):
@@ -143,9 +154,17 @@ def shuffled_pool(gold: str, negatives: Sequence[str], seed: int, qid: str) -> t
     return tuple(pool[i] for i in permutation), tuple(permutation)
 
 
-def build_plan(queries: list[ConversationalQuery], corpus: Corpus, dimensions: list[str], relevance_level: int,
-               negatives: dict[str, list[str]] | None, n_negatives: int, seed: int, max_doc_chars: int | None,
-               notes: Counter | None = None) -> AuditPlan:
+def build_plan(
+    queries: list[ConversationalQuery],
+    corpus: Corpus,
+    dimensions: list[str],
+    relevance_level: int,
+    negatives: dict[str, list[str]] | None,
+    n_negatives: int,
+    seed: int,
+    max_doc_chars: int | None,
+    notes: Counter | None = None,
+) -> AuditPlan:
     notes = Counter() if notes is None else notes
 
     def shown(doc_id: str) -> ShownDocument:
@@ -157,8 +176,15 @@ def build_plan(queries: list[ConversationalQuery], corpus: Corpus, dimensions: l
         gold = gold_docs(q, relevance_level)
         if ALIGNMENT in dimensions:
             for doc_id in gold:
-                items.append(AuditItem(ALIGNMENT, f"{q.qid}::{doc_id}", q.qid, prompts.alignment_messages(
-                    q.history, q.query, shown(doc_id), max_doc_chars), (doc_id,)))
+                items.append(
+                    AuditItem(
+                        ALIGNMENT,
+                        f"{q.qid}::{doc_id}",
+                        q.qid,
+                        prompts.alignment_messages(q.history, q.query, shown(doc_id), max_doc_chars),
+                        (doc_id,),
+                    )
+                )
         if COMPLETENESS in dimensions:
             found = (negatives or {}).get(q.qid, [])
             if not found:
@@ -167,20 +193,44 @@ def build_plan(queries: list[ConversationalQuery], corpus: Corpus, dimensions: l
                 if len(found) < n_negatives:
                     notes["completeness: fewer hard negatives than asked"] += 1
                 candidates, permutation = shuffled_pool(gold[0], found, seed, q.qid)
-                items.append(AuditItem(COMPLETENESS, q.qid, q.qid, prompts.completeness_messages(
-                    q.history, q.query, [shown(d) for d in candidates], max_doc_chars), candidates, gold[0],
-                    permutation))
+                items.append(
+                    AuditItem(
+                        COMPLETENESS,
+                        q.qid,
+                        q.qid,
+                        prompts.completeness_messages(
+                            q.history, q.query, [shown(d) for d in candidates], max_doc_chars
+                        ),
+                        candidates,
+                        gold[0],
+                        permutation,
+                    )
+                )
         if any(d in dimensions for d in NEEDS_ANSWER):
             if not q.answers:
                 notes["no reference answer (faithfulness/quality skipped)"] += 1
                 continue
             documents = [shown(d) for d in gold]
             if FAITHFULNESS in dimensions:
-                items.append(AuditItem(FAITHFULNESS, q.qid, q.qid, prompts.faithfulness_messages(
-                    q.history, q.query, q.answers[0], documents, max_doc_chars), tuple(gold)))
+                items.append(
+                    AuditItem(
+                        FAITHFULNESS,
+                        q.qid,
+                        q.qid,
+                        prompts.faithfulness_messages(q.history, q.query, q.answers[0], documents, max_doc_chars),
+                        tuple(gold),
+                    )
+                )
             if QUALITY in dimensions:
-                items.append(AuditItem(QUALITY, q.qid, q.qid, prompts.quality_messages(
-                    q.history, q.query, q.answers[0], documents, max_doc_chars), tuple(gold)))
+                items.append(
+                    AuditItem(
+                        QUALITY,
+                        q.qid,
+                        q.qid,
+                        prompts.quality_messages(q.history, q.query, q.answers[0], documents, max_doc_chars),
+                        tuple(gold),
+                    )
+                )
     return AuditPlan(items, queries, dimensions, notes)
 
 

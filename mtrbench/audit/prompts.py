@@ -39,8 +39,10 @@ def _user(content: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": content}]
 
 
-RATING_FORMAT = ("Reply with a short justification first, then give your rating on the last line, exactly as "
-                 "\"Rating: N\" with N a whole number from 1 to 5.")
+RATING_FORMAT = (
+    "Reply with a short justification first, then give your rating on the last line, exactly as "
+    '"Rating: N" with N a whole number from 1 to 5.'
+)
 
 ALIGNMENT_TASK = """\
 You are auditing the gold labels of a conversational search benchmark. The benchmark claims that the \
@@ -88,8 +90,10 @@ engineered it.
 Document ID: [3]
 """
 
-COMPLETENESS_FORMAT = ("Reply with a short justification first, then name your choice on the last line, exactly "
-                       "as \"Document ID: [N]\" with N the number of the document.")
+COMPLETENESS_FORMAT = (
+    "Reply with a short justification first, then name your choice on the last line, exactly "
+    'as "Document ID: [N]" with N the number of the document.'
+)
 
 FAITHFULNESS_TASK = """\
 You are auditing the reference answers of a conversational search benchmark. Judge how faithfully the \
@@ -154,39 +158,64 @@ def _documents_block(documents: Sequence[ShownDocument], max_chars: int | None, 
     return "\n\n".join(f"Document {i}:\n{d.render(max_chars)}" for i, d in enumerate(documents, 1))
 
 
-def alignment_messages(history: Sequence[Message], question: str, document: ShownDocument,
-                       max_doc_chars: int | None = None) -> list[dict[str, str]]:
-    return _user(f"{ALIGNMENT_TASK}\n### Now rate this instance with the same scale\n"
-                 f"Conversation so far:\n{render_history(history)}\n\n"
-                 f"Document:\n{_documents_block([document], max_doc_chars, numbered=False)}\n\n"
-                 f"Question: {question}\n\n{RATING_FORMAT}")
+def alignment_messages(
+    history: Sequence[Message], question: str, document: ShownDocument, max_doc_chars: int | None = None
+) -> list[dict[str, str]]:
+    return _user(
+        f"{ALIGNMENT_TASK}\n### Now rate this instance with the same scale\n"
+        f"Conversation so far:\n{render_history(history)}\n\n"
+        f"Document:\n{_documents_block([document], max_doc_chars, numbered=False)}\n\n"
+        f"Question: {question}\n\n{RATING_FORMAT}"
+    )
 
 
-def completeness_messages(history: Sequence[Message], question: str, candidates: Sequence[ShownDocument],
-                          max_doc_chars: int | None = None) -> list[dict[str, str]]:
-    return _user(f"{COMPLETENESS_TASK}\n### Now choose the most probable source for this instance\n"
-                 f"Conversation so far:\n{render_history(history)}\n\n"
-                 f"Documents:\n{_documents_block(candidates, max_doc_chars, numbered=True)}\n\n"
-                 f"Question: {question}\n\n{COMPLETENESS_FORMAT}")
+def completeness_messages(
+    history: Sequence[Message], question: str, candidates: Sequence[ShownDocument], max_doc_chars: int | None = None
+) -> list[dict[str, str]]:
+    return _user(
+        f"{COMPLETENESS_TASK}\n### Now choose the most probable source for this instance\n"
+        f"Conversation so far:\n{render_history(history)}\n\n"
+        f"Documents:\n{_documents_block(candidates, max_doc_chars, numbered=True)}\n\n"
+        f"Question: {question}\n\n{COMPLETENESS_FORMAT}"
+    )
 
 
-def _answer_messages(task: str, documents_label: str, history: Sequence[Message], question: str, answer: str,
-                     documents: Sequence[ShownDocument], max_doc_chars: int | None) -> list[dict[str, str]]:
+def _answer_messages(
+    task: str,
+    documents_label: str,
+    history: Sequence[Message],
+    question: str,
+    answer: str,
+    documents: Sequence[ShownDocument],
+    max_doc_chars: int | None,
+) -> list[dict[str, str]]:
     """The two answer dimensions share one layout: documents, question, the reference response, a rating."""
-    return _user(f"{task}\n### Now rate this instance with the same scale\n"
-                 f"Conversation so far:\n{render_history(history)}\n\n"
-                 f"Document{'s' if len(documents) > 1 else ''}{documents_label}:\n"
-                 f"{_documents_block(documents, max_doc_chars, numbered=False)}\n\n"
-                 f"Question: {question}\n\nResponse: {answer}\n\n{RATING_FORMAT}")
+    return _user(
+        f"{task}\n### Now rate this instance with the same scale\n"
+        f"Conversation so far:\n{render_history(history)}\n\n"
+        f"Document{'s' if len(documents) > 1 else ''}{documents_label}:\n"
+        f"{_documents_block(documents, max_doc_chars, numbered=False)}\n\n"
+        f"Question: {question}\n\nResponse: {answer}\n\n{RATING_FORMAT}"
+    )
 
 
-def faithfulness_messages(history: Sequence[Message], question: str, answer: str,
-                          documents: Sequence[ShownDocument], max_doc_chars: int | None = None) -> list[dict[str, str]]:
+def faithfulness_messages(
+    history: Sequence[Message],
+    question: str,
+    answer: str,
+    documents: Sequence[ShownDocument],
+    max_doc_chars: int | None = None,
+) -> list[dict[str, str]]:
     return _answer_messages(FAITHFULNESS_TASK, "", history, question, answer, documents, max_doc_chars)
 
 
-def quality_messages(history: Sequence[Message], question: str, answer: str,
-                     documents: Sequence[ShownDocument], max_doc_chars: int | None = None) -> list[dict[str, str]]:
+def quality_messages(
+    history: Sequence[Message],
+    question: str,
+    answer: str,
+    documents: Sequence[ShownDocument],
+    max_doc_chars: int | None = None,
+) -> list[dict[str, str]]:
     return _answer_messages(QUALITY_TASK, " (context)", history, question, answer, documents, max_doc_chars)
 
 
@@ -199,6 +228,7 @@ def parse_rating(text: str) -> float:
 
 def choice_parser(n_options: int) -> Callable[[str], int]:
     """Reads "Document ID: [N]" (1-based) from a reply; a number outside 1..n_options is malformed."""
+
     def parse(text: str) -> int:
         from mtrbench.llm.replies import extract_choice
 

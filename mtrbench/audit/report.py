@@ -12,11 +12,11 @@ from typing import Any
 
 from rich.console import Console
 
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.audit.human import Correlation, HumanScores, pearson
 from mtrbench.audit.log import ItemKey
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
 from mtrbench.formats.qrels import Qrels, format_qrels
+from mtrbench.infra.atomic import atomic_write_text
 
 ENSEMBLE = "ensemble"  # per-instance mean over the judges that answered (MTR-SUITE averages its judges)
 HOLES_QRELS = "hole_candidates.qrels"
@@ -51,8 +51,11 @@ def judge_scores(items: list[AuditItem], latest: dict[ItemKey, dict], judge: str
     return out
 
 
-def aggregate(items: list[AuditItem], dimensions: list[str], latest: dict[str, dict[ItemKey, dict]],
-              ) -> tuple[dict[str, dict[str, Stats]], dict[str, dict[str, dict[str, float]]]]:
+def aggregate(
+    items: list[AuditItem],
+    dimensions: list[str],
+    latest: dict[str, dict[ItemKey, dict]],
+) -> tuple[dict[str, dict[str, Stats]], dict[str, dict[str, dict[str, float]]]]:
     """(dimension -> judge -> Stats, dimension -> judge -> instance -> score); ``latest`` is per judge."""
     judges = list(latest)
     stats: dict[str, dict[str, Stats]] = {d: {} for d in dimensions}
@@ -81,9 +84,14 @@ def aggregate(items: list[AuditItem], dimensions: list[str], latest: dict[str, d
     return stats, scores
 
 
-def correlations(scores: dict[str, dict[str, dict[str, float]]], human: HumanScores) -> dict[str, dict[str, Correlation]]:
-    return {d: {judge: pearson(values, human[d]) for judge, values in by_judge.items()}
-            for d, by_judge in scores.items() if d in human}
+def correlations(
+    scores: dict[str, dict[str, dict[str, float]]], human: HumanScores
+) -> dict[str, dict[str, Correlation]]:
+    return {
+        d: {judge: pearson(values, human[d]) for judge, values in by_judge.items()}
+        for d, by_judge in scores.items()
+        if d in human
+    }
 
 
 def hole_candidates(items: list[AuditItem], latest: dict[str, dict[ItemKey, dict]]) -> list[dict[str, Any]]:
@@ -95,9 +103,17 @@ def hole_candidates(items: list[AuditItem], latest: dict[str, dict[ItemKey, dict
                 continue
             record = records.get((COMPLETENESS, item.instance_id, judge))
             if record and record.get("ok") and not record["on_gold"]:
-                rows.append({"qid": item.qid, "doc_id": record["picked_doc"], "judge": judge,
-                             "instance_id": item.instance_id, "gold_doc": item.gold_doc,
-                             "picked_position": record["picked_position"], "gold_position": item.gold_position})
+                rows.append(
+                    {
+                        "qid": item.qid,
+                        "doc_id": record["picked_doc"],
+                        "judge": judge,
+                        "instance_id": item.instance_id,
+                        "gold_doc": item.gold_doc,
+                        "picked_position": record["picked_position"],
+                        "gold_position": item.gold_position,
+                    }
+                )
     return rows
 
 
@@ -116,8 +132,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def print_table(title: str, stats: dict[str, dict[str, Stats]], correlation: dict[str, dict[str, Correlation]],
-                console: Console) -> None:
+def print_table(
+    title: str, stats: dict[str, dict[str, Stats]], correlation: dict[str, dict[str, Correlation]], console: Console
+) -> None:
     from mtrbench.results.table import compact_table, print_titled
 
     table = compact_table()
@@ -129,8 +146,15 @@ def print_table(title: str, stats: dict[str, dict[str, Stats]], correlation: dic
         table.add_column("r (n)", justify="right", no_wrap=True)
     for dimension, by_judge in stats.items():
         for n, (judge, s) in enumerate(by_judge.items()):
-            row = [dimension if n == 0 else "", judge, _fmt(s.mean), _fmt(s.std), str(s.n), str(s.failures),
-                   str(s.missing)]
+            row = [
+                dimension if n == 0 else "",
+                judge,
+                _fmt(s.mean),
+                _fmt(s.std),
+                str(s.n),
+                str(s.failures),
+                str(s.missing),
+            ]
             if correlation:
                 c = correlation.get(dimension, {}).get(judge)
                 row.append("" if c is None else (f"{c.pearson:.3f} ({c.n})" if c.pearson is not None else f"- ({c.n})"))

@@ -13,15 +13,46 @@ import sys
 from types import ModuleType
 
 from mtrbench import __version__
-from mtrbench.cli import (assess, audit, encode, export, fuse, generate, judge, leaderboard, meta, metrics, models,
-                          rag, score, synthesize, tasks)
+from mtrbench.cli import (
+    assess,
+    audit,
+    encode,
+    export,
+    fuse,
+    generate,
+    judge,
+    leaderboard,
+    meta,
+    metrics,
+    models,
+    rag,
+    score,
+    synthesize,
+    tasks,
+)
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
 from mtrbench.infra.errors import MtrbenchError
 
 # In the order `mtrbench --help` lists them.
-COMMAND_MODULES: tuple[ModuleType, ...] = (eval_command, score, meta, fuse, tasks, models, metrics, export, encode,
-                                           audit, assess, synthesize, generate, judge, rag, leaderboard)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    eval_command,
+    score,
+    meta,
+    fuse,
+    tasks,
+    models,
+    metrics,
+    export,
+    encode,
+    audit,
+    assess,
+    synthesize,
+    generate,
+    judge,
+    rag,
+    leaderboard,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

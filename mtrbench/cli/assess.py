@@ -11,31 +11,48 @@ from mtrbench.cli.common import Handler, Subparsers
 
 def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser(
-        "assess", help="fill a task's judgment holes by DREAM debate (pool runs, two LLM agents, escalation)",
+        "assess",
+        help="fill a task's judgment holes by DREAM debate (pool runs, two LLM agents, escalation)",
         description="Pool the top-k of several runs, drop pairs the task already judges, and label the rest by a "
-                    "debate between two LLM agents with opposing opening stances (DREAM). Agreement gives the label; "
-                    "persistent disagreement goes to humans (escalations.csv/jsonl) or to an LLM adjudicator. "
-                    "Writes refined qrels (original judgments kept) usable with `mtrbench eval --refined-qrels`. "
-                    "Resumable: pairs finished in the log are skipped.")
+        "debate between two LLM agents with opposing opening stances (DREAM). Agreement gives the label; "
+        "persistent disagreement goes to humans (escalations.csv/jsonl) or to an LLM adjudicator. "
+        "Writes refined qrels (original judgments kept) usable with `mtrbench eval --refined-qrels`. "
+        "Resumable: pairs finished in the log are skipped.",
+    )
     p.add_argument("task", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--runs", nargs="+", metavar="RUN", help="TREC run files of the task to pool")
     p.add_argument("--depth", type=int, default=10, help="top-k of each run pooled per query [10]")
     p.add_argument("--rounds", type=int, default=2, help="maximum debate rounds R [2]")
-    p.add_argument("--agents", metavar="JUDGE[,JUDGE]",
-                   help="judge(s) playing Agent A (opens 'relevant') and Agent B (opens 'not relevant') "
-                        "[the first judge, for both]")
-    p.add_argument("--prefilter", action="store_true",
-                   help="drop a pair before the debate when all pre-filter judges say it is irrelevant")
+    p.add_argument(
+        "--agents",
+        metavar="JUDGE[,JUDGE]",
+        help="judge(s) playing Agent A (opens 'relevant') and Agent B (opens 'not relevant') "
+        "[the first judge, for both]",
+    )
+    p.add_argument(
+        "--prefilter",
+        action="store_true",
+        help="drop a pair before the debate when all pre-filter judges say it is irrelevant",
+    )
     p.add_argument("--prefilter-judges", metavar="J1,J2,J3", help="[the first three judges of --judges]")
-    p.add_argument("--adjudicator", metavar="JUDGE",
-                   help="let this judge settle persistent disagreements instead of leaving them to humans")
-    p.add_argument("--humans", metavar="FILE",
-                   help="merge human labels for escalated pairs: the filled escalations.csv (human_label column: "
-                        "yes/no or a grade) or JSONL with qid, doc_id, human_label")
-    p.add_argument("--relevant-grade", type=int,
-                   help="grade written for a 'relevant' label [the task's highest grade]")
-    p.add_argument("--query-form", default="auto", choices=QUERY_FORMS,
-                   help="how the question is shown: auto = gold rewrite if the task has one, else the conversation")
+    p.add_argument(
+        "--adjudicator",
+        metavar="JUDGE",
+        help="let this judge settle persistent disagreements instead of leaving them to humans",
+    )
+    p.add_argument(
+        "--humans",
+        metavar="FILE",
+        help="merge human labels for escalated pairs: the filled escalations.csv (human_label column: "
+        "yes/no or a grade) or JSONL with qid, doc_id, human_label",
+    )
+    p.add_argument("--relevant-grade", type=int, help="grade written for a 'relevant' label [the task's highest grade]")
+    p.add_argument(
+        "--query-form",
+        default="auto",
+        choices=QUERY_FORMS,
+        help="how the question is shown: auto = gold rewrite if the task has one, else the conversation",
+    )
     p.add_argument("--split", help="split [the card's eval split]")
     p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
     p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
@@ -63,29 +80,46 @@ def _cmd_assess(args: argparse.Namespace) -> int:
         roles = pick_roles(judges, args.agents, args.prefilter, args.prefilter_judges, args.adjudicator)
     else:  # only merging human labels: no judge needed
         roles = None
-    options = AssessOptions(task=args.task, runs=args.runs, depth=args.depth, rounds=args.rounds,
-                            prefilter=args.prefilter, humans=args.humans, output_dir=args.output_dir,
-                            relevant_grade=args.relevant_grade, query_form=args.query_form, split=args.split,
-                            data_dir=args.data_dir, corpus=args.corpus, dry_run=args.dry_run, yes=args.yes,
-                            quiet=args.quiet)
-    result = run_assessment(options, roles, cache=None if args.dry_run else cache_from_args(args),
-                            console=console)
+    options = AssessOptions(
+        task=args.task,
+        runs=args.runs,
+        depth=args.depth,
+        rounds=args.rounds,
+        prefilter=args.prefilter,
+        humans=args.humans,
+        output_dir=args.output_dir,
+        relevant_grade=args.relevant_grade,
+        query_form=args.query_form,
+        split=args.split,
+        data_dir=args.data_dir,
+        corpus=args.corpus,
+        dry_run=args.dry_run,
+        yes=args.yes,
+        quiet=args.quiet,
+    )
+    result = run_assessment(options, roles, cache=None if args.dry_run else cache_from_args(args), console=console)
     if result.dry_run:
         return 0
     out = Console()
     out.print(stats_table(result.stats, f"DREAM assessment of {result.stats['task']} ({result.stats['split']})"))
     for name, u in result.usage.items():
         cost = f", ${u['cost_usd']:.4f}" if u["cost_usd"] is not None else ""
-        out.print(f"[dim]{name} ({u['model']}): {u['requests']} requests, {u['cached']} from cache, "
-                  f"{u['failures']} failed, {u['prompt_tokens']}+{u['completion_tokens']} tokens{cost}[/dim]")
+        out.print(
+            f"[dim]{name} ({u['model']}): {u['requests']} requests, {u['cached']} from cache, "
+            f"{u['failures']} failed, {u['prompt_tokens']}+{u['completion_tokens']} tokens{cost}[/dim]"
+        )
     for what, n in result.warnings.items():
         out.print(f"[yellow]warning: {what}: {n}[/yellow]")
     p = result.paths
-    out.print(f"[dim]refined qrels: {p.qrels}\nlog: {p.log}\nescalations: {p.escalations_csv} (+ .jsonl)\n"
-              f"statistics: {p.stats}[/dim]", soft_wrap=True)
+    out.print(
+        f"[dim]refined qrels: {p.qrels}\nlog: {p.log}\nescalations: {p.escalations_csv} (+ .jsonl)\n"
+        f"statistics: {p.stats}[/dim]",
+        soft_wrap=True,
+    )
     reason = most_common(_logged_failure_reasons(p.log))
-    return check_failure_rates(args, [JudgeFailures(name, u["failures"], u["items"], reason)
-                                      for name, u in result.usage.items()])
+    return check_failure_rates(
+        args, [JudgeFailures(name, u["failures"], u["items"], reason) for name, u in result.usage.items()]
+    )
 
 
 def _logged_failure_reasons(log: Path) -> list[str]:

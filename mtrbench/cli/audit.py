@@ -13,33 +13,53 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES, DIMENSIONS
     from mtrbench.cli.llm_flags import add_llm_arguments
 
-    p = sub.add_parser("audit", help="MTR-EVAL: audit a task's gold labels with LLM judges",
-                       description="MTR-EVAL (MTR-SUITE §3): rate query-evidence alignment, evidence completeness "
-                                   "(discriminability test against hard negatives), answer faithfulness and answer "
-                                   "quality with one or more LLM judges. Resumable: a re-run asks only what the "
-                                   "log in --output-dir has not answered.")
+    p = sub.add_parser(
+        "audit",
+        help="MTR-EVAL: audit a task's gold labels with LLM judges",
+        description="MTR-EVAL (MTR-SUITE §3): rate query-evidence alignment, evidence completeness "
+        "(discriminability test against hard negatives), answer faithfulness and answer "
+        "quality with one or more LLM judges. Resumable: a re-run asks only what the "
+        "log in --output-dir has not answered.",
+    )
     p.add_argument("task", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--split", help="split [the card's eval split]")
     p.add_argument("--data-dir", help="local copy of the task's data, laid out as published")
     p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
     p.add_argument("--dimensions", help=f"comma list of {','.join(DIMENSIONS)} [all the task's data supports]")
-    p.add_argument("--negatives", type=int, default=DEFAULT_NEGATIVES,
-                   help=f"hard negatives shown beside the gold document (completeness) [{DEFAULT_NEGATIVES}]")
-    p.add_argument("--negatives-model", default="bm25",
-                   help="retriever for hard negatives: any `mtrbench models` alias, HF id or folder [bm25]")
+    p.add_argument(
+        "--negatives",
+        type=int,
+        default=DEFAULT_NEGATIVES,
+        help=f"hard negatives shown beside the gold document (completeness) [{DEFAULT_NEGATIVES}]",
+    )
+    p.add_argument(
+        "--negatives-model",
+        default="bm25",
+        help="retriever for hard negatives: any `mtrbench models` alias, HF id or folder [bm25]",
+    )
     p.add_argument("--negatives-run", help="take hard negatives from this TREC run instead (top-ranked non-gold)")
-    p.add_argument("--negatives-history", default="full",
-                   help="history strategy for the negatives retriever's queries (see `mtrbench eval`) [full]")
+    p.add_argument(
+        "--negatives-history",
+        default="full",
+        help="history strategy for the negatives retriever's queries (see `mtrbench eval`) [full]",
+    )
     p.add_argument("--device", default="auto", help="device of a dense negatives retriever [auto]")
     p.add_argument("--seed", type=int, default=0, help="query sample and candidate order seed [0]")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N conversations (file order), as eval [all]")
-    p.add_argument("--sample", type=int, metavar="N", help="audit a seeded sample (--seed) of N queries with gold [all]")
-    p.add_argument("--max-doc-chars", type=int, default=DEFAULT_MAX_DOC_CHARS,
-                   help=f"cut each document shown to a judge to this many characters, 0 = never "
-                        f"[{DEFAULT_MAX_DOC_CHARS}]")
+    p.add_argument(
+        "--sample", type=int, metavar="N", help="audit a seeded sample (--seed) of N queries with gold [all]"
+    )
+    p.add_argument(
+        "--max-doc-chars",
+        type=int,
+        default=DEFAULT_MAX_DOC_CHARS,
+        help=f"cut each document shown to a judge to this many characters, 0 = never [{DEFAULT_MAX_DOC_CHARS}]",
+    )
     p.add_argument("--output-dir", help="where the log and results go [results/audit/<task>]")
-    p.add_argument("--human-scores", help="JSONL/CSV of human scores per instance: Pearson r per dimension and "
-                                          "judge (format in the README)")
+    p.add_argument(
+        "--human-scores",
+        help="JSONL/CSV of human scores per instance: Pearson r per dimension and judge (format in the README)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(p)
     return {"audit": _cmd_audit}
@@ -65,14 +85,27 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from mtrbench.audit.plan import judge_failures, parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 
-    config = AuditConfig(task=args.task, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
-                         dimensions=parse_dimensions(args.dimensions), n_negatives=args.negatives,
-                         negatives_model=args.negatives_model, negatives_run=args.negatives_run,
-                         negatives_history=args.negatives_history, device=args.device, seed=args.seed,
-                         limit=args.limit, sample=args.sample, max_doc_chars=args.max_doc_chars or None,
-                         output_dir=Path(args.output_dir) if args.output_dir else None,
-                         human_scores=args.human_scores, dry_run=args.dry_run, yes=args.yes,
-                         show_progress=not args.quiet)
+    config = AuditConfig(
+        task=args.task,
+        split=args.split,
+        data_dir=args.data_dir,
+        corpus_path=args.corpus,
+        dimensions=parse_dimensions(args.dimensions),
+        n_negatives=args.negatives,
+        negatives_model=args.negatives_model,
+        negatives_run=args.negatives_run,
+        negatives_history=args.negatives_history,
+        device=args.device,
+        seed=args.seed,
+        limit=args.limit,
+        sample=args.sample,
+        max_doc_chars=args.max_doc_chars or None,
+        output_dir=Path(args.output_dir) if args.output_dir else None,
+        human_scores=args.human_scores,
+        dry_run=args.dry_run,
+        yes=args.yes,
+        show_progress=not args.quiet,
+    )
     check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     judges = judges_from_args(args)
     outcome = run_audit(config, judges, cache=None if args.dry_run else cache_from_args(args))

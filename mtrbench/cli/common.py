@@ -32,8 +32,9 @@ def unescape(text: str) -> str:
 
 def add_analysis_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refined-qrels", help="refined qrels (e.g. BRIDGE): scores on both, differences, BRIDGE Hole@k")
-    p.add_argument("--generation-judgments", help="per-query binary generation outcomes (JSONL qid/label or TSV) "
-                                                  "for RAGAlign")
+    p.add_argument(
+        "--generation-judgments", help="per-query binary generation outcomes (JSONL qid/label or TSV) for RAGAlign"
+    )
     p.add_argument("--ragalign-metric", default="hit_rate_at_10", help="binary retrieval metric for RAGAlign")
     p.add_argument("--ragalign-continuous", default="ndcg_at_10", help="metric for point-biserial RAGAlign")
 
@@ -41,8 +42,12 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     from mtrbench.analyses.run import AnalysisOptions
 
-    return AnalysisOptions(refined_qrels=args.refined_qrels, generation_judgments=args.generation_judgments,
-                           ragalign_metric=args.ragalign_metric, ragalign_continuous=args.ragalign_continuous)
+    return AnalysisOptions(
+        refined_qrels=args.refined_qrels,
+        generation_judgments=args.generation_judgments,
+        ragalign_metric=args.ragalign_metric,
+        ragalign_continuous=args.ragalign_continuous,
+    )
 
 
 def print_analyses(analyses: dict, console) -> None:
@@ -50,19 +55,32 @@ def print_analyses(analyses: dict, console) -> None:
 
     if "refined_qrels" in analyses:
         ref = analyses["refined_qrels"]
-        scores_table("BRIDGE Hole@k (share of the top-k that refinement newly found relevant)", ref["hole_bridge"],
-                     console)
+        scores_table(
+            "BRIDGE Hole@k (share of the top-k that refinement newly found relevant)", ref["hole_bridge"], console
+        )
         headline = {k: v for k, v in ref["difference"].items() if k.endswith("_at_10")}
         scores_table("refined minus original (at 10)", headline, console)
     for label, parts in analyses.get("ragalign", {}).items():
         for kind, r in parts.items():
             p = f", p={r['p_value']:.3g}" if r["p_value"] is not None else ""
-            console.print(f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
-                          f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})")
+            console.print(
+                f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
+                f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})"
+            )
 
 
-_SIZE_UNITS = {"": 1, "B": 1, "KB": 2**10, "MB": 2**20, "GB": 2**30, "TB": 2**40,
-               "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 2**10,
+    "MB": 2**20,
+    "GB": 2**30,
+    "TB": 2**40,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 
 
 def parse_size(text: str, flag: str) -> int:

@@ -9,16 +9,21 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("cache", help="list or remove cached corpus embeddings",
-                       description="Corpus embeddings are cached under $MTRBENCH_CACHE_DIR/embeddings "
-                                   "(default ~/.cache/mtrbench/embeddings).")
+    p = sub.add_parser(
+        "cache",
+        help="list or remove cached corpus embeddings",
+        description="Corpus embeddings are cached under $MTRBENCH_CACHE_DIR/embeddings "
+        "(default ~/.cache/mtrbench/embeddings).",
+    )
     p.add_argument("action", choices=["ls", "rm"])
     p.add_argument("key", nargs="?", help="rm: a cache key (a unique prefix is enough)")
     p.add_argument("--all", action="store_true", help="rm: every entry")
-    p.add_argument("--model", help="rm: every entry of this model: an alias (`mtrbench models`) or the name "
-                                   "`cache ls` shows")
-    p.add_argument("--cache-dir", help="embedding cache folder [$MTRBENCH_CACHE_DIR/embeddings or "
-                                       "~/.cache/mtrbench/embeddings]")
+    p.add_argument(
+        "--model", help="rm: every entry of this model: an alias (`mtrbench models`) or the name `cache ls` shows"
+    )
+    p.add_argument(
+        "--cache-dir", help="embedding cache folder [$MTRBENCH_CACHE_DIR/embeddings or ~/.cache/mtrbench/embeddings]"
+    )
     return {"cache": _cmd_cache}
 
 
@@ -65,11 +70,20 @@ def _list(cache) -> int:
     for entry in entries:
         fields = entry.manifest.get("fields", {})
         date = entry.manifest.get("updated") or entry.manifest.get("created") or ""
-        table.add_row(entry.key[:12], entry.model, f"{fields.get('n_docs', 0):,}", str(fields.get("dtype", "?")),
-                      _size(entry.size_bytes), date[:10], _state(entry))
+        table.add_row(
+            entry.key[:12],
+            entry.model,
+            f"{fields.get('n_docs', 0):,}",
+            str(fields.get("dtype", "?")),
+            _size(entry.size_bytes),
+            date[:10],
+            _state(entry),
+        )
     print_titled(console, f"cached corpus embeddings in {cache.root}", table)
-    console.print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, "
-                  f"{_size(sum(e.size_bytes for e in entries))}", soft_wrap=True)
+    console.print(
+        f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}, {_size(sum(e.size_bytes for e in entries))}",
+        soft_wrap=True,
+    )
     return 0
 
 

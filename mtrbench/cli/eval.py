@@ -7,8 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mtrbench.cli.common import (Handler, Subparsers, add_analysis_options, add_data_options, analysis_options,
-                                 parse_size, print_analyses, unescape)
+from mtrbench.cli.common import (
+    Handler,
+    Subparsers,
+    add_analysis_options,
+    add_data_options,
+    analysis_options,
+    parse_size,
+    print_analyses,
+    unescape,
+)
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
@@ -20,28 +28,52 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("eval", help="evaluate a retriever on a conversational task",
-                       description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
-                                   "offline sample (mtrbench-sample).")
-    p.add_argument("-m", "--model", action="append",
-                   help="alias (`mtrbench models`), HF id or local folder; repeat or comma list: every model x task "
-                        "[minilm]")
-    p.add_argument("-t", "--task", action="append",
-                   help="task name (`mtrbench tasks`), card YAML or data folder; repeat or comma list "
-                        "[mtrbench-sample]")
-    p.add_argument("--overwrite-strategy", default=DEFAULT_OVERWRITE, choices=OVERWRITE_STRATEGIES,
-                   help="only-missing: skip results finished with the same settings (a note on stderr), evaluate "
-                        "the rest; never: as only-missing, but a result with other settings is an error, not "
-                        "replaced; always: evaluate and replace (mteb's strategies) [only-missing]")
-    p.add_argument("--limit", type=int, metavar="N",
-                   help="evaluate the first N conversations of each task (file order); recorded in the settings and "
-                        "the experiment folder (limit=N), so it never passes as a full run [all]")
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a retriever on a conversational task",
+        description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
+        "offline sample (mtrbench-sample).",
+    )
+    p.add_argument(
+        "-m",
+        "--model",
+        action="append",
+        help="alias (`mtrbench models`), HF id or local folder; repeat or comma list: every model x task [minilm]",
+    )
+    p.add_argument(
+        "-t",
+        "--task",
+        action="append",
+        help="task name (`mtrbench tasks`), card YAML or data folder; repeat or comma list [mtrbench-sample]",
+    )
+    p.add_argument(
+        "--overwrite-strategy",
+        default=DEFAULT_OVERWRITE,
+        choices=OVERWRITE_STRATEGIES,
+        help="only-missing: skip results finished with the same settings (a note on stderr), evaluate "
+        "the rest; never: as only-missing, but a result with other settings is an error, not "
+        "replaced; always: evaluate and replace (mteb's strategies) [only-missing]",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="evaluate the first N conversations of each task (file order); recorded in the settings and "
+        "the experiment folder (limit=N), so it never passes as a full run [all]",
+    )
     add_data_options(p)
-    p.add_argument("--history", default="full",
-                   help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
-                        "comma list or 'all' (the strategies that need no model) [full]")
-    p.add_argument("--truncate", default="left", choices=["left", "right", "none"],
-                   help="left keeps the current question and drops the oldest text; right = tokenizer default [left]")
+    p.add_argument(
+        "--history",
+        default="full",
+        help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
+        "comma list or 'all' (the strategies that need no model) [full]",
+    )
+    p.add_argument(
+        "--truncate",
+        default="left",
+        choices=["left", "right", "none"],
+        help="left keeps the current question and drops the oldest text; right = tokenizer default [left]",
+    )
     p.add_argument("--user-prefix", default="User: ")
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
@@ -49,54 +81,94 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
     p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
-    p.add_argument("--token-budget", type=int,
-                   help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]")
-    p.add_argument("--unpad", default="auto", choices=["auto", "on", "off"],
-                   help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]")
+    p.add_argument(
+        "--token-budget",
+        type=int,
+        help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]",
+    )
+    p.add_argument(
+        "--unpad",
+        default="auto",
+        choices=["auto", "on", "off"],
+        help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]",
+    )
     p.add_argument("--max-length", type=int, help="token limit for queries and documents [model's]")
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
     p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
     p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
     p.add_argument("--similarity", choices=["dot", "cosine"], help="dual encoder similarity [dot]")
-    p.add_argument("--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or "
-                                       "~/.cache/mtrbench/embeddings]")
+    p.add_argument(
+        "--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or ~/.cache/mtrbench/embeddings]"
+    )
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
     scale = p.add_argument_group("past one device (docs/scale.md)")
-    scale.add_argument("--ray", action="store_true", help="encode the corpus on a local Ray (an actor pool of the "
-                                                          "engine) and search its cached shards in Ray workers")
+    scale.add_argument(
+        "--ray",
+        action="store_true",
+        help="encode the corpus on a local Ray (an actor pool of the "
+        "engine) and search its cached shards in Ray workers",
+    )
     scale.add_argument("--ray-address", metavar="ADDR", help="as --ray, on the Ray cluster at ADDR (ray.init address)")
     scale.add_argument("--ray-workers", type=int, help="encoding actors and search workers [one per GPU, else 2]")
-    scale.add_argument("--search-memory", metavar="SIZE",
-                       help="search the cached corpus embeddings from disk in this footprint (e.g. 8GB, 512MB)")
-    scale.add_argument("--index", help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
-                                       "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)")
-    p.add_argument("--alpha", help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
-                                   "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]")
-    p.add_argument("--candidate-k", help="hybrid only: documents each leg retrieves before the union; a comma list "
-                                         "sweeps [max(top-k, 100)]")
-    p.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
-                                      "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
-                                      "best child")
-    p.add_argument("--rank-parents", action="store_true",
-                   help="with --chunking: rescore the parents of the retrieved children on their own text with the same "
-                        "model (H-RAG's rank_parents = true) instead of taking their best child's score")
+    scale.add_argument(
+        "--search-memory",
+        metavar="SIZE",
+        help="search the cached corpus embeddings from disk in this footprint (e.g. 8GB, 512MB)",
+    )
+    scale.add_argument(
+        "--index",
+        help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
+        "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)",
+    )
+    p.add_argument(
+        "--alpha",
+        help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
+        "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]",
+    )
+    p.add_argument(
+        "--candidate-k",
+        help="hybrid only: documents each leg retrieves before the union; a comma list sweeps [max(top-k, 100)]",
+    )
+    p.add_argument(
+        "--chunking",
+        help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
+        "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
+        "best child",
+    )
+    p.add_argument(
+        "--rank-parents",
+        action="store_true",
+        help="with --chunking: rescore the parents of the retrieved children on their own text with the same "
+        "model (H-RAG's rank_parents = true) instead of taking their best child's score",
+    )
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
     p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
-    p.add_argument("--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]")
-    p.add_argument("--protocol", choices=["official", "trec_eval"],
-                   help="official: score (and serialize) as the benchmark's own evaluation code does (MTRAG, BRIDGE, "
-                        "MTR-SUITE; docs/protocols.md); trec_eval: mtrbench's trec_eval conventions [task card's]")
+    p.add_argument(
+        "--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]"
+    )
+    p.add_argument(
+        "--protocol",
+        choices=["official", "trec_eval"],
+        help="official: score (and serialize) as the benchmark's own evaluation code does (MTRAG, BRIDGE, "
+        "MTR-SUITE; docs/protocols.md); trec_eval: mtrbench's trec_eval conventions [task card's]",
+    )
     p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
-    p.add_argument("--metrics", help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
-                                     "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]")
+    p.add_argument(
+        "--metrics",
+        help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
+        "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]",
+    )
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
-    p.add_argument("--mtrag-out", metavar="FILE.jsonl",
-                   help="also write the run as an MTRAGEval Task A prediction file (retrieval_taska: top 10 "
-                        "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
-                        "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`")
+    p.add_argument(
+        "--mtrag-out",
+        metavar="FILE.jsonl",
+        help="also write the run as an MTRAGEval Task A prediction file (retrieval_taska: top 10 "
+        "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
+        "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`",
+    )
     add_analysis_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     from mtrbench.cli.llm_flags import add_rewriter_arguments
@@ -171,39 +243,70 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
     from mtrbench.cli.llm_flags import rewriter_from_args
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
-    from mtrbench.serialize.history import ALL_HISTORIES
     from mtrbench.measures import parse_k_values
-    from mtrbench.serialize.history import QueryFormat
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
+    from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat
 
     histories = [h.strip() for h in args.history.split(",") if h.strip()]
     all_histories = histories == ["all"]
     if all_histories:
         histories = list(ALL_HISTORIES)
-    fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
-                      separator=unescape(args.separator), order=args.order)
-    return EvalConfig(histories=histories, truncate=args.truncate, fmt=fmt, top_k=args.top_k,
-                      k_values=parse_k_values(args.k_values) if args.k_values else None,
-                      metrics=args.metrics.split(",") if args.metrics else None, split=args.split,
-                      data_dir=args.data_dir, corpus_path=args.corpus, output_dir=Path(args.output_dir),
-                      command=command_line(args.argv), skip_inapplicable=all_histories,
-                      analyses=analysis_options(args), limit=args.limit, overwrite=args.overwrite_strategy,
-                      rewriter=rewriter_from_args(args, not args.quiet), protocol=args.protocol)
+    fmt = QueryFormat(
+        user_prefix=unescape(args.user_prefix),
+        assistant_prefix=unescape(args.assistant_prefix),
+        separator=unescape(args.separator),
+        order=args.order,
+    )
+    return EvalConfig(
+        histories=histories,
+        truncate=args.truncate,
+        fmt=fmt,
+        top_k=args.top_k,
+        k_values=parse_k_values(args.k_values) if args.k_values else None,
+        metrics=args.metrics.split(",") if args.metrics else None,
+        split=args.split,
+        data_dir=args.data_dir,
+        corpus_path=args.corpus,
+        output_dir=Path(args.output_dir),
+        command=command_line(args.argv),
+        skip_inapplicable=all_histories,
+        analyses=analysis_options(args),
+        limit=args.limit,
+        overwrite=args.overwrite_strategy,
+        rewriter=rewriter_from_args(args, not args.quiet),
+        protocol=args.protocol,
+    )
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
     from mtrbench.retrieve import RetrieverOptions
 
-    return RetrieverOptions.of(device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                            token_budget=args.token_budget, unpad=args.unpad, max_length=args.max_length,
-                            revision=args.revision, trust_remote_code=args.trust_remote_code,
-                            cache_dir=args.cache_dir, use_cache=not args.no_cache, pooling=args.pooling,
-                            similarity=args.similarity, show_progress=not args.quiet, alpha=_one(_alphas(args)),
-                            candidate_k=_one(_candidate_ks(args)), rerank=args.rerank, rerank_k=args.rerank_k,
-                            rerank_batch_size=args.rerank_batch_size, chunking=args.chunking,
-                            rank_parents=args.rank_parents, ray=_ray(args), ray_workers=args.ray_workers,
-                            search_memory=parse_size(args.search_memory, "--search-memory") if args.search_memory
-                            else None, index=args.index)
+    return RetrieverOptions.of(
+        device=args.device,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        token_budget=args.token_budget,
+        unpad=args.unpad,
+        max_length=args.max_length,
+        revision=args.revision,
+        trust_remote_code=args.trust_remote_code,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        pooling=args.pooling,
+        similarity=args.similarity,
+        show_progress=not args.quiet,
+        alpha=_one(_alphas(args)),
+        candidate_k=_one(_candidate_ks(args)),
+        rerank=args.rerank,
+        rerank_k=args.rerank_k,
+        rerank_batch_size=args.rerank_batch_size,
+        chunking=args.chunking,
+        rank_parents=args.rank_parents,
+        ray=_ray(args),
+        ray_workers=args.ray_workers,
+        search_memory=parse_size(args.search_memory, "--search-memory") if args.search_memory else None,
+        index=args.index,
+    )
 
 
 def _ray(args: argparse.Namespace) -> str | None:
@@ -241,32 +344,47 @@ def _one(values: tuple):
 
 def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
     from mtrbench.measures import label
-    from mtrbench.results.table import compact_table, print_titled
     from mtrbench.pipeline.sweep import SweepGrid, best_cell, run_sweep
+    from mtrbench.results.table import compact_table, print_titled
 
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
-    cells = run_sweep(_eval_model(args), _eval_task(args), _eval_config(args),
-                      SweepGrid(alphas=_alphas(args), candidate_ks=_candidate_ks(args)), _retriever_options(args),
-                      progress=say)
+    cells = run_sweep(
+        _eval_model(args),
+        _eval_task(args),
+        _eval_config(args),
+        SweepGrid(alphas=_alphas(args), candidate_ks=_candidate_ks(args)),
+        _retriever_options(args),
+        progress=say,
+    )
     key = cells[0].results[0].main_score_key
     best = best_cell(cells)
     table = compact_table()
     for column in ("alpha", "candidate-k", *(r.history for r in cells[0].results), ""):
         table.add_column(column, justify="right")
     for i, cell in enumerate(cells):
-        table.add_row("default" if cell.alpha is None else f"{cell.alpha:g}",
-                      "default" if cell.candidate_k is None else str(cell.candidate_k),
-                      *(f"{r.scores[key]:.4f}" for r in cell.results), "<- best" if i == best else "")
-    print_titled(console, f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the "
-                          f"first history)", table)
+        table.add_row(
+            "default" if cell.alpha is None else f"{cell.alpha:g}",
+            "default" if cell.candidate_k is None else str(cell.candidate_k),
+            *(f"{r.scores[key]:.4f}" for r in cell.results),
+            "<- best" if i == best else "",
+        )
+    print_titled(
+        console,
+        f"{args.task} · sweep over {len(cells)} cells · {label(key)} (best cell marked by the first history)",
+        table,
+    )
     for cell in cells:
         for r in cell.results:
             status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
     reused = sum(cell.reused for cell in cells)
     if reused:
-        status.print(f"note: {reused} of {sum(len(c.results) for c in cells)} results were finished and read back "
-                     f"(--overwrite-strategy always evaluates them again)", soft_wrap=True, highlight=False,
-                     markup=False)
+        status.print(
+            f"note: {reused} of {sum(len(c.results) for c in cells)} results were finished and read back "
+            f"(--overwrite-strategy always evaluates them again)",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
     return 0
 
 
@@ -289,10 +407,17 @@ def _check_mtrag_out(args: argparse.Namespace) -> None:
     if not args.mtrag_out:
         return
     histories = [h.strip() for h in args.history.split(",") if h.strip()]
-    why = ("one --task" if len(_eval_tasks(args)) > 1 else "one --model" if len(_eval_models(args)) > 1
-           else "one --history" if len(histories) != 1 or histories == ["all"]
-           else "no sweep (--alpha/--candidate-k lists)" if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1
-           else None)
+    why = (
+        "one --task"
+        if len(_eval_tasks(args)) > 1
+        else "one --model"
+        if len(_eval_models(args)) > 1
+        else "one --history"
+        if len(histories) != 1 or histories == ["all"]
+        else "no sweep (--alpha/--candidate-k lists)"
+        if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1
+        else None
+    )
     if why:
         raise MtrbenchError(f"--mtrag-out writes one run as an MTRAGEval Task A file: it takes {why}")
     from mtrbench.data import resolve_card
@@ -306,16 +431,25 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
     from mtrbench.data import load_task, resolve_card
     from mtrbench.results.mtrag_taska import MODE, write_taska
 
-    task = load_task(resolve_card(_eval_tasks(args)[0]), split=result.split, data_dir=args.data_dir,
-                     corpus_path=args.corpus)
+    task = load_task(
+        resolve_card(_eval_tasks(args)[0]), split=result.split, data_dir=args.data_dir, corpus_path=args.corpus
+    )
     count = write_taska(args.mtrag_out, result, task)
-    status.print(f"MTRAGEval Task A predictions ({MODE}): {args.mtrag_out} ({count} tasks)", soft_wrap=True,
-                 highlight=False, markup=False)
+    status.print(
+        f"MTRAGEval Task A predictions ({MODE}): {args.mtrag_out} ({count} tasks)",
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
     left_out = result.meta.get("queries", {}).get("total", count) - count
     if left_out > 0:
-        status.print(f"warning: {left_out} queries are not in the run (the rewriter failed on them) and not in "
-                     f"{args.mtrag_out}; a rerun asks only the failed requests", soft_wrap=True, highlight=False,
-                     markup=False)
+        status.print(
+            f"warning: {left_out} queries are not in the run (the rewriter failed on them) and not in "
+            f"{args.mtrag_out}; a rerun asks only the failed requests",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -349,25 +483,31 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     def skipped(s) -> None:
         finished.append(s.path)
-        status.print(f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
-                     f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})", soft_wrap=True,
-                     highlight=False, markup=False)
+        status.print(
+            f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
+            f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
 
     written, failures = [], []
     for model in resolved:
         retriever = None
         for task in tasks:
             single = len(models) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
-            pair_config = config if single else replace(
-                config, command=command_line(pair_argv(args.argv, model.requested, task)))
+            pair_config = (
+                config if single else replace(config, command=command_line(pair_argv(args.argv, model.requested, task)))
+            )
             if retriever is None:
                 say(f"Loading model {model.requested}")
                 retriever = assemble(model, options)
             if len(models) * len(tasks) > 1:
                 status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
             try:
-                results = run_eval(model, task, pair_config, options, progress=say, retriever=retriever,
-                                   on_skip=skipped)
+                results = run_eval(
+                    model, task, pair_config, options, progress=say, retriever=retriever, on_skip=skipped
+                )
             except TooManyFailures as failure:  # the other histories finished: shown, and the command fails
                 results, failures = failure.finished, [*failures, str(failure)]
             if results:
@@ -375,11 +515,19 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                 written.extend(results)
     if config.rewriter is not None and config.rewriter.dry_run:
         if args.mtrag_out:
-            status.print(f"note: --mtrag-out {args.mtrag_out} not written: a dry run retrieves nothing",
-                         soft_wrap=True, highlight=False, markup=False)
+            status.print(
+                f"note: --mtrag-out {args.mtrag_out} not written: a dry run retrieves nothing",
+                soft_wrap=True,
+                highlight=False,
+                markup=False,
+            )
         return 0
-    status.print(f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
-                 f"{Path(args.output_dir).resolve()}[/dim]", soft_wrap=True, highlight=False)
+    status.print(
+        f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
+        f"{Path(args.output_dir).resolve()}[/dim]",
+        soft_wrap=True,
+        highlight=False,
+    )
     for r in written:
         status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
     if args.mtrag_out and (written or finished):
@@ -387,8 +535,12 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
         _write_mtrag_out(args, written[0] if written else Result.load(finished[0]), status)
     elif args.mtrag_out:
-        status.print(f"note: --mtrag-out {args.mtrag_out} not written: no run was made", soft_wrap=True,
-                     highlight=False, markup=False)
+        status.print(
+            f"note: --mtrag-out {args.mtrag_out} not written: no run was made",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
     for failure in failures:
         print(f"error: {failure}", file=sys.stderr)
     return TooManyFailures.exit_code if failures else 0
@@ -412,8 +564,9 @@ def _print_results(model: str, task: str, results, console, status) -> None:
     for r in results:  # a history's own (its rewriter's failures): named, and its query count
         for what, count in sorted(r.warnings.items()):
             if not all(other.warnings.get(what) == count for other in results):
-                status.print(f"[yellow]warning:[/yellow] {r.history}: {count} {what} ({r.n_evaluated} evaluated)",
-                             soft_wrap=True)
+                status.print(
+                    f"[yellow]warning:[/yellow] {r.history}: {count} {what} ({r.n_evaluated} evaluated)", soft_wrap=True
+                )
     for r in results:
         if r.analyses():
             console.print(f"[bold]{r.history}[/bold]")

@@ -9,40 +9,55 @@ from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("export", help="write a task as BEIR files or a Hub-ready Hugging Face dataset",
-                       description="Each query's text is serialized as `mtrbench eval` serializes it (--history and "
-                                   "the query-format options) and truncated as eval truncates it for --model, so "
-                                   "beir's and mteb's own retrievers score the export as mtrbench scores the task. "
-                                   "Without --model, --truncate none must be given: the texts are then written whole, "
-                                   "and the export records and prints that.")
+    p = sub.add_parser(
+        "export",
+        help="write a task as BEIR files or a Hub-ready Hugging Face dataset",
+        description="Each query's text is serialized as `mtrbench eval` serializes it (--history and "
+        "the query-format options) and truncated as eval truncates it for --model, so "
+        "beir's and mteb's own retrievers score the export as mtrbench scores the task. "
+        "Without --model, --truncate none must be given: the texts are then written whole, "
+        "and the export records and prints that.",
+    )
     p.add_argument("task")
     p.add_argument("--format", required=True, choices=["beir", "hf"])
     p.add_argument("--out", required=True)
     add_data_options(p)
-    p.add_argument("--history", default="full",
-                   help="current | full | window:K | questions | last-response | rewrite [full, as eval]")
-    p.add_argument("--model", help="truncate each query as `mtrbench eval --model M` does (its tokenizer, max length "
-                                   "and query prompt; the prompt itself is not written); the model the export will be "
-                                   "scored with")
+    p.add_argument(
+        "--history",
+        default="full",
+        help="current | full | window:K | questions | last-response | rewrite [full, as eval]",
+    )
+    p.add_argument(
+        "--model",
+        help="truncate each query as `mtrbench eval --model M` does (its tokenizer, max length "
+        "and query prompt; the prompt itself is not written); the model the export will be "
+        "scored with",
+    )
     p.add_argument("--max-length", type=int, help="with --model: token limit, as eval's --max-length [model's]")
-    p.add_argument("--truncate", choices=["left", "right", "none"],
-                   help="with --model: as eval's --truncate [left]; without --model: none, required, to write the "
-                        "texts whole (a retriever with a token limit then cuts them itself)")
+    p.add_argument(
+        "--truncate",
+        choices=["left", "right", "none"],
+        help="with --model: as eval's --truncate [left]; without --model: none, required, to write the "
+        "texts whole (a retriever with a token limit then cuts them itself)",
+    )
     p.add_argument("--user-prefix", default="User: ")
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
     p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
-    p.add_argument("--protocol", metavar="NAME",
-                   help="official or trec_eval, as eval's --protocol: the texts follow its serialization (MTR-SUITE's "
-                        "official one writes a first turn as 'User: q'); beir or mteb then score them with "
-                        "trec_eval's conventions [the task card's default]")
+    p.add_argument(
+        "--protocol",
+        metavar="NAME",
+        help="official or trec_eval, as eval's --protocol: the texts follow its serialization (MTR-SUITE's "
+        "official one writes a first turn as 'User: q'); beir or mteb then score them with "
+        "trec_eval's conventions [the task card's default]",
+    )
     return {"export": _cmd_export}
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
     from mtrbench.data import load_task, resolve_card
-    from mtrbench.interop.export import QueryTexts, export_beir, export_hf
     from mtrbench.infra.atomic import ensure_folder
+    from mtrbench.interop.export import QueryTexts, export_beir, export_hf
     from mtrbench.measures.protocols import check_choice
     from mtrbench.measures.protocols import for_card as protocol_for_card
     from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
@@ -51,8 +66,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.protocol is not None:
         check_choice(args.protocol)
     strategy = get_strategy(args.history)
-    fmt = QueryFormat(user_prefix=unescape(args.user_prefix), assistant_prefix=unescape(args.assistant_prefix),
-                      separator=unescape(args.separator), order=args.order)
+    fmt = QueryFormat(
+        user_prefix=unescape(args.user_prefix),
+        assistant_prefix=unescape(args.assistant_prefix),
+        separator=unescape(args.separator),
+        order=args.order,
+    )
     side = _truncation(args)
     if args.model:
         from mtrbench.retrieve import resolve
@@ -69,31 +88,51 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.model:
         from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        retriever = build_retriever(args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length,
-                                                                 show_progress=False))
+        retriever = build_retriever(
+            args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
+        )
         tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
     truncator = Truncator(tokenizer, max_length, prompt=prompt, side=side)
     texts = {q.qid: truncator(strategy(q, fmt)) for q in task.queries}
-    settings = {"history": strategy.name, "truncate": truncator.side, "model": args.model,
-                "max_length": max_length if truncator.side != "none" else None, "query_prompt": prompt or None,
-                "user_prefix": fmt.user_prefix, "assistant_prefix": fmt.assistant_prefix,
-                "separator": fmt.separator, "order": fmt.order, "protocol": protocol.setting}
+    settings = {
+        "history": strategy.name,
+        "truncate": truncator.side,
+        "model": args.model,
+        "max_length": max_length if truncator.side != "none" else None,
+        "query_prompt": prompt or None,
+        "user_prefix": fmt.user_prefix,
+        "assistant_prefix": fmt.assistant_prefix,
+        "separator": fmt.separator,
+        "order": fmt.order,
+        "protocol": protocol.setting,
+    }
     query_texts = QueryTexts(texts, settings)
     paths = export_beir(task, out, query_texts) if args.format == "beir" else export_hf(task, card, out, query_texts)
     if prompt:
-        print(f"note: {args.model} encodes queries with the prompt {prompt!r}; the exported text leaves it out "
-              f"(its tokens were counted when truncating)", file=sys.stderr)
+        print(
+            f"note: {args.model} encodes queries with the prompt {prompt!r}; the exported text leaves it out "
+            f"(its tokens were counted when truncating)",
+            file=sys.stderr,
+        )
     if not args.model:
-        print("note: query texts written whole (--truncate none, recorded in the export): a retriever with a token "
-              "limit cuts them itself, on long conversations from the question's end; --model M truncates as "
-              "`mtrbench eval --model M` does", file=sys.stderr)
+        print(
+            "note: query texts written whole (--truncate none, recorded in the export): a retriever with a token "
+            "limit cuts them itself, on long conversations from the question's end; --model M truncates as "
+            "`mtrbench eval --model M` does",
+            file=sys.stderr,
+        )
     if protocol.is_official and not protocol.prefix_first_turn:
-        print(f"note: the texts are the same under every protocol; scored by beir or mteb they follow trec_eval's "
-              f"conventions, not the official {protocol.name} ones (`mtrbench eval` or `mtrbench score` apply those)",
-              file=sys.stderr)
+        print(
+            f"note: the texts are the same under every protocol; scored by beir or mteb they follow trec_eval's "
+            f"conventions, not the official {protocol.name} ones (`mtrbench eval` or `mtrbench score` apply those)",
+            file=sys.stderr,
+        )
     truncated = f"{truncator.stats.truncated} truncated" if args.model else "untruncated, as asked"
-    print(f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents; "
-          f"history={strategy.name}, truncate={truncator.side}, {truncated}, protocol {protocol.setting}) to " + ", ".join(str(p) for p in paths))
+    print(
+        f"exported {task.name} ({task.split}: {len(task.queries)} queries, {len(task.corpus)} documents; "
+        f"history={strategy.name}, truncate={truncator.side}, {truncated}, protocol {protocol.setting}) to "
+        + ", ".join(str(p) for p in paths)
+    )
     return 0
 
 
@@ -106,10 +145,14 @@ def _truncation(args: argparse.Namespace) -> str:
     if args.max_length is not None:
         raise MtrbenchError("--max-length needs --model (the tokenizer that counts the tokens)")
     if args.truncate is None:
-        raise MtrbenchError("export writes each query as a retriever will read it, and without --model it cannot "
-                            "truncate as `mtrbench eval` does: pass --model M (the model that will score the export), "
-                            "or --truncate none to write the texts whole (recorded in the export)")
+        raise MtrbenchError(
+            "export writes each query as a retriever will read it, and without --model it cannot "
+            "truncate as `mtrbench eval` does: pass --model M (the model that will score the export), "
+            "or --truncate none to write the texts whole (recorded in the export)"
+        )
     if args.truncate != "none":
-        raise MtrbenchError(f"--truncate {args.truncate} needs --model (the tokenizer that counts the tokens); "
-                            f"without one, --truncate none writes the texts whole")
+        raise MtrbenchError(
+            f"--truncate {args.truncate} needs --model (the tokenizer that counts the tokens); "
+            f"without one, --truncate none writes the texts whole"
+        )
     return "none"

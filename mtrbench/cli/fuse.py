@@ -11,14 +11,19 @@ from mtrbench.infra.errors import MtrbenchError
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("fuse", help="fuse TREC runs (or result files) into one run: RRF, weighted sum, CombMNZ",
-                       description="Fuse runs with ranx. Score the output like any run: "
-                                   "`mtrbench score --run OUT --qrels QRELS`.")
+    p = sub.add_parser(
+        "fuse",
+        help="fuse TREC runs (or result files) into one run: RRF, weighted sum, CombMNZ",
+        description="Fuse runs with ranx. Score the output like any run: `mtrbench score --run OUT --qrels QRELS`.",
+    )
     p.add_argument("runs", nargs="+", help="TREC run files, or mtrbench result JSONs (their .run.trec is read)")
     p.add_argument("--method", default="rrf", choices=["rrf", "wsum", "combmnz"], help="fusion method [rrf]")
     p.add_argument("--weights", help="wsum: one weight per run, comma separated [equal, 1/n each]")
-    p.add_argument("--norm", choices=["min-max", "max", "sum", "zmuv", "rank", "borda", "none"],
-                   help="ranx score normalization before fusing [none for rrf, min-max otherwise]")
+    p.add_argument(
+        "--norm",
+        choices=["min-max", "max", "sum", "zmuv", "rank", "borda", "none"],
+        help="ranx score normalization before fusing [none for rrf, min-max otherwise]",
+    )
     p.add_argument("--rrf-k", type=int, default=60, help="RRF constant k: sum of 1/(k + rank) [60]")
     p.add_argument("--top-k", type=int, help="documents kept per query [all fused documents]")
     p.add_argument("-o", "--output", required=True, help="the fused TREC run file")
@@ -36,18 +41,22 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
-    from mtrbench.infra.atomic import atomic_write_text, ensure_parent
     from mtrbench.formats.run import format_run
+    from mtrbench.infra.atomic import atomic_write_text, ensure_parent
     from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 
-    options = FusionOptions(method=args.method, weights=_weights(args.weights), norm=args.norm, rrf_k=args.rrf_k,
-                            top_k=args.top_k)
+    options = FusionOptions(
+        method=args.method, weights=_weights(args.weights), norm=args.norm, rrf_k=args.rrf_k, top_k=args.top_k
+    )
     ensure_parent(args.output)  # a bad -o fails before the runs are read and fused
     run, files = fuse_files(args.runs, options)
     output = Path(args.output)
     atomic_write_text(output, format_run(run, args.tag or f"mtrbench-fuse-{args.method}"))
     sidecar = output.with_name(output.name + ".fusion.json")
-    atomic_write_text(sidecar, json.dumps({"inputs": [str(f) for f in files], **options.settings(len(files)),
-                                           "queries": len(run)}, indent=2) + "\n")
+    atomic_write_text(
+        sidecar,
+        json.dumps({"inputs": [str(f) for f in files], **options.settings(len(files)), "queries": len(run)}, indent=2)
+        + "\n",
+    )
     print(f"fused {len(files)} runs ({args.method}, norm {options.normalization}) over {len(run)} queries: {output}")
     return 0

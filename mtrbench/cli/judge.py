@@ -21,12 +21,14 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_llm_arguments
     from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
 
-    p = sub.add_parser("judge", help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, "
-                                     "RAGAlign; RAD-Bench tables",
-                       description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
-                                   "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
-                                   "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
-                                   "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.")
+    p = sub.add_parser(
+        "judge",
+        help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, RAGAlign; RAD-Bench tables",
+        description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
+        "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
+        "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
+        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.",
+    )
     actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag}")
     p.set_defaults(judge_parser=p)
 
@@ -34,17 +36,31 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     r.add_argument("generations", help="generations JSONL: one {qid, answer, passages, generator, ...} per turn")
     r.add_argument("--task", required=True, help="task name (`mtrbench tasks`), card YAML or data folder")
     add_data_options(r)
-    r.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
-                   help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]")
-    r.add_argument("--judge", choices=["rating", "verdict"],
-                   help="also ask an LLM judge: RAD-Bench's reference-guided 1-10 rating, or correct/incorrect")
-    r.add_argument("--scenario", default="RR", choices=["RS", "RR", "TR"],
-                   help="RAD-Bench prompt family for --judge rating: RS synthesis, RR reasoning over the passages "
-                        "shown, TR travel [RR]")
+    r.add_argument(
+        "--measures",
+        default=",".join(DEFAULT_MEASURES),
+        help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]",
+    )
+    r.add_argument(
+        "--judge",
+        choices=["rating", "verdict"],
+        help="also ask an LLM judge: RAD-Bench's reference-guided 1-10 rating, or correct/incorrect",
+    )
+    r.add_argument(
+        "--scenario",
+        default="RR",
+        choices=["RS", "RR", "TR"],
+        help="RAD-Bench prompt family for --judge rating: RS synthesis, RR reasoning over the passages "
+        "shown, TR travel [RR]",
+    )
     r.add_argument("--ragalign", help="with --judge verdict: RAGAlign measures, e.g. RAGAlign@10,RAGAlign@10(of=nDCG)")
     r.add_argument("--run", dest="run_file", help="retrieval run (TREC) for RAGAlign [the passages shown, in order]")
-    r.add_argument("--max-passage-chars", type=int, default=DEFAULT_MAX_PASSAGE_CHARS,
-                   help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]")
+    r.add_argument(
+        "--max-passage-chars",
+        type=int,
+        default=DEFAULT_MAX_PASSAGE_CHARS,
+        help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
+    )
     r.add_argument("--output-dir", help="judge log, verdicts/ratings and summary [results/judge/<task>]")
     r.add_argument("--output", help="results JSON [<output-dir>/scores.json]")
     r.add_argument("--quiet", action="store_true", help="no progress bars, no per-turn table")
@@ -53,13 +69,23 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     b = actions.add_parser("rad-bench", help="RAD-Bench: Table 2 from judgment files, or rate answer files")
     source = b.add_mutually_exclusive_group(required=True)
     source.add_argument("--judgments", help="judgment JSONL file, or a RAD-Bench folder (model_judgment/*.jsonl)")
-    source.add_argument("--answers", help="RAD-Bench data folder with questions.jsonl, reference_answer/ and "
-                                          "model_answer/: rate the answers with an LLM judge")
+    source.add_argument(
+        "--answers",
+        help="RAD-Bench data folder with questions.jsonl, reference_answer/ and "
+        "model_answer/: rate the answers with an LLM judge",
+    )
     b.add_argument("--models", help="with --answers: comma list of models to rate [all]")
-    b.add_argument("--drop-unparsable", action="store_true",
-                   help="leave out released ratings of -1 (unparsable) instead of averaging them as RAD-Bench does")
-    b.add_argument("--max-passage-chars", type=int, default=0,
-                   help="with --answers: cut each context shown to the judge, 0 = never [0]")
+    b.add_argument(
+        "--drop-unparsable",
+        action="store_true",
+        help="leave out released ratings of -1 (unparsable) instead of averaging them as RAD-Bench does",
+    )
+    b.add_argument(
+        "--max-passage-chars",
+        type=int,
+        default=0,
+        help="with --answers: cut each context shown to the judge, 0 = never [0]",
+    )
     b.add_argument("--output-dir", help="with --answers: judge log, judgments and summary [results/judge/rad-bench]")
     b.add_argument("--output", help="table JSON [with --judgments: required; with --answers: <output-dir>/table.json]")
     b.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -114,17 +140,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     console = Console()
     card = resolve_card(args.task)
-    task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
-                     require_corpus=bool(args.judge))
+    task = load_task(
+        card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus, require_corpus=bool(args.judge)
+    )
     output_dir = Path(args.output_dir) if args.output_dir else Path("results") / "judge" / safe_name(task.name)
     scores = score_generations(generations, task, measures, card.relevance_level) if measures else None
     outcome = None
     if judge is not None:
-        options = JudgeOptions(mode=args.judge, scenario=args.scenario, output_dir=output_dir,
-                               max_passage_chars=args.max_passage_chars or None, dry_run=args.dry_run, yes=args.yes,
-                               show_progress=not args.quiet)
-        outcome = judge_generations(generations, task, judge, options,
-                                    cache=None if args.dry_run else cache_from_args(args))
+        options = JudgeOptions(
+            mode=args.judge,
+            scenario=args.scenario,
+            output_dir=output_dir,
+            max_passage_chars=args.max_passage_chars or None,
+            dry_run=args.dry_run,
+            yes=args.yes,
+            show_progress=not args.quiet,
+        )
+        outcome = judge_generations(
+            generations, task, judge, options, cache=None if args.dry_run else cache_from_args(args)
+        )
         if outcome is None:
             return 0
     exit_code = check_failure_rates(args, [_failures(judge, outcome)] if outcome is not None else [])
@@ -133,8 +167,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from mtrbench.formats.run import read_run
 
         run = read_run(args.run_file) if args.run_file else run_from_generations(generations)
-        alignment = ragalign_from_verdicts(outcome.verdicts or {}, task, run, ragalign, card.relevance_level,
-                                           qids=list(generations))
+        alignment = ragalign_from_verdicts(
+            outcome.verdicts or {}, task, run, ragalign, card.relevance_level, qids=list(generations)
+        )
     output = Path(args.output) if args.output else output_dir / "scores.json"
     write_scores(output, task, args.generations, scores, outcome, alignment, args.argv)
     if not args.quiet:
@@ -165,9 +200,13 @@ def _print_summary(console, scores, outcome, alignment) -> None:
             line += f", correct {s['accuracy']:.3f}"
         console.print(line, soft_wrap=True)
         if outcome.failures:
-            console.print(f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and "
-                          f"are not scored: " + ", ".join(f["key"] for f in outcome.failures[:10])
-                          + (" ..." if len(outcome.failures) > 10 else ""), soft_wrap=True)
+            console.print(
+                f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and "
+                f"are not scored: "
+                + ", ".join(f["key"] for f in outcome.failures[:10])
+                + (" ..." if len(outcome.failures) > 10 else ""),
+                soft_wrap=True,
+            )
         for note, count in outcome.notes.items():
             console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
     for key, result in (alignment or {}).items():
@@ -175,8 +214,7 @@ def _print_summary(console, scores, outcome, alignment) -> None:
             console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
             continue
         p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
-        console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
-                      soft_wrap=True)
+        console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True)
 
 
 def _cmd_rad_bench(args: argparse.Namespace) -> int:
@@ -196,9 +234,12 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
         if args.models or args.output_dir:
             raise MtrbenchError("--models and --output-dir apply to --answers")
         tables = rad_bench_tables(args.judgments, drop_unparsable=args.drop_unparsable)
-        payload = {"judgments": str(args.judgments), "aggregation": "RAD-Bench Table 2: per model and category, "
-                   "the mean over turns of the per-turn mean rating; average = mean of the categories",
-                   "tables": [t.as_dict() for t in tables]}
+        payload = {
+            "judgments": str(args.judgments),
+            "aggregation": "RAD-Bench Table 2: per model and category, "
+            "the mean over turns of the per-turn mean rating; average = mean of the categories",
+            "tables": [t.as_dict() for t in tables],
+        }
         atomic_write_text(Path(args.output), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         for t in tables:
             print_rad_table(console, f"RAD-Bench · {t.source}", t.table)
@@ -217,22 +258,34 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
     judge = _single_judge(args)
     bench = load_rad_bench(args.answers)
     output_dir = Path(args.output_dir) if args.output_dir else Path("results") / "judge" / "rad-bench"
-    options = JudgeOptions(mode="rating", output_dir=output_dir, max_passage_chars=args.max_passage_chars or None,
-                           dry_run=args.dry_run, yes=args.yes, show_progress=not args.quiet)
+    options = JudgeOptions(
+        mode="rating",
+        output_dir=output_dir,
+        max_passage_chars=args.max_passage_chars or None,
+        dry_run=args.dry_run,
+        yes=args.yes,
+        show_progress=not args.quiet,
+    )
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
-    outcome = judge_rad_bench_answers(bench, judge, options, models=models,
-                                      cache=None if args.dry_run else cache_from_args(args))
+    outcome = judge_rad_bench_answers(
+        bench, judge, options, models=models, cache=None if args.dry_run else cache_from_args(args)
+    )
     if outcome is None:
         return 0
     output = Path(args.output) if args.output else output_dir / "table.json"
-    atomic_write_text(output, json.dumps({"table": outcome.table, "summary": outcome.summary}, indent=2,
-                                         ensure_ascii=False) + "\n")
+    atomic_write_text(
+        output, json.dumps({"table": outcome.table, "summary": outcome.summary}, indent=2, ensure_ascii=False) + "\n"
+    )
     print_rad_table(console, f"RAD-Bench · judged by {judge.name}", outcome.table or {})
     if outcome.failures:
-        console.print(f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and are not "
-                      f"scored: " + ", ".join(f["key"] for f in outcome.failures[:10]), soft_wrap=True)
+        console.print(
+            f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and are not "
+            f"scored: " + ", ".join(f["key"] for f in outcome.failures[:10]),
+            soft_wrap=True,
+        )
     for note, count in outcome.notes.items():
         console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
-    console.print(f"[dim]table: {output}; RAD-Bench-layout judgments: {outcome.files['rad_judgments']}[/dim]",
-                  soft_wrap=True)
+    console.print(
+        f"[dim]table: {output}; RAD-Bench-layout judgments: {outcome.files['rad_judgments']}[/dim]", soft_wrap=True
+    )
     return check_failure_rates(args, [_failures(judge, outcome)])

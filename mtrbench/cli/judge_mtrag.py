@@ -14,24 +14,36 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
     from mtrbench.formats.mtrag_modes import MODES
     from mtrbench.judge.mtrag.names import ALL_METRICS, OFFICIAL_MODEL
 
-    m = actions.add_parser("mtrag", help="MTRAG/MTRAGEval generation metrics under their official names",
-                           description="Score an MTRAGEval prediction file (generation tasks with `predictions`) "
-                                       "as MTRAG's official scripts do: Recall, RougeL_stemFalse, BertscoreP/R, "
-                                       "BertKPrec, Extractiveness_RougeL, Length, RB_agg; with an LLM judge "
-                                       "also RB_llm, RL_F, idk_eval, underspecified_eval and the conditioned "
-                                       "*_idk variants. Writes <output-dir>/metrics.jsonl and summary.json.")
+    m = actions.add_parser(
+        "mtrag",
+        help="MTRAG/MTRAGEval generation metrics under their official names",
+        description="Score an MTRAGEval prediction file (generation tasks with `predictions`) "
+        "as MTRAG's official scripts do: Recall, RougeL_stemFalse, BertscoreP/R, "
+        "BertKPrec, Extractiveness_RougeL, Length, RB_agg; with an LLM judge "
+        "also RB_llm, RL_F, idk_eval, underspecified_eval and the conditioned "
+        "*_idk variants. Writes <output-dir>/metrics.jsonl and summary.json.",
+    )
     m.add_argument("predictions", help="prediction JSONL (task_id, input, contexts, targets, predictions, ...)")
-    m.add_argument("--metrics", help=f"comma list of official names [{','.join(ALL_METRICS[:7])}, plus "
-                                     f"{','.join(ALL_METRICS[7:])} when a judge is given]")
+    m.add_argument(
+        "--metrics",
+        help=f"comma list of official names [{','.join(ALL_METRICS[:7])}, plus "
+        f"{','.join(ALL_METRICS[7:])} when a judge is given]",
+    )
     m.add_argument("--output-dir", help="metrics.jsonl, summary.json, LLM log [results/judge/mtrag/<file stem>]")
-    m.add_argument("--bertscore-model", default=OFFICIAL_MODEL, help=f"any Hugging Face id or folder [{OFFICIAL_MODEL}]")
+    m.add_argument(
+        "--bertscore-model", default=OFFICIAL_MODEL, help=f"any Hugging Face id or folder [{OFFICIAL_MODEL}]"
+    )
     m.add_argument("--bertscore-layers", type=int, help="layer to read [bert-score's for its models, else the last]")
     m.add_argument("--bertscore-baseline", help="rescaling baseline TSV for a model bert-score has none for")
     m.add_argument("--bertscore-no-rescale", action="store_true", help="no baseline rescaling (not official)")
     m.add_argument("--bertscore-batch-size", type=int, default=16, help="pairs per BERTScore batch [16]")
     m.add_argument("--device", help="BERTScore device [cuda when available]")
-    m.add_argument("--check-format", choices=MODES, metavar="MODE",
-                   help=f"only run MTRAGEval's format check ({', '.join(MODES)}): one error line per problem")
+    m.add_argument(
+        "--check-format",
+        choices=MODES,
+        metavar="MODE",
+        help=f"only run MTRAGEval's format check ({', '.join(MODES)}): one error line per problem",
+    )
     m.add_argument("--input-file", help="with --check-format: the task input file whose task ids must match")
     m.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(m)
@@ -55,13 +67,24 @@ def run(args: argparse.Namespace) -> int:
         raise MtrbenchError("--bertscore-batch-size must be at least 1")
     output_dir = Path(args.output_dir) if args.output_dir else Path("results/judge/mtrag") / Path(args.predictions).stem
     options = MtragJudgeOptions(
-        output_dir=output_dir, metrics=parse_metric_list(args.metrics, with_judge), judges=judges,
-        bertscore=BertScoreOptions(model=args.bertscore_model, num_layers=args.bertscore_layers,
-                                   rescale=not args.bertscore_no_rescale, baseline_path=args.bertscore_baseline,
-                                   batch_size=args.bertscore_batch_size, device=args.device),
-        dry_run=args.dry_run, yes=args.yes, show_progress=not args.quiet)
-    outcome = judge_mtrag(args.predictions, options, cache=None if args.dry_run or not with_judge
-                          else cache_from_args(args))
+        output_dir=output_dir,
+        metrics=parse_metric_list(args.metrics, with_judge),
+        judges=judges,
+        bertscore=BertScoreOptions(
+            model=args.bertscore_model,
+            num_layers=args.bertscore_layers,
+            rescale=not args.bertscore_no_rescale,
+            baseline_path=args.bertscore_baseline,
+            batch_size=args.bertscore_batch_size,
+            device=args.device,
+        ),
+        dry_run=args.dry_run,
+        yes=args.yes,
+        show_progress=not args.quiet,
+    )
+    outcome = judge_mtrag(
+        args.predictions, options, cache=None if args.dry_run or not with_judge else cache_from_args(args)
+    )
     if outcome is None:
         return 0
     _print_summary(Console(), outcome.summary)
@@ -70,8 +93,14 @@ def run(args: argparse.Namespace) -> int:
     if outcome.llm is not None:
         for judge in judges:
             reasons = [reason for _, reason in outcome.llm.failures.get(judge.name, [])]
-            counts.append(JudgeFailures(judge.name, outcome.llm.unanswered.get(judge.name, 0),
-                                        outcome.llm.asked.get(judge.name, 0), most_common(reasons)))
+            counts.append(
+                JudgeFailures(
+                    judge.name,
+                    outcome.llm.unanswered.get(judge.name, 0),
+                    outcome.llm.asked.get(judge.name, 0),
+                    most_common(reasons),
+                )
+            )
     return check_failure_rates(args, counts)
 
 

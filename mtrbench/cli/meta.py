@@ -11,21 +11,36 @@ from mtrbench.infra.errors import UserInputError
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", nargs="+", metavar="PATH", default=[],
-                   help="eval results (<task>.json or <task>.per_query.jsonl), folders of them, or leaderboard JSON")
+    p.add_argument(
+        "--results",
+        nargs="+",
+        metavar="PATH",
+        default=[],
+        help="eval results (<task>.json or <task>.per_query.jsonl), folders of them, or leaderboard JSON",
+    )
     p.add_argument("--runs", nargs="+", metavar="RUN", default=[], help="TREC run files of one task (with --qrels)")
     p.add_argument("--qrels", help="TREC qrels that score --runs")
-    p.add_argument("--relevance-level", type=int, default=1,
-                   help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [1]")
-    p.add_argument("--measures", default="", help="measure strings, comma list (nDCG@3,R@10) [runs: nDCG@10; "
-                                                  "results: their main score]")
+    p.add_argument(
+        "--relevance-level",
+        type=int,
+        default=1,
+        help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [1]",
+    )
+    p.add_argument(
+        "--measures",
+        default="",
+        help="measure strings, comma list (nDCG@3,R@10) [runs: nDCG@10; results: their main score]",
+    )
     p.add_argument("--tasks", default="", help="tasks among --results, comma list [every task]")
 
 
 def _add_resampling(p: argparse.ArgumentParser, samples: int) -> None:
-    p.add_argument("--unit", default="conversation",
-                   help="what moves together when resampling: conversation (all its turns) or query; "
-                        "power takes a comma list to compare them [conversation]")
+    p.add_argument(
+        "--unit",
+        default="conversation",
+        help="what moves together when resampling: conversation (all its turns) or query; "
+        "power takes a comma list to compare them [conversation]",
+    )
     p.add_argument("--samples", type=int, default=samples, help=f"resamples of randomized procedures [{samples}]")
     p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same JSON [0]")
 
@@ -46,17 +61,25 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     _add_resampling(p, 1000)
     _add_outputs(p)
 
-    p = commands.add_parser("stability", help="Kendall tau-b, tau_AP and swapped pairs between two conditions; "
-                                              "swap rate and minimum detectable difference")
+    p = commands.add_parser(
+        "stability",
+        help="Kendall tau-b, tau_AP and swapped pairs between two conditions; "
+        "swap rate and minimum detectable difference",
+    )
     _add_inputs(p)
     condition = p.add_argument_group("the second condition (exactly one)")
     condition.add_argument("--vs-qrels", help="the runs scored against these qrels (e.g. refined)")
     condition.add_argument("--vs-relevance-level", type=int, help="the runs scored at this relevance level")
     condition.add_argument("--vs-measure", help="the same systems under this measure")
-    condition.add_argument("--vs-results", nargs="+", metavar="PATH", help="other results of the same systems, "
-                                                                           "paired in order (another history, task)")
-    condition.add_argument("--vs-runs", nargs="+", metavar="RUN", help="other runs, paired in order "
-                                                                       "(scored against --vs-qrels or --qrels)")
+    condition.add_argument(
+        "--vs-results",
+        nargs="+",
+        metavar="PATH",
+        help="other results of the same systems, paired in order (another history, task)",
+    )
+    condition.add_argument(
+        "--vs-runs", nargs="+", metavar="RUN", help="other runs, paired in order (scored against --vs-qrels or --qrels)"
+    )
     p.add_argument("--subset-size", type=int, help="units in each of the swap method's two sets [half of them]")
     p.add_argument("--bin-width", type=float, default=0.01, help="width of the swap method's difference bins [0.01]")
     _add_resampling(p, 1000)
@@ -64,12 +87,15 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
     p = commands.add_parser("size", help="topic-set size design (Sakai 2016): units needed to detect --delta")
     _add_inputs(p)
-    p.add_argument("--delta", type=float, required=True, help="minimum difference to detect (t-test) and "
-                                                              "minimum range across systems (ANOVA)")
+    p.add_argument(
+        "--delta",
+        type=float,
+        required=True,
+        help="minimum difference to detect (t-test) and minimum range across systems (ANOVA)",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level [0.05]")
     p.add_argument("--power", type=float, default=0.8, help="wanted power, 1 - beta [0.8]")
-    p.add_argument("--unit", default="conversation", help="what the size counts: conversation or query "
-                                                          "[conversation]")
+    p.add_argument("--unit", default="conversation", help="what the size counts: conversation or query [conversation]")
     _add_outputs(p)
 
     def dispatch(args: argparse.Namespace) -> int:
@@ -90,18 +116,23 @@ def _split(text: str | None) -> list[str]:
 def _input_spec(args: argparse.Namespace, results=None, runs=None, qrels=None, level=None, tasks=None):
     from mtrbench.analyses.meta.inputs import InputSpec
 
-    return InputSpec(results=tuple(args.results if results is None else results),
-                     runs=tuple(args.runs if runs is None else runs),
-                     qrels=args.qrels if qrels is None else qrels,
-                     relevance_level=args.relevance_level if level is None else level,
-                     tasks=tuple(_split(args.tasks) if tasks is None else tasks))
+    return InputSpec(
+        results=tuple(args.results if results is None else results),
+        runs=tuple(args.runs if runs is None else runs),
+        qrels=args.qrels if qrels is None else qrels,
+        relevance_level=args.relevance_level if level is None else level,
+        tasks=tuple(_split(args.tasks) if tasks is None else tasks),
+    )
 
 
 def _warn_filled(matrices) -> None:
     for matrix in matrices:
         for system, count in matrix.filled.items():
-            print(f"warning: {matrix.task} {matrix.measure}: {system} lacks {count} of {len(matrix.queries)} "
-                  f"queries; scored 0 there, as trec_eval -c does", file=sys.stderr)
+            print(
+                f"warning: {matrix.task} {matrix.measure}: {system} lacks {count} of {len(matrix.queries)} "
+                f"queries; scored 0 there, as trec_eval -c does",
+                file=sys.stderr,
+            )
 
 
 def _write_json(path: str | None, document: dict) -> None:
@@ -130,9 +161,9 @@ def _console():
 
 # -- meta power -----------------------------------------------------------------------------------------
 def _cmd_power(args: argparse.Namespace) -> int:
-    from mtrbench.results.systems import load_matrices
     from mtrbench.analyses.meta.power import check_alpha, discriminative_power
     from mtrbench.analyses.meta.tests import Resampling
+    from mtrbench.results.systems import load_matrices
 
     _check_outputs(args)
     check_alpha(args.alpha)
@@ -164,19 +195,32 @@ def _print_power(reports) -> None:
     console = _console()
     tasks = sorted({r.task for r in reports})
     summary = compact_table()
-    columns = (["task"] if len(tasks) > 1 else []) + ["measure", "unit", "units", "pairs", f"ASL<{reports[0].alpha:g}",
-                                                      "power"]
+    columns = (["task"] if len(tasks) > 1 else []) + [
+        "measure",
+        "unit",
+        "units",
+        "pairs",
+        f"ASL<{reports[0].alpha:g}",
+        "power",
+    ]
     for column in columns:
-        summary.add_column(column, justify="left" if column in ("task", "measure", "unit") else "right",
-                           no_wrap=True)
+        summary.add_column(column, justify="left" if column in ("task", "measure", "unit") else "right", no_wrap=True)
     for r in reports:
-        summary.add_row(*([r.task[:24]] if len(tasks) > 1 else []), label(r.measure), r.unit, str(r.units),
-                        str(len(r.pairs)), str(r.significant_pairs), f"{r.discriminative_power:.3f}")
+        summary.add_row(
+            *([r.task[:24]] if len(tasks) > 1 else []),
+            label(r.measure),
+            r.unit,
+            str(r.units),
+            str(len(r.pairs)),
+            str(r.significant_pairs),
+            f"{r.discriminative_power:.3f}",
+        )
     first = reports[0]
     randomized = f"{first.samples} resamples, seed {first.seed}" if first.test != "t" else "no resampling"
     where = "" if len(tasks) > 1 else f"{tasks[0]}: "
-    print_titled(console, f"{where}discriminative power, {first.test} test ({randomized}), "
-                          f"{len(first.systems)} systems", summary)
+    print_titled(
+        console, f"{where}discriminative power, {first.test} test ({randomized}), {len(first.systems)} systems", summary
+    )
     for r in reports:
         table = compact_table()
         for column in ("A", "B", "A - B", "ASL"):
@@ -191,29 +235,40 @@ def _second_condition(args: argparse.Namespace):
     """The second matrix and how to name both conditions."""
     from mtrbench.results.systems import load_matrices
 
-    given = [name for name in ("vs_qrels", "vs_relevance_level", "vs_measure", "vs_results", "vs_runs")
-             if getattr(args, name) is not None]
+    given = [
+        name
+        for name in ("vs_qrels", "vs_relevance_level", "vs_measure", "vs_results", "vs_runs")
+        if getattr(args, name) is not None
+    ]
     if args.vs_runs is not None and given == ["vs_qrels", "vs_runs"]:
         given = ["vs_runs"]
     if len(given) != 1:
-        raise UserInputError("give exactly one second condition: --vs-qrels, --vs-relevance-level, --vs-measure, "
-                             "--vs-results or --vs-runs (with --vs-qrels)")
+        raise UserInputError(
+            "give exactly one second condition: --vs-qrels, --vs-relevance-level, --vs-measure, "
+            "--vs-results or --vs-runs (with --vs-qrels)"
+        )
     measures = _split(args.measures)
     if len(measures) > 1:
-        raise UserInputError("stability compares one measure under two conditions: give one --measures "
-                             "(or --vs-measure for two measures)")
+        raise UserInputError(
+            "stability compares one measure under two conditions: give one --measures "
+            "(or --vs-measure for two measures)"
+        )
     first = load_matrices(_input_spec(args), measures)
     if len(first) != 1:
-        raise UserInputError(f"the inputs hold {len(first)} tasks; choose one with --tasks "
-                             f"(or compare tasks with --vs-results)")
+        raise UserInputError(
+            f"the inputs hold {len(first)} tasks; choose one with --tasks (or compare tasks with --vs-results)"
+        )
     measure = [first[0].measure]
     kind = given[0]
     if kind in ("vs_qrels", "vs_relevance_level"):
         if not args.runs:
             raise UserInputError(f"--{kind.replace('_', '-')} rescores runs: give --runs and --qrels")
         second = load_matrices(_input_spec(args, qrels=args.vs_qrels, level=args.vs_relevance_level), measure)
-        labels = ((args.qrels, args.vs_qrels) if kind == "vs_qrels"
-                  else (f"level {args.relevance_level}", f"level {args.vs_relevance_level}"))
+        labels = (
+            (args.qrels, args.vs_qrels)
+            if kind == "vs_qrels"
+            else (f"level {args.relevance_level}", f"level {args.vs_relevance_level}")
+        )
     elif kind == "vs_measure":
         second = load_matrices(_input_spec(args), [args.vs_measure])
         from mtrbench.measures import label
@@ -244,8 +299,14 @@ def _cmd_stability(args: argparse.Namespace) -> int:
     agreement = rank_agreement(first, second, str(first_label), str(second_label))
     swaps = swap_method(first, plan, subset_size=args.subset_size, bin_width=args.bin_width)
     _print_stability(agreement, swaps)
-    document = {**agreement.as_dict(), "swap": swaps.as_dict(), "seed": plan.seed, "samples": plan.samples,
-                "unit": plan.unit, "test": "swap method"}
+    document = {
+        **agreement.as_dict(),
+        "swap": swaps.as_dict(),
+        "seed": plan.seed,
+        "samples": plan.samples,
+        "unit": plan.unit,
+        "test": "swap method",
+    }
     _write_json(args.output, document)
     if args.plot:
         from mtrbench.analyses.meta.plots import plot_stability
@@ -268,24 +329,36 @@ def _print_stability(agreement, swaps) -> None:
         table.add_column(column, justify="left" if column == "system" else "right")
     rank_a, rank_b = _ranks(agreement.means_first), _ranks(agreement.means_second)
     for i, name in enumerate(agreement.systems):
-        table.add_row(name[:36], f"{agreement.means_first[i]:.4f}", f"{agreement.means_second[i]:.4f}",
-                      str(rank_a[i]), str(rank_b[i]))
-    print_titled(console, f"A = {agreement.first}; B = {agreement.second}: Kendall tau-b {agreement.kendall_tau:.3f} "
-                          f"(p {agreement.kendall_p:.3g}), tau_AP {agreement.tau_ap:.3f}, "
-                          f"{len(agreement.swapped)} swapped pair(s)", table)
+        table.add_row(
+            name[:36],
+            f"{agreement.means_first[i]:.4f}",
+            f"{agreement.means_second[i]:.4f}",
+            str(rank_a[i]),
+            str(rank_b[i]),
+        )
+    print_titled(
+        console,
+        f"A = {agreement.first}; B = {agreement.second}: Kendall tau-b {agreement.kendall_tau:.3f} "
+        f"(p {agreement.kendall_p:.3g}), tau_AP {agreement.tau_ap:.3f}, "
+        f"{len(agreement.swapped)} swapped pair(s)",
+        table,
+    )
     for pair in agreement.swapped:
-        console.print(f"  swapped: {pair.a} vs {pair.b}: {pair.diff_first:+.4f} under A, {pair.diff_second:+.4f} "
-                      f"under B")
+        console.print(
+            f"  swapped: {pair.a} vs {pair.b}: {pair.diff_first:+.4f} under A, {pair.diff_second:+.4f} under B"
+        )
     mdd = "none within the observed differences" if swaps.mdd is None else f"{swaps.mdd:g}"
-    console.print(f"swap method on A ({swaps.samples} trials of two disjoint sets of {swaps.subset_size} "
-                  f"{swaps.unit}s): swap rate {swaps.swap_rate:.3f}; minimum detectable difference at "
-                  f"{swaps.max_swap_rate:.0%} swaps: {mdd}")
+    console.print(
+        f"swap method on A ({swaps.samples} trials of two disjoint sets of {swaps.subset_size} "
+        f"{swaps.unit}s): swap rate {swaps.swap_rate:.3f}; minimum detectable difference at "
+        f"{swaps.max_swap_rate:.0%} swaps: {mdd}"
+    )
 
 
 # -- meta size ------------------------------------------------------------------------------------------
 def _cmd_size(args: argparse.Namespace) -> int:
-    from mtrbench.results.systems import load_matrices
     from mtrbench.analyses.meta.size import topic_set_size
+    from mtrbench.results.systems import load_matrices
     from mtrbench.results.table import compact_table, print_titled
 
     _check_outputs(args)
@@ -299,17 +372,37 @@ def _cmd_size(args: argparse.Namespace) -> int:
     console = _console()
     several = len({r.task for r in reports}) > 1
     table = compact_table()
-    for column in (["task"] if several else []) + ["measure", "V_E", "now", "t: n0", "t: n", "power now",
-                                                   "ANOVA: n", "power now"]:
+    for column in (["task"] if several else []) + [
+        "measure",
+        "V_E",
+        "now",
+        "t: n0",
+        "t: n",
+        "power now",
+        "ANOVA: n",
+        "power now",
+    ]:
         table.add_column(column, justify="left" if column in ("task", "measure") else "right", no_wrap=True)
     for r in reports:
-        table.add_row(*([r.task[:20]] if several else []), label(r.measure), f"{r.residual_variance:.4f}",
-                      str(r.current_size), str(r.paired_t.closed_form), str(r.paired_t.required),
-                      f"{r.paired_t.power_now:.2f}", str(r.anova.required), f"{r.anova.power_now:.2f}")
+        table.add_row(
+            *([r.task[:20]] if several else []),
+            label(r.measure),
+            f"{r.residual_variance:.4f}",
+            str(r.current_size),
+            str(r.paired_t.closed_form),
+            str(r.paired_t.required),
+            f"{r.paired_t.power_now:.2f}",
+            str(r.anova.required),
+            f"{r.anova.power_now:.2f}",
+        )
     where = "" if several else f"{reports[0].task}: "
-    print_titled(console, f"{where}{args.unit}s needed to detect a difference of {args.delta:g} with power "
-                          f"{args.power:g} at alpha {args.alpha:g} (n0: Sakai's closed form; ANOVA over "
-                          f"{reports[0].systems} systems, delta as the range)", table)
+    print_titled(
+        console,
+        f"{where}{args.unit}s needed to detect a difference of {args.delta:g} with power "
+        f"{args.power:g} at alpha {args.alpha:g} (n0: Sakai's closed form; ANOVA over "
+        f"{reports[0].systems} systems, delta as the range)",
+        table,
+    )
     document = reports[0].as_dict()
     if len(reports) > 1:
         document["reports"] = [r.as_dict() for r in reports]

@@ -23,23 +23,40 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from mtrbench.measures import all_families
     from mtrbench.measures.registry import family_origin
 
-    rows = [{"family": f.name, "example": str(f.example()), "names": list(f.names()),
-             "result_key": f.key(f.example(), 1), "relevance_level": f.uses_relevance_level,
-             "per_query": f.per_query, "parameters": list(f.param_names), "definition": f.definition,
-             "citation": f.citation, "origin": family_origin(f)} for f in all_families().values()]
+    rows = [
+        {
+            "family": f.name,
+            "example": str(f.example()),
+            "names": list(f.names()),
+            "result_key": f.key(f.example(), 1),
+            "relevance_level": f.uses_relevance_level,
+            "per_query": f.per_query,
+            "parameters": list(f.param_names),
+            "definition": f.definition,
+            "citation": f.citation,
+            "origin": family_origin(f),
+        }
+        for f in all_families().values()
+    ]
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
     # One block per family rather than a six-column table: definitions and citations are prose and wrap
     # at the terminal's width under the names one types.
     console = Console(highlight=False)
-    console.print(Text("measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k; "
-                       "generation measures (mtrbench judge) take no @K",
-                       style="bold"))
+    console.print(
+        Text(
+            "measures: write NAME@K, add (rel=N) to binary ones; bare names expand over --k; "
+            "generation measures (mtrbench judge) take no @K",
+            style="bold",
+        )
+    )
     for row, f in zip(rows, all_families().values()):
         line = Text()
-        line.append(row["example"] + (f"({','.join(p + '=...' for p in f.param_names)})" if f.param_names else ""),
-                    style="bold cyan")
+        line.append(
+            row["example"] + (f"({','.join(p + '=...' for p in f.param_names)})" if f.param_names else ""),
+            style="bold cyan",
+        )
         line.append(f"  key {row['result_key']}")
         also = ", ".join(dict.fromkeys(n for n in row["names"] if n != f.label))
         if also:

@@ -12,76 +12,125 @@ from mtrbench.infra.errors import MtrbenchError
 def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
     from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
-    from mtrbench.serialize.history import DEFAULT_HISTORY
     from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
+    from mtrbench.serialize.history import DEFAULT_HISTORY
 
-    p = sub.add_parser("rag", help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
-                       description="Retrieve with --model (as `mtrbench eval`), answer each turn from the top "
-                                   "--passages of that result with --generator-model (as `mtrbench generate`), "
-                                   "score the answers (reference measures; an LLM judge's verdicts or 1-10 ratings) "
-                                   "and relate them to retrieval (RAGAlign). Every file lands beside the retrieval "
-                                   "result; a rerun asks only for the turns not yet generated or judged.")
+    p = sub.add_parser(
+        "rag",
+        help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
+        description="Retrieve with --model (as `mtrbench eval`), answer each turn from the top "
+        "--passages of that result with --generator-model (as `mtrbench generate`), "
+        "score the answers (reference measures; an LLM judge's verdicts or 1-10 ratings) "
+        "and relate them to retrieval (RAGAlign). Every file lands beside the retrieval "
+        "result; a rerun asks only for the turns not yet generated or judged.",
+    )
     p.add_argument("--model", default="minilm", help="retriever: alias, HF id or local folder, or bm25 [minilm]")
     p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
     add_data_options(p)
-    p.add_argument("--history", default="full",
-                   help="retrieval history strategy, one of eval's (rewrite:llm/summary:llm need --rewriter-model) "
-                        "[full]")
+    p.add_argument(
+        "--history",
+        default="full",
+        help="retrieval history strategy, one of eval's (rewrite:llm/summary:llm need --rewriter-model) [full]",
+    )
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"], help="as in eval [left]")
     p.add_argument("--device", default="auto", help="retriever device: auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
     p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
-    p.add_argument("--output-dir", default="results", help="where the retrieval result and everything beside it go "
-                                                          "[results]")
+    p.add_argument(
+        "--output-dir", default="results", help="where the retrieval result and everything beside it go [results]"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     parents = p.add_argument_group("retrieval settings (as eval)")
-    parents.add_argument("--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized "
-                                                     "scores [0.7]")
-    parents.add_argument("--candidate-k", type=int, help="hybrid, or children with --chunking: retrieved per query "
-                                                         "[max(top-k, 100)]")
-    parents.add_argument("--chunking", help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
-                                            "sentences:3:2), parents scored by their best child; the generator "
-                                            "is shown the parents")
-    parents.add_argument("--rank-parents", action="store_true",
-                         help="with --chunking: rescore the candidate parents on their own text with the same model")
+    parents.add_argument(
+        "--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
+    )
+    parents.add_argument(
+        "--candidate-k", type=int, help="hybrid, or children with --chunking: retrieved per query [max(top-k, 100)]"
+    )
+    parents.add_argument(
+        "--chunking",
+        help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
+        "sentences:3:2), parents scored by their best child; the generator "
+        "is shown the parents",
+    )
+    parents.add_argument(
+        "--rank-parents",
+        action="store_true",
+        help="with --chunking: rescore the candidate parents on their own text with the same model",
+    )
 
     gen = p.add_argument_group("generation")
     gen.add_argument("--generator-model", required=True, metavar="MODEL", help="generator model id on the server")
-    gen.add_argument("--generator-base-url", metavar="URL",
-                     help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH [env OPENAI_BASE_URL, else OpenAI's]")
-    gen.add_argument("--passages", type=int, default=DEFAULT_TOP_K,
-                     help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]")
-    gen.add_argument("--answer-history", default=DEFAULT_HISTORY, metavar="NAME",
-                     help=f"history the generator sees, as generate --history: {', '.join(GENERATION_HISTORIES)} "
-                          f"[{DEFAULT_HISTORY}]")
+    gen.add_argument(
+        "--generator-base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint, or hf://MODEL_OR_PATH [env OPENAI_BASE_URL, else OpenAI's]",
+    )
+    gen.add_argument(
+        "--passages",
+        type=int,
+        default=DEFAULT_TOP_K,
+        help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]",
+    )
+    gen.add_argument(
+        "--answer-history",
+        default=DEFAULT_HISTORY,
+        metavar="NAME",
+        help=f"history the generator sees, as generate --history: {', '.join(GENERATION_HISTORIES)} "
+        f"[{DEFAULT_HISTORY}]",
+    )
     gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
     gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
     add_sampling_flags(gen, "generator")
-    gen.add_argument("--mtrag-out", metavar="FILE.jsonl",
-                     help="also write the answers as an MTRAGEval Task C prediction file (rag_taskc: contexts = the "
-                          "passages shown), checked with MTRAG's format rules; score it with `mtrbench judge mtrag`")
-    gen.add_argument("--limit", type=int, metavar="N",
-                       help="only the first N conversations (file order): retrieval and generation, as eval [all]")
+    gen.add_argument(
+        "--mtrag-out",
+        metavar="FILE.jsonl",
+        help="also write the answers as an MTRAGEval Task C prediction file (rag_taskc: contexts = the "
+        "passages shown), checked with MTRAG's format rules; score it with `mtrbench judge mtrag`",
+    )
+    gen.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="only the first N conversations (file order): retrieval and generation, as eval [all]",
+    )
 
     judging = p.add_argument_group("judging")
-    judging.add_argument("--measures", default=",".join(DEFAULT_MEASURES),
-                         help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]")
-    judging.add_argument("--judge", default="verdict", choices=["verdict", "rating", "none"],
-                         help="LLM judge: correct/incorrect verdicts (feed RAGAlign), RAD-Bench 1-10 ratings, or none "
-                              "[verdict]")
+    judging.add_argument(
+        "--measures",
+        default=",".join(DEFAULT_MEASURES),
+        help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]",
+    )
+    judging.add_argument(
+        "--judge",
+        default="verdict",
+        choices=["verdict", "rating", "none"],
+        help="LLM judge: correct/incorrect verdicts (feed RAGAlign), RAD-Bench 1-10 ratings, or none [verdict]",
+    )
     judging.add_argument("--judge-model", metavar="MODEL", help="judge model id [the generator model, with a note]")
     judging.add_argument("--judge-base-url", metavar="URL", help="judge endpoint [--generator-base-url]")
-    judging.add_argument("--judge-max-tokens", type=int, metavar="N",
-                         help="judge reply length limit in tokens (a verdict or rating needs few) [1024]")
-    judging.add_argument("--scenario", default="RR", choices=["RS", "RR", "TR"],
-                         help="RAD-Bench prompt family for --judge rating [RR]")
-    judging.add_argument("--ragalign", default=",".join(DEFAULT_RAGALIGN),
-                         help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]")
+    judging.add_argument(
+        "--judge-max-tokens",
+        type=int,
+        metavar="N",
+        help="judge reply length limit in tokens (a verdict or rating needs few) [1024]",
+    )
+    judging.add_argument(
+        "--scenario", default="RR", choices=["RS", "RR", "TR"], help="RAD-Bench prompt family for --judge rating [RR]"
+    )
+    judging.add_argument(
+        "--ragalign",
+        default=",".join(DEFAULT_RAGALIGN),
+        help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]",
+    )
     requests = p.add_argument_group("LLM requests (generator, judge, rewriter)")
     add_run_flags(requests)
-    add_max_failure_rate(requests, "a stage (rewriter, generation, judging) failed on more than this share of its "
-                                   "items; the run stops at that stage, what finished is written and the stage named")
+    add_max_failure_rate(
+        requests,
+        "a stage (rewriter, generation, judging) failed on more than this share of its "
+        "items; the run stops at that stage, what finished is written and the stage named",
+    )
     add_rewriter_arguments(p, with_run_flags=False)
     return {"rag": _cmd_rag}
 
@@ -92,8 +141,11 @@ def _check_names(args: argparse.Namespace) -> None:
     from mtrbench.retrieve import resolve
     from mtrbench.serialize.history import get_strategy
 
-    for flag, value in (("--passages", args.passages), ("--max-tokens", args.max_tokens),
-                        ("--judge-max-tokens", args.judge_max_tokens if args.judge_max_tokens is not None else 1)):
+    for flag, value in (
+        ("--passages", args.passages),
+        ("--max-tokens", args.max_tokens),
+        ("--judge-max-tokens", args.judge_max_tokens if args.judge_max_tokens is not None else 1),
+    ):
         if value < 1:
             raise MtrbenchError(f"{flag} must be at least 1, got {value}")
     if "," in args.history or args.history == "all":
@@ -111,45 +163,82 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = sampling_overrides(
-        dataclasses.replace(model_judge(args.generator_model, args.generator_base_url, args, "generator"),
-                            max_tokens=args.max_tokens), args.temperature, args.seed)
+        dataclasses.replace(
+            model_judge(args.generator_model, args.generator_base_url, args, "generator"), max_tokens=args.max_tokens
+        ),
+        args.temperature,
+        args.seed,
+    )
     status = Console(stderr=True)
     judge = None
     if args.judge != "none":
         if not args.judge_model:
-            status.print("[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an "
-                         "independent judge", soft_wrap=True)
-        judge = model_judge(args.judge_model or args.generator_model,
-                            args.judge_base_url or args.generator_base_url, args, "judge")
+            status.print(
+                "[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an "
+                "independent judge",
+                soft_wrap=True,
+            )
+        judge = model_judge(
+            args.judge_model or args.generator_model, args.judge_base_url or args.generator_base_url, args, "judge"
+        )
         if args.judge_max_tokens is not None:
             judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
     if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     rewriter = rewriter_from_args(args, not args.quiet)
     config = RagConfig(
-        model=args.model, task=args.task,
-        eval=EvalConfig(histories=[args.history], truncate=args.truncate, split=args.split, data_dir=args.data_dir,
-                        corpus_path=args.corpus, output_dir=Path(args.output_dir), command=command_line(args.argv),
-                        limit=args.limit, rewriter=rewriter),
-        retriever=RetrieverOptions.of(device=args.device, max_length=args.max_length, cache_dir=args.cache_dir,
-                                   use_cache=not args.no_cache, show_progress=not args.quiet, alpha=args.alpha,
-                                   candidate_k=args.candidate_k, chunking=args.chunking,
-                                   rank_parents=args.rank_parents),
-        generation=GenerateConfig(task=args.task, top_k=args.passages, history=answer_history,
-                                  max_passage_chars=args.max_passage_chars or None, limit=args.limit,
-                                  rewriter=rewriter, mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None),
-        generator=generator, judge=judge, judge_mode=args.judge if judge else "verdict", scenario=args.scenario,
+        model=args.model,
+        task=args.task,
+        eval=EvalConfig(
+            histories=[args.history],
+            truncate=args.truncate,
+            split=args.split,
+            data_dir=args.data_dir,
+            corpus_path=args.corpus,
+            output_dir=Path(args.output_dir),
+            command=command_line(args.argv),
+            limit=args.limit,
+            rewriter=rewriter,
+        ),
+        retriever=RetrieverOptions.of(
+            device=args.device,
+            max_length=args.max_length,
+            cache_dir=args.cache_dir,
+            use_cache=not args.no_cache,
+            show_progress=not args.quiet,
+            alpha=args.alpha,
+            candidate_k=args.candidate_k,
+            chunking=args.chunking,
+            rank_parents=args.rank_parents,
+        ),
+        generation=GenerateConfig(
+            task=args.task,
+            top_k=args.passages,
+            history=answer_history,
+            max_passage_chars=args.max_passage_chars or None,
+            limit=args.limit,
+            rewriter=rewriter,
+            mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None,
+        ),
+        generator=generator,
+        judge=judge,
+        judge_mode=args.judge if judge else "verdict",
+        scenario=args.scenario,
         measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()),
         ragalign=tuple(m.strip() for m in args.ragalign.split(",") if m.strip()),
-        cache=None if args.dry_run else cache_from_args(args), dry_run=args.dry_run, yes=args.yes,
-        show_progress=not args.quiet, max_failure_rate=args.max_failure_rate)
+        cache=None if args.dry_run else cache_from_args(args),
+        dry_run=args.dry_run,
+        yes=args.yes,
+        show_progress=not args.quiet,
+        max_failure_rate=args.max_failure_rate,
+    )
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
     report = run_rag(config, progress=say)
     if args.dry_run:
@@ -180,16 +269,29 @@ def _print_report(console, report, quiet: bool) -> None:
                 row += [f"{values[k]:.4f}" if k in values else "-" for k in keys]
             if outcome is not None:
                 turn = judged.get(qid)
-                row.append("-" if turn is None else "failed" if not turn.ok else
-                           f"{turn.value:g}" if outcome.run.mode == "rating" else
-                           "correct" if turn.value else "incorrect")
+                row.append(
+                    "-"
+                    if turn is None
+                    else "failed"
+                    if not turn.ok
+                    else f"{turn.value:g}"
+                    if outcome.run.mode == "rating"
+                    else "correct"
+                    if turn.value
+                    else "incorrect"
+                )
             table.add_row(*row)
         print_titled(console, f"{report.task.name} · per turn", table)
-    console.print(f"retrieval {report.retrieval.history}: {main} {retrieval.scores.get(main, float('nan')):.4f} "
-                  f"over {retrieval.n_evaluated} turns", soft_wrap=True)
-    console.print(f"generation: {generated.generated} generated this run, {generated.done_before} already there, "
-                  f"{generated.failed} failed of {generated.turns}; {generated.requests} request(s) sent",
-                  soft_wrap=True)
+    console.print(
+        f"retrieval {report.retrieval.history}: {main} {retrieval.scores.get(main, float('nan')):.4f} "
+        f"over {retrieval.n_evaluated} turns",
+        soft_wrap=True,
+    )
+    console.print(
+        f"generation: {generated.generated} generated this run, {generated.done_before} already there, "
+        f"{generated.failed} failed of {generated.turns}; {generated.requests} request(s) sent",
+        soft_wrap=True,
+    )
     if scores is not None:
         means = "  ".join(f"{labels[k]} {v:.4f}" for k, v in scores.means().items())
         console.print(f"{len(scores.scored)} turns scored: {means}", soft_wrap=True)
@@ -208,12 +310,17 @@ def _print_report(console, report, quiet: bool) -> None:
             console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
         else:
             p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
-            console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}",
-                          soft_wrap=True)
+            console.print(
+                f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True
+            )
     if generated.mtrag_output is not None:
-        console.print(f"MTRAGEval predictions (rag_taskc): {generated.mtrag_output} ({generated.mtrag_predictions} "
-                      "tasks)", soft_wrap=True)
+        console.print(
+            f"MTRAGEval predictions (rag_taskc): {generated.mtrag_output} ({generated.mtrag_predictions} tasks)",
+            soft_wrap=True,
+        )
     if generated.failed:
-        console.print(f"[yellow]warning:[/yellow] {generated.failed} turn(s) not generated: {generated.failures_path}",
-                      soft_wrap=True)
+        console.print(
+            f"[yellow]warning:[/yellow] {generated.failed} turn(s) not generated: {generated.failures_path}",
+            soft_wrap=True,
+        )
     console.print(f"[dim]results: {report.output}[/dim]", soft_wrap=True)

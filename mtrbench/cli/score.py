@@ -15,63 +15,104 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("score", help="score a TREC run file against a TREC qrels file or a task's qrels; or an "
-                                     "MTRAGEval Task A prediction file as MTRAG's retrieval script does")
+    p = sub.add_parser(
+        "score",
+        help="score a TREC run file against a TREC qrels file or a task's qrels; or an "
+        "MTRAGEval Task A prediction file as MTRAG's retrieval script does",
+    )
     scored = p.add_mutually_exclusive_group(required=True)
     scored.add_argument("--run", help="TREC run file")
-    scored.add_argument("--predictions", metavar="FILE.jsonl",
-                        help="MTRAGEval Task A prediction file (task_id, Collection, contexts with document_id and "
-                             "score), scored per collection and 'all' under official:mtrag; qrels from --data-dir "
-                             "(an IBM/mt-rag-benchmark clone or a folder of <domain>.tsv)")
+    scored.add_argument(
+        "--predictions",
+        metavar="FILE.jsonl",
+        help="MTRAGEval Task A prediction file (task_id, Collection, contexts with document_id and "
+        "score), scored per collection and 'all' under official:mtrag; qrels from --data-dir "
+        "(an IBM/mt-rag-benchmark clone or a folder of <domain>.tsv)",
+    )
     judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="TREC qrels file")
     judged.add_argument("--task", help="take the qrels of this task (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
-    p.add_argument("--data-dir", help="with --task: local copy of the task's data, laid out as published; with "
-                                      "--predictions: the folder holding MTRAG's qrels")
+    p.add_argument(
+        "--data-dir",
+        help="with --task: local copy of the task's data, laid out as published; with "
+        "--predictions: the folder holding MTRAG's qrels",
+    )
     p.add_argument("--k", dest="k_values", help="cutoffs [1,3,5,10,20,100; with --predictions the script's 1,3,5,10]")
-    p.add_argument("--relevance-level", type=int, help="minimum grade counted relevant by binary measures "
-                                                       "(TREC CAsT: 2) [the task card's with --task, else 1]")
-    p.add_argument("--metrics",
-                   help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
-                        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k) "
-                        "[ndcg,recall,mrr,map,precision,hit; with --predictions the script's ndcg,recall]")
-    p.add_argument("--protocol",
-                   help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
-                        "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]")
+    p.add_argument(
+        "--relevance-level",
+        type=int,
+        help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [the task card's with --task, else 1]",
+    )
+    p.add_argument(
+        "--metrics",
+        help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family names "
+        "expanded over --k; also hole_unjudged (per query), hole_beir (BEIR's global Hole@k) "
+        "[ndcg,recall,mrr,map,precision,hit; with --predictions the script's ndcg,recall]",
+    )
+    p.add_argument(
+        "--protocol",
+        help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
+        "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]",
+    )
     add_analysis_options(p)
     p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
     p.add_argument("--output", help="write the scores as JSON here")
 
-    p = sub.add_parser("compare", help="systems x measures in one table with significance letters (paper-ready: "
-                                       "markdown, latex, csv); two result files alone: every metric, in detail",
-                       description="Each system gets a letter; a mean carries the letters of the systems it is "
-                                   "significantly better than (Holm within each measure). Two result files and none "
-                                   "of the table options: the detailed two-system comparison of every metric.")
-    p.add_argument("systems", nargs="+", metavar="SYSTEM",
-                   help="eval result JSONs, score --output JSONs, or TREC runs (with --qrels or --task)")
+    p = sub.add_parser(
+        "compare",
+        help="systems x measures in one table with significance letters (paper-ready: "
+        "markdown, latex, csv); two result files alone: every metric, in detail",
+        description="Each system gets a letter; a mean carries the letters of the systems it is "
+        "significantly better than (Holm within each measure). Two result files and none "
+        "of the table options: the detailed two-system comparison of every metric.",
+    )
+    p.add_argument(
+        "systems",
+        nargs="+",
+        metavar="SYSTEM",
+        help="eval result JSONs, score --output JSONs, or TREC runs (with --qrels or --task)",
+    )
     p.add_argument("--measures", help="measure strings, e.g. nDCG@10,R@100,MRR@10 [the first result's main score]")
-    p.add_argument("--baseline", help="letter, 1-based position or name of the system the others are tested "
-                                      "against [the first]")
+    p.add_argument(
+        "--baseline", help="letter, 1-based position or name of the system the others are tested against [the first]"
+    )
     p.add_argument("--all-pairs", action="store_true", help="test every pair of systems instead of a baseline")
-    p.add_argument("--test", choices=["t", "randomization"], default=None,
-                   help="paired t-test or paired randomization (sign-flip) test [t]")
-    p.add_argument("--unit", choices=["query", "conversation"], default=None,
-                   help="paired unit: each query, or each conversation's mean over its turns [query]")
+    p.add_argument(
+        "--test",
+        choices=["t", "randomization"],
+        default=None,
+        help="paired t-test or paired randomization (sign-flip) test [t]",
+    )
+    p.add_argument(
+        "--unit",
+        choices=["query", "conversation"],
+        default=None,
+        help="paired unit: each query, or each conversation's mean over its turns [query]",
+    )
     p.add_argument("--alpha", type=float, default=None, help="significance level on Holm-adjusted p-values [0.05]")
     p.add_argument("--names", help="comma list of display names, one per system [model (history), or the file name]")
-    p.add_argument("--format", choices=["table", "markdown", "latex", "csv", "json"], default=None,
-                   help="output format [table on the terminal; with --output, the file's suffix: .md .tex .csv .json]")
+    p.add_argument(
+        "--format",
+        choices=["table", "markdown", "latex", "csv", "json"],
+        default=None,
+        help="output format [table on the terminal; with --output, the file's suffix: .md .tex .csv .json]",
+    )
     judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="qrels that score TREC-run systems")
     judged.add_argument("--task", help="task whose qrels score TREC-run systems (and give conversations for --unit)")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
     p.add_argument("--relevance-level", type=int, help="with TREC runs: minimum relevant grade [the task's, else 1]")
     p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
-    p.add_argument("--tie-epsilon", type=float, default=None,
-                   help="two-result comparison: per-query differences within this count as ties [1e-6]")
-    p.add_argument("--output", help="write the table here (format from --format or the suffix); two-result "
-                                    "comparison: JSON")
+    p.add_argument(
+        "--tie-epsilon",
+        type=float,
+        default=None,
+        help="two-result comparison: per-query differences within this count as ties [1e-6]",
+    )
+    p.add_argument(
+        "--output", help="write the table here (format from --format or the suffix); two-result comparison: JSON"
+    )
 
     p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
     p.add_argument("runs", nargs="+", help="TREC run files of one task")
@@ -95,11 +136,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise MtrbenchError("score --run needs the qrels: --qrels FILE or --task NAME")
     from rich.console import Console
 
-    from mtrbench.analyses.run import run_analyses
     from mtrbench.analyses.report import confidence_intervals
-    from mtrbench.infra.atomic import atomic_write_text
+    from mtrbench.analyses.run import run_analyses
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
+    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.measures import parse_k_values, parse_measures
     from mtrbench.measures.protocols import RoundedEvaluation
     from mtrbench.results.table import scores_table
@@ -121,32 +162,53 @@ def _cmd_score(args: argparse.Namespace) -> int:
     # Judged queries the run does not answer score 0 (as they should), but say how many: often a wrong file.
     judged_without_run = sorted(set(evaluation.per_query) - set(run))
     if len(judged_without_run) == len(evaluation.per_query):
-        raise MtrbenchError(f"run {args.run} has none of the {len(judged_without_run)} judged queries of "
-                            f"{qrels_source}: are they of the same task?")
+        raise MtrbenchError(
+            f"run {args.run} has none of the {len(judged_without_run)} judged queries of "
+            f"{qrels_source}: are they of the same task?"
+        )
     scores = evaluation.scores()
     analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
     if args.per_query:
         for qid, values in evaluation.per_query.items():
             print(json.dumps({"qid": qid, **values}))
     console = Console()
-    scores_table(f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
-                 f"{len(evaluation.excluded)} without positives excluded, "
-                 f"{len(unjudged_run_queries)} run queries without qrels ignored"
-                 + (f", {len(judged_without_run)} judged queries absent from the run (scored 0)"
-                    if judged_without_run else "")
-                 + (f", {len(skipped)} judged queries absent from the run skipped" if skipped else "")
-                 + (f" · protocol {protocol.setting}" if protocol.is_official else ""), scores, console)
+    scores_table(
+        f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
+        f"{len(evaluation.excluded)} without positives excluded, "
+        f"{len(unjudged_run_queries)} run queries without qrels ignored"
+        + (f", {len(judged_without_run)} judged queries absent from the run (scored 0)" if judged_without_run else "")
+        + (f", {len(skipped)} judged queries absent from the run skipped" if skipped else "")
+        + (f" · protocol {protocol.setting}" if protocol.is_official else ""),
+        scores,
+        console,
+    )
     print_analyses(analyses, console)
     if args.output:
-        atomic_write_text(args.output, json.dumps({
-            "run": str(args.run), "qrels": qrels_source, "relevance_level": evaluation.relevance_level,
-            "protocol": protocol.setting,
-            "measures": {key: str(m) for key, m in evaluation.measures.items()}, "scores": scores,
-            "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
-            "queries": {"evaluated": len(evaluation.per_query), "excluded_without_positives": len(evaluation.excluded),
+        atomic_write_text(
+            args.output,
+            json.dumps(
+                {
+                    "run": str(args.run),
+                    "qrels": qrels_source,
+                    "relevance_level": evaluation.relevance_level,
+                    "protocol": protocol.setting,
+                    "measures": {key: str(m) for key, m in evaluation.measures.items()},
+                    "scores": scores,
+                    "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
+                    "queries": {
+                        "evaluated": len(evaluation.per_query),
+                        "excluded_without_positives": len(evaluation.excluded),
                         "run_queries_without_qrels": len(unjudged_run_queries),
-                        "judged_without_run": len(judged_without_run), "judged_skipped": len(skipped)},
-            **analyses, "per_query": evaluation.per_query}, indent=2) + "\n")
+                        "judged_without_run": len(judged_without_run),
+                        "judged_skipped": len(skipped),
+                    },
+                    **analyses,
+                    "per_query": evaluation.per_query,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
     return 0
 
 
@@ -161,21 +223,30 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
     from mtrbench.results.table import compact_table, pretty_name
 
     if args.qrels or args.task or args.split:
-        raise MtrbenchError("--predictions takes its qrels from --data-dir (the folder with MTRAG's qrels), not "
-                            "--qrels, --task or --split")
+        raise MtrbenchError(
+            "--predictions takes its qrels from --data-dir (the folder with MTRAG's qrels), not "
+            "--qrels, --task or --split"
+        )
     if not args.data_dir:
-        raise MtrbenchError("--predictions needs --data-dir: an IBM/mt-rag-benchmark clone or a folder with "
-                            "<domain>.tsv qrels")
+        raise MtrbenchError(
+            "--predictions needs --data-dir: an IBM/mt-rag-benchmark clone or a folder with <domain>.tsv qrels"
+        )
     if args.protocol not in (None, "official", "official:mtrag"):
-        raise MtrbenchError(f"--predictions is scored by MTRAG's retrieval script's conventions: --protocol "
-                            f"official:mtrag, not '{args.protocol}'")
+        raise MtrbenchError(
+            f"--predictions is scored by MTRAG's retrieval script's conventions: --protocol "
+            f"official:mtrag, not '{args.protocol}'"
+        )
     if args.per_query or args.refined_qrels or args.generation_judgments:
         raise MtrbenchError("--per-query, --refined-qrels and --generation-judgments apply to --run")
     measures = parse_measures((args.metrics or "ndcg,recall").split(","), parse_k_values(args.k_values or "1,3,5,10"))
     protocol = for_run("official:mtrag")
     protocol.check(measures)
-    rows = score_predictions(Path(args.predictions), Path(args.data_dir), measures,
-                             1 if args.relevance_level is None else args.relevance_level)
+    rows = score_predictions(
+        Path(args.predictions),
+        Path(args.data_dir),
+        measures,
+        1 if args.relevance_level is None else args.relevance_level,
+    )
     table = compact_table()
     table.add_column("metric")
     for row in rows:
@@ -184,10 +255,19 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
         table.add_row(pretty_name(key), *(f"{row.scores[key]:.5f}" if key in row.scores else "" for row in rows))
     Console().print(table)
     if args.output:
-        atomic_write_text(args.output, json.dumps({
-            "predictions": str(args.predictions), "qrels": str(args.data_dir), "protocol": protocol.setting,
-            "collections": {row.collection: {"predictions": row.count, "scores": row.scores} for row in rows}},
-            indent=2) + "\n")
+        atomic_write_text(
+            args.output,
+            json.dumps(
+                {
+                    "predictions": str(args.predictions),
+                    "qrels": str(args.data_dir),
+                    "protocol": protocol.setting,
+                    "collections": {row.collection: {"predictions": row.count, "scores": row.scores} for row in rows},
+                },
+                indent=2,
+            )
+            + "\n",
+        )
     return 0
 
 
@@ -214,18 +294,34 @@ def _task_qrels(task: str, split: str | None, data_dir: str | None) -> tuple[str
     return f"task {card.name} ({data.split})", qrels, card.relevance_level
 
 
-_TABLE_FLAGS = ("measures", "baseline", "test", "unit", "alpha", "names", "format", "qrels", "task", "split",
-                "relevance_level")
+_TABLE_FLAGS = (
+    "measures",
+    "baseline",
+    "test",
+    "unit",
+    "alpha",
+    "names",
+    "format",
+    "qrels",
+    "task",
+    "split",
+    "relevance_level",
+)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    if (len(args.systems) == 2 and all(s.lower().endswith(".json") for s in args.systems) and not args.all_pairs
-            and all(getattr(args, f) is None for f in _TABLE_FLAGS)):
+    if (
+        len(args.systems) == 2
+        and all(s.lower().endswith(".json") for s in args.systems)
+        and not args.all_pairs
+        and all(getattr(args, f) is None for f in _TABLE_FLAGS)
+    ):
         args.result_a, args.result_b = args.systems
         return _cmd_compare_two(args)
     if args.metrics is not None or args.tie_epsilon is not None:
-        raise MtrbenchError("--metrics and --tie-epsilon belong to the two-result comparison; the table takes "
-                            "--measures")
+        raise MtrbenchError(
+            "--metrics and --tie-epsilon belong to the two-result comparison; the table takes --measures"
+        )
     from rich.console import Console
 
     from mtrbench.analyses.compare_many import CompareOptions, compare_systems
@@ -246,9 +342,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     systems = [load_system(path, judgments) for path in args.systems]
     systems = _named(systems, names)
     keys, labels = _measure_keys(measure_strings, args.systems[0], judgments)
-    options = CompareOptions(measures=tuple(keys), baseline=None if args.all_pairs else _baseline(args.baseline, systems),
-                             test=args.test or "t", unit=args.unit or "query",
-                             alpha=0.05 if args.alpha is None else args.alpha)
+    options = CompareOptions(
+        measures=tuple(keys),
+        baseline=None if args.all_pairs else _baseline(args.baseline, systems),
+        test=args.test or "t",
+        unit=args.unit or "query",
+        alpha=0.05 if args.alpha is None else args.alpha,
+    )
     table = compare_systems(systems, options)
     if args.output:
         atomic_write_text(args.output, render(table, fmt, labels) if fmt != "table" else _plain(table, labels))
@@ -344,10 +444,12 @@ def _baseline(choice: str | None, systems: list) -> int:
         return names.index(choice)
     if choice.isdigit() and 1 <= int(choice) <= len(systems):
         return int(choice) - 1
-    if len(choice) == 1 and choice in ascii_lowercase[:len(systems)]:
+    if len(choice) == 1 and choice in ascii_lowercase[: len(systems)]:
         return ascii_lowercase.index(choice)
-    raise MtrbenchError(f"--baseline {choice}: not a system's letter (a-{ascii_lowercase[len(systems) - 1]}), "
-                        f"position (1-{len(systems)}) or name ({', '.join(names)})")
+    raise MtrbenchError(
+        f"--baseline {choice}: not a system's letter (a-{ascii_lowercase[len(systems) - 1]}), "
+        f"position (1-{len(systems)}) or name ({', '.join(names)})"
+    )
 
 
 def _cmd_compare_two(args: argparse.Namespace) -> int:
@@ -378,39 +480,67 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
     epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
     if epsilon < 0:
         raise MtrbenchError("--tie-epsilon must be >= 0")
-    rows = [compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common], tie_epsilon=epsilon)
-            for key in keys]
+    rows = [
+        compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common], tie_epsilon=epsilon)
+        for key in keys
+    ]
     # Each test is its own family: Holm over the t-test p-values of every metric shown, and over the
     # randomization p-values.
     t_holm = holm([r.t_p_value for r in rows])
     rand_holm = holm([r.randomization_p_value for r in rows])
     console = Console()
     p_text = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
-    title = (f"B = {b_name} vs A = {a_name}: {len(common)} paired queries"
-             + (f" ({only} not in both, left out)" if only else ""))
+    title = f"B = {b_name} vs A = {a_name}: {len(common)} paired queries" + (
+        f" ({only} not in both, left out)" if only else ""
+    )
     table = compact_table()
     for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "d", "B win/tie/loss"):
         table.add_column(column, justify="right", no_wrap=True)
     for r in rows:
-        table.add_row(pretty_name(r.metric), f"{r.mean_a:.4f}", f"{r.mean_b:.4f}", f"{r.diff:+.4f}",
-                      f"{r.diff_ci95[0]:+.3f},{r.diff_ci95[1]:+.3f}",
-                      "-" if r.effect_size is None else f"{r.effect_size:+.2f}", f"{r.wins}/{r.ties}/{r.losses}")
+        table.add_row(
+            pretty_name(r.metric),
+            f"{r.mean_a:.4f}",
+            f"{r.mean_b:.4f}",
+            f"{r.diff:+.4f}",
+            f"{r.diff_ci95[0]:+.3f},{r.diff_ci95[1]:+.3f}",
+            "-" if r.effect_size is None else f"{r.effect_size:+.2f}",
+            f"{r.wins}/{r.ties}/{r.losses}",
+        )
     print_titled(console, title + f"; win/tie/loss per query, tie = |B-A| <= {epsilon:g}", table)
     table = compact_table()
     for column in ("metric", "p(t)", "p(t) Holm", "p(rand)", "p(rand) Holm"):
         table.add_column(column, justify="right", no_wrap=True)
     for r, th, rh in zip(rows, t_holm, rand_holm):
-        table.add_row(pretty_name(r.metric), p_text(r.t_p_value), p_text(th), p_text(r.randomization_p_value),
-                      p_text(rh))
-    print_titled(console, f"p-values, two-sided: paired t-test and randomization test; Holm-adjusted over the "
-                          f"{len(rows)} metric(s) of each test", table)
+        table.add_row(
+            pretty_name(r.metric), p_text(r.t_p_value), p_text(th), p_text(r.randomization_p_value), p_text(rh)
+        )
+    print_titled(
+        console,
+        f"p-values, two-sided: paired t-test and randomization test; Holm-adjusted over the "
+        f"{len(rows)} metric(s) of each test",
+        table,
+    )
     if args.output:
-        comparisons = [{**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
-                       for r, th, rh in zip(rows, t_holm, rand_holm)]
-        atomic_write_text(args.output, json.dumps({
-            "a": args.result_a, "b": args.result_b, "paired_queries": len(common), "unpaired_queries": only,
-            "tie_epsilon": epsilon, "multiple_comparisons": "holm (per test, over the metrics)",
-            "comparisons": comparisons}, indent=2) + "\n")
+        comparisons = [
+            {**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
+            for r, th, rh in zip(rows, t_holm, rand_holm)
+        ]
+        atomic_write_text(
+            args.output,
+            json.dumps(
+                {
+                    "a": args.result_a,
+                    "b": args.result_b,
+                    "paired_queries": len(common),
+                    "unpaired_queries": only,
+                    "tie_epsilon": epsilon,
+                    "multiple_comparisons": "holm (per test, over the metrics)",
+                    "comparisons": comparisons,
+                },
+                indent=2,
+            )
+            + "\n",
+        )
     return 0
 
 
@@ -418,17 +548,24 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.analyses.pool import pool_analysis
-    from mtrbench.results.table import compact_table, print_titled
-    from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
+    from mtrbench.infra.atomic import atomic_write_text
+    from mtrbench.results.table import compact_table, print_titled
 
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):
         names = [str(r) for r in args.runs]
     runs = dict(zip(names, (read_run(r) for r in args.runs)))
-    result = pool_analysis(runs, read_qrels(args.qrels), read_qrels(args.refined_qrels), k=args.k,
-                           metric=args.metric, n_orders=args.orders, seed=args.seed)
+    result = pool_analysis(
+        runs,
+        read_qrels(args.qrels),
+        read_qrels(args.refined_qrels),
+        k=args.k,
+        metric=args.metric,
+        n_orders=args.orders,
+        seed=args.seed,
+    )
     console = Console()
     table = compact_table()
     for column in ("pool size m", "holes found", "growth rate GR(m)", f"MC(m) {args.metric}@{args.k}"):
@@ -436,10 +573,15 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     for m in range(1, len(names) + 1):
         gr = result.growth_rate[m - 1]
         mc = result.marginal_contribution_by_size[m - 1] if m - 1 < len(result.marginal_contribution_by_size) else None
-        table.add_row(str(m), f"{result.holes_per_size[m - 1]:.1f}", "-" if gr is None else f"{gr:.4f}",
-                      "-" if mc is None else f"{mc:.4f}")
-    print_titled(console, f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})",
-                 table)
+        table.add_row(
+            str(m),
+            f"{result.holes_per_size[m - 1]:.1f}",
+            "-" if gr is None else f"{gr:.4f}",
+            "-" if mc is None else f"{mc:.4f}",
+        )
+    print_titled(
+        console, f"pool growth over {len(names)} runs ({args.orders} orders, seed {args.seed}, k={args.k})", table
+    )
     table = compact_table()
     table.add_column("run")
     table.add_column(f"MC {args.metric}@{args.k}", justify="right")

@@ -50,15 +50,17 @@ def _model(value: str) -> str | None:
     if value in REGISTRY:
         return None
     if value.startswith("hybrid:") and value.count("+") == 1:  # hybrid:DENSE+SPARSE, each leg checked alike
-        problems = [p for p in map(_model, value[len("hybrid:"):].split("+")) if p]
+        problems = [p for p in map(_model, value[len("hybrid:") :].split("+")) if p]
         return problems[0] if problems else None
     if value.count(PAIR_SEPARATOR) == 1:  # QUERY_MODEL|DOC_MODEL: two Hub ids
         problems = [p for p in map(_hub_id, value.split(PAIR_SEPARATOR)) if p]
         return problems[0] if problems else None
     if _hub_id(value) is None:
         return None
-    return "is neither a registered model alias (`mtrbench models`) nor a Hugging Face id (org/name); " \
-           "local folders are never re-run"
+    return (
+        "is neither a registered model alias (`mtrbench models`) nor a Hugging Face id (org/name); "
+        "local folders are never re-run"
+    )
 
 
 def _task(value: str) -> str | None:

@@ -12,18 +12,25 @@ AGENT_NAMES = ("questioner", "responder", "polisher")
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.synthesize.stages import STAGES
     from mtrbench.synthesize.quality import QUALITY_CHOICES
+    from mtrbench.synthesize.stages import STAGES
 
-    p = sub.add_parser("synthesize", help="MTR-PIPELINE: synthesize a conversational benchmark from a corpus",
-                       description="Curate, cluster (greedy traversal), generate dialogues with three LLM agents and "
-                                   "write a native task folder (MTR-SUITE §4). Every stage writes into --out and "
-                                   "resumes from it.")
+    p = sub.add_parser(
+        "synthesize",
+        help="MTR-PIPELINE: synthesize a conversational benchmark from a corpus",
+        description="Curate, cluster (greedy traversal), generate dialogues with three LLM agents and "
+        "write a native task folder (MTR-SUITE §4). Every stage writes into --out and "
+        "resumes from it.",
+    )
     p.add_argument("corpus", help="JSONL or Parquet file, folder of .txt/.md files, or Hugging Face dataset id")
     p.add_argument("--corpus-split", default="train", help="split of a Hugging Face dataset corpus [train]")
     p.add_argument("--out", required=True, help="work folder (stage outputs; the task lands in OUT/task)")
-    p.add_argument("--stage", default="all", choices=(*STAGES, "all"),
-                   help="run up to this stage (earlier finished stages are reused) [all]")
+    p.add_argument(
+        "--stage",
+        default="all",
+        choices=(*STAGES, "all"),
+        help="run up to this stage (earlier finished stages are reused) [all]",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice [0]")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     g = p.add_argument_group("curate")
@@ -31,25 +38,42 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--min-chunk-chars", type=int, default=200, help="drop shorter chunks [200]")
     g.add_argument("--minhash-threshold", type=float, default=0.8, help="near-duplicate Jaccard threshold [0.8]")
     g.add_argument("--minhash-permutations", type=int, default=128, help="MinHash permutations [128]")
-    g.add_argument("--quality", default="heuristic", choices=QUALITY_CHOICES,
-                   help="quality filter: the seed's Hub classifiers, or the offline heuristic stand-in [heuristic]")
+    g.add_argument(
+        "--quality",
+        default="heuristic",
+        choices=QUALITY_CHOICES,
+        help="quality filter: the seed's Hub classifiers, or the offline heuristic stand-in [heuristic]",
+    )
     g = p.add_argument_group("cluster")
     g.add_argument("--embedding-model", default="minilm", help="any mtrbench embedding model [minilm]")
     g.add_argument("--device", default="auto", help="device for embeddings and quality classifiers [auto]")
     g.add_argument("--neighbours", type=int, default=64, help="k of the nearest-neighbour graph [64]")
     g.add_argument("--cluster-size", type=int, default=8, help="chunks per cluster [8]")
-    g.add_argument("--ngram-threshold", type=float, default=0.5,
-                   help="drop a chunk whose word 5-gram Jaccard with the previous one on the path is >= this [0.5]")
-    g.add_argument("--knn", default="exact", choices=("exact", "faiss", "faiss-hnsw"),
-                   help="kNN graph: exact torch top-k, faiss exact, or faiss HNSW (approximate; large corpora) [exact]")
+    g.add_argument(
+        "--ngram-threshold",
+        type=float,
+        default=0.5,
+        help="drop a chunk whose word 5-gram Jaccard with the previous one on the path is >= this [0.5]",
+    )
+    g.add_argument(
+        "--knn",
+        default="exact",
+        choices=("exact", "faiss", "faiss-hnsw"),
+        help="kNN graph: exact torch top-k, faiss exact, or faiss HNSW (approximate; large corpora) [exact]",
+    )
     g = p.add_argument_group("generate")
     g.add_argument("--conversations", type=int, help="conversations to generate [one per cluster]")
     g.add_argument("--turns", type=int, default=8, help="turns per conversation (12: the newer release) [8]")
     g.add_argument("--hard-switches", type=int, default=1, help="hard topic switches per conversation [1]")
-    g.add_argument("--soft-switch-probability", type=float, default=0.5,
-                   help="chance that a non-hard turn switches softly along the cluster [0.5]")
-    g.add_argument("--agents", metavar="FILE",
-                   help="YAML/JSON judges file with entries named questioner, responder and polisher")
+    g.add_argument(
+        "--soft-switch-probability",
+        type=float,
+        default=0.5,
+        help="chance that a non-hard turn switches softly along the cluster [0.5]",
+    )
+    g.add_argument(
+        "--agents", metavar="FILE", help="YAML/JSON judges file with entries named questioner, responder and polisher"
+    )
     g.add_argument("--llm-model", help="model for all three agents (overridden per agent below)")
     for agent in AGENT_NAMES:
         g.add_argument(f"--{agent}-model", help=f"model of the {agent}")
@@ -60,13 +84,25 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits
 
     add_request_limits(g)
-    add_max_failure_rate(g, "more than this share of the conversations were dropped (a request failed or a reply "
-                            "stayed unusable); finished ones stay in the log, the task is then not written")
+    add_max_failure_rate(
+        g,
+        "more than this share of the conversations were dropped (a request failed or a reply "
+        "stayed unusable); finished ones stay in the log, the task is then not written",
+    )
     g.add_argument("--max-cost", type=float, metavar="USD", help="refuse to start above, and stop at, this cost")
-    g.add_argument("--retry-dropped", type=int, default=2, metavar="N",
-                   help="reruns try a dropped conversation again, with other seeds, up to N times in all [2]")
+    g.add_argument(
+        "--retry-dropped",
+        type=int,
+        default=2,
+        metavar="N",
+        help="reruns try a dropped conversation again, with other seeds, up to N times in all [2]",
+    )
     g.add_argument("--dry-run", action="store_true", help="print the cost estimate and first prompt; send nothing")
-    g.add_argument("--llm-cache", metavar="PATH", help="sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else ~/.cache/mtrbench/llm.sqlite]")
+    g.add_argument(
+        "--llm-cache",
+        metavar="PATH",
+        help="sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else ~/.cache/mtrbench/llm.sqlite]",
+    )
     g.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
     g = p.add_argument_group("write")
     g.add_argument("--name", default="synthesized", help="task name of the card [synthesized]")
@@ -85,8 +121,11 @@ def _agents(args: argparse.Namespace):
         missing = [a for a in AGENT_NAMES if a not in judges]
         extra = sorted(set(judges) - set(AGENT_NAMES))
         if missing or extra:
-            raise MtrbenchError(f"{args.agents}: judges must be named questioner, responder and polisher"
-                                + (f"; missing {missing}" if missing else "") + (f"; unknown {extra}" if extra else ""))
+            raise MtrbenchError(
+                f"{args.agents}: judges must be named questioner, responder and polisher"
+                + (f"; missing {missing}" if missing else "")
+                + (f"; unknown {extra}" if extra else "")
+            )
         agents = Agents(**{a: judges[a] for a in AGENT_NAMES})
     else:
         models = {a: per_agent[a] or args.llm_model for a in AGENT_NAMES}
@@ -94,14 +133,24 @@ def _agents(args: argparse.Namespace):
             if args.stage in ("curate", "cluster"):
                 return None
             missing = [a for a in AGENT_NAMES if not models[a]]
-            raise MtrbenchError(f"no model for the {', '.join(missing)}: pass --llm-model (all three agents), "
-                                f"--{missing[0]}-model, or --agents FILE")
-        agents = Agents(**{a: JudgeConfig(name=a, model=models[a],
-                                          base_url=getattr(args, f"{a}_base_url") or args.base_url,
-                                          api_key_env=args.api_key_env, temperature=0.7,
-                                          max_tokens=2048 if a == "responder" else 256,
-                                          extra_body={"seed": args.seed})
-                           for a in AGENT_NAMES})
+            raise MtrbenchError(
+                f"no model for the {', '.join(missing)}: pass --llm-model (all three agents), "
+                f"--{missing[0]}-model, or --agents FILE"
+            )
+        agents = Agents(
+            **{
+                a: JudgeConfig(
+                    name=a,
+                    model=models[a],
+                    base_url=getattr(args, f"{a}_base_url") or args.base_url,
+                    api_key_env=args.api_key_env,
+                    temperature=0.7,
+                    max_tokens=2048 if a == "responder" else 256,
+                    extra_body={"seed": args.seed},
+                )
+                for a in AGENT_NAMES
+            }
+        )
     from mtrbench.cli.llm_flags import request_overrides
 
     agents = Agents(**{a: request_overrides(j, args) for a, j in agents.items()})
@@ -133,21 +182,44 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
 
     device = pick_device(args.device)
     config = SynthesisConfig(
-        corpus=args.corpus, out=Path(args.out), stage=args.stage,
-        curate=CurateOptions(chunk_size=args.chunk_size, min_chunk_chars=args.min_chunk_chars,
-                             minhash_threshold=args.minhash_threshold,
-                             minhash_permutations=args.minhash_permutations, quality=args.quality, device=device,
-                             seed=args.seed, corpus_split=args.corpus_split),
-        cluster=ClusterOptions(model=args.embedding_model, device=device, neighbours=args.neighbours,
-                               cluster_size=args.cluster_size, ngram_threshold=args.ngram_threshold,
-                               knn=args.knn, seed=args.seed),
-        generate=GenerateOptions(plan=PlanOptions(conversations=args.conversations, turns=args.turns,
-                                                  hard_switches=args.hard_switches,
-                                                  soft_switch_probability=args.soft_switch_probability,
-                                                  seed=args.seed),
-                                 max_cost_usd=args.max_cost, dry_run=args.dry_run,
-                                 retry_dropped=args.retry_dropped),
-        write=WriteOptions(name=args.name), show_progress=not args.quiet, max_failure_rate=args.max_failure_rate)
+        corpus=args.corpus,
+        out=Path(args.out),
+        stage=args.stage,
+        curate=CurateOptions(
+            chunk_size=args.chunk_size,
+            min_chunk_chars=args.min_chunk_chars,
+            minhash_threshold=args.minhash_threshold,
+            minhash_permutations=args.minhash_permutations,
+            quality=args.quality,
+            device=device,
+            seed=args.seed,
+            corpus_split=args.corpus_split,
+        ),
+        cluster=ClusterOptions(
+            model=args.embedding_model,
+            device=device,
+            neighbours=args.neighbours,
+            cluster_size=args.cluster_size,
+            ngram_threshold=args.ngram_threshold,
+            knn=args.knn,
+            seed=args.seed,
+        ),
+        generate=GenerateOptions(
+            plan=PlanOptions(
+                conversations=args.conversations,
+                turns=args.turns,
+                hard_switches=args.hard_switches,
+                soft_switch_probability=args.soft_switch_probability,
+                seed=args.seed,
+            ),
+            max_cost_usd=args.max_cost,
+            dry_run=args.dry_run,
+            retry_dropped=args.retry_dropped,
+        ),
+        write=WriteOptions(name=args.name),
+        show_progress=not args.quiet,
+        max_failure_rate=args.max_failure_rate,
+    )
     agents = _agents(args)
     cache = None if args.dry_run else cache_from_args(args)
     return run_synthesis(config, agents, cache)

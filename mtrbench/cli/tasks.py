@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
@@ -18,10 +17,15 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
     p.add_argument("name", nargs="?")
     p.add_argument("--stats", action="store_true", help="load the data and print descriptive statistics")
-    p.add_argument("--offline", action="store_true",
-                   help="list only the tasks whose data is on this machine (bundled or at the card's local path)")
-    p.add_argument("--family", help="list only the tasks of this family (the card's format: bridge, chatrag, mtrag, "
-                                    "trec-cast, ...)")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="list only the tasks whose data is on this machine (bundled or at the card's local path)",
+    )
+    p.add_argument(
+        "--family",
+        help="list only the tasks of this family (the card's format: bridge, chatrag, mtrag, trec-cast, ...)",
+    )
     add_data_options(p)
     return {"tasks": _cmd_tasks}
 
@@ -44,8 +48,9 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             from mtrbench.data import load_task
             from mtrbench.data.stats import task_stats
 
-            task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus,
-                             require_corpus=False)
+            task = load_task(
+                card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus, require_corpus=False
+            )
             print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
     from mtrbench.measures import label
@@ -71,13 +76,26 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         source = card.source.hub or f"(local) {card.source.path}"
         if card.source.hub and card.source.revision:
             source += f"@{card.source.revision[:7]}"
-        table.add_row(card.name, card.eval_split, label(card.main_score), "yes" if runs_offline(card) else "no",
-                      source, card.origin)
-    chosen = " ".join(part for part in (f"family {args.family}" if args.family else "",
-                                        "offline only" if args.offline else "") if part)
-    print_titled(console, f"{len(cards)} tasks{' (' + chosen + ')' if chosen else ''}; offline: data on this machine "
-                          f"(else the Hub or --data-dir); source: Hub dataset@revision or local path; origin: "
-                          f"built-in or the plugin package", table)
+        table.add_row(
+            card.name,
+            card.eval_split,
+            label(card.main_score),
+            "yes" if runs_offline(card) else "no",
+            source,
+            card.origin,
+        )
+    chosen = " ".join(
+        part
+        for part in (f"family {args.family}" if args.family else "", "offline only" if args.offline else "")
+        if part
+    )
+    print_titled(
+        console,
+        f"{len(cards)} tasks{' (' + chosen + ')' if chosen else ''}; offline: data on this machine "
+        f"(else the Hub or --data-dir); source: Hub dataset@revision or local path; origin: "
+        f"built-in or the plugin package",
+        table,
+    )
     return 0
 
 

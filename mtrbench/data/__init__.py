@@ -21,9 +21,11 @@ def detect_format(folder: Path) -> str:
         return "mtrbench"
     if (folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file():
         return "beir"
-    raise DataError(f"{folder}: cannot tell the format (expected corpus.jsonl with conversations/ "
-                        f"(mtrbench), queries.jsonl + qrels/ (BEIR) or a README.md whose configs name corpus, "
-                        f"queries and qrels (Hugging Face, `mtrbench export --format hf`))")
+    raise DataError(
+        f"{folder}: cannot tell the format (expected corpus.jsonl with conversations/ "
+        f"(mtrbench), queries.jsonl + qrels/ (BEIR) or a README.md whose configs name corpus, "
+        f"queries and qrels (Hugging Face, `mtrbench export --format hf`))"
+    )
 
 
 def card_for_folder(folder: Path) -> TaskCard:
@@ -42,9 +44,17 @@ def card_for_folder(folder: Path) -> TaskCard:
         if not splits:
             raise DataError(f"{split_dir}: no split files (*.{ext})")
     eval_split = "test" if "test" in splits else splits[0]
-    return card_from_dict({"name": folder.resolve().name, "description": f"local {fmt} folder {folder}",
-                           "format": fmt, "source": {"path": str(folder.resolve())}, "splits": splits,
-                           "eval_split": eval_split}, str(folder))
+    return card_from_dict(
+        {
+            "name": folder.resolve().name,
+            "description": f"local {fmt} folder {folder}",
+            "format": fmt,
+            "source": {"path": str(folder.resolve())},
+            "splits": splits,
+            "eval_split": eval_split,
+        },
+        str(folder),
+    )
 
 
 def _note(message: str) -> None:
@@ -67,8 +77,10 @@ def resolve_card(task: str, note: Callable[[str], None] = _note) -> TaskCard:
     if looks_like_path(task):
         if path.is_dir():
             return card_for_folder(path)
-        raise UserInputError(f"{task}: no such folder or task card file (.yaml); a registered task name has no "
-                            f"'/' (`mtrbench tasks` lists them)")
+        raise UserInputError(
+            f"{task}: no such folder or task card file (.yaml); a registered task name has no "
+            f"'/' (`mtrbench tasks` lists them)"
+        )
     cards = all_cards()
     if task in cards:
         if path.is_dir():
@@ -78,15 +90,21 @@ def resolve_card(task: str, note: Callable[[str], None] = _note) -> TaskCard:
         try:
             card = card_for_folder(path)
         except MtrbenchError as exc:
-            raise UserInputError(f"'{task}' is neither a registered task (`mtrbench tasks` lists them) nor a task "
-                                f"folder: {exc}") from None
+            raise UserInputError(
+                f"'{task}' is neither a registered task (`mtrbench tasks` lists them) nor a task folder: {exc}"
+            ) from None
         note(f"'{task}' is not a registered task; using the folder ./{task}")
         return card
     return get_card(task)  # the unknown-name error, with suggestions
 
 
-def load_task(task: str | TaskCard, split: str | None = None, data_dir: str | Path | None = None,
-              corpus_path: str | Path | None = None, require_corpus: bool = True) -> TaskData:
+def load_task(
+    task: str | TaskCard,
+    split: str | None = None,
+    data_dir: str | Path | None = None,
+    corpus_path: str | Path | None = None,
+    require_corpus: bool = True,
+) -> TaskData:
     from mtrbench.data.loaders import LoadRequest, get_loader
 
     card = task if isinstance(task, TaskCard) else resolve_card(task)

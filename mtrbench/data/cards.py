@@ -102,8 +102,9 @@ def _check_protocol(card: TaskCard, origin: str) -> None:
     from mtrbench.measures.protocols import CHOICES, OFFICIAL, OFFICIAL_NAMES
 
     if card.official_protocol is not None and card.official_protocol not in OFFICIAL_NAMES:
-        raise MtrbenchError(f"{origin}: official_protocol '{card.official_protocol}' is not one of "
-                            f"{list(OFFICIAL_NAMES)}")
+        raise MtrbenchError(
+            f"{origin}: official_protocol '{card.official_protocol}' is not one of {list(OFFICIAL_NAMES)}"
+        )
     if card.protocol not in CHOICES:
         raise MtrbenchError(f"{origin}: protocol '{card.protocol}' is not one of {list(CHOICES)}")
     if card.protocol == OFFICIAL and card.official_protocol is None:

@@ -67,8 +67,12 @@ def _fallback(builder: str | None, data_files: object, what: str) -> Any:
     whose fields change type between lines), or an error naming the file and line. None: no opinion."""
     from mtrbench.formats.lines import diagnose_text, is_other_container, read_jsonl
 
-    if builder not in ("json", "text") or not isinstance(data_files, (str, Path)) or not Path(data_files).is_file() \
-            or is_other_container(Path(data_files)):
+    if (
+        builder not in ("json", "text")
+        or not isinstance(data_files, (str, Path))
+        or not Path(data_files).is_file()
+        or is_other_container(Path(data_files))
+    ):
         return None
     if builder == "json":
         return read_jsonl(data_files, what)
@@ -152,7 +156,9 @@ def local_cache_dir(path: Path) -> Path:
 
     import datasets
 
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    files = (
+        [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    )
     digest = hashlib.sha256()
     for file in files:
         stat = file.stat()
@@ -168,8 +174,7 @@ def fetch_file(repo: str, filename: str, revision: str | None, what: str, requir
 
     offline = offline_mode() or not hub_reachable()
     try:
-        return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision,
-                                    local_files_only=offline))
+        return Path(hf_hub_download(repo, filename, repo_type="dataset", revision=revision, local_files_only=offline))
     except LocalEntryNotFoundError:
         raise hub_error(repo, revision, kind="dataset", what=what) from None
     except EntryNotFoundError:
@@ -182,17 +187,24 @@ def fetch_file(repo: str, filename: str, revision: str | None, what: str, requir
         raise DataError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
 
 
-def hub_error(repo: str, revision: str | None, *, kind: str, what: str,
-              local_option: str = "`--model DIR`") -> HubUnavailableError:
+def hub_error(
+    repo: str, revision: str | None, *, kind: str, what: str, local_option: str = "`--model DIR`"
+) -> HubUnavailableError:
     rev = f"@{revision}" if revision else ""
     if kind == "model":
-        how = (f"download it where the Hub is reachable (`hf download {repo}{' --revision ' + revision if revision else ''} "
-               f"--local-dir DIR`) and pass {local_option}, or use `--model minilm`, which ships offline")
+        how = (
+            f"download it where the Hub is reachable (`hf download {repo}{' --revision ' + revision if revision else ''} "
+            f"--local-dir DIR`) and pass {local_option}, or use `--model minilm`, which ships offline"
+        )
     else:
-        how = (f"download it where the Hub is reachable (`hf download {repo} --repo-type dataset"
-               f"{' --revision ' + revision if revision else ''} --local-dir DIR`) and pass `--data-dir DIR`")
+        how = (
+            f"download it where the Hub is reachable (`hf download {repo} --repo-type dataset"
+            f"{' --revision ' + revision if revision else ''} --local-dir DIR`) and pass `--data-dir DIR`"
+        )
     cached = " (if it is already in your HF cache, set HF_HUB_OFFLINE=1)" if not offline_mode() else ""
-    return HubUnavailableError(f"cannot fetch {what} {repo}{rev} from the Hugging Face Hub (unreachable): {how}{cached}.")
+    return HubUnavailableError(
+        f"cannot fetch {what} {repo}{rev} from the Hugging Face Hub (unreachable): {how}{cached}."
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -103,8 +103,9 @@ def without_queries(task: TaskData, qids: Collection[str]) -> TaskData:
     if not qids:
         return task
     drop = set(qids)
-    extra = {name: {qid: rels for qid, rels in qrels.items() if qid not in drop}
-             for name, qrels in task.extra_qrels.items()}
+    extra = {
+        name: {qid: rels for qid, rels in qrels.items() if qid not in drop} for name, qrels in task.extra_qrels.items()
+    }
     return replace(task, queries=[q for q in task.queries if q.qid not in drop], extra_qrels=extra)
 
 
@@ -119,5 +120,7 @@ def first_conversations(task: TaskData, limit: int) -> TaskData:
     keep = set(kept)
     queries = [q for q in task.queries if q.conversation_id in keep]
     qids = {q.qid for q in queries}
-    extra = {name: {qid: rels for qid, rels in qrels.items() if qid in qids} for name, qrels in task.extra_qrels.items()}
+    extra = {
+        name: {qid: rels for qid, rels in qrels.items() if qid in qids} for name, qrels in task.extra_qrels.items()
+    }
     return replace(task, queries=queries, extra_qrels=extra)

@@ -13,8 +13,12 @@ from mtrbench.data.model import ASSISTANT, TaskData
 def _summary(values: list[int | float]) -> dict[str, float]:
     if not values:
         return {"mean": 0.0, "median": 0.0, "min": 0, "max": 0}
-    return {"mean": round(statistics.mean(values), 2), "median": statistics.median(values),
-            "min": min(values), "max": max(values)}
+    return {
+        "mean": round(statistics.mean(values), 2),
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def task_stats(task: TaskData) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from mtrbench.data.model import ConversationalQuery, Corpus
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.run import id_problem
+from mtrbench.infra.errors import DataError
 
 
 def check_corpus(corpus: Corpus, origin: str) -> None:
@@ -20,8 +20,10 @@ def check_corpus(corpus: Corpus, origin: str) -> None:
         dupes = [doc_id for doc_id, n in Counter(corpus.ids).items() if n > 1]
         first = next(n for n, doc_id in enumerate(corpus.ids) if corpus.position(doc_id) != n)
         doc_id = corpus.ids[first]  # position() holds an id's last record
-        raise DataError(f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
-                            f"e.g. '{doc_id}' (also record {first})")
+        raise DataError(
+            f"{origin} record {corpus.position(doc_id)}: {len(dupes)} duplicate document id(s), "
+            f"e.g. '{doc_id}' (also record {first})"
+        )
 
 
 def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: str, warnings: Counter) -> None:
@@ -58,5 +60,7 @@ def check_queries_without_corpus(queries: list[ConversationalQuery], origin: str
             raise DataError(f"{origin}: duplicate query id '{q.qid}'")
         seen.add(q.qid)
         if not q.query.strip():
-            raise DataError(f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
-                                f"has an empty current question")
+            raise DataError(
+                f"{origin}: query '{q.qid}' (conversation {q.conversation_id}, turn {q.turn_id}) "
+                f"has an empty current question"
+            )

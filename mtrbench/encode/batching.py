@@ -19,11 +19,11 @@ import numpy as np
 class Ragged:
     """Variable-length token id sequences: sequence i is ``flat[offsets[i]:offsets[i + 1]]``."""
 
-    flat: np.ndarray     # int64
+    flat: np.ndarray  # int64
     offsets: np.ndarray  # int64, len = n + 1
 
     @classmethod
-    def from_lists(cls, ids: list[list[int]]) -> "Ragged":
+    def from_lists(cls, ids: list[list[int]]) -> Ragged:
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
         offsets = np.zeros(len(ids) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
@@ -38,7 +38,7 @@ class Ragged:
         return np.diff(self.offsets)
 
     def rows(self, rows: np.ndarray) -> list[list[int]]:
-        return [self.flat[self.offsets[r]:self.offsets[r + 1]].tolist() for r in rows]
+        return [self.flat[self.offsets[r] : self.offsets[r + 1]].tolist() for r in rows]
 
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(tokens of ``rows`` back to back, their lengths)."""
@@ -50,8 +50,9 @@ class Ragged:
         return self.flat[np.repeat(starts, lengths) + within], lengths
 
 
-def plan_batches(lengths: np.ndarray | list[int], token_budget: int, max_batch_size: int | None = None,
-                 packed: bool = False) -> list[np.ndarray]:
+def plan_batches(
+    lengths: np.ndarray | list[int], token_budget: int, max_batch_size: int | None = None, packed: bool = False
+) -> list[np.ndarray]:
     """Positions of each batch, longest inputs first (ties keep input order); every batch fits
     ``token_budget`` except a single input longer than the budget, which gets a batch of its own."""
     if token_budget < 1:
@@ -64,19 +65,20 @@ def plan_batches(lengths: np.ndarray | list[int], token_budget: int, max_batch_s
     start, n = 0, len(order)
     while start < n:
         if packed:
-            cumulative = np.cumsum(sorted_lengths[start:start + cap])
+            cumulative = np.cumsum(sorted_lengths[start : start + cap])
             size = int(np.searchsorted(cumulative, token_budget, side="right"))
         else:
             # sorted descending, so the first element is the batch's longest: size * longest <= budget
             size = token_budget // max(int(sorted_lengths[start]), 1)
         size = max(1, min(size, cap, n - start))
-        batches.append(order[start:start + size])
+        batches.append(order[start : start + size])
         start += size
     return batches
 
 
-def padded_arrays(tokens: Ragged, rows: np.ndarray, pad_id: int,
-                  padding_side: str = "right") -> tuple[np.ndarray, np.ndarray]:
+def padded_arrays(
+    tokens: Ragged, rows: np.ndarray, pad_id: int, padding_side: str = "right"
+) -> tuple[np.ndarray, np.ndarray]:
     """(input_ids, attention_mask), each (n, longest) int64, as a tokenizer pads with ``padding=True``."""
     flat, lengths = tokens.gather(rows)
     longest = int(lengths.max()) if len(rows) else 0
@@ -90,8 +92,9 @@ def padded_arrays(tokens: Ragged, rows: np.ndarray, pad_id: int,
     return input_ids, valid.astype(np.int64)
 
 
-def packed_arrays(tokens: Ragged, rows: np.ndarray,
-                  position_offset: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def packed_arrays(
+    tokens: Ragged, rows: np.ndarray, position_offset: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(input_ids (1, T), position_ids (1, T), cu_seqlens (n + 1,) int32, longest) for sequences back to back;
     positions restart at ``position_offset`` for every sequence."""
     flat, lengths = tokens.gather(rows)

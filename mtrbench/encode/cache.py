@@ -45,15 +45,15 @@ from mtrbench.infra.locking import LockHeld, LockHolder, held_lock, is_held, rea
 
 log = logging.getLogger(__name__)
 
-KEY_VERSION = 1       # what the embeddings of a key mean; part of every key
-MANIFEST_FORMAT = 2   # how an entry is laid out on disk (1: fixed 50,000-text shards, no hashes)
+KEY_VERSION = 1  # what the embeddings of a key mean; part of every key
+MANIFEST_FORMAT = 2  # how an entry is laid out on disk (1: fixed 50,000-text shards, no hashes)
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"  # present while a run writes the entry (mtrbench.infra.locking)
 TENSOR = "embeddings"
 
 DEFAULT_SHARD_SECONDS = 60.0
 DEFAULT_SHARD_BYTES = 256 * 2**20
-CPU_BLOCK_TEXTS = 256     # ~10 s of MiniLM on 2 CPU cores; small enough for a 60 s shard, sorted well enough
+CPU_BLOCK_TEXTS = 256  # ~10 s of MiniLM on 2 CPU cores; small enough for a 60 s shard, sorted well enough
 CUDA_BLOCK_TEXTS = 8_192  # per device; one tokenizer window, a fraction of a second on a GPU
 DEFAULT_LOCK_WAIT_S = 600.0
 
@@ -108,12 +108,16 @@ class ShardLimits:
 
     seconds: float = DEFAULT_SHARD_SECONDS
     bytes: int = DEFAULT_SHARD_BYTES
-    texts: int | None = None   # no count limit by default; tests and small tools use one
-    block: int | None = None   # texts encoded together; None: CPU_BLOCK_TEXTS, or CUDA_BLOCK_TEXTS per GPU
+    texts: int | None = None  # no count limit by default; tests and small tools use one
+    block: int | None = None  # texts encoded together; None: CPU_BLOCK_TEXTS, or CUDA_BLOCK_TEXTS per GPU
 
     def __post_init__(self) -> None:
-        if not self.seconds >= 0 or self.bytes < 1 or (self.texts is not None and self.texts < 1) or (
-                self.block is not None and self.block < 1):
+        if (
+            not self.seconds >= 0
+            or self.bytes < 1
+            or (self.texts is not None and self.texts < 1)
+            or (self.block is not None and self.block < 1)
+        ):
             raise ValueError(f"invalid shard limits {self}")
 
     @classmethod
@@ -122,13 +126,16 @@ class ShardLimits:
         MTRBENCH_CACHE_BLOCK_TEXTS."""
         megabytes = _env_number("MTRBENCH_CACHE_SHARD_MB", None, 1 / 1024)
         block = _env_number("MTRBENCH_CACHE_BLOCK_TEXTS", None, 1)
-        return cls(seconds=_env_number("MTRBENCH_CACHE_SHARD_SECONDS", DEFAULT_SHARD_SECONDS, 0),
-                   bytes=int(megabytes * 2**20) if megabytes else DEFAULT_SHARD_BYTES,
-                   block=int(block) if block else None)
+        return cls(
+            seconds=_env_number("MTRBENCH_CACHE_SHARD_SECONDS", DEFAULT_SHARD_SECONDS, 0),
+            bytes=int(megabytes * 2**20) if megabytes else DEFAULT_SHARD_BYTES,
+            block=int(block) if block else None,
+        )
 
     def block_texts(self, device: str | torch.device, n_devices: int = 1) -> int:
-        block = self.block or (CUDA_BLOCK_TEXTS * max(1, n_devices) if torch.device(device).type == "cuda"
-                               else CPU_BLOCK_TEXTS)
+        block = self.block or (
+            CUDA_BLOCK_TEXTS * max(1, n_devices) if torch.device(device).type == "cuda" else CPU_BLOCK_TEXTS
+        )
         return min(block, self.texts) if self.texts else block
 
 
@@ -141,7 +148,7 @@ class CacheKey:
     normalize: bool
     max_length: int
     dtype: str
-    corpus: str               # corpus_fingerprint
+    corpus: str  # corpus_fingerprint
     n_docs: int
 
     def digest(self) -> str:
@@ -154,10 +161,10 @@ class CacheReport:
     """What one run did with its cache entry (lands in the result JSON as ``embedding_cache``)."""
 
     key: str
-    shards: int = 0          # shards of the entry after this run
-    loaded: int = 0          # shards read from disk
-    encoded: int = 0         # shards this run encoded and wrote
-    corrupt: int = 0         # shards that failed a check (and were encoded again)
+    shards: int = 0  # shards of the entry after this run
+    loaded: int = 0  # shards read from disk
+    encoded: int = 0  # shards this run encoded and wrote
+    corrupt: int = 0  # shards that failed a check (and were encoded again)
     texts_loaded: int = 0
     texts_encoded: int = 0
     lock_wait_s: float = 0.0  # time spent waiting for another run writing the entry
@@ -170,11 +177,11 @@ class CacheReport:
 
 @dataclass(frozen=True)
 class ShardRecord:
-    index: int       # file number
-    start: int       # corpus rows [start, end)
+    index: int  # file number
+    start: int  # corpus rows [start, end)
     end: int
-    sha256: str      # tensor_sha256 of its embeddings
-    seconds: float   # encoding time it took
+    sha256: str  # tensor_sha256 of its embeddings
+    seconds: float  # encoding time it took
     written: str
 
     @property
@@ -196,7 +203,7 @@ class Manifest:
     complete: bool = False
     shards: list[ShardRecord] = field(default_factory=list)  # sorted by start, disjoint
     next_index: int = 0
-    limits: dict[str, Any] = field(default_factory=dict)     # of the last run that wrote shards
+    limits: dict[str, Any] = field(default_factory=dict)  # of the last run that wrote shards
 
     @property
     def n_docs(self) -> int:
@@ -217,9 +224,18 @@ class Manifest:
         bisect.insort(self.shards, record, key=lambda r: r.start)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": MANIFEST_FORMAT, "key": self.key, "fields": self.fields, "created": self.created,
-                "updated": self.updated, "dim": self.dim, "complete": self.complete, "next_index": self.next_index,
-                "limits": self.limits, "shards": [{"file": r.file, **asdict(r)} for r in self.shards]}
+        return {
+            "format": MANIFEST_FORMAT,
+            "key": self.key,
+            "fields": self.fields,
+            "created": self.created,
+            "updated": self.updated,
+            "dim": self.dim,
+            "complete": self.complete,
+            "next_index": self.next_index,
+            "limits": self.limits,
+            "shards": [{"file": r.file, **asdict(r)} for r in self.shards],
+        }
 
     @classmethod
     def from_json(cls, data: Any, digest: str) -> Manifest | None:
@@ -227,13 +243,28 @@ class Manifest:
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT or data.get("key") != digest:
             return None
         try:
-            shards = [ShardRecord(index=int(s["index"]), start=int(s["start"]), end=int(s["end"]),
-                                  sha256=str(s["sha256"]), seconds=float(s["seconds"]), written=str(s["written"]))
-                      for s in data["shards"]]
-            manifest = cls(key=digest, fields=dict(data["fields"]), created=str(data["created"]),
-                           updated=str(data.get("updated") or ""), dim=data.get("dim"),
-                           complete=bool(data["complete"]), shards=shards, next_index=int(data["next_index"]),
-                           limits=dict(data.get("limits") or {}))
+            shards = [
+                ShardRecord(
+                    index=int(s["index"]),
+                    start=int(s["start"]),
+                    end=int(s["end"]),
+                    sha256=str(s["sha256"]),
+                    seconds=float(s["seconds"]),
+                    written=str(s["written"]),
+                )
+                for s in data["shards"]
+            ]
+            manifest = cls(
+                key=digest,
+                fields=dict(data["fields"]),
+                created=str(data["created"]),
+                updated=str(data.get("updated") or ""),
+                dim=data.get("dim"),
+                complete=bool(data["complete"]),
+                shards=shards,
+                next_index=int(data["next_index"]),
+                limits=dict(data.get("limits") or {}),
+            )
             n_docs = manifest.n_docs
         except (KeyError, TypeError, ValueError):
             return None
@@ -277,8 +308,13 @@ class _Pending:
 
 
 class EmbeddingCache:
-    def __init__(self, root: str | Path | None = None, limits: ShardLimits | None = None,
-                 lock_wait_s: float | None = None, shard_docs: int | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path | None = None,
+        limits: ShardLimits | None = None,
+        lock_wait_s: float | None = None,
+        shard_docs: int | None = None,
+    ) -> None:
         """``limits`` and ``lock_wait_s`` default to the environment (see ``ShardLimits.from_env`` and
         MTRBENCH_CACHE_LOCK_WAIT); ``shard_docs`` caps the texts per shard (and per block)."""
         self.root = Path(root).expanduser() if root else default_root()
@@ -286,8 +322,9 @@ class EmbeddingCache:
             raise ValueError("shard_docs must be positive")
         limits = limits or ShardLimits.from_env()
         self.limits = ShardLimits(limits.seconds, limits.bytes, shard_docs, limits.block) if shard_docs else limits
-        self.lock_wait_s = lock_wait_s if lock_wait_s is not None else _env_number(
-            "MTRBENCH_CACHE_LOCK_WAIT", DEFAULT_LOCK_WAIT_S, 0)
+        self.lock_wait_s = (
+            lock_wait_s if lock_wait_s is not None else _env_number("MTRBENCH_CACHE_LOCK_WAIT", DEFAULT_LOCK_WAIT_S, 0)
+        )
 
     # -- encode with resume ---------------------------------------------------------------------
 
@@ -296,9 +333,16 @@ class EmbeddingCache:
     def entry_folder(self, key: CacheKey) -> Path:
         return self.root / key.digest()
 
-    def load_or_encode(self, key: CacheKey, texts: list[str], encode: EncodeFn, device: str | torch.device = "cpu",
-                       n_devices: int = 1, keep: bool = True, block_device: str | torch.device | None = None,
-                       ) -> tuple[torch.Tensor, CacheReport]:
+    def load_or_encode(
+        self,
+        key: CacheKey,
+        texts: list[str],
+        encode: EncodeFn,
+        device: str | torch.device = "cpu",
+        n_devices: int = 1,
+        keep: bool = True,
+        block_device: str | torch.device | None = None,
+    ) -> tuple[torch.Tensor, CacheReport]:
         """All embeddings on ``device``, from disk where valid shards exist, else encoded and written shard by
         shard. Shards go to ``device`` as they are read and are checked there (cheap on a GPU), so a cached
         million-passage corpus is never concatenated on the host first.
@@ -314,8 +358,9 @@ class EmbeddingCache:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise MtrbenchError(f"cannot create the embedding cache folder {folder}: {exc.strerror} "
-                                f"(use --cache-dir DIR or --no-cache)") from None
+            raise MtrbenchError(
+                f"cannot create the embedding cache folder {folder}: {exc.strerror} (use --cache-dir DIR or --no-cache)"
+            ) from None
         report = CacheReport(digest)
         checked: dict[tuple[int, str], torch.Tensor | str] = {}
         self._keep = keep
@@ -328,28 +373,50 @@ class EmbeddingCache:
         with ExitStack() as stack:
             began = time.monotonic()
             try:
-                stack.enter_context(held_lock(
-                    path, purpose=f"embedding cache entry {label}", wait_s=wait_s,
-                    on_wait=lambda holder: log.warning("embedding cache %s is being written by %s; waiting up to "
-                                                       "%.0f s for it (MTRBENCH_CACHE_LOCK_WAIT)",
-                                                       label, _who(holder), wait_s),
-                    on_stale=lambda holder: log.warning("embedding cache %s: taking over the lock of %s, which is "
-                                                        "no longer running", label, holder.describe())))
+                stack.enter_context(
+                    held_lock(
+                        path,
+                        purpose=f"embedding cache entry {label}",
+                        wait_s=wait_s,
+                        on_wait=lambda holder: log.warning(
+                            "embedding cache %s is being written by %s; waiting up to "
+                            "%.0f s for it (MTRBENCH_CACHE_LOCK_WAIT)",
+                            label,
+                            _who(holder),
+                            wait_s,
+                        ),
+                        on_stale=lambda holder: log.warning(
+                            "embedding cache %s: taking over the lock of %s, which is no longer running",
+                            label,
+                            holder.describe(),
+                        ),
+                    )
+                )
             except LockHeld as held:
                 waited = time.monotonic() - began
                 raise MtrbenchError(
                     f"embedding cache entry {label} is being written by {_who(held.holder)}"
                     + (f"; waited {waited:.0f} s" if wait_s > 0 else "")
                     + f". Let that run finish (set MTRBENCH_CACHE_LOCK_WAIT=SECONDS to wait longer), use another "
-                      f"--cache-dir or --no-cache, or delete {path} if that process is gone") from None
+                    f"--cache-dir or --no-cache, or delete {path} if that process is gone"
+                ) from None
             except MtrbenchError as err:  # the lock file cannot be created
                 raise MtrbenchError(f"{err} (use --cache-dir DIR or --no-cache)") from None
             report.lock_wait_s = round(time.monotonic() - began, 3)
             return self._fill(folder, key, texts, encode, device, n_devices, report, checked, block_device)
 
-    def _fill(self, folder: Path, key: CacheKey, texts: list[str], encode: EncodeFn, device: str | torch.device,
-              n_devices: int, report: CacheReport, checked: dict, block_device: str | torch.device | None = None,
-              ) -> tuple[torch.Tensor, CacheReport]:
+    def _fill(
+        self,
+        folder: Path,
+        key: CacheKey,
+        texts: list[str],
+        encode: EncodeFn,
+        device: str | torch.device,
+        n_devices: int,
+        report: CacheReport,
+        checked: dict,
+        block_device: str | torch.device | None = None,
+    ) -> tuple[torch.Tensor, CacheReport]:
         """Under the lock: load what checks out, encode the gaps, leave a complete manifest."""
         digest = report.key
         manifest = self._read_manifest(folder, digest)  # re-read: another run may have written it meanwhile
@@ -368,8 +435,12 @@ class EmbeddingCache:
         gaps = manifest.gaps()
         if gaps:
             block = self.limits.block_texts(block_device or device, n_devices)
-            manifest.limits = {"seconds": self.limits.seconds, "bytes": self.limits.bytes,
-                               "texts": self.limits.texts, "block": block}
+            manifest.limits = {
+                "seconds": self.limits.seconds,
+                "bytes": self.limits.bytes,
+                "texts": self.limits.texts,
+                "block": block,
+            }
             self._encode_gaps(folder, manifest, gaps, block, texts, encode, device, report, pieces)
         if not manifest.complete:
             manifest.complete = True
@@ -377,9 +448,18 @@ class EmbeddingCache:
             self._write_manifest(folder, manifest)
         return self._assemble(pieces, manifest, report, device)
 
-    def _encode_gaps(self, folder: Path, manifest: Manifest, gaps: list[tuple[int, int]], block: int,
-                     texts: list[str], encode: EncodeFn, device: str | torch.device, report: CacheReport,
-                     pieces: dict[int, torch.Tensor]) -> None:
+    def _encode_gaps(
+        self,
+        folder: Path,
+        manifest: Manifest,
+        gaps: list[tuple[int, int]],
+        block: int,
+        texts: list[str],
+        encode: EncodeFn,
+        device: str | torch.device,
+        report: CacheReport,
+        pieces: dict[int, torch.Tensor],
+    ) -> None:
         # Blocks end at multiples of ``block`` (and at gap ends), wherever encoding started, so every
         # block is batched the same way in a resumed run as in an uninterrupted one.
         blocks = []
@@ -398,8 +478,16 @@ class EmbeddingCache:
             index = manifest.next_index
             manifest.next_index += 1
             self._write_shard(folder / shard_file(index), host, manifest.key, index, (pending.start, pending.end))
-            manifest.add(ShardRecord(index=index, start=pending.start, end=pending.end, sha256=tensor_sha256(host),
-                                     seconds=round(_clock() - pending.since, 3), written=_now()))
+            manifest.add(
+                ShardRecord(
+                    index=index,
+                    start=pending.start,
+                    end=pending.end,
+                    sha256=tensor_sha256(host),
+                    seconds=round(_clock() - pending.since, 3),
+                    written=_now(),
+                )
+            )
             manifest.dim = manifest.dim or int(host.shape[1])
             manifest.updated = _now()
             self._write_manifest(folder, manifest)  # after its shard: a listed shard is always on disk
@@ -417,22 +505,32 @@ class EmbeddingCache:
             pending.end = end
             pending.nbytes += embeddings.numel() * embeddings.element_size()
             limits = self.limits
-            if (end in gap_ends or _clock() - pending.since >= limits.seconds
-                    or pending.nbytes >= limits.bytes or (limits.texts and end - pending.start >= limits.texts)):
+            if (
+                end in gap_ends
+                or _clock() - pending.since >= limits.seconds
+                or pending.nbytes >= limits.bytes
+                or (limits.texts and end - pending.start >= limits.texts)
+            ):
                 close()
 
         encode([t for start, end in gaps for t in texts[start:end]], [end - start for start, end in blocks], on_block)
 
-    def _verify(self, folder: Path, manifest: Manifest, dtype: str, device: str | torch.device,
-                checked: dict[tuple[int, str], torch.Tensor | str]
-                ) -> tuple[dict[int, torch.Tensor], list[tuple[ShardRecord, str]]]:
+    def _verify(
+        self,
+        folder: Path,
+        manifest: Manifest,
+        dtype: str,
+        device: str | torch.device,
+        checked: dict[tuple[int, str], torch.Tensor | str],
+    ) -> tuple[dict[int, torch.Tensor], list[tuple[ShardRecord, str]]]:
         """(first row -> embeddings of the shards that check out, (shard, problem) of those that do not)."""
         pieces, problems = {}, []
         for record in manifest.shards:
             memo = (record.index, record.sha256)
             if memo not in checked:
-                tensor, problem = self._load_shard(folder / record.file, manifest.key, record, manifest.dim, dtype,
-                                                   device)
+                tensor, problem = self._load_shard(
+                    folder / record.file, manifest.key, record, manifest.dim, dtype, device
+                )
                 checked[memo] = (tensor if self._keep else torch.empty(0)) if tensor is not None else problem
             result = checked[memo]
             if isinstance(result, str):
@@ -442,8 +540,9 @@ class EmbeddingCache:
         return pieces, problems
 
     @staticmethod
-    def _assemble(pieces: dict[int, torch.Tensor], manifest: Manifest, report: CacheReport,
-                  device: str | torch.device) -> tuple[torch.Tensor, CacheReport]:
+    def _assemble(
+        pieces: dict[int, torch.Tensor], manifest: Manifest, report: CacheReport, device: str | torch.device
+    ) -> tuple[torch.Tensor, CacheReport]:
         report.shards = len(manifest.shards)
         report.loaded = report.shards - report.encoded
         report.texts_loaded = manifest.n_docs - report.texts_encoded
@@ -451,15 +550,26 @@ class EmbeddingCache:
             return torch.empty(0, 0, device=device), report
         return torch.cat([pieces[start] for start in sorted(pieces)]), report
 
-    def _load_shard(self, path: Path, digest: str, record: ShardRecord, dim: int | None, dtype: str,
-                    device: str | torch.device = "cpu") -> tuple[torch.Tensor | None, str | None]:
+    def _load_shard(
+        self,
+        path: Path,
+        digest: str,
+        record: ShardRecord,
+        dim: int | None,
+        dtype: str,
+        device: str | torch.device = "cpu",
+    ) -> tuple[torch.Tensor | None, str | None]:
         from safetensors import SafetensorError, safe_open
 
         try:
             with safe_open(str(path), framework="pt") as handle:
                 meta = handle.metadata() or {}
                 if (meta.get("key"), meta.get("shard"), meta.get("start"), meta.get("end")) != (
-                        digest, str(record.index), str(record.start), str(record.end)):
+                    digest,
+                    str(record.index),
+                    str(record.start),
+                    str(record.end),
+                ):
                     return None, "metadata names another cache entry or shard"
                 tensor = handle.get_tensor(TENSOR)
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
@@ -481,8 +591,16 @@ class EmbeddingCache:
     def _write_shard(self, path: Path, tensor: torch.Tensor, digest: str, index: int, bounds: tuple[int, int]) -> None:
         from safetensors.torch import save
 
-        data = save({TENSOR: tensor}, metadata={"key": digest, "shard": str(index), "start": str(bounds[0]),
-                                                "end": str(bounds[1]), "format": str(MANIFEST_FORMAT)})
+        data = save(
+            {TENSOR: tensor},
+            metadata={
+                "key": digest,
+                "shard": str(index),
+                "start": str(bounds[0]),
+                "end": str(bounds[1]),
+                "format": str(MANIFEST_FORMAT),
+            },
+        )
         atomic_write_bytes(path, data, fsync=True)
 
     @staticmethod
@@ -490,8 +608,11 @@ class EmbeddingCache:
         """Under the lock: remove shard files the manifest does not list (an older format's, a corrupt one's,
         one written just before a kill) and temporary files of killed writers."""
         listed = {record.file for record in manifest.shards}
-        for path in [*folder.glob("shard-*.safetensors"), *folder.glob(".shard-*.tmp"),
-                     *folder.glob(f".{MANIFEST}.*.tmp")]:
+        for path in [
+            *folder.glob("shard-*.safetensors"),
+            *folder.glob(".shard-*.tmp"),
+            *folder.glob(f".{MANIFEST}.*.tmp"),
+        ]:
             if path.name not in listed:
                 path.unlink(missing_ok=True)
 
@@ -546,8 +667,11 @@ class EmbeddingCache:
             if entry.path.parent.resolve() != self.root.resolve() or not (entry.path / MANIFEST).is_file():
                 continue
             if is_held(entry.path / LOCK_FILE):
-                log.warning("not removing cache entry %s: it is being written by %s", entry.key[:12],
-                            _who(read_holder(entry.path / LOCK_FILE)))
+                log.warning(
+                    "not removing cache entry %s: it is being written by %s",
+                    entry.key[:12],
+                    _who(read_holder(entry.path / LOCK_FILE)),
+                )
                 continue
             shutil.rmtree(entry.path)
             removed += 1

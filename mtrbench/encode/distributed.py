@@ -58,8 +58,9 @@ class Fault:
         if not raw:
             return None
         fields = dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
-        return cls(block=int(fields.get("block", -1)), marker=fields.get("marker", ""),
-                   sleep=float(fields.get("sleep", 0)))
+        return cls(
+            block=int(fields.get("block", -1)), marker=fields.get("marker", ""), sleep=float(fields.get("sleep", 0))
+        )
 
 
 def ray_module():
@@ -77,8 +78,13 @@ def connect(settings: RaySettings) -> None:
     if ray.is_initialized():
         return
     try:
-        ray.init(address=settings.address, include_dashboard=False, logging_level=logging.WARNING,
-                 log_to_driver=False, configure_logging=False)
+        ray.init(
+            address=settings.address,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     except (ConnectionError, ValueError, RuntimeError) as exc:
         where = settings.address or "a local cluster"
         raise MtrbenchError(f"cannot start or join Ray at {where}: {str(exc).splitlines()[0]}") from None
@@ -87,8 +93,9 @@ def connect(settings: RaySettings) -> None:
 class BlockEncoder:
     """The actor: one engine on its device, one block per call."""
 
-    def __init__(self, spec: TowerSpec, options: EngineOptions, prompt: str, normalize: bool,
-                 fault: Fault | None) -> None:
+    def __init__(
+        self, spec: TowerSpec, options: EngineOptions, prompt: str, normalize: bool, fault: Fault | None
+    ) -> None:
         from mtrbench.encode.engine import EncodingEngine
         from mtrbench.encode.towers import load_tower
 
@@ -133,8 +140,15 @@ def _tensor(payload: bytes, shape: str) -> torch.Tensor:
 class RayEncoder:
     """The embedding cache's ``encode`` function, run on a Ray cluster."""
 
-    def __init__(self, spec: TowerSpec, options: EngineOptions, settings: RaySettings, prompt: str,
-                 normalize: bool, show_progress: bool = False) -> None:
+    def __init__(
+        self,
+        spec: TowerSpec,
+        options: EngineOptions,
+        settings: RaySettings,
+        prompt: str,
+        normalize: bool,
+        show_progress: bool = False,
+    ) -> None:
         self.spec, self.options, self.settings = spec, options, settings
         self.prompt, self.normalize, self.show_progress = prompt, normalize, show_progress
         self.blocks_encoded = 0  # blocks answered in this process (tests count them)
@@ -156,20 +170,35 @@ class RayEncoder:
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
         starts = np.cumsum([0, *sizes])
-        rows = [{"block": i, "texts": texts[starts[i]:starts[i + 1]]} for i in range(len(sizes))]
+        rows = [{"block": i, "texts": texts[starts[i] : starts[i + 1]]} for i in range(len(sizes))]
         if not rows:
             return
         actors, gpus = self.workers()
         dataset = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
-            BlockEncoder, batch_size=1, batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=actors),
+            BlockEncoder,
+            batch_size=1,
+            batch_format="numpy",
+            compute=ray.data.ActorPoolStrategy(size=actors),
             num_gpus=gpus,
             num_cpus=self.settings.cpus_per_worker,
-            fn_constructor_kwargs={"spec": self.spec, "options": self.options, "prompt": self.prompt,
-                                   "normalize": self.normalize, "fault": Fault.from_env()})
+            fn_constructor_kwargs={
+                "spec": self.spec,
+                "options": self.options,
+                "prompt": self.prompt,
+                "normalize": self.normalize,
+                "fault": Fault.from_env(),
+            },
+        )
         waiting: dict[int, torch.Tensor] = {}
         expected = 0
-        bar = tqdm(total=len(texts), desc=f"Encoding corpus (Ray, {actors} workers)", unit="text",
-                   disable=not self.show_progress, leave=False, mininterval=0.5)
+        bar = tqdm(
+            total=len(texts),
+            desc=f"Encoding corpus (Ray, {actors} workers)",
+            unit="text",
+            disable=not self.show_progress,
+            leave=False,
+            mininterval=0.5,
+        )
         try:
             for row in dataset.iter_rows():
                 waiting[int(row["block"])] = _tensor(row["payload"], str(row["shape"]))

@@ -38,10 +38,10 @@ from mtrbench.encode.towers import Tower
 
 log = logging.getLogger(__name__)
 
-CPU_TOKEN_BUDGET = 4_096   # measured: small batches beat large ones on CPU (cache locality)
+CPU_TOKEN_BUDGET = 4_096  # measured: small batches beat large ones on CPU (cache locality)
 CUDA_TOKEN_BUDGET = 65_536
-FIRST_WINDOW = 2_048   # texts tokenized and sorted first, so the device starts early
-MAX_WINDOW = 16_384    # texts tokenized and length-sorted together (windows double from FIRST_WINDOW)
+FIRST_WINDOW = 2_048  # texts tokenized and sorted first, so the device starts early
+MAX_WINDOW = 16_384  # texts tokenized and length-sorted together (windows double from FIRST_WINDOW)
 UNPAD_CHOICES = ("auto", "on", "off")
 
 ChunkCallback = Callable[[int, torch.Tensor], None]
@@ -49,11 +49,11 @@ ChunkCallback = Callable[[int, torch.Tensor], None]
 
 @dataclass
 class EngineOptions:
-    token_budget: int | None = None    # padded (or packed) tokens per batch; None: by device
+    token_budget: int | None = None  # padded (or packed) tokens per batch; None: by device
     max_batch_size: int | None = None  # at most this many texts per batch; None: budget only
-    unpad: str = "auto"                # packed batches: auto (CUDA, when checked correct) | on | off
-    chunk_size: int = 50_000           # texts per reported chunk (and per dispatch to several devices)
-    prefetch: int = 6                  # collated batches waiting for the device
+    unpad: str = "auto"  # packed batches: auto (CUDA, when checked correct) | on | off
+    chunk_size: int = 50_000  # texts per reported chunk (and per dispatch to several devices)
+    prefetch: int = 6  # collated batches waiting for the device
     tokenizer_threads: int | None = None
 
     def budget_for(self, device: torch.device) -> int:
@@ -85,7 +85,9 @@ _DONE = object()
 
 
 class EncodingEngine:
-    def __init__(self, tower: Tower, options: EngineOptions | None = None, devices: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, tower: Tower, options: EngineOptions | None = None, devices: Sequence[str] | None = None
+    ) -> None:
         self.tower = tower
         self.options = options or EngineOptions()
         if self.options.unpad not in UNPAD_CHOICES:
@@ -124,15 +126,21 @@ class EncodingEngine:
             log.warning("packed batches failed on probe texts (%s: %s); padding instead", type(exc).__name__, exc)
             return False
         if agreement < 0.999:
-            log.warning("packed batches disagree with padded ones on probe texts (min cosine %.5f); padding instead",
-                        agreement)
+            log.warning(
+                "packed batches disagree with padded ones on probe texts (min cosine %.5f); padding instead", agreement
+            )
             return False
         return True
 
     @torch.inference_mode()
     def _packing_agreement(self) -> float:
-        probe = ["a short one", "", "a sentence of middling length about rivers and the bridges over them " * 3,
-                 "long " * 2000, "twelve words in this line make it neither short nor very long at all"]
+        probe = [
+            "a short one",
+            "",
+            "a sentence of middling length about rivers and the bridges over them " * 3,
+            "long " * 2000,
+            "twelve words in this line make it neither short nor very long at all",
+        ]
         self.tower.prepare("")
         tokens = Ragged.from_lists(self.tower.tokenize(probe))
         rows = np.arange(len(probe))
@@ -143,10 +151,13 @@ class EncodingEngine:
     def settings(self) -> dict[str, Any]:
         from mtrbench.encode import varlen
 
-        return {"token_budget": self.token_budget, "max_batch_size": self.options.max_batch_size,
-                "packed": self.packed,
-                "attention": varlen.kernel_name(self.device, self.tower.dtype) if self.packed else "padded",
-                "devices": self.devices}
+        return {
+            "token_budget": self.token_budget,
+            "max_batch_size": self.options.max_batch_size,
+            "packed": self.packed,
+            "attention": varlen.kernel_name(self.device, self.tower.dtype) if self.packed else "padded",
+            "devices": self.devices,
+        }
 
     def close(self) -> None:
         if self._pool is not None:
@@ -155,9 +166,16 @@ class EncodingEngine:
 
     # -- encoding -----------------------------------------------------------------------------------
 
-    def encode(self, texts: Sequence[str], prompt: str = "", normalize: bool = False, show_progress: bool = False,
-               desc: str = "Encoding", chunk_sizes: Sequence[int] | None = None,
-               on_chunk: ChunkCallback | None = None) -> torch.Tensor:
+    def encode(
+        self,
+        texts: Sequence[str],
+        prompt: str = "",
+        normalize: bool = False,
+        show_progress: bool = False,
+        desc: str = "Encoding",
+        chunk_sizes: Sequence[int] | None = None,
+        on_chunk: ChunkCallback | None = None,
+    ) -> torch.Tensor:
         """Embeddings (len(texts), dim) on the engine's device, row i for texts[i].
 
         ``chunk_sizes``: consecutive chunks (summing to len(texts)) sorted and reported separately;
@@ -175,8 +193,16 @@ class EncodingEngine:
         return self._encode_local(texts, prompt, normalize, sizes, on_chunk, show_progress, desc)
 
     @torch.inference_mode()
-    def _encode_local(self, texts: list[str], prompt: str, normalize: bool, sizes: list[int],
-                      on_chunk: ChunkCallback | None, show_progress: bool, desc: str) -> torch.Tensor:
+    def _encode_local(
+        self,
+        texts: list[str],
+        prompt: str,
+        normalize: bool,
+        sizes: list[int],
+        on_chunk: ChunkCallback | None,
+        show_progress: bool,
+        desc: str,
+    ) -> torch.Tensor:
         from tqdm.auto import tqdm
 
         self.tower.prepare(prompt)
@@ -186,11 +212,16 @@ class EncodingEngine:
         batches: queue.Queue = queue.Queue(maxsize=max(1, self.options.prefetch))
         threads = self._tokenizer_threads()
         with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as executor:
-            producer = threading.Thread(target=self._produce, name="mtrbench-tokenize", daemon=True,
-                                        args=(texts, prompt, packed, sizes, batches, stop, executor, threads))
+            producer = threading.Thread(
+                target=self._produce,
+                name="mtrbench-tokenize",
+                daemon=True,
+                args=(texts, prompt, packed, sizes, batches, stop, executor, threads),
+            )
             producer.start()
-            bar = tqdm(total=len(texts), desc=desc, unit="text", disable=not show_progress, leave=False,
-                       mininterval=0.5)
+            bar = tqdm(
+                total=len(texts), desc=desc, unit="text", disable=not show_progress, leave=False, mininterval=0.5
+            )
             try:
                 while True:
                     item = batches.get()
@@ -200,8 +231,14 @@ class EncodingEngine:
                         raise item.exc
                     if isinstance(item, _ChunkEnd):
                         if on_chunk is not None:
-                            on_chunk(item.index, out[item.start:item.end] if out is not None else torch.empty(
-                                0, self.tower.embedding_dim, dtype=self.tower.dtype, device=self.device))
+                            on_chunk(
+                                item.index,
+                                out[item.start : item.end]
+                                if out is not None
+                                else torch.empty(
+                                    0, self.tower.embedding_dim, dtype=self.tower.dtype, device=self.device
+                                ),
+                            )
                         continue
                     for positions, vectors in self._run(item, packed):
                         if normalize:
@@ -228,8 +265,17 @@ class EncodingEngine:
             return 1  # on CPU the model wants every core; the producer thread alone keeps up
         return max(1, min(8, (os.cpu_count() or 2) - 1))
 
-    def _produce(self, texts: list[str], prompt: str, packed: bool, sizes: list[int], batches: queue.Queue,
-                 stop: threading.Event, executor, threads: int) -> None:
+    def _produce(
+        self,
+        texts: list[str],
+        prompt: str,
+        packed: bool,
+        sizes: list[int],
+        batches: queue.Queue,
+        stop: threading.Event,
+        executor,
+        threads: int,
+    ) -> None:
         def put(item) -> bool:
             while not stop.is_set():
                 try:
@@ -240,9 +286,10 @@ class EncodingEngine:
             return False
 
         def tokenize(window: tuple[int, int, int, bool]) -> Ragged:
-            chunk = texts[window[1]:window[2]]
-            return Ragged.from_lists(self.tower.tokenize([prompt + t for t in chunk] if prompt else chunk,
-                                                         executor, threads))
+            chunk = texts[window[1] : window[2]]
+            return Ragged.from_lists(
+                self.tower.tokenize([prompt + t for t in chunk] if prompt else chunk, executor, threads)
+            )
 
         try:
             windows = _windows(sizes)
@@ -250,16 +297,18 @@ class EncodingEngine:
             # (short) batch queue, so the device never waits for a whole window's tokenization.
             with ThreadPoolExecutor(1) as lookahead:
                 pending = lookahead.submit(tokenize, windows[0]) if windows else None
-                for i, (chunk_index, start, end, closes_chunk) in enumerate(windows):
+                for i, (chunk_index, start, _end, closes_chunk) in enumerate(windows):
                     tokens = pending.result()
                     if i + 1 < len(windows):
                         pending = lookahead.submit(tokenize, windows[i + 1])
-                    for rows in plan_batches(tokens.lengths, self.token_budget, self.options.max_batch_size,
-                                             packed=packed):
+                    for rows in plan_batches(
+                        tokens.lengths, self.token_budget, self.options.max_batch_size, packed=packed
+                    ):
                         tensors = self.tower.collate(tokens, rows, [texts[start + r] for r in rows], prompt, packed)
                         if self.device.type == "cuda":
-                            tensors = {k: v.pin_memory() if isinstance(v, torch.Tensor) else v
-                                       for k, v in tensors.items()}
+                            tensors = {
+                                k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in tensors.items()
+                            }
                         if not put(_Batch(rows + start, tensors, int(tensors["input_ids"].numel()))):
                             return
                     if closes_chunk and not put(_ChunkEnd(chunk_index, *_chunk_bounds(sizes, chunk_index))):
@@ -270,8 +319,10 @@ class EncodingEngine:
 
     def _to_device(self, tensors: dict[str, Any]) -> dict[str, Any]:
         non_blocking = self.device.type == "cuda"
-        return {k: v.to(self.device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
-                for k, v in tensors.items()}
+        return {
+            k: v.to(self.device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
+            for k, v in tensors.items()
+        }
 
     def _run(self, batch: _Batch, packed: bool) -> list[tuple[np.ndarray, torch.Tensor]]:
         """(positions, vectors) pieces for one batch; on CUDA out-of-memory the batch is split in halves."""
@@ -284,8 +335,10 @@ class EncodingEngine:
                 raise
             torch.cuda.empty_cache()
             self._oom_cap = max(1, batch.tokens // 2)
-            log.warning("out of GPU memory at %d tokens per batch; splitting batches (set a smaller --token-budget)",
-                        batch.tokens)
+            log.warning(
+                "out of GPU memory at %d tokens per batch; splitting batches (set a smaller --token-budget)",
+                batch.tokens,
+            )
             return [piece for half in _split(batch, packed) for piece in self._run(half, packed)]
 
 
@@ -344,10 +397,21 @@ def _split(batch: _Batch, packed: bool) -> list[_Batch]:
     else:
         cu = t["cu_seq_lens_q"]
         cut = int(cu[half])
-        parts = [{"input_ids": t["input_ids"][:, :cut], "position_ids": t["position_ids"][:, :cut],
-                  "cu_seq_lens_q": cu[:half + 1].clone(), "max_length_q": t["max_length_q"]},
-                 {"input_ids": t["input_ids"][:, cut:], "position_ids": t["position_ids"][:, cut:],
-                  "cu_seq_lens_q": (cu[half:] - cut).to(cu.dtype), "max_length_q": t["max_length_q"]}]
-    return [_Batch(batch.positions[:half], parts[0], int(parts[0]["input_ids"].numel())),
-            _Batch(batch.positions[half:], parts[1], int(parts[1]["input_ids"].numel()))]
-
+        parts = [
+            {
+                "input_ids": t["input_ids"][:, :cut],
+                "position_ids": t["position_ids"][:, :cut],
+                "cu_seq_lens_q": cu[: half + 1].clone(),
+                "max_length_q": t["max_length_q"],
+            },
+            {
+                "input_ids": t["input_ids"][:, cut:],
+                "position_ids": t["position_ids"][:, cut:],
+                "cu_seq_lens_q": (cu[half:] - cut).to(cu.dtype),
+                "max_length_q": t["max_length_q"],
+            },
+        ]
+    return [
+        _Batch(batch.positions[:half], parts[0], int(parts[0]["input_ids"].numel())),
+        _Batch(batch.positions[half:], parts[1], int(parts[1]["input_ids"].numel())),
+    ]

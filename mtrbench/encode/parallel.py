@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _POLL_S = 1.0
 
 
-def _worker(spec: "TowerSpec", options: "EngineOptions", device: str, jobs, results) -> None:
+def _worker(spec: TowerSpec, options: EngineOptions, device: str, jobs, results) -> None:
     from mtrbench.encode.engine import EncodingEngine
     from mtrbench.encode.towers import load_tower
 
@@ -51,25 +51,40 @@ def _worker(spec: "TowerSpec", options: "EngineOptions", device: str, jobs, resu
 
 
 class DevicePool:
-    def __init__(self, spec: "TowerSpec", options: "EngineOptions", devices: Sequence[str]) -> None:
+    def __init__(self, spec: TowerSpec, options: EngineOptions, devices: Sequence[str]) -> None:
         context = torch.multiprocessing.get_context("spawn")
         self.devices = list(devices)
         self._results = context.Queue()
         self._jobs = [context.Queue() for _ in self.devices]
-        self._processes = [context.Process(target=_worker, args=(spec, options, device, jobs, self._results),
-                                           name=f"mtrbench-encode-{device}", daemon=True)
-                           for device, jobs in zip(self.devices, self._jobs)]
+        self._processes = [
+            context.Process(
+                target=_worker,
+                args=(spec, options, device, jobs, self._results),
+                name=f"mtrbench-encode-{device}",
+                daemon=True,
+            )
+            for device, jobs in zip(self.devices, self._jobs)
+        ]
         for process in self._processes:
             process.start()
         self._ids = itertools.count()
 
-    def encode(self, engine: "EncodingEngine", texts: list[str], prompt: str, normalize: bool, sizes: list[int],
-               on_chunk, show_progress: bool, desc: str) -> torch.Tensor:
+    def encode(
+        self,
+        engine: EncodingEngine,
+        texts: list[str],
+        prompt: str,
+        normalize: bool,
+        sizes: list[int],
+        on_chunk,
+        show_progress: bool,
+        desc: str,
+    ) -> torch.Tensor:
         n_devices = len(self.devices) + 1
         outputs = []
         start = 0
         for index, size in enumerate(sizes):
-            chunk = texts[start:start + size]
+            chunk = texts[start : start + size]
             shares = [np.arange(d, size, n_devices) for d in range(n_devices)]
             shared = torch.empty(size, engine.tower.embedding_dim, dtype=engine.tower.dtype).share_memory_()
             pending = {}
@@ -78,8 +93,15 @@ class DevicePool:
                 jobs.put((job_id, [chunk[r] for r in rows], rows, prompt, normalize, shared))
                 pending[job_id] = device
             mine = shares[0]
-            local = engine._encode_local([chunk[r] for r in mine], prompt, normalize, [len(mine)], None,
-                                         show_progress, f"{desc} ({n_devices} devices, chunk {index + 1}/{len(sizes)})")
+            local = engine._encode_local(
+                [chunk[r] for r in mine],
+                prompt,
+                normalize,
+                [len(mine)],
+                None,
+                show_progress,
+                f"{desc} ({n_devices} devices, chunk {index + 1}/{len(sizes)})",
+            )
             self._wait(pending)
             merged = shared.to(engine.device)
             merged[torch.from_numpy(mine).to(engine.device)] = local.to(merged.dtype)

@@ -54,8 +54,9 @@ def pool_packed(hidden: torch.Tensor, cu_seqlens: torch.Tensor, mode: str) -> to
         accumulate = torch.float32 if hidden.dtype in (torch.float16, torch.bfloat16) else hidden.dtype
         lengths = ends - starts
         # output_size spares a device-to-host sync
-        segment = torch.repeat_interleave(torch.arange(len(lengths), device=hidden.device), lengths,
-                                          output_size=hidden.shape[0])
+        segment = torch.repeat_interleave(
+            torch.arange(len(lengths), device=hidden.device), lengths, output_size=hidden.shape[0]
+        )
         total = torch.zeros(len(lengths), hidden.shape[1], device=hidden.device, dtype=accumulate)
         total.index_add_(0, segment, hidden.to(accumulate))
         return (total / lengths.clamp(min=1).unsqueeze(1).to(accumulate)).to(hidden.dtype)

@@ -37,24 +37,28 @@ SENTENCE_TRANSFORMERS = "sentence-transformers"
 TRANSFORMERS = "transformers"
 # Modules after the transformer that work on packed (flattened) token states or on sentence vectors.
 _PACKABLE_ST_MODULES = {"Pooling", "Normalize", "Dense"}
-_PROBE_TEXTS = ("", "Short text.", "Ünïcode — ‘quotes’,  double  spaces\tand a tab; numbers 3.14 and URLs a.b/c?d=1",
-                "word " * 600)
+_PROBE_TEXTS = (
+    "",
+    "Short text.",
+    "Ünïcode — ‘quotes’,  double  spaces\tand a tab; numbers 3.14 and URLs a.b/c?d=1",
+    "word " * 600,
+)
 
 
 @dataclass(frozen=True)
 class TowerSpec:
-    kind: str                      # SENTENCE_TRANSFORMERS | TRANSFORMERS
-    location: str                  # local folder or Hub id
+    kind: str  # SENTENCE_TRANSFORMERS | TRANSFORMERS
+    location: str  # local folder or Hub id
     revision: str | None = None
     local_files_only: bool = False
     trust_remote_code: bool = False
     max_length: int | None = None  # None: the model's own
-    pooling: str = "cls"           # transformers towers only
+    pooling: str = "cls"  # transformers towers only
     dtype: str = "fp32"
     tokenizer_location: str | None = None  # transformers towers: tokenizer from another folder / Hub id
 
 
-def load_tower(spec: TowerSpec, device: str) -> "Tower":
+def load_tower(spec: TowerSpec, device: str) -> Tower:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -68,8 +72,11 @@ def load_tower(spec: TowerSpec, device: str) -> "Tower":
             raise MtrbenchError(f"could not load model from {spec.location}: {_first_line(exc)}") from None
         from mtrbench.data.hub import hub_error
 
-        local_option = ("`--query-model DIR --doc-model DIR2` (one folder per tower)" if spec.kind == TRANSFORMERS
-                        else "`--model DIR`")
+        local_option = (
+            "`--query-model DIR --doc-model DIR2` (one folder per tower)"
+            if spec.kind == TRANSFORMERS
+            else "`--model DIR`"
+        )
         raise hub_error(spec.location, spec.revision, kind="model", what="model", local_option=local_option) from None
     raise ValueError(f"unknown tower kind {spec.kind!r}")
 
@@ -79,13 +86,18 @@ def _first_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _load_sentence_transformer(spec: TowerSpec, device: str) -> "SentenceTransformerTower":
+def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransformerTower:
     from sentence_transformers import SentenceTransformer
 
     model_kwargs = {} if spec.trust_remote_code else {"attn_implementation": "sdpa"}
-    model = SentenceTransformer(spec.location, device=device, revision=spec.revision,
-                                local_files_only=spec.local_files_only, trust_remote_code=spec.trust_remote_code,
-                                model_kwargs=model_kwargs)
+    model = SentenceTransformer(
+        spec.location,
+        device=device,
+        revision=spec.revision,
+        local_files_only=spec.local_files_only,
+        trust_remote_code=spec.trust_remote_code,
+        model_kwargs=model_kwargs,
+    )
     if spec.dtype != "fp32":
         model.to(DTYPES[spec.dtype])
     if spec.max_length:
@@ -93,14 +105,21 @@ def _load_sentence_transformer(spec: TowerSpec, device: str) -> "SentenceTransfo
     return SentenceTransformerTower(model, spec)
 
 
-def _load_transformers(spec: TowerSpec, device: str) -> "TransformersTower":
+def _load_transformers(spec: TowerSpec, device: str) -> TransformersTower:
     from transformers import AutoModel, AutoTokenizer
 
-    common = {"revision": spec.revision, "local_files_only": spec.local_files_only,
-              "trust_remote_code": spec.trust_remote_code}
+    common = {
+        "revision": spec.revision,
+        "local_files_only": spec.local_files_only,
+        "trust_remote_code": spec.trust_remote_code,
+    }
     tokenizer = AutoTokenizer.from_pretrained(spec.tokenizer_location or spec.location, **common)
-    model = AutoModel.from_pretrained(spec.location, dtype=DTYPES[spec.dtype],
-                                      **({} if spec.trust_remote_code else {"attn_implementation": "sdpa"}), **common)
+    model = AutoModel.from_pretrained(
+        spec.location,
+        dtype=DTYPES[spec.dtype],
+        **({} if spec.trust_remote_code else {"attn_implementation": "sdpa"}),
+        **common,
+    )
     return TransformersTower(model.to(device).eval(), tokenizer, spec)
 
 
@@ -126,21 +145,29 @@ class Tower(ABC):
             # A private copy: the shared tokenizer's truncation/padding state changes with every call made on it.
             self._backend = copy.deepcopy(backend)
             self._backend.no_padding()
-            self._backend.enable_truncation(self.max_length, strategy="longest_first",
-                                            direction=getattr(tokenizer, "truncation_side", "right"))
+            self._backend.enable_truncation(
+                self.max_length, strategy="longest_first", direction=getattr(tokenizer, "truncation_side", "right")
+            )
 
     # -- tokenization -----------------------------------------------------------------------------
 
     def tokenize(self, texts: list[str], executor: Executor | None = None, workers: int = 1) -> list[list[int]]:
         """Token ids with special tokens, truncated to ``max_length``, no padding."""
         if self._backend is None:
-            encoded = self.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=self.max_length,
-                                     padding=False, return_attention_mask=False, return_token_type_ids=False)
+            encoded = self.tokenizer(
+                texts,
+                add_special_tokens=True,
+                truncation=True,
+                max_length=self.max_length,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
             return [list(x) for x in encoded["input_ids"]]
         if executor is None or workers <= 1 or len(texts) < 2048:
             return self._encode_backend(texts)
         step = -(-len(texts) // workers)
-        parts = executor.map(self._encode_backend, [texts[i:i + step] for i in range(0, len(texts), step)])
+        parts = executor.map(self._encode_backend, [texts[i : i + step] for i in range(0, len(texts), step)])
         return [ids for part in parts for ids in part]
 
     def _encode_backend(self, texts: list[str]) -> list[list[int]]:
@@ -149,14 +176,17 @@ class Tower(ABC):
 
     # -- collation --------------------------------------------------------------------------------
 
-    def collate(self, tokens: Ragged, rows: np.ndarray, texts: list[str], prompt: str,
-                packed: bool) -> dict[str, Any]:
+    def collate(self, tokens: Ragged, rows: np.ndarray, texts: list[str], prompt: str, packed: bool) -> dict[str, Any]:
         """CPU tensors for the batch ``rows`` of ``tokens`` (``texts``: those rows' raw inputs, for towers
         that must re-tokenize)."""
         if packed:
             input_ids, position_ids, cu, longest = packed_arrays(tokens, rows, self.position_offset)
-            return {"input_ids": torch.from_numpy(input_ids), "position_ids": torch.from_numpy(position_ids),
-                    "cu_seq_lens_q": torch.from_numpy(cu), "max_length_q": longest}
+            return {
+                "input_ids": torch.from_numpy(input_ids),
+                "position_ids": torch.from_numpy(position_ids),
+                "cu_seq_lens_q": torch.from_numpy(cu),
+                "max_length_q": longest,
+            }
         input_ids, mask = padded_arrays(tokens, rows, self.pad_id, self.padding_side)
         tensors = {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(mask)}
         if self.with_token_type_ids:
@@ -165,6 +195,7 @@ class Tower(ABC):
 
     def prepare(self, prompt: str) -> None:
         """Called once per encode call, before any batch (e.g. to validate tokenization for this prompt)."""
+        return None
 
     # -- forward ----------------------------------------------------------------------------------
 
@@ -217,9 +248,12 @@ class SentenceTransformerTower(Tower):
         first = model[0]
         self._st_transformer = type(first).__name__ == "Transformer" and hasattr(first, "auto_model")
         text_only = self._st_transformer and set(getattr(first, "modality_config", {"text": None})) == {"text"}
-        self._fast_ok = (self._backend is not None and text_only
-                         and getattr(first, "transformer_task", "feature-extraction") == "feature-extraction"
-                         and getattr(first, "query_expansion", None) is None)
+        self._fast_ok = (
+            self._backend is not None
+            and text_only
+            and getattr(first, "transformer_task", "feature-extraction") == "feature-extraction"
+            and getattr(first, "query_expansion", None) is None
+        )
         self.packable = self._fast_ok and all(type(m).__name__ in _PACKABLE_ST_MODULES for m in list(model)[1:])
         self._checked: dict[str, bool] = {}
         self._prompt_length: int | None = None
@@ -242,8 +276,10 @@ class SentenceTransformerTower(Tower):
         if prompt not in self._checked:
             self._checked[prompt] = self._fast_ok and self._matches(reference, prompt)
             if self._fast_ok and not self._checked[prompt]:
-                log.warning("fast tokenization differs from sentence-transformers' preprocess for this model/prompt; "
-                            "using preprocess per batch (slower, same results)")
+                log.warning(
+                    "fast tokenization differs from sentence-transformers' preprocess for this model/prompt; "
+                    "using preprocess per batch (slower, same results)"
+                )
         self.fast_tokenization = self._checked[prompt]
 
     def _matches(self, reference: dict[str, Any], prompt: str) -> bool:
@@ -251,10 +287,10 @@ class SentenceTransformerTower(Tower):
         ours = Tower.collate(self, tokens, np.arange(len(tokens)), list(_PROBE_TEXTS), prompt, packed=False)
         keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in reference]
         return set(keys) == {k for k in ours if k in ("input_ids", "attention_mask", "token_type_ids")} and all(
-            torch.equal(ours[k], reference[k].to(torch.int64)) for k in keys)
+            torch.equal(ours[k], reference[k].to(torch.int64)) for k in keys
+        )
 
-    def collate(self, tokens: Ragged, rows: np.ndarray, texts: list[str], prompt: str,
-                packed: bool) -> dict[str, Any]:
+    def collate(self, tokens: Ragged, rows: np.ndarray, texts: list[str], prompt: str, packed: bool) -> dict[str, Any]:
         if not self.fast_tokenization:
             features = self.model.preprocess(texts, prompt=prompt or None)
             return {k: v for k, v in features.items() if isinstance(v, torch.Tensor)}
@@ -268,9 +304,15 @@ class SentenceTransformerTower(Tower):
         if not packed:
             return self.model(features)["sentence_embedding"]
         cu = features["cu_seq_lens_q"]
-        out = self.transformer()(input_ids=features["input_ids"], position_ids=features["position_ids"],
-                                 cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=features["max_length_q"],
-                                 max_length_k=features["max_length_q"], return_dict=True)
+        out = self.transformer()(
+            input_ids=features["input_ids"],
+            position_ids=features["position_ids"],
+            cu_seq_lens_q=cu,
+            cu_seq_lens_k=cu,
+            max_length_q=features["max_length_q"],
+            max_length_k=features["max_length_q"],
+            return_dict=True,
+        )
         features["token_embeddings"] = out.last_hidden_state
         for module in list(self.model)[1:]:
             features = module(features)
@@ -280,8 +322,12 @@ class SentenceTransformerTower(Tower):
         modules = []
         for module in list(self.model)[1:]:
             config = module.get_config_dict() if hasattr(module, "get_config_dict") else {}
-            modules.append({"module": type(module).__name__, **{k: v for k, v in config.items()
-                                                                 if isinstance(v, (str, int, float, bool, type(None), list))}})
+            modules.append(
+                {
+                    "module": type(module).__name__,
+                    **{k: v for k, v in config.items() if isinstance(v, (str, int, float, bool, type(None), list))},
+                }
+            )
         return {"pipeline": modules}
 
 
@@ -294,7 +340,9 @@ class TransformersTower(Tower):
         if limit:
             limit -= varlen.position_offset(model)  # RoBERTa-style models lose padding_idx + 1 positions
         model_max = getattr(tokenizer, "model_max_length", None)
-        candidates = [x for x in (spec.max_length, model_max if model_max and model_max < 100_000 else None, limit) if x]
+        candidates = [
+            x for x in (spec.max_length, model_max if model_max and model_max < 100_000 else None, limit) if x
+        ]
         max_length = (spec.max_length or min(candidates)) if candidates else 512
         if spec.max_length and limit and spec.max_length > limit:
             raise MtrbenchError(f"--max-length {spec.max_length} exceeds the {limit} positions of {spec.location}")
@@ -315,9 +363,15 @@ class TransformersTower(Tower):
     def forward(self, tensors: dict[str, Any], packed: bool) -> torch.Tensor:
         if packed:
             cu = tensors["cu_seq_lens_q"]
-            out = self.model(input_ids=tensors["input_ids"], position_ids=tensors["position_ids"], cu_seq_lens_q=cu,
-                             cu_seq_lens_k=cu, max_length_q=tensors["max_length_q"],
-                             max_length_k=tensors["max_length_q"], return_dict=True)
+            out = self.model(
+                input_ids=tensors["input_ids"],
+                position_ids=tensors["position_ids"],
+                cu_seq_lens_q=cu,
+                cu_seq_lens_k=cu,
+                max_length_q=tensors["max_length_q"],
+                max_length_k=tensors["max_length_q"],
+                return_dict=True,
+            )
             return pool_packed(out.last_hidden_state, cu, self.pooling)
         inputs = {k: v for k, v in tensors.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         out = self.model(**inputs, return_dict=True)

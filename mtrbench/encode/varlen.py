@@ -68,20 +68,21 @@ def _reference(q, k, v, cu, scale):
     bounds = cu.tolist()
     for start, end in zip(bounds[:-1], bounds[1:]):
         # (L, H, D) -> (H, L, D) for SDPA
-        seg = F.scaled_dot_product_attention(q[start:end].transpose(0, 1), k[start:end].transpose(0, 1),
-                                             v[start:end].transpose(0, 1), scale=scale)
+        seg = F.scaled_dot_product_attention(
+            q[start:end].transpose(0, 1), k[start:end].transpose(0, 1), v[start:end].transpose(0, 1), scale=scale
+        )
         out[start:end] = seg.transpose(0, 1)
     return out
 
 
-def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None,
-              **kwargs):
+def attention(module, query, key, value, attention_mask, dropout: float = 0.0, scaling: float | None = None, **kwargs):
     cu = kwargs.get("cu_seq_lens_q")
     if cu is None:
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                      **kwargs)
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
     if query.shape[0] != 1:
         raise ValueError("packed attention expects one row of concatenated sequences")
     # transformers passes (batch, heads, tokens, dim); kernels want (tokens, heads, dim)
@@ -117,6 +118,8 @@ def position_offset(model: torch.nn.Module) -> int:
     """First position id of a sequence: 0, or padding_idx + 1 for RoBERTa-style learned positions."""
     for module in model.modules():
         padding_idx = getattr(module, "padding_idx", None)
-        if isinstance(padding_idx, int) and isinstance(getattr(module, "position_embeddings", None), torch.nn.Embedding):
+        if isinstance(padding_idx, int) and isinstance(
+            getattr(module, "position_embeddings", None), torch.nn.Embedding
+        ):
             return padding_idx + 1
     return 0

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import BEIR, Qrels, grade_of
+from mtrbench.infra.errors import DataError
 
 
 @dataclass(frozen=True)

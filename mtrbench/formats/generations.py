@@ -55,8 +55,9 @@ def generation_from_record(row: object, where: str) -> Generation:
     if not isinstance(answer, str):
         raise DataError(f"{where}: 'answer' must be a string")
     passages = row.get("passages", [])
-    if not isinstance(passages, list) or not all(isinstance(p, (str, int)) and not isinstance(p, bool)
-                                                 for p in passages):
+    if not isinstance(passages, list) or not all(
+        isinstance(p, (str, int)) and not isinstance(p, bool) for p in passages
+    ):
         raise DataError(f"{where}: 'passages' must be a list of document ids")
     turn = row.get("turn")
     if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int)):
@@ -65,12 +66,18 @@ def generation_from_record(row: object, where: str) -> Generation:
     for key, value in text.items():
         if value is not None and not isinstance(value, (str, int)):
             raise DataError(f"{where}: '{key}' must be a string")
-    return Generation(qid=str(qid), answer=answer, passages=tuple(str(p) for p in passages),
-                      conversation_id=str(text["conversation_id"] or ""), turn=turn,
-                      question=str(text["question"] or ""), generator=str(text["generator"] or ""),
-                      history=current_history(str(text["history"] or ""), row.get("history_source")),
-                      source=str(text["source"] or ""),
-                      extra={k: v for k, v in row.items() if k not in _KNOWN})
+    return Generation(
+        qid=str(qid),
+        answer=answer,
+        passages=tuple(str(p) for p in passages),
+        conversation_id=str(text["conversation_id"] or ""),
+        turn=turn,
+        question=str(text["question"] or ""),
+        generator=str(text["generator"] or ""),
+        history=current_history(str(text["history"] or ""), row.get("history_source")),
+        source=str(text["source"] or ""),
+        extra={k: v for k, v in row.items() if k not in _KNOWN},
+    )
 
 
 def read_generations(path: str | Path) -> dict[str, Generation]:

@@ -67,8 +67,9 @@ def _lines(path: Path) -> Iterator[str]:
                 try:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise DataError(f"{path}: not UTF-8 text at line {index + 1} "
-                                        f"(byte {exc.start + 1}: {exc.reason})") from None
+                    raise DataError(
+                        f"{path}: not UTF-8 text at line {index + 1} (byte {exc.start + 1}: {exc.reason})"
+                    ) from None
                 yield line.removeprefix(_BOM) if index == 0 else line
         except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
             raise DataError(f"{path}: cannot read it ({exc})") from None

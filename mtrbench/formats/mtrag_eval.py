@@ -30,15 +30,24 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.formats.lines import read_lines
+from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.formats.mtrag_modes import MODES
 
 MAX_CONTEXTS = 10  # the official checker's limit on contexts per task
 MAX_FILE_MB = 20  # the official checker's limit on a prediction file
 ANSWERABILITY_CLASSES = ("ANSWERABLE", "PARTIAL", "UNANSWERABLE", "CONVERSATIONAL", "UNDERSPECIFIED")
-_MODELLED = ("task_id", "conversation_id", "Collection", "collection", "input", "contexts", "targets",
-             "answerability", "predictions")
+_MODELLED = (
+    "task_id",
+    "conversation_id",
+    "Collection",
+    "collection",
+    "input",
+    "contexts",
+    "targets",
+    "answerability",
+    "predictions",
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +103,11 @@ def _message(raw: object, where: str) -> Message:
     if not isinstance(raw, dict):
         raise DataError(f"{where}: a turn must be an object with 'speaker' and 'text'")
     extra = {k: v for k, v in raw.items() if k not in ("speaker", "text")}
-    return Message(speaker=_text(raw.get("speaker", ""), where, "'speaker'"),
-                   text=_text(raw.get("text"), where, "'text'"), extra=extra)
+    return Message(
+        speaker=_text(raw.get("speaker", ""), where, "'speaker'"),
+        text=_text(raw.get("text"), where, "'text'"),
+        extra=extra,
+    )
 
 
 def _context(raw: object, where: str) -> Context:
@@ -105,8 +117,13 @@ def _context(raw: object, where: str) -> Context:
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
         raise DataError(f"{where}: a context's 'score' must be a number")
     extra = {k: v for k, v in raw.items() if k not in ("document_id", "text", "score", "title")}
-    return Context(document_id=str(raw.get("document_id", "")), text=_text(raw.get("text", ""), where, "'text'"),
-                   score=None if score is None else float(score), title=str(raw.get("title") or ""), extra=extra)
+    return Context(
+        document_id=str(raw.get("document_id", "")),
+        text=_text(raw.get("text", ""), where, "'text'"),
+        score=None if score is None else float(score),
+        title=str(raw.get("title") or ""),
+        extra=extra,
+    )
 
 
 def _label(value: object) -> str | None:
@@ -154,8 +171,10 @@ def task_from_record(raw: object, where: str) -> MtragTask:
         collection=str(raw.get("Collection") or raw.get("collection") or ""),
         contexts=tuple(_context(c, f"{where} contexts[{i}]") for i, c in enumerate(_list(raw, "contexts", where))),
         targets=tuple(_message(m, f"{where} targets[{i}]") for i, m in enumerate(_list(raw, "targets", where))),
-        answerability=_answerability(raw), predictions=tuple(predictions),
-        extra={k: v for k, v in raw.items() if k not in _MODELLED})
+        answerability=_answerability(raw),
+        predictions=tuple(predictions),
+        extra={k: v for k, v in raw.items() if k not in _MODELLED},
+    )
 
 
 def _records(path: Path) -> Iterable[tuple[str, object]]:
@@ -221,9 +240,11 @@ def write_tasks(path: str | Path, tasks: Sequence[MtragTask]) -> None:
 
 # -- the official format check ------------------------------------------------------------------------------
 
-_REQUIRED = {"retrieval_taska": ("task_id", "Collection", "contexts"),
-             "generation_taskb": ("task_id", "input", "contexts", "predictions"),
-             "rag_taskc": ("task_id", "Collection", "input", "contexts", "predictions")}
+_REQUIRED = {
+    "retrieval_taska": ("task_id", "Collection", "contexts"),
+    "generation_taskb": ("task_id", "input", "contexts", "predictions"),
+    "rag_taskc": ("task_id", "Collection", "input", "contexts", "predictions"),
+}
 _TYPES: dict[str, tuple[type, str]] = {
     "task_id": (str, "'task_id' must be a string"),
     "Collection": (str, "'Collection' must be a string"),
@@ -334,5 +355,17 @@ def check_predictions(prediction_file: str | Path, mode: str, input_file: str | 
     return FormatReport(problems=problems, warnings=warnings)
 
 
-__all__ = ["ANSWERABILITY_CLASSES", "Context", "FormatReport", "MODES", "Message", "MtragTask", "check_predictions",
-           "check_record", "read_tasks", "task_from_record", "task_record", "write_tasks"]
+__all__ = [
+    "ANSWERABILITY_CLASSES",
+    "Context",
+    "FormatReport",
+    "MODES",
+    "Message",
+    "MtragTask",
+    "check_predictions",
+    "check_record",
+    "read_tasks",
+    "task_from_record",
+    "task_record",
+    "write_tasks",
+]

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import Locate, at_line, read_lines
 from mtrbench.formats.run import id_problem
+from mtrbench.infra.errors import DataError
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
 
@@ -41,8 +41,14 @@ TREC = QrelsLayout(("qid", "iter", "docid", "grade"), separator=None, header=Fal
 BEIR = QrelsLayout(("query-id", "corpus-id", "score"), separator="\t", header=True)
 
 
-def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None = TREC, *,
-                on_duplicate: Callable[[str, str], object] | None = None, trec_ids: bool = False) -> Qrels:
+def parse_qrels(
+    lines: Iterable[str],
+    locate: Locate,
+    layout: QrelsLayout | None = TREC,
+    *,
+    on_duplicate: Callable[[str, str], object] | None = None,
+    trec_ids: bool = False,
+) -> Qrels:
     """Judgments from the lines of a qrels file; blank lines are skipped.
 
     ``layout=None`` takes BEIR's when the first non-blank line is its header, else TREC's. A query and
@@ -73,8 +79,9 @@ def parse_qrels(lines: Iterable[str], locate: Locate, layout: QrelsLayout | None
     return qrels
 
 
-def _judgment(fields: list[str], layout: QrelsLayout, locate: Locate, index: int,
-              trec_ids: bool) -> tuple[str, str, int]:
+def _judgment(
+    fields: list[str], layout: QrelsLayout, locate: Locate, index: int, trec_ids: bool
+) -> tuple[str, str, int]:
     if len(fields) != len(layout.columns):
         count = f"{len(fields)} field" + ("" if len(fields) == 1 else "s")
         raise DataError(f"{locate(index)}: a qrels line needs '{layout.shape}', got {count}")
@@ -130,5 +137,11 @@ def format_qrels(qrels: Qrels, layout: QrelsLayout = TREC) -> str:
     separator = layout.separator or " "
     unused = ["0"] * (len(layout.columns) - 3)
     header = [separator.join(layout.columns) + "\n"] if layout.header else []
-    return "".join(header + [separator.join([qid, *unused, doc_id, str(grade)]) + "\n"
-                             for qid, docs in qrels.items() for doc_id, grade in docs.items()])
+    return "".join(
+        header
+        + [
+            separator.join([qid, *unused, doc_id, str(grade)]) + "\n"
+            for qid, docs in qrels.items()
+            for doc_id, grade in docs.items()
+        ]
+    )

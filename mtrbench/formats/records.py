@@ -26,6 +26,7 @@ def read_records(path: str | Path, required_columns: set[str] | None = None) -> 
             if missing:
                 raise DataError(f"{path}: the CSV header lacks the column(s) {', '.join(sorted(missing))}")
             return [(f"{path} line {reader.line_num}", row) for row in reader]
+
     def where(index: int) -> str:
         return f"{path} line {index + 1}"
 

@@ -10,8 +10,8 @@ import math
 import re
 from pathlib import Path
 
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import at_line, read_lines
+from mtrbench.infra.errors import DataError
 
 Run = dict[str, dict[str, float]]  # query id -> document id -> score
 
@@ -44,8 +44,9 @@ def read_run(path: str | Path) -> Run:
         if not fields:
             continue
         if len(fields) != 6:
-            raise DataError(f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', "
-                                f"got {len(fields)}")
+            raise DataError(
+                f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', got {len(fields)}"
+            )
         qid, _, doc_id, _, score, _ = fields
         try:
             value = float(score)
@@ -74,5 +75,8 @@ def run_tag(model: str, strategy: str) -> str:
 
 def format_run(run: Run, tag: str) -> str:
     """The text of a run file, each query's documents in ``ranked`` order with ranks from 1."""
-    return "".join(f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n"
-                   for qid, docs in run.items() for rank, (doc_id, score) in enumerate(ranked(docs), 1))
+    return "".join(
+        f"{qid} Q0 {doc_id} {rank} {score:.9g} {tag}\n"
+        for qid, docs in run.items()
+        for rank, (doc_id, score) in enumerate(ranked(docs), 1)
+    )

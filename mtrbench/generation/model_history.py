@@ -19,13 +19,13 @@ from functools import partial
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.infra.errors import UserInputError
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
-from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
+from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_base_url
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 from mtrbench.serialize.history import MODEL_STRATEGIES
 
 KINDS = tuple(MODEL_STRATEGIES.values())  # what a rewriter model writes: "rewrite", "summary"
@@ -68,8 +68,7 @@ class ModelHistoryReport:
     replies: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items()
-                if k != "replies" and not (k == "temperature" and v is None)}
+        return {k: v for k, v in self.__dict__.items() if k != "replies" and not (k == "temperature" and v is None)}
 
     def failed(self) -> set[str]:
         """Every query whose request failed (``failed_qids`` shows only the first ``MAX_FAILED_SHOWN``)."""
@@ -84,9 +83,16 @@ def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[
     if kind not in KINDS:
         raise UserInputError(f"model history kind must be one of {', '.join(KINDS)}, got '{kind}'")
     build = MODEL_HISTORY_PROMPTS[kind][1]
-    return [ChatRequest(key=q.qid, messages=build(q.history, q.query), parse=partial(parse_model_history, kind),
-                        params={"max_tokens": 128 if kind == "rewrite" else 400})
-            for q in queries if q.history]
+    return [
+        ChatRequest(
+            key=q.qid,
+            messages=build(q.history, q.query),
+            parse=partial(parse_model_history, kind),
+            params={"max_tokens": 128 if kind == "rewrite" else 400},
+        )
+        for q in queries
+        if q.history
+    ]
 
 
 def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
@@ -103,8 +109,9 @@ def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
     return identity
 
 
-def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions,
-                          client: ChatRunner | None = None) -> tuple[dict[str, str] | None, ModelHistoryReport]:
+def compute_model_history(
+    kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions, client: ChatRunner | None = None
+) -> tuple[dict[str, str] | None, ModelHistoryReport]:
     """(qid -> text for every query that got one, report); texts is None on a dry run.
 
     ``client``: one made already (tests, a shared generator); else made from ``options.judge``.
@@ -122,15 +129,30 @@ def compute_model_history(kind: str, queries: Sequence[ConversationalQuery], opt
         return None, report
     if not requests:
         return texts, report
-    confirm_cost([(judge, estimate_cost(requests, judge, options.cache, completion_tokens_per_request=60
-                                        if kind == "rewrite" else 150))], options.yes)
+    confirm_cost(
+        [
+            (
+                judge,
+                estimate_cost(
+                    requests, judge, options.cache, completion_tokens_per_request=60 if kind == "rewrite" else 150
+                ),
+            )
+        ],
+        options.yes,
+    )
     client = client or make_client(judge, options.cache)
     results = client.run(requests, desc=f"{kind} ({judge.model})", show_progress=options.show_progress)
     for result in results:
         if not result.ok or result.malformed:
-            report.replies.append({"qid": result.key, "ok": result.ok, "error": result.error,
-                                   "attempts": result.attempts,
-                                   "malformed": [m.as_dict() for m in result.malformed]})
+            report.replies.append(
+                {
+                    "qid": result.key,
+                    "ok": result.ok,
+                    "error": result.error,
+                    "attempts": result.attempts,
+                    "malformed": [m.as_dict() for m in result.malformed],
+                }
+            )
         if result.ok:
             texts[result.key] = result.value
         else:

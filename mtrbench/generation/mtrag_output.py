@@ -29,30 +29,46 @@ def _speaker(role: str) -> str:
     return "user" if role == USER else "agent"
 
 
-def prediction_task(query: ConversationalQuery, record: Mapping[str, Any], task: TaskData, run: Run | None,
-                    collection: str) -> MtragTask:
+def prediction_task(
+    query: ConversationalQuery, record: Mapping[str, Any], task: TaskData, run: Run | None, collection: str
+) -> MtragTask:
     """The MTRAGEval record of one generated turn."""
     scores = run.get(query.qid, {}) if run is not None else {}
     contexts = []
     for doc_id in record.get("passages") or []:
         position = task.corpus.position(doc_id)
-        contexts.append(Context(document_id=doc_id, text=task.corpus.texts[position],
-                                title=task.corpus.titles[position] or "",
-                                score=float(scores.get(doc_id, REFERENCE_SCORE)) if run is not None
-                                else REFERENCE_SCORE))
+        contexts.append(
+            Context(
+                document_id=doc_id,
+                text=task.corpus.texts[position],
+                title=task.corpus.titles[position] or "",
+                score=float(scores.get(doc_id, REFERENCE_SCORE)) if run is not None else REFERENCE_SCORE,
+            )
+        )
     turns = [Message(_speaker(m.role), m.content) for m in query.history] + [Message("user", query.query)]
     label = query.meta.get("answerability")
     if isinstance(label, list):
         label = label[0] if label else None
-    return MtragTask(task_id=query.qid, conversation_id=query.conversation_id, collection=collection,
-                     input=tuple(turns), contexts=tuple(contexts),
-                     targets=tuple(Message("agent", answer) for answer in query.answers),
-                     answerability=label if isinstance(label, str) else None,
-                     predictions=(str(record["answer"]),))
+    return MtragTask(
+        task_id=query.qid,
+        conversation_id=query.conversation_id,
+        collection=collection,
+        input=tuple(turns),
+        contexts=tuple(contexts),
+        targets=tuple(Message("agent", answer) for answer in query.answers),
+        answerability=label if isinstance(label, str) else None,
+        predictions=(str(record["answer"]),),
+    )
 
 
-def write_mtrag_predictions(path: Path, queries: Sequence[ConversationalQuery], done: Mapping[str, Mapping[str, Any]],
-                            task: TaskData, run: Run | None, oracle: bool) -> int:
+def write_mtrag_predictions(
+    path: Path,
+    queries: Sequence[ConversationalQuery],
+    done: Mapping[str, Mapping[str, Any]],
+    task: TaskData,
+    run: Run | None,
+    oracle: bool,
+) -> int:
     """Write the turns that have an answer, in task order; returns how many. The collection is the task's
     MTRAG collection name where its loader records one, else the task name."""
     records = []
@@ -70,6 +86,8 @@ def write_mtrag_predictions(path: Path, queries: Sequence[ConversationalQuery], 
     write_tasks(path, records)
     report = check_predictions(path, prediction_mode(oracle))
     if report.problems:
-        raise DataError(f"{path} fails MTRAG's format check: {report.problems[0]}"
-                        + (f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""))
+        raise DataError(
+            f"{path} fails MTRAG's format check: {report.problems[0]}"
+            + (f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else "")
+        )
     return len(records)

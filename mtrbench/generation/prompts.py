@@ -19,7 +19,8 @@ REWRITE_SYSTEM = (
     "and vague references with what they point to in the earlier turns and restore anything left implicit. "
     "Keep the question's meaning, intent and language; add nothing the user did not ask. If the question "
     "already stands on its own, give it back unchanged. Do not answer it.\n"
-    "Reply with exactly one line: Rewrite: <the stand-alone question>")
+    "Reply with exactly one line: Rewrite: <the stand-alone question>"
+)
 
 SUMMARY_SYSTEM = (
     "You condense a conversation for an assistant who must answer the user's current question. Summarize the "
@@ -37,25 +38,27 @@ SUMMARY_SYSTEM = (
     "Assistant: Yes, it carries a motorway and there is a toll for cars.\n"
     "Summary: The user asked about Denmark's longest bridge, the Great Belt Bridge (East Bridge 6.8 km, "
     "Zealand to Sprogø), and learned that cars can drive across it on a toll motorway; the current question "
-    "asks how long crossing this bridge takes.")
+    "asks how long crossing this bridge takes."
+)
 
 ANSWER_SYSTEM = (
     "You answer the user's current question in a conversation, using the numbered passages you are given as "
     "your sources. {history_rule}Support what you state with the numbers of the passages it comes from, in "
     "square brackets right after the statement, e.g. [1] or [2][3]; cite only passages that say it. If the "
     "passages do not hold the answer, answer from your own knowledge without a citation. Do not say that you "
-    "cannot answer.")
+    "cannot answer."
+)
 
 # by ``--history`` name (eval's); a rule's text, not its name, goes into the prompt hash
 HISTORY_RULES = {
     "full": "The question may leave things out or refer back to earlier turns: read it in the light of the "
-            "conversation history. ",
+    "conversation history. ",
     "last-response": "The question may leave things out or refer back to earlier turns: read it in the light of "
-                     "the conversation history (the earlier questions and the last response). ",
+    "the conversation history (the earlier questions and the last response). ",
     "rewrite": "",
     "rewrite:llm": "",
     "summary:llm": "The question may leave things out or refer back to earlier turns: read it in the light of the "
-                   "summary of the conversation so far. ",
+    "summary of the conversation so far. ",
 }
 
 
@@ -78,9 +81,14 @@ def summary_messages(history: Sequence[Message], question: str) -> list[dict[str
 
 
 MODEL_HISTORY_PROMPTS = {"rewrite": (REWRITE_SYSTEM, rewrite_messages), "summary": (SUMMARY_SYSTEM, summary_messages)}
-_LABELS = {"rewrite": re.compile(r"^\W*(?:stand-alone question|standalone question|rewrite|rewritten question)\W*:"
-                                 r"\s*(.+)$", re.IGNORECASE | re.MULTILINE),
-           "summary": re.compile(r"^\W*(?:summary|summarization)\W*:\s*(.+)", re.IGNORECASE | re.MULTILINE | re.S)}
+_LABELS = {
+    "rewrite": re.compile(
+        r"^\W*(?:stand-alone question|standalone question|rewrite|rewritten question)\W*:"
+        r"\s*(.+)$",
+        re.IGNORECASE | re.MULTILINE,
+    ),
+    "summary": re.compile(r"^\W*(?:summary|summarization)\W*:\s*(.+)", re.IGNORECASE | re.MULTILINE | re.S),
+}
 
 
 _REWRITE_LABELS = r"stand-alone question|standalone question|rewrite|rewritten question"
@@ -110,7 +118,9 @@ def passages_block(passages: Sequence[str]) -> str:
     return "\n\n".join(f"[{n}] {text}" for n, text in enumerate(passages, start=1))
 
 
-def answer_messages(history_mode: str, question: str, passages: Sequence[str], history_text: str) -> list[dict[str, str]]:
+def answer_messages(
+    history_mode: str, question: str, passages: Sequence[str], history_text: str
+) -> list[dict[str, str]]:
     """CORAL Table 9 in our words: instruction by ``--history`` name, then the history (or summary), the
     passages numbered [1]..[k] and the current question. ``history_text`` is empty for the rewrites."""
     system = ANSWER_SYSTEM.format(history_rule=HISTORY_RULES[history_mode])

@@ -25,12 +25,13 @@ from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData, first_conversations
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.formats.mtrag_eval import MAX_CONTEXTS
-from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
-from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
+from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
 from mtrbench.generation.store import GenerationStore
+from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
 from mtrbench.llm.config import JudgeConfig
@@ -38,7 +39,6 @@ from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import MODEL_STRATEGIES, get_strategy
-from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
 
 
 @dataclass
@@ -89,16 +89,16 @@ class GenerateReport:
 
 def generation_failures(report: GenerateReport, generator: str) -> JudgeFailures:
     """This run's failed/asked turns and the most common reason, for ``--max-failure-rate``."""
-    return JudgeFailures(generator, report.failed, report.asked, most_common(report.failure_reasons),
-                         kind="generator", unit="turns")
+    return JudgeFailures(
+        generator, report.failed, report.asked, most_common(report.failure_reasons), kind="generator", unit="turns"
+    )
 
 
 def generation_history(name: str) -> str:
     """The current ``--history`` name for generation; an old one ("raw", "summary") is read as its new one."""
     history = current_history(name.strip())
     if history not in HISTORY_SOURCES:
-        raise UserInputError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, "
-                            f"got '{name}'")
+        raise UserInputError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, got '{name}'")
     return history
 
 
@@ -137,8 +137,9 @@ def settings_path(default: Path, settings: GenerationSettings) -> Path:
     return default.with_name(f"{stem}.{settings.digest()}{suffix}")
 
 
-def _open_store(config: GenerateConfig, output: Path, current_name: Path, settings: GenerationSettings,
-                report: GenerateReport) -> GenerationStore:
+def _open_store(
+    config: GenerateConfig, output: Path, current_name: Path, settings: GenerationSettings, report: GenerateReport
+) -> GenerationStore:
     """The store to resume: the default file when its answers were made with these settings; else (a ``note:``)
     the file named by the settings' digest. A file named with --output is used as given (other settings there
     are an error in ``read``)."""
@@ -150,8 +151,11 @@ def _open_store(config: GenerateConfig, output: Path, current_name: Path, settin
         return store
     alternative = settings_path(current_name, settings)
     report.other_settings = differs
-    print(f"note: {output} holds answers made with other settings ({differs}); these settings' answers go to "
-          f"{alternative}", file=sys.stderr)
+    print(
+        f"note: {output} holds answers made with other settings ({differs}); these settings' answers go to "
+        f"{alternative}",
+        file=sys.stderr,
+    )
     return GenerationStore(alternative)
 
 
@@ -175,8 +179,13 @@ def _history_text(history: str, query: ConversationalQuery) -> str:
     return dialogue(get_strategy(history).select(query)[0])
 
 
-def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: ResponseCache | None = None,
-                 client: ChatRunner | None = None, rewriter_client: ChatRunner | None = None) -> GenerateReport:
+def run_generate(
+    config: GenerateConfig,
+    generator: JudgeConfig,
+    cache: ResponseCache | None = None,
+    client: ChatRunner | None = None,
+    rewriter_client: ChatRunner | None = None,
+) -> GenerateReport:
     """Generate the turns not yet in the output file. ``client``/``rewriter_client``: clients made already
     (tests); else made from the judge configurations."""
     from mtrbench.llm.hf import make_client
@@ -187,11 +196,14 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     if config.top_k < 1:
         raise UserInputError(f"--top-k must be at least 1, got {config.top_k}")
     if config.mtrag_output is not None and Path(config.mtrag_output).suffix != ".jsonl":
-        raise UserInputError(f"--mtrag-out {config.mtrag_output}: MTRAGEval prediction files are JSON Lines named "
-                             "*.jsonl")
+        raise UserInputError(
+            f"--mtrag-out {config.mtrag_output}: MTRAGEval prediction files are JSON Lines named *.jsonl"
+        )
     if config.mtrag_output is not None and config.top_k > MAX_CONTEXTS:
-        raise UserInputError(f"--mtrag-out: MTRAGEval allows at most {MAX_CONTEXTS} contexts per task; show at most "
-                             f"{MAX_CONTEXTS} passages, got {config.top_k}")
+        raise UserInputError(
+            f"--mtrag-out: MTRAGEval allows at most {MAX_CONTEXTS} contexts per task; show at most "
+            f"{MAX_CONTEXTS} passages, got {config.top_k}"
+        )
     history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
     if history_source == "llm" and config.rewriter is None:
         raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")
@@ -204,20 +216,30 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     if history_source == "gold" and not task.has_rewrites:
-        raise UserInputError(f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
-                            "use --history rewrite:llm for a model's rewrites")
+        raise UserInputError(
+            f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
+            "use --history rewrite:llm for a model's rewrites"
+        )
     source = "oracle" if config.oracle else "run"
     model = ModelSettings.of(generator)
     settings = GenerationSettings(
-        generator=model.model, endpoint=model.endpoint, max_tokens=model.max_tokens, temperature=model.temperature,
-        seed=model.seed, prompt_hash=answer_prompt_hash(history), top_k=config.top_k,
-        max_passage_chars=config.max_passage_chars, history=history,
+        generator=model.model,
+        endpoint=model.endpoint,
+        max_tokens=model.max_tokens,
+        temperature=model.temperature,
+        seed=model.seed,
+        prompt_hash=answer_prompt_hash(history),
+        top_k=config.top_k,
+        max_passage_chars=config.max_passage_chars,
+        history=history,
         history_source=history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
-        source=source)
+        source=source,
+    )
     output = default_output(config, run_file, task.name, generator.model)
     report = GenerateReport(output=output, settings=settings)
-    store = _open_store(config, output, _default_paths(config, run_file, task.name, generator.model)[0], settings,
-                        report)
+    store = _open_store(
+        config, output, _default_paths(config, run_file, task.name, generator.model)[0], settings, report
+    )
     report.output, report.failures_path = store.path, store.failures_path
 
     if config.limit is not None and config.limit < 1:
@@ -231,8 +253,9 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         stored = store.read(settings.compared())
         report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
         if stored.unrecorded:
-            print(unrecorded_note(store.path, max(stored.unrecorded.values()), list(stored.unrecorded)),
-                  file=sys.stderr)
+            print(
+                unrecorded_note(store.path, max(stored.unrecorded.values()), list(stored.unrecorded)), file=sys.stderr
+            )
         plan: list[tuple[ConversationalQuery, list[str]]] = []
         for q in queries:
             if q.qid in stored.done:
@@ -248,8 +271,10 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             missing = [d for d in doc_ids if d not in task.corpus]
             if missing:
                 where = run_file if run_file is not None else f"task {task.name} qrels"
-                raise DataError(f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
-                                    f"corpus of task {task.name}")
+                raise DataError(
+                    f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
+                    f"corpus of task {task.name}"
+                )
             plan.append((q, doc_ids))
         report.turns = report.done_before + len(plan)
 
@@ -258,12 +283,15 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         failures: list[dict[str, Any]] = []
         rewriter = config.rewriter
         same_model = rewriter is not None and (rewriter.judge.model, rewriter.judge.base_url) == (
-            generator.model, generator.base_url)
+            generator.model,
+            generator.base_url,
+        )
         if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
             client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
         if history_source == "llm":
-            texts, model_report = compute_model_history(model_kind, [q for q, _ in plan], config.rewriter,
-                                                        rewriter_client)
+            texts, model_report = compute_model_history(
+                model_kind, [q for q, _ in plan], config.rewriter, rewriter_client
+            )
             report.rewriter = model_report.as_dict()
             if texts is None:
                 return report  # dry run
@@ -274,12 +302,19 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
                     kept.append((q, doc_ids))
                 else:
                     reply = replies.get(q.qid, {})
-                    failures.append({"qid": q.qid, "error": f"{history} by {config.rewriter.judge.model} failed "
-                                                            f"after retries: {reply.get('error') or 'unknown'}",
-                                     "stage": history, "malformed": reply.get("malformed", [])})
+                    failures.append(
+                        {
+                            "qid": q.qid,
+                            "error": f"{history} by {config.rewriter.judge.model} failed "
+                            f"after retries: {reply.get('error') or 'unknown'}",
+                            "stage": history,
+                            "malformed": reply.get("malformed", []),
+                        }
+                    )
             plan = kept
-            report.failure_reasons.update({f"{history}: {reason}": n
-                                           for reason, n in model_report.failure_reasons.items()})
+            report.failure_reasons.update(
+                {f"{history}: {reason}": n for reason, n in model_report.failure_reasons.items()}
+            )
 
         requests, records = [], {}
         for q, doc_ids in plan:
@@ -295,13 +330,22 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
                 else:
                     report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
             passages = [_passage_text(task, d, config.max_passage_chars) for d in doc_ids]
-            requests.append(ChatRequest(key=q.qid, messages=answer_messages(history, question, passages,
-                                                                             history_text), parse=parse_answer))
-            records[q.qid] = {"qid": q.qid, "conversation_id": q.conversation_id, "turn": q.turn_id,
-                              "question": q.query, "answer": None, "passages": doc_ids,
-                              **({"rewrite": question} if history in ("rewrite", "rewrite:llm") else {}),
-                              **({"summary": history_text} if model_kind == "summary" else {}),
-                              **settings.record()}
+            requests.append(
+                ChatRequest(
+                    key=q.qid, messages=answer_messages(history, question, passages, history_text), parse=parse_answer
+                )
+            )
+            records[q.qid] = {
+                "qid": q.qid,
+                "conversation_id": q.conversation_id,
+                "turn": q.turn_id,
+                "question": q.query,
+                "answer": None,
+                "passages": doc_ids,
+                **({"rewrite": question} if history in ("rewrite", "rewrite:llm") else {}),
+                **({"summary": history_text} if model_kind == "summary" else {}),
+                **settings.record(),
+            }
         if config.dry_run:
             print_dry_run(requests, [generator])
             return report
@@ -312,20 +356,35 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
             def finished(result: ChatResult) -> None:
                 malformed = [m.as_dict() for m in result.malformed]  # redacted by the client
                 if result.ok:
-                    record = dict(records[result.key], answer=result.value, cached=result.cached,
-                                  time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                  **({"malformed": malformed} if malformed else {}))
+                    record = dict(
+                        records[result.key],
+                        answer=result.value,
+                        cached=result.cached,
+                        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        **({"malformed": malformed} if malformed else {}),
+                    )
                     store.append(record)
                     report.generated += 1
                 else:
-                    failures.append({"qid": result.key, "error": result.error, "attempts": result.attempts,
-                                     "stage": "answer", "malformed": malformed})
+                    failures.append(
+                        {
+                            "qid": result.key,
+                            "error": result.error,
+                            "attempts": result.attempts,
+                            "stage": "answer",
+                            "malformed": malformed,
+                        }
+                    )
                     report.failure_reasons[result.error or "unknown"] += 1
 
             with store:
                 try:
-                    client.run(requests, desc=f"generate ({generator.model})", show_progress=config.show_progress,
-                               on_result=finished)
+                    client.run(
+                        requests,
+                        desc=f"generate ({generator.model})",
+                        show_progress=config.show_progress,
+                        on_result=finished,
+                    )
                 finally:
                     report.requests, report.cached = client.usage.requests, client.usage.cached
                     report.failed = len(failures)
@@ -337,7 +396,7 @@ def run_generate(config: GenerateConfig, generator: JudgeConfig, cache: Response
         from mtrbench.generation.mtrag_output import write_mtrag_predictions
 
         report.mtrag_output = Path(config.mtrag_output)
-        report.mtrag_predictions = write_mtrag_predictions(report.mtrag_output, queries,
-                                                           store.read(settings.compared()).done, task, run,
-                                                           config.oracle)
+        report.mtrag_predictions = write_mtrag_predictions(
+            report.mtrag_output, queries, store.read(settings.compared()).done, task, run, config.oracle
+        )
     return report

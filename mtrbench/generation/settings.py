@@ -38,8 +38,13 @@ class ModelSettings:
     @classmethod
     def of(cls, judge: JudgeConfig) -> ModelSettings:
         seed = judge.extra_body.get("seed") if isinstance(judge.extra_body, dict) else None
-        return cls(model=judge.model, endpoint=endpoint_label(judge), max_tokens=judge.max_tokens,
-                   temperature=float(judge.temperature), seed=seed)
+        return cls(
+            model=judge.model,
+            endpoint=endpoint_label(judge),
+            max_tokens=judge.max_tokens,
+            temperature=float(judge.temperature),
+            seed=seed,
+        )
 
 
 @dataclass(frozen=True)
@@ -84,12 +89,13 @@ def unrecorded(record: Mapping[str, Any], compared: Mapping[str, Any]) -> list[s
 
 
 def unrecorded_note(where: object, count: int, keys: list[str]) -> str:
-    return (f"note: {count} record(s) in {where} predate recorded settings ({', '.join(keys)} not recorded) and are "
-            "reused as they are; move the file away to make them again")
+    return (
+        f"note: {count} record(s) in {where} predate recorded settings ({', '.join(keys)} not recorded) and are "
+        "reused as they are; move the file away to make them again"
+    )
 
 
 def describe_differences(differs: Mapping[str, tuple[Any, Any]], limit: int = 4) -> str:
-    shown = [f"{key} {old!r} (now {new!r})"
-             for key, (old, new) in list(differs.items())[:limit]]
+    shown = [f"{key} {old!r} (now {new!r})" for key, (old, new) in list(differs.items())[:limit]]
     more = len(differs) - limit
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")

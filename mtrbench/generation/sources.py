@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from mtrbench.data.model import ConversationalQuery
-from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
+from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.results.result import Result
 
 
@@ -63,6 +63,7 @@ def oracle_passages(query: ConversationalQuery, top_k: int) -> list[str]:
     the gold passages (grade > 0), highest grade first, then by id; at most top_k."""
     if has_reference_passages(query):
         return [str(d) for d in query.meta["reference_passages"] if d][:top_k]
-    gold = sorted(((grade, doc_id) for doc_id, grade in query.qrels.items() if grade > 0),
-                  key=lambda pair: (-pair[0], pair[1]))
+    gold = sorted(
+        ((grade, doc_id) for doc_id, grade in query.qrels.items() if grade > 0), key=lambda pair: (-pair[0], pair[1])
+    )
     return [doc_id for _, doc_id in gold[:top_k]]

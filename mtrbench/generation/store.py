@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, ContextManager, TextIO
+from typing import Any, TextIO
 
 from mtrbench.formats.generations import current_history
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.generation.settings import describe_differences, differences, unrecorded
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 
@@ -42,7 +43,7 @@ class GenerationStore:
     def failures_path(self) -> Path:
         return self.path.with_name(f"{self.path.stem}.failures.jsonl")
 
-    def hold(self) -> ContextManager[LockHolder]:
+    def hold(self) -> AbstractContextManager[LockHolder]:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
     def _records(self):
@@ -86,9 +87,11 @@ class GenerationStore:
                 continue
             differs = differences(record, settings)
             if differs:
-                raise DataError(f"{self.path}:{number}: generated with other settings: "
-                                f"{describe_differences(differs)}; pass --output to write these generations to "
-                                "another file")
+                raise DataError(
+                    f"{self.path}:{number}: generated with other settings: "
+                    f"{describe_differences(differs)}; pass --output to write these generations to "
+                    "another file"
+                )
             if record["qid"] in stored.done:
                 stored.duplicates += 1
                 continue

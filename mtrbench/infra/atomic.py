@@ -28,8 +28,11 @@ def _reason(path: Path, exc: OSError) -> str:
     elif isinstance(exc, NotADirectoryError):
         above = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         reason = f"{above} is a file, not a folder" if above is not None else reason
-    elif culprit is not None and culprit not in (path, path.parent) and not str(culprit).startswith(
-            str(path.parent / f".{path.name}.")):
+    elif (
+        culprit is not None
+        and culprit not in (path, path.parent)
+        and not str(culprit).startswith(str(path.parent / f".{path.name}."))
+    ):
         reason = f"{reason}: {culprit}"
     return reason
 

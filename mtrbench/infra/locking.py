@@ -34,8 +34,8 @@ import os
 import secrets
 import signal
 import socket
-import threading
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -72,10 +72,15 @@ class LockHolder:
         return f"{self.name}, started {self.started}"
 
     @classmethod
-    def me(cls, purpose: str) -> "LockHolder":
-        return cls(os.getpid(), socket.gethostname(),
-                   datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"), purpose,
-                   secrets.token_hex(8), _proc_start(os.getpid()))
+    def me(cls, purpose: str) -> LockHolder:
+        return cls(
+            os.getpid(),
+            socket.gethostname(),
+            datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+            purpose,
+            secrets.token_hex(8),
+            _proc_start(os.getpid()),
+        )
 
 
 class LockHeld(MtrbenchError):
@@ -98,8 +103,14 @@ def read_holder(path: str | Path) -> LockHolder | None:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         proc_start = data.get("proc_start")
-        return LockHolder(int(data["pid"]), str(data["host"]), str(data["started"]), str(data.get("purpose", "")),
-                          str(data.get("token", "")), None if proc_start is None else str(proc_start))
+        return LockHolder(
+            int(data["pid"]),
+            str(data["host"]),
+            str(data["started"]),
+            str(data.get("purpose", "")),
+            str(data.get("token", "")),
+            None if proc_start is None else str(proc_start),
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -139,7 +150,7 @@ def _proc_stat(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return raw[raw.rfind(")") + 2:].split()
+    return raw[raw.rfind(")") + 2 :].split()
 
 
 def _proc_start(pid: int) -> str | None:
@@ -158,9 +169,15 @@ def _warn_stderr(message: str) -> None:
 
 
 @contextmanager
-def held_lock(path: str | Path, *, purpose: str, wait_s: float = 0.0, warn: Callable[[str], None] | None = None,
-              on_wait: Callable[[LockHolder | None], None] | None = None,
-              on_stale: Callable[[LockHolder], None] | None = None) -> Iterator[LockHolder]:
+def held_lock(
+    path: str | Path,
+    *,
+    purpose: str,
+    wait_s: float = 0.0,
+    warn: Callable[[str], None] | None = None,
+    on_wait: Callable[[LockHolder | None], None] | None = None,
+    on_stale: Callable[[LockHolder], None] | None = None,
+) -> Iterator[LockHolder]:
     """Hold the lock file ``path`` for the block; yields this process's ``LockHolder``.
 
     ``purpose`` names what is protected in messages ("audit log"). ``wait_s`` > 0: when held by a live run,
@@ -191,8 +208,9 @@ def held_lock(path: str | Path, *, purpose: str, wait_s: float = 0.0, warn: Call
         _HELD.release(me.token)
 
 
-def _acquire(path: Path, purpose: str, warn: Callable[[str], None],
-             on_stale: Callable[[LockHolder], None] | None) -> tuple[int, LockHolder]:
+def _acquire(
+    path: Path, purpose: str, warn: Callable[[str], None], on_stale: Callable[[LockHolder], None] | None
+) -> tuple[int, LockHolder]:
     """Create the lock file (or take over a stale one); the returned descriptor keeps its ``flock`` until
     ``_release``."""
     try:
@@ -222,8 +240,10 @@ def _acquire(path: Path, purpose: str, warn: Callable[[str], None],
             if on_stale is not None:
                 on_stale(holder)
             else:
-                warn(f"{path}: taking over the {purpose} lock of {holder.describe()}, which is no longer running "
-                     "(it was interrupted before it could remove its lock)")
+                warn(
+                    f"{path}: taking over the {purpose} lock of {holder.describe()}, which is no longer running "
+                    "(it was interrupted before it could remove its lock)"
+                )
             # Under our flock (where there is one) and still the file at ``path``: no other run can be
             # removing it too, or have replaced it with its own. Without flock, the re-read narrows that window.
             if read_holder(path) == holder:
@@ -295,15 +315,19 @@ def _still_at(path: Path, fd: int) -> bool:
 
 def _held(path: Path, purpose: str, holder: LockHolder | None) -> LockHeld:
     who = holder.describe() if holder is not None else "another run (its lock file does not say which)"
-    return LockHeld(f"the {purpose} is in use by {who}; lock file {path}. Wait for that run to finish; if it "
-                    "is not running any more, delete the lock file", path, holder)
+    return LockHeld(
+        f"the {purpose} is in use by {who}; lock file {path}. Wait for that run to finish; if it "
+        "is not running any more, delete the lock file",
+        path,
+        holder,
+    )
 
 
 def _release(path: Path, fd: int, me: LockHolder) -> None:
     try:
         holder = read_holder(path)
         if holder is not None and holder.token == me.token:  # ours: unlink before closing, so nobody can
-            path.unlink()                                     # lock a file that is about to vanish
+            path.unlink()  # lock a file that is about to vanish
     except OSError:
         pass
     finally:

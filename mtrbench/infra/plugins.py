@@ -100,8 +100,10 @@ def entries(group: str) -> tuple[Entry, ...]:
             if callable(obj):
                 obj = obj()
         except Exception as exc:  # a broken plugin must not break mtrbench
-            warn(f"plugin {ep.name} ({group} = {ep.value}, {origin}): cannot load it: "
-                 f"{type(exc).__name__}: {exc}; skipped")
+            warn(
+                f"plugin {ep.name} ({group} = {ep.value}, {origin}): cannot load it: "
+                f"{type(exc).__name__}: {exc}; skipped"
+            )
             continue
         items = tuple(obj) if isinstance(obj, (list, tuple)) else (obj,)
         loaded.append(Entry(group, ep.name, ep.value, origin, items, _module_file(ep.module)))
@@ -127,17 +129,31 @@ def merge(kind: str, builtin: Collection[str], candidates: Iterable[Candidate[T]
     for candidate in candidates:
         clash = next((n for n in candidate.names if n in builtin or n in owners), None)
         if clash is not None and clash in builtin:
-            candidate.entry.warn(f"{kind} '{candidate.label}': the name '{clash}' is built in; "
-                                 f"the built-in one is used")
+            candidate.entry.warn(
+                f"{kind} '{candidate.label}': the name '{clash}' is built in; the built-in one is used"
+            )
         elif clash is not None:
             first = owners[clash].entry
-            candidate.entry.warn(f"{kind} '{candidate.label}': the name '{clash}' is already registered by "
-                                 f"plugin {first.name} ({first.origin}); that one is used")
+            candidate.entry.warn(
+                f"{kind} '{candidate.label}': the name '{clash}' is already registered by "
+                f"plugin {first.name} ({first.origin}); that one is used"
+            )
         else:
             owners.update(dict.fromkeys(candidate.names, candidate))
             kept.append(candidate)
     return kept
 
 
-__all__ = ["BUILT_IN", "GROUPS", "MEASURES", "MODELS", "TASKS", "Candidate", "Entry", "entries", "merge", "warn",
-           "warnings"]
+__all__ = [
+    "BUILT_IN",
+    "GROUPS",
+    "MEASURES",
+    "MODELS",
+    "TASKS",
+    "Candidate",
+    "Entry",
+    "entries",
+    "merge",
+    "warn",
+    "warnings",
+]

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import ConversationalQuery, TaskData
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import BeirFolder
 from mtrbench.formats.qrels import BEIR, format_qrels
+from mtrbench.infra.atomic import atomic_write_text, ensure_folder
+from mtrbench.infra.errors import MtrbenchError
 
 HF_CONFIGS = ("corpus", "queries", "qrels", "conversations")
 # the export's own record: task, split, format and the query-text settings (truncation included)
@@ -40,9 +40,15 @@ class QueryTexts:
 
 
 def _conversation_record(q: ConversationalQuery) -> dict[str, Any]:
-    return {"_id": q.qid, "conversation_id": q.conversation_id, "turn_id": q.turn_id,
-            "history": [{"role": m.role, "content": m.content} for m in q.history], "query": q.query,
-            "gold_rewrite": q.gold_rewrite, "answers": list(q.answers)}
+    return {
+        "_id": q.qid,
+        "conversation_id": q.conversation_id,
+        "turn_id": q.turn_id,
+        "history": [{"role": m.role, "content": m.content} for m in q.history],
+        "query": q.query,
+        "gold_rewrite": q.gold_rewrite,
+        "answers": list(q.answers),
+    }
 
 
 def _check_texts(task: TaskData, texts: QueryTexts) -> None:
@@ -50,8 +56,10 @@ def _check_texts(task: TaskData, texts: QueryTexts) -> None:
     if missing:
         raise MtrbenchError(f"export: no serialized text for {len(missing)} queries (first: {missing[0]})")
     if texts.settings.get("truncate") not in ("left", "right", "none"):
-        raise MtrbenchError("export: the query texts must say how they were truncated (settings 'truncate': left, "
-                            "right, or none for texts written whole)")
+        raise MtrbenchError(
+            "export: the query texts must say how they were truncated (settings 'truncate': left, "
+            "right, or none for texts written whole)"
+        )
 
 
 def write_record(task: TaskData, out: Path, texts: QueryTexts, fmt: str) -> Path:
@@ -65,9 +73,22 @@ def write_record(task: TaskData, out: Path, texts: QueryTexts, fmt: str) -> Path
         truncation = f"none, as `mtrbench eval --model {model}` (no token limit, or --truncate none)"
     else:
         truncation = f"{side} for {model}, as `mtrbench eval` truncates"
-    atomic_write_text(path, json.dumps({
-        "task": task.name, "split": task.split, "format": fmt, "queries": len(task.queries),
-        "documents": len(task.corpus), "serialization": texts.settings, "truncation": truncation}, indent=2) + "\n")
+    atomic_write_text(
+        path,
+        json.dumps(
+            {
+                "task": task.name,
+                "split": task.split,
+                "format": fmt,
+                "queries": len(task.queries),
+                "documents": len(task.corpus),
+                "serialization": texts.settings,
+                "truncation": truncation,
+            },
+            indent=2,
+        )
+        + "\n",
+    )
     return path
 
 
@@ -76,13 +97,15 @@ def export_beir(task: TaskData, out: Path, texts: QueryTexts) -> list[Path]:
     ``conversations.jsonl`` sidecar keeps turn ids, history, rewrites and answers (SCHEMAS §9), and
     ``mtrbench eval`` prefers it to the text."""
     _check_texts(task, texts)
-    corpus = "".join(json.dumps({"_id": d, "title": t, "text": x}) + "\n"
-                     for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts))
-    queries = "".join(json.dumps({"_id": q.qid, "text": texts.of(q), "metadata": q.meta}) + "\n"
-                      for q in task.queries)
+    corpus = "".join(
+        json.dumps({"_id": d, "title": t, "text": x}) + "\n"
+        for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts)
+    )
+    queries = "".join(json.dumps({"_id": q.qid, "text": texts.of(q), "metadata": q.meta}) + "\n" for q in task.queries)
     qrels = format_qrels({q.qid: q.qrels for q in task.queries}, BEIR)
-    sidecar = "".join(json.dumps({**_conversation_record(q), "serialization": texts.settings}) + "\n"
-                      for q in task.queries)
+    sidecar = "".join(
+        json.dumps({**_conversation_record(q), "serialization": texts.settings}) + "\n" for q in task.queries
+    )
     folder = BeirFolder(out)
     paths = [folder.corpus, folder.queries, folder.qrels(task.split), folder.conversations]
     for path, text in zip(paths, (corpus, queries, qrels, sidecar)):
@@ -113,18 +136,32 @@ def export_hf(task: TaskData, card: TaskCard, out: Path, texts: QueryTexts) -> l
     _check_texts(task, texts)
     metas, meta_encoding = _meta_column([dict(q.meta) for q in task.queries])
     tables = {
-        "corpus": datasets.Dataset.from_dict({"_id": task.corpus.ids, "title": task.corpus.titles,
-                                              "text": task.corpus.texts}),
-        "queries": datasets.Dataset.from_dict({"_id": [q.qid for q in task.queries],
-                                               "text": [texts.of(q) for q in task.queries]}),
+        "corpus": datasets.Dataset.from_dict(
+            {"_id": task.corpus.ids, "title": task.corpus.titles, "text": task.corpus.texts}
+        ),
+        "queries": datasets.Dataset.from_dict(
+            {"_id": [q.qid for q in task.queries], "text": [texts.of(q) for q in task.queries]}
+        ),
         "qrels": datasets.Dataset.from_list(
             [{"query-id": q.qid, "corpus-id": d, "score": g} for q in task.queries for d, g in q.qrels.items()],
-            features=datasets.Features({"query-id": datasets.Value("string"), "corpus-id": datasets.Value("string"),
-                                        "score": datasets.Value("int32")})),
-        "conversations": datasets.Dataset.from_list([{
-            **_conversation_record(q),
-            "candidate_doc_ids": list(q.candidate_doc_ids) if q.candidate_doc_ids is not None else None,
-            "meta": meta} for q, meta in zip(task.queries, metas)]),
+            features=datasets.Features(
+                {
+                    "query-id": datasets.Value("string"),
+                    "corpus-id": datasets.Value("string"),
+                    "score": datasets.Value("int32"),
+                }
+            ),
+        ),
+        "conversations": datasets.Dataset.from_list(
+            [
+                {
+                    **_conversation_record(q),
+                    "candidate_doc_ids": list(q.candidate_doc_ids) if q.candidate_doc_ids is not None else None,
+                    "meta": meta,
+                }
+                for q, meta in zip(task.queries, metas)
+            ]
+        ),
     }
     splits = {"corpus": CORPUS_SPLIT, "queries": QUERIES_SPLIT, "qrels": task.split, "conversations": task.split}
     files = {name: _write_parquet(tables[name], out / name, splits[name]) for name in HF_CONFIGS}
@@ -154,14 +191,16 @@ def _write_parquet(table, folder: Path, split: str) -> str:
 _TASK_CATEGORIES = {"conversational-retrieval": "text-retrieval", "retrieval": "text-retrieval"}
 
 
-def dataset_card(task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict[str, str], files: dict[str, str],
-                 meta_encoding: str) -> str:
+def dataset_card(
+    task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict[str, str], files: dict[str, str], meta_encoding: str
+) -> str:
     """README.md: YAML metadata the Hub and ``datasets`` read (configs with data_files, license,
     task categories, languages, pretty name), then the task card's description and citation."""
     import yaml
 
-    configs = [{"config_name": name, "data_files": [{"split": splits[name], "path": files[name]}]}
-               for name in HF_CONFIGS]
+    configs = [
+        {"config_name": name, "data_files": [{"split": splits[name], "path": files[name]}]} for name in HF_CONFIGS
+    ]
     header: dict[str, Any] = {
         "pretty_name": task.name,
         "license": _hub_license(card.license),
@@ -174,23 +213,37 @@ def dataset_card(task: TaskData, card: TaskCard, texts: QueryTexts, splits: dict
     header = {k: v for k, v in header.items() if v is not None}
     settings = ", ".join(f"{k}={v}" for k, v in texts.settings.items() if v is not None)
     lines = [
-        "---", yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(), "---", "",
-        f"# {task.name}", "", card.description.strip(), "",
-        "## Layout", "",
-        f"Split `{task.split}`: {len(task.queries)} queries (user turns), {len(task.corpus)} documents.", "",
-        "| config | split | columns |", "|---|---|---|",
+        "---",
+        yaml.safe_dump(header, sort_keys=False, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {task.name}",
+        "",
+        card.description.strip(),
+        "",
+        "## Layout",
+        "",
+        f"Split `{task.split}`: {len(task.queries)} queries (user turns), {len(task.corpus)} documents.",
+        "",
+        "| config | split | columns |",
+        "|---|---|---|",
         f"| `corpus` | `{splits['corpus']}` | `_id`, `title`, `text` |",
         f"| `queries` | `{splits['queries']}` | `_id`, `text`: the conversation serialized as mtrbench evaluates it |",
         f"| `qrels` | `{splits['qrels']}` | `query-id`, `corpus-id`, `score` |",
         f"| `conversations` | `{splits['conversations']}` | `_id`, `conversation_id`, `turn_id`, `history` (role, "
         f"content), `query`, `gold_rewrite`, `answers`, `candidate_doc_ids`, `meta` "
-        f"({'a struct' if meta_encoding == 'struct' else 'a JSON string'}) |", "",
+        f"({'a struct' if meta_encoding == 'struct' else 'a JSON string'}) |",
+        "",
         f"Query text settings: {settings or 'none'}. `mtrbench eval --task DIR` reads this folder (it re-serializes "
-        f"each query from `conversations`); mteb's retrieval loader reads `corpus`, `queries` and `qrels`.", "",
+        f"each query from `conversations`); mteb's retrieval loader reads `corpus`, `queries` and `qrels`.",
+        "",
     ]
     if texts.settings.get("truncate") == "none":
-        lines += ["The query texts are written whole (not truncated for any model): a retriever with a token limit "
-                  "cuts them itself, which on long conversations can cut the question off.", ""]
+        lines += [
+            "The query texts are written whole (not truncated for any model): a retriever with a token limit "
+            "cuts them itself, which on long conversations can cut the question off.",
+            "",
+        ]
     if card.reference:
         lines += [f"Reference: {card.reference}", ""]
     if card.citation:
@@ -209,6 +262,19 @@ def _hub_license(license_name: str | None) -> str | None:
 def _iso639_1(code: str) -> str:
     """Hub cards use ISO 639-1 where one exists; task cards hold ISO 639-3 (mteb's), optionally with a script."""
     base = code.split("-")[0]
-    short = {"eng": "en", "deu": "de", "fra": "fr", "spa": "es", "zho": "zh", "jpn": "ja", "dan": "da",
-             "ita": "it", "por": "pt", "nld": "nl", "rus": "ru", "kor": "ko", "ara": "ar"}
+    short = {
+        "eng": "en",
+        "deu": "de",
+        "fra": "fr",
+        "spa": "es",
+        "zho": "zh",
+        "jpn": "ja",
+        "dan": "da",
+        "ita": "it",
+        "por": "pt",
+        "nld": "nl",
+        "rus": "ru",
+        "kor": "ko",
+        "ara": "ar",
+    }
     return short.get(base, base)

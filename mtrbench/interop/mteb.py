@@ -78,10 +78,14 @@ class Serialization:
     def slug(self) -> str | None:
         """Empty for mtrbench's defaults; else the same slug as mtrbench's experiment folders (``protocol=official``
         where the official protocol changes the texts: mteb's cache must not mix the two)."""
-        return experiment_slug(history=self.history, truncate=self.truncate,
-                               truncation_applies=self.budget.tokenizer is not None, fmt=asdict(self.fmt),
-                               max_length=self.budget.max_length if self.max_length_set else None,
-                               pipeline={"protocol": "official"} if self.prefix_first_turn else None)
+        return experiment_slug(
+            history=self.history,
+            truncate=self.truncate,
+            truncation_applies=self.budget.tokenizer is not None,
+            fmt=asdict(self.fmt),
+            max_length=self.budget.max_length if self.max_length_set else None,
+            pipeline={"protocol": "official"} if self.prefix_first_turn else None,
+        )
 
 
 class MtrbenchRetrievalTask(AbsTaskRetrieval):
@@ -129,8 +133,10 @@ class MtrbenchRetrievalTask(AbsTaskRetrieval):
         corpus = Dataset.from_dict({"id": data.corpus.ids, "title": data.corpus.titles, "text": data.corpus.texts})
         top_ranked = None
         if any(q.candidate_doc_ids is not None for q in queries):
-            top_ranked = {q.qid: list(q.candidate_doc_ids if q.candidate_doc_ids is not None else data.corpus.ids)
-                          for q in queries}
+            top_ranked = {
+                q.qid: list(q.candidate_doc_ids if q.candidate_doc_ids is not None else data.corpus.ids)
+                for q in queries
+            }
         return {
             "corpus": corpus,
             "queries": Dataset.from_dict({"id": [q.qid for q in queries], "text": [texts[n] for n in kept]}),
@@ -138,8 +144,14 @@ class MtrbenchRetrievalTask(AbsTaskRetrieval):
             "top_ranked": top_ranked,
         }
 
-    def task_specific_scores(self, scores: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]],
-                             results: dict[str, dict[str, float]], hf_split: str, hf_subset: str) -> dict[str, float]:
+    def task_specific_scores(
+        self,
+        scores: dict[str, dict[str, float]],
+        qrels: dict[str, dict[str, int]],
+        results: dict[str, dict[str, float]],
+        hf_split: str,
+        hf_subset: str,
+    ) -> dict[str, float]:
         """mteb scores binary measures at relevance level 1; a task judged at another level (TREC CAsT: 2)
         gets them recomputed at its level by mtrbench's pytrec_eval wrapper (nDCG, graded, is unaffected)."""
         if self.card.relevance_level == 1:
@@ -150,12 +162,21 @@ class MtrbenchRetrievalTask(AbsTaskRetrieval):
         return {m.key(level): means[m.key(level)] for m in measures}
 
 
-def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFAULT_HISTORY,
-              truncate: str = DEFAULT_TRUNCATE, model: Any = None, tokenizer: Any = None,
-              max_length: int | None = None, query_prompt: str | None = None,
-              query_format: QueryFormat | Mapping[str, str] | None = None, split: str | None = None,
-              data_dir: str | None = None, corpus_path: str | None = None,
-              protocol: str | None = None) -> list[MtrbenchRetrievalTask]:
+def get_tasks(
+    names: str | Iterable[str],
+    *,
+    history: str | Sequence[str] = DEFAULT_HISTORY,
+    truncate: str = DEFAULT_TRUNCATE,
+    model: Any = None,
+    tokenizer: Any = None,
+    max_length: int | None = None,
+    query_prompt: str | None = None,
+    query_format: QueryFormat | Mapping[str, str] | None = None,
+    split: str | None = None,
+    data_dir: str | None = None,
+    corpus_path: str | None = None,
+    protocol: str | None = None,
+) -> list[MtrbenchRetrievalTask]:
     """mtrbench tasks as mteb retrieval tasks, one per (task, history strategy).
 
     ``names``: task names, task card YAML files or data folders, as ``mtrbench eval --task`` takes.
@@ -187,8 +208,9 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
     for card in cards:
         if card.type != "conversational-retrieval" and "retrieval" not in card.type:
             raise MtrbenchError(f"task '{card.name}' is a {card.type} task, not a retrieval task")
-    budget = query_budget(model, tokenizer=tokenizer, max_length=max_length, query_prompt=query_prompt,
-                          truncate=truncate)
+    budget = query_budget(
+        model, tokenizer=tokenizer, max_length=max_length, query_prompt=query_prompt, truncate=truncate
+    )
     side = truncate if budget.tokenizer is not None else "none"
     tasks = []
     for card in cards:
@@ -202,61 +224,89 @@ def get_tasks(names: str | Iterable[str], *, history: str | Sequence[str] = DEFA
     return tasks
 
 
-def query_budget(model: Any = None, *, tokenizer: Any = None, max_length: int | None = None,
-                 query_prompt: str | None = None, truncate: str = DEFAULT_TRUNCATE) -> QueryBudget:
+def query_budget(
+    model: Any = None,
+    *,
+    tokenizer: Any = None,
+    max_length: int | None = None,
+    query_prompt: str | None = None,
+    truncate: str = DEFAULT_TRUNCATE,
+) -> QueryBudget:
     """Tokenizer, token limit and query prompt of the encoder, from ``model`` and/or explicit values."""
     found = QueryBudget(None, None, "")
     if isinstance(model, str):
         from mtrbench.retrieve import RetrieverOptions, build_retriever
 
-        retriever = build_retriever(model, RetrieverOptions.of(device="cpu", max_length=max_length, show_progress=False))
+        retriever = build_retriever(
+            model, RetrieverOptions.of(device="cpu", max_length=max_length, show_progress=False)
+        )
         found = QueryBudget(retriever.tokenizer, retriever.max_length, retriever.query_prompt or "")
     elif model is not None:
         encoder = model if hasattr(model, "max_seq_length") else getattr(model, "model", None)
         if encoder is None or not hasattr(encoder, "tokenizer") or not hasattr(encoder, "max_seq_length"):
-            raise MtrbenchError(f"get_tasks: cannot read a tokenizer and max_seq_length from {type(model).__name__}; "
-                                f"pass tokenizer=, max_length= and query_prompt= instead")
+            raise MtrbenchError(
+                f"get_tasks: cannot read a tokenizer and max_seq_length from {type(model).__name__}; "
+                f"pass tokenizer=, max_length= and query_prompt= instead"
+            )
         prompts = getattr(model, "model_prompts", None) or getattr(encoder, "prompts", None) or {}
         if max_length is not None and max_length > encoder.max_seq_length:
-            raise MtrbenchError(f"max_length {max_length} exceeds the model's max_seq_length {encoder.max_seq_length}: "
-                                f"the encoder would cut the question off; raise model.max_seq_length first")
+            raise MtrbenchError(
+                f"max_length {max_length} exceeds the model's max_seq_length {encoder.max_seq_length}: "
+                f"the encoder would cut the question off; raise model.max_seq_length first"
+            )
         found = QueryBudget(encoder.tokenizer, encoder.max_seq_length, prompts.get("query") or "")
     if isinstance(tokenizer, str):
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(tokenizer)
-    budget = QueryBudget(tokenizer if tokenizer is not None else found.tokenizer,
-                         max_length if max_length is not None else found.max_length,
-                         query_prompt if query_prompt is not None else found.query_prompt)
+    budget = QueryBudget(
+        tokenizer if tokenizer is not None else found.tokenizer,
+        max_length if max_length is not None else found.max_length,
+        query_prompt if query_prompt is not None else found.query_prompt,
+    )
     if truncate != "none" and budget.tokenizer is None and model is None:
-        raise MtrbenchError(f"truncate='{truncate}' needs the encoder's tokenizer: pass model= (or tokenizer= and "
-                            f"max_length=), or truncate='none'")
+        raise MtrbenchError(
+            f"truncate='{truncate}' needs the encoder's tokenizer: pass model= (or tokenizer= and "
+            f"max_length=), or truncate='none'"
+        )
     if budget.tokenizer is not None and not budget.max_length:
         raise MtrbenchError("get_tasks: pass max_length= with tokenizer= (the encoder's token limit)")
     return budget
 
 
-def _task_class(card: TaskCard, settings: Serialization, split: str, data_dir: str | None,
-                corpus_path: str | None) -> type[MtrbenchRetrievalTask]:
+def _task_class(
+    card: TaskCard, settings: Serialization, split: str, data_dir: str | None, corpus_path: str | None
+) -> type[MtrbenchRetrievalTask]:
     slug = settings.slug()
     name = f"{card.name}__{slug}" if slug else card.name
-    attrs = {"metadata": task_metadata(card, name, split, settings, data_dir), "card": card,
-             "serialization": settings, "data_dir": data_dir, "corpus_path": corpus_path,
-             "k_values": tuple(card.k_values)}
+    attrs = {
+        "metadata": task_metadata(card, name, split, settings, data_dir),
+        "card": card,
+        "serialization": settings,
+        "data_dir": data_dir,
+        "corpus_path": corpus_path,
+        "k_values": tuple(card.k_values),
+    }
     return type(f"Mtrbench_{card.name}", (MtrbenchRetrievalTask,), attrs)
 
 
-def task_metadata(card: TaskCard, name: str, split: str, settings: Serialization,
-                  data_dir: str | None = None) -> TaskMetadata:
+def task_metadata(
+    card: TaskCard, name: str, split: str, settings: Serialization, data_dir: str | None = None
+) -> TaskMetadata:
     local = data_dir or card.local_path()
     path = str(data_dir) if data_dir else (card.source.hub or str(card.local_path()))
     # The loaders record the Hub revision only for Hub data; load_data replaces this guess with theirs.
     revision = dataset_revision_label(None if local else card.source.revision)
     budget = settings.budget
-    limit = (f", at most {budget.max_length} tokens with the query prompt {budget.query_prompt!r}"
-             if settings.truncate != "none" else "")
-    description = (f"{card.description.strip()} Queries serialized by mtrbench {__version__}: "
-                   f"history={settings.history}, truncate={settings.truncate}{limit}.")
+    limit = (
+        f", at most {budget.max_length} tokens with the query prompt {budget.query_prompt!r}"
+        if settings.truncate != "none"
+        else ""
+    )
+    description = (
+        f"{card.description.strip()} Queries serialized by mtrbench {__version__}: "
+        f"history={settings.history}, truncate={settings.truncate}{limit}."
+    )
     license_ = (card.license or "").lower()
     return TaskMetadata(
         name=name,

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data.loaders.rad_bench import RadBench
 from mtrbench.data.model import ASSISTANT, USER, TaskData
-from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.run import Run
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 from mtrbench.judge.engine import MODES, JudgeItem, JudgeRun, run_judge
 from mtrbench.judge.prompts import SCENARIOS, TurnToJudge, rating_messages, verdict_messages
 from mtrbench.judge.table import Rated, scenario_table, turn_means
@@ -31,7 +32,6 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.measures import Measure, evaluate
 
-from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 SUMMARY_NAME = "summary.json"
 VERDICTS_NAME = "verdicts.jsonl"
 RATINGS_NAME = "ratings.jsonl"
@@ -70,8 +70,10 @@ class JudgeOutcome:
 
     @property
     def failures(self) -> list[dict[str, Any]]:
-        return [{"key": t.item.key, "qid": t.item.qid, "generator": t.item.generator, "turn": t.item.turn,
-                 "error": t.error} for t in self.run.failures]
+        return [
+            {"key": t.item.key, "qid": t.item.qid, "generator": t.item.generator, "turn": t.item.turn, "error": t.error}
+            for t in self.run.failures
+        ]
 
 
 def judge_settings(judge: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
@@ -80,9 +82,16 @@ def judge_settings(judge: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
     from mtrbench.generation.settings import ModelSettings
 
     model = ModelSettings.of(judge)
-    return {"model": model.model, "endpoint": model.endpoint, "max_tokens": model.max_tokens,
-            "temperature": model.temperature, "seed": model.seed, "mode": options.mode,
-            "scenario": options.scenario, "max_passage_chars": options.max_passage_chars}
+    return {
+        "model": model.model,
+        "endpoint": model.endpoint,
+        "max_tokens": model.max_tokens,
+        "temperature": model.temperature,
+        "seed": model.seed,
+        "mode": options.mode,
+        "scenario": options.scenario,
+        "max_passage_chars": options.max_passage_chars,
+    }
 
 
 def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
@@ -91,8 +100,7 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     with a judge log but no settings file predates recorded settings: reused with a note, as generations are."""
     import sys
 
-    from mtrbench.generation.settings import (RECORD_ONLY, describe_differences, differences, settings_digest,
-                                              unrecorded)
+    from mtrbench.generation.settings import RECORD_ONLY, describe_differences, differences, settings_digest, unrecorded
 
     compared = {k: v for k, v in settings.items() if k not in RECORD_ONLY}
     settings_file, log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
@@ -110,12 +118,18 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     if not differs:
         missing = unrecorded(recorded, compared)
         if missing:
-            print(f"note: the judge replies in {output_dir} predate recorded settings ({', '.join(missing)} not "
-                  "recorded) and are reused as they are; move the folder away to ask again", file=sys.stderr)
+            print(
+                f"note: the judge replies in {output_dir} predate recorded settings ({', '.join(missing)} not "
+                "recorded) and are reused as they are; move the folder away to ask again",
+                file=sys.stderr,
+            )
         return Path(output_dir)
     other = Path(output_dir).with_name(f"{Path(output_dir).name}.{settings_digest(compared)}")
-    print(f"note: {output_dir} holds judge replies made with other settings ({describe_differences(differs)}); "
-          f"these settings' replies go to {other}", file=sys.stderr)
+    print(
+        f"note: {output_dir} holds judge replies made with other settings ({describe_differences(differs)}); "
+        f"these settings' replies go to {other}",
+        file=sys.stderr,
+    )
     return other
 
 
@@ -149,8 +163,9 @@ def _earlier(history) -> tuple[tuple[str, str], ...]:
     return tuple((q, a) for q, a in pairs)
 
 
-def judge_items_for_task(generations: Mapping[str, Generation], task: TaskData, options: JudgeOptions,
-                         notes: Counter) -> list[JudgeItem]:
+def judge_items_for_task(
+    generations: Mapping[str, Generation], task: TaskData, options: JudgeOptions, notes: Counter
+) -> list[JudgeItem]:
     by_qid = {q.qid: q for q in task.queries}
     items: list[JudgeItem] = []
     for g in generations.values():
@@ -170,17 +185,38 @@ def judge_items_for_task(generations: Mapping[str, Generation], task: TaskData, 
             else:
                 notes["passages not in the corpus (shown as missing)"] += 1
                 context.append(f"(document {doc_id} not found)")
-        turn = TurnToJudge(question=query.query, answer=g.answer, reference=references[0], context=tuple(context),
-                           earlier=_earlier(query.history), turn=query.turn_id)
-        messages = (rating_messages(options.scenario, turn) if options.mode == "rating" else verdict_messages(turn))
+        turn = TurnToJudge(
+            question=query.query,
+            answer=g.answer,
+            reference=references[0],
+            context=tuple(context),
+            earlier=_earlier(query.history),
+            turn=query.turn_id,
+        )
+        messages = rating_messages(options.scenario, turn) if options.mode == "rating" else verdict_messages(turn)
         generator = g.generator or "model"
-        items.append(JudgeItem(key=f"{generator}|{g.qid}", qid=g.qid, generator=generator, scenario=options.scenario,
-                               category=task.name, turn=query.turn_id, mode=options.mode, messages=messages))
+        items.append(
+            JudgeItem(
+                key=f"{generator}|{g.qid}",
+                qid=g.qid,
+                generator=generator,
+                scenario=options.scenario,
+                category=task.name,
+                turn=query.turn_id,
+                mode=options.mode,
+                messages=messages,
+            )
+        )
     return items
 
 
-def judge_generations(generations: Mapping[str, Generation], task: TaskData, judge: JudgeConfig,
-                      options: JudgeOptions, cache: ResponseCache | None = None) -> JudgeOutcome | None:
+def judge_generations(
+    generations: Mapping[str, Generation],
+    task: TaskData,
+    judge: JudgeConfig,
+    options: JudgeOptions,
+    cache: ResponseCache | None = None,
+) -> JudgeOutcome | None:
     """Rate or verdict every generated turn that has a reference answer; None after a dry run.
 
     Writes into ``options.output_dir``: ``judgments.jsonl`` (every reply, appended as it arrives; a re-run
@@ -191,18 +227,28 @@ def judge_generations(generations: Mapping[str, Generation], task: TaskData, jud
     notes: Counter = Counter()
     items = judge_items_for_task(generations, task, options, notes)
     if not items:
-        raise DataError(f"no generated turn can be judged against {task.name}: "
-                            + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations"))
+        raise DataError(
+            f"no generated turn can be judged against {task.name}: "
+            + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations")
+        )
     options, settings = _prepare(judge, options)
-    run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
-                    show_progress=options.show_progress)
+    run = run_judge(
+        items,
+        judge,
+        options.output_dir,
+        cache=cache,
+        dry_run=options.dry_run,
+        yes=options.yes,
+        show_progress=options.show_progress,
+    )
     if run is None:
         return None
     return _finish(run, options, notes, {"task": task.name, "split": task.split}, settings=settings)
 
 
-def judge_items_for_rad_bench(bench: RadBench, options: JudgeOptions, models: Sequence[str] | None,
-                              notes: Counter) -> list[JudgeItem]:
+def judge_items_for_rad_bench(
+    bench: RadBench, options: JudgeOptions, models: Sequence[str] | None, notes: Counter
+) -> list[JudgeItem]:
     if not bench.questions:
         raise DataError(f"{bench.path}: questions.jsonl is needed to judge answers (turns and contexts)")
     if not bench.model_answers:
@@ -210,8 +256,9 @@ def judge_items_for_rad_bench(bench: RadBench, options: JudgeOptions, models: Se
     chosen = list(models) if models else sorted(bench.model_answers)
     unknown = [m for m in chosen if m not in bench.model_answers]
     if unknown:
-        raise UserInputError(f"{bench.path}: no answers from model '{unknown[0]}' "
-                             f"(have: {sorted(bench.model_answers)})")
+        raise UserInputError(
+            f"{bench.path}: no answers from model '{unknown[0]}' (have: {sorted(bench.model_answers)})"
+        )
     items: list[JudgeItem] = []
     for model in chosen:
         for question_id, answer in bench.model_answers[model].items():
@@ -229,43 +276,74 @@ def judge_items_for_rad_bench(bench: RadBench, options: JudgeOptions, models: Se
                 if needs_reference and len(references) < t:
                     notes["turns without a reference answer (not judged)"] += 1
                     continue
-                earlier = tuple((question.turns[i], references[i] if i < len(references) else "")
-                                for i in range(t - 1))
-                turn = TurnToJudge(question=question.turns[t - 1], answer=text,
-                                   reference=references[t - 1] if len(references) >= t else None,
-                                   context=tuple(_cut(c, options.max_passage_chars) for c in question.contexts[t - 1]),
-                                   earlier=earlier, turn=t)
-                messages = (rating_messages(question.aspect, turn) if options.mode == "rating"
-                            else verdict_messages(turn))
-                items.append(JudgeItem(key=f"{model}|{question_id}|{t}", qid=f"{question_id}#{t}", generator=model,
-                                       scenario=question.aspect, category=question.category, turn=t, mode=options.mode,
-                                       messages=messages))
+                earlier = tuple((question.turns[i], references[i] if i < len(references) else "") for i in range(t - 1))
+                turn = TurnToJudge(
+                    question=question.turns[t - 1],
+                    answer=text,
+                    reference=references[t - 1] if len(references) >= t else None,
+                    context=tuple(_cut(c, options.max_passage_chars) for c in question.contexts[t - 1]),
+                    earlier=earlier,
+                    turn=t,
+                )
+                messages = (
+                    rating_messages(question.aspect, turn) if options.mode == "rating" else verdict_messages(turn)
+                )
+                items.append(
+                    JudgeItem(
+                        key=f"{model}|{question_id}|{t}",
+                        qid=f"{question_id}#{t}",
+                        generator=model,
+                        scenario=question.aspect,
+                        category=question.category,
+                        turn=t,
+                        mode=options.mode,
+                        messages=messages,
+                    )
+                )
     return items
 
 
-def judge_rad_bench_answers(bench: RadBench, judge: JudgeConfig, options: JudgeOptions,
-                            models: Sequence[str] | None = None,
-                            cache: ResponseCache | None = None) -> JudgeOutcome | None:
+def judge_rad_bench_answers(
+    bench: RadBench,
+    judge: JudgeConfig,
+    options: JudgeOptions,
+    models: Sequence[str] | None = None,
+    cache: ResponseCache | None = None,
+) -> JudgeOutcome | None:
     """Rate RAD-Bench answer files with RAD-Bench's per-scenario, per-turn prompts (rating mode), writing
     ``rad_judgments.jsonl`` in RAD-Bench's judgment layout and the Table 2 aggregation; None after a dry run."""
     options.check()
     if options.mode != "rating":
-        raise UserInputError("RAD-Bench answers are judged with ratings (RAD-Bench's protocol); verdicts are for "
-                            "generations of a task")
+        raise UserInputError(
+            "RAD-Bench answers are judged with ratings (RAD-Bench's protocol); verdicts are for generations of a task"
+        )
     notes: Counter = Counter()
     items = judge_items_for_rad_bench(bench, options, models, notes)
     if not items:
         raise DataError(f"{bench.path}: no answer turn can be judged")
     options, settings = _prepare(judge, options)
-    run = run_judge(items, judge, options.output_dir, cache=cache, dry_run=options.dry_run, yes=options.yes,
-                    show_progress=options.show_progress)
+    run = run_judge(
+        items,
+        judge,
+        options.output_dir,
+        cache=cache,
+        dry_run=options.dry_run,
+        yes=options.yes,
+        show_progress=options.show_progress,
+    )
     if run is None:
         return None
     return _finish(run, options, notes, {"rad_bench": str(bench.path)}, rad_layout=True, settings=settings)
 
 
-def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[str, Any],
-            rad_layout: bool = False, settings: dict[str, Any] | None = None) -> JudgeOutcome:
+def _finish(
+    run: JudgeRun,
+    options: JudgeOptions,
+    notes: Counter,
+    about: dict[str, Any],
+    rad_layout: bool = False,
+    settings: dict[str, Any] | None = None,
+) -> JudgeOutcome:
     out_dir = Path(options.output_dir)
     files: dict[str, Path] = {"log": run.log_path}
     table = verdicts = None
@@ -273,44 +351,85 @@ def _finish(run: JudgeRun, options: JudgeOptions, notes: Counter, about: dict[st
     if run.mode == "rating":
         rows = [Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered]
         table = scenario_table(rows) if rows else {}
-        lines = [{"qid": t.item.qid, "generator": t.item.generator, "scenario": t.item.scenario,
-                  "category": t.item.category, "turn": t.item.turn, "rating": t.value,
-                  "prompt_hash": t.item.prompt_hash, "settings": settings}
-                 for t in answered]
+        lines = [
+            {
+                "qid": t.item.qid,
+                "generator": t.item.generator,
+                "scenario": t.item.scenario,
+                "category": t.item.category,
+                "turn": t.item.turn,
+                "rating": t.value,
+                "prompt_hash": t.item.prompt_hash,
+                "settings": settings,
+            }
+            for t in answered
+        ]
         files["ratings"] = out_dir / RATINGS_NAME
         _write_jsonl(files["ratings"], lines)
         if rad_layout:
             files["rad_judgments"] = out_dir / RAD_JUDGMENTS_NAME
-            _write_jsonl(files["rad_judgments"], [
-                {"question_id": t.item.qid.rsplit("#", 1)[0], "turn": t.item.turn, "type": t.item.scenario,
-                 "score": t.value, "model": t.item.generator,
-                 "judge": [run.judge.model, f"{t.item.scenario}-{t.item.turn}-turn"], "judgment": t.reply or ""}
-                for t in answered])
+            _write_jsonl(
+                files["rad_judgments"],
+                [
+                    {
+                        "question_id": t.item.qid.rsplit("#", 1)[0],
+                        "turn": t.item.turn,
+                        "type": t.item.scenario,
+                        "score": t.value,
+                        "model": t.item.generator,
+                        "judge": [run.judge.model, f"{t.item.scenario}-{t.item.turn}-turn"],
+                        "judgment": t.reply or "",
+                    }
+                    for t in answered
+                ],
+            )
     else:
         verdicts = {t.item.qid: int(t.value) for t in answered}
         files["verdicts"] = out_dir / VERDICTS_NAME
-        _write_jsonl(files["verdicts"], [{"qid": t.item.qid, "label": int(t.value), "generator": t.item.generator,
-                                          "judge": run.judge.name, "prompt_hash": t.item.prompt_hash, "settings": settings}
-                                         for t in answered])
+        _write_jsonl(
+            files["verdicts"],
+            [
+                {
+                    "qid": t.item.qid,
+                    "label": int(t.value),
+                    "generator": t.item.generator,
+                    "judge": run.judge.name,
+                    "prompt_hash": t.item.prompt_hash,
+                    "settings": settings,
+                }
+                for t in answered
+            ],
+        )
     if run.unreadable_log_lines:
         notes["log lines cut short by an interrupted run (ignored)"] += run.unreadable_log_lines
-    outcome = JudgeOutcome(run=run, table=table, verdicts=verdicts, files=files, notes=notes,
-                           settings=dict(settings or {}))
+    outcome = JudgeOutcome(
+        run=run, table=table, verdicts=verdicts, files=files, notes=notes, settings=dict(settings or {})
+    )
     summary: dict[str, Any] = {
-        "mtrbench_version": __version__, **about, "mode": run.mode,
+        "mtrbench_version": __version__,
+        **about,
+        "mode": run.mode,
         "judge": {"name": run.judge.name, "model": run.judge.model, "base_url": run.judge.base_url},
         "settings": settings,
-        "counts": {"turns": len(run.turns), "answered": len(answered), "failures": len(run.failures),
-                   "asked_this_run": run.sent},
+        "counts": {
+            "turns": len(run.turns),
+            "answered": len(answered),
+            "failures": len(run.failures),
+            "asked_this_run": run.sent,
+        },
         "failures": outcome.failures,
-        "notes": dict(notes), "usage_this_run": run.usage,
+        "notes": dict(notes),
+        "usage_this_run": run.usage,
         "files": {k: p.name for k, p in files.items()},
     }
     if table is not None:
         summary["table"] = table
-        summary["turn_means"] = {m: {c: {str(k): v for k, v in ts.items()} for c, ts in cs.items()}
-                                 for m, cs in turn_means(Rated(t.item.generator, t.item.category, t.item.turn,
-                                                               float(t.value)) for t in answered).items()}
+        summary["turn_means"] = {
+            m: {c: {str(k): v for k, v in ts.items()} for c, ts in cs.items()}
+            for m, cs in turn_means(
+                Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered
+            ).items()
+        }
         summary["mean_rating"] = (sum(float(t.value) for t in answered) / len(answered)) if answered else None
     if verdicts is not None:
         summary["accuracy"] = (sum(verdicts.values()) / len(verdicts)) if verdicts else None
@@ -336,8 +455,14 @@ def run_from_generations(generations: Mapping[str, Generation]) -> Run:
     return run
 
 
-def ragalign_from_verdicts(verdicts: Mapping[str, int], task: TaskData, run: Run, measures: Sequence[Measure],
-                           relevance_level: int = 1, qids: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+def ragalign_from_verdicts(
+    verdicts: Mapping[str, int],
+    task: TaskData,
+    run: Run,
+    measures: Sequence[Measure],
+    relevance_level: int = 1,
+    qids: Collection[str] | None = None,
+) -> dict[str, dict[str, Any]]:
     """RAGAlign measures (``RAGAlign@10``, ``RAGAlign@10(of=nDCG)``) of binary verdicts against ``run`` on the
     task's qrels, over ``qids`` (e.g. the generated turns; default every judged query of the task):
     result key -> {"metric", "value", "n", "p_value", "missing_generation"}. A correlation that is undefined
@@ -353,7 +478,10 @@ def ragalign_from_verdicts(verdicts: Mapping[str, int], task: TaskData, run: Run
     for key in evaluation.aggregates:
         result = dict(evaluation.details[key])
         if result["value"] is not None and math.isnan(result["value"]):
-            result.update(value=None, p_value=None,
-                          note="undefined: the retrieval values or the verdicts are constant over these turns")
+            result.update(
+                value=None,
+                p_value=None,
+                note="undefined: the retrieval values or the verdicts are constant over these turns",
+            )
         out[key] = result
     return out

@@ -16,12 +16,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mtrbench.formats.lines import read_log_records
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.judge.prompts import RATING_FORMAT, VERDICT_FORMAT, parse_rating, parse_verdict, prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.infra.locking import held_lock, lock_path_for
-from mtrbench.formats.lines import read_log_records
 
 if TYPE_CHECKING:
     from mtrbench.llm.client import ChatResult
@@ -46,8 +46,16 @@ class JudgeItem:
         return prompt_hash(self.messages)
 
     def describe(self) -> dict[str, Any]:
-        return {"key": self.key, "qid": self.qid, "generator": self.generator, "scenario": self.scenario,
-                "category": self.category, "turn": self.turn, "mode": self.mode, "prompt_hash": self.prompt_hash}
+        return {
+            "key": self.key,
+            "qid": self.qid,
+            "generator": self.generator,
+            "scenario": self.scenario,
+            "category": self.category,
+            "turn": self.turn,
+            "mode": self.mode,
+            "prompt_hash": self.prompt_hash,
+        }
 
 
 @dataclass(frozen=True)
@@ -85,8 +93,15 @@ def _parser(mode: str):
 def _requests(items: Sequence[JudgeItem]) -> list:
     from mtrbench.llm.client import ChatRequest
 
-    return [ChatRequest(key=i.key, messages=i.messages, parse=_parser(i.mode),
-                        reply_format=RATING_FORMAT if i.mode == "rating" else VERDICT_FORMAT) for i in items]
+    return [
+        ChatRequest(
+            key=i.key,
+            messages=i.messages,
+            parse=_parser(i.mode),
+            reply_format=RATING_FORMAT if i.mode == "rating" else VERDICT_FORMAT,
+        )
+        for i in items
+    ]
 
 
 def _latest(records: list[dict[str, Any]], items: Sequence[JudgeItem], judge: JudgeConfig) -> dict[str, dict]:
@@ -103,18 +118,34 @@ def _latest(records: list[dict[str, Any]], items: Sequence[JudgeItem], judge: Ju
 
 
 def _record(item: JudgeItem, judge: JudgeConfig, result: ChatResult) -> dict[str, Any]:
-    return {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **item.describe(),
-            "judge": judge.name, "model": judge.model, "ok": bool(result.ok),
-            "value": result.value if result.ok else None, "error": result.error, "reply": result.text,
-            "attempts": result.attempts, "cached": result.cached,
-            "malformed": [m.as_dict() for m in result.malformed]}
+    return {
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **item.describe(),
+        "judge": judge.name,
+        "model": judge.model,
+        "ok": bool(result.ok),
+        "value": result.value if result.ok else None,
+        "error": result.error,
+        "reply": result.text,
+        "attempts": result.attempts,
+        "cached": result.cached,
+        "malformed": [m.as_dict() for m in result.malformed],
+    }
 
 
-def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, *, cache: ResponseCache | None = None,
-              dry_run: bool = False, yes: bool = False, show_progress: bool = True) -> JudgeRun | None:
+def run_judge(
+    items: Sequence[JudgeItem],
+    judge: JudgeConfig,
+    output_dir: Path,
+    *,
+    cache: ResponseCache | None = None,
+    dry_run: bool = False,
+    yes: bool = False,
+    show_progress: bool = True,
+) -> JudgeRun | None:
     """Ask ``judge`` about every item the log in ``output_dir`` has not answered; None after a dry run."""
-    from mtrbench.llm.hf import make_client
     from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+    from mtrbench.llm.hf import make_client
 
     if not items:
         raise UserInputError("nothing to judge")
@@ -141,6 +172,7 @@ def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, 
         with log_path.open("a", encoding="utf-8") as handle:
             if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
                 handle.write("\n")
+
             def on_result(result) -> None:
                 record = _record(by_key[result.key], judge, result)
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -148,16 +180,37 @@ def run_judge(items: Sequence[JudgeItem], judge: JudgeConfig, output_dir: Path, 
                 latest[result.key] = record
 
             if pending:
-                client.run(_requests(pending), desc=f"judge {judge.name}", show_progress=show_progress,
-                           on_result=on_result)
+                client.run(
+                    _requests(pending), desc=f"judge {judge.name}", show_progress=show_progress, on_result=on_result
+                )
     u = client.usage
-    usage = {"requests": u.requests, "cached": u.cached, "failures": u.failures, "prompt_tokens": u.prompt_tokens,
-             "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd(judge)}
+    usage = {
+        "requests": u.requests,
+        "cached": u.cached,
+        "failures": u.failures,
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "cost_usd": u.cost_usd(judge),
+    }
     turns = []
     for item in items:
         record = latest.get(item.key, {})
         ok = bool(record.get("ok"))
-        turns.append(JudgedTurn(item=item, ok=ok, value=record.get("value") if ok else None,
-                                error=None if ok else record.get("error", "not answered"), reply=record.get("reply")))
-    return JudgeRun(judge=judge, mode=items[0].mode, turns=turns, sent=len(pending), usage=usage, log_path=log_path,
-                    unreadable_log_lines=bad)
+        turns.append(
+            JudgedTurn(
+                item=item,
+                ok=ok,
+                value=record.get("value") if ok else None,
+                error=None if ok else record.get("error", "not answered"),
+                reply=record.get("reply"),
+            )
+        )
+    return JudgeRun(
+        judge=judge,
+        mode=items[0].mode,
+        turns=turns,
+        sent=len(pending),
+        usage=usage,
+        log_path=log_path,
+        unreadable_log_lines=bad,
+    )

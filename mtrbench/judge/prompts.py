@@ -22,29 +22,41 @@ RATING_LOW, RATING_HIGH = 1, 10
 SYSTEM = "You are a careful, impartial evaluator of answers written by AI assistants."
 
 _CRITERIA = {
-    "RS": ("Judge two things. Helpfulness: how well the answer serves the user's current question. "
-           "Informativeness: the reference lists knowledge points a good answer should cover; judge how many of "
-           "them the answer covers, and how appropriately. Start by comparing the answer with the reference "
-           "knowledge points."),
-    "RR": ("Judge correctness, helpfulness and the soundness of the reasoning, and how well the answer uses the "
-           "context it was given: it must agree with that context and state nothing the context does not support. "
-           "The reference answer shows a correct response. Start by comparing the answer with the reference and "
-           "checking it against the context."),
-    "TR": ("The answer is a travel plan. Judge whether it is feasible and coherent, and whether it meets every "
-           "requirement the user has stated so far (destination, duration, budget, preferences), including those "
-           "added in this turn; it must agree with the context and invent nothing. Start by checking the plan "
-           "against the user's accumulated requirements."),
+    "RS": (
+        "Judge two things. Helpfulness: how well the answer serves the user's current question. "
+        "Informativeness: the reference lists knowledge points a good answer should cover; judge how many of "
+        "them the answer covers, and how appropriately. Start by comparing the answer with the reference "
+        "knowledge points."
+    ),
+    "RR": (
+        "Judge correctness, helpfulness and the soundness of the reasoning, and how well the answer uses the "
+        "context it was given: it must agree with that context and state nothing the context does not support. "
+        "The reference answer shows a correct response. Start by comparing the answer with the reference and "
+        "checking it against the context."
+    ),
+    "TR": (
+        "The answer is a travel plan. Judge whether it is feasible and coherent, and whether it meets every "
+        "requirement the user has stated so far (destination, duration, budget, preferences), including those "
+        "added in this turn; it must agree with the context and invent nothing. Start by checking the plan "
+        "against the user's accumulated requirements."
+    ),
 }
-_LATER_TURN = ("This is turn {turn} of a conversation. The earlier turns are shown with reference answers; judge "
-               "only the assistant's answer to the current question, and whether it stays consistent with the "
-               "constraints set earlier.")
-_RATING_TAIL = ("Be objective. Explain your assessment in a few sentences, then give a rating from 1 (useless) to "
-                "10 (excellent) in exactly this form: \"Rating: [[N]]\", for example \"Rating: [[6]]\".")
-_VERDICT_TASK = ("Decide whether the assistant's answer to the current question is correct. It is correct when it "
-                 "answers the question and agrees with the reference answer on the facts that matter; extra detail "
-                 "that does not contradict the reference is fine. It is incorrect when it contradicts the reference, "
-                 "misses the fact the question asks for, or does not answer. Explain briefly, then end with exactly "
-                 "one line: \"Verdict: [[CORRECT]]\" or \"Verdict: [[INCORRECT]]\".")
+_LATER_TURN = (
+    "This is turn {turn} of a conversation. The earlier turns are shown with reference answers; judge "
+    "only the assistant's answer to the current question, and whether it stays consistent with the "
+    "constraints set earlier."
+)
+_RATING_TAIL = (
+    "Be objective. Explain your assessment in a few sentences, then give a rating from 1 (useless) to "
+    '10 (excellent) in exactly this form: "Rating: [[N]]", for example "Rating: [[6]]".'
+)
+_VERDICT_TASK = (
+    "Decide whether the assistant's answer to the current question is correct. It is correct when it "
+    "answers the question and agrees with the reference answer on the facts that matter; extra detail "
+    "that does not contradict the reference is fine. It is incorrect when it contradicts the reference, "
+    "misses the fact the question asks for, or does not answer. Explain briefly, then end with exactly "
+    'one line: "Verdict: [[CORRECT]]" or "Verdict: [[INCORRECT]]".'
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,11 @@ def rating_messages(scenario: str, turn: TurnToJudge) -> list[dict[str, str]]:
     parts = ["Evaluate the answer an AI assistant gave to a user's question. " + _CRITERIA[scenario]]
     if turn.earlier:
         later = _LATER_TURN.format(turn=turn.turn)
-        parts.append(later.replace("earlier turns are shown with reference answers", "earlier questions are shown")
-                     if scenario == "TR" else later)
+        parts.append(
+            later.replace("earlier turns are shown with reference answers", "earlier questions are shown")
+            if scenario == "TR"
+            else later
+        )
     parts.append(_RATING_TAIL)
     if turn.earlier:
         # travel planning shows only the earlier questions, as its requirements live in them

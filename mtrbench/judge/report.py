@@ -10,29 +10,41 @@ from typing import Any
 from rich.console import Console
 
 from mtrbench import __version__
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data.model import TaskData
+from mtrbench.infra.atomic import atomic_write_text
 
 PER_TURN_ROWS_SHOWN = 40
 
 
-def write_scores(path: Path, task: TaskData, generations_file: str, scores, outcome, alignment,
-                 argv: Sequence[str] | None = None) -> dict[str, Any]:
+def write_scores(
+    path: Path, task: TaskData, generations_file: str, scores, outcome, alignment, argv: Sequence[str] | None = None
+) -> dict[str, Any]:
     payload = scores_payload(task, generations_file, scores, outcome, alignment, argv)
     atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return payload
 
 
-def scores_payload(task: TaskData, generations_file: str, scores, outcome, alignment,
-                   argv: Sequence[str] | None = None) -> dict[str, Any]:
+def scores_payload(
+    task: TaskData, generations_file: str, scores, outcome, alignment, argv: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Reference-measure means, the judge's summary, RAGAlign and a row per turn, as one JSON document."""
     per_turn: dict[str, dict[str, Any]] = {}
-    payload: dict[str, Any] = {"mtrbench_version": __version__, "task": task.name, "split": task.split,
-                               "generations": str(generations_file), "command": list(argv or [])}
+    payload: dict[str, Any] = {
+        "mtrbench_version": __version__,
+        "task": task.name,
+        "split": task.split,
+        "generations": str(generations_file),
+        "command": list(argv or []),
+    }
     if scores is not None:
         ev = scores.evaluation
-        payload["measures"] = {"means": scores.means(), "labels": ev.labels(), "turns_scored": len(scores.scored),
-                               "relevance_level": ev.relevance_level, "notes": dict(scores.notes)}
+        payload["measures"] = {
+            "means": scores.means(),
+            "labels": ev.labels(),
+            "turns_scored": len(scores.scored),
+            "relevance_level": ev.relevance_level,
+            "notes": dict(scores.notes),
+        }
         for qid in scores.scored:
             per_turn.setdefault(qid, {}).update(ev.per_query[qid])
     if outcome is not None:
@@ -61,8 +73,11 @@ def print_per_turn(console: Console, title: str, scores, outcome) -> None:
         name = "rating" if outcome.run.mode == "rating" else "verdict"
         columns.append(name)
         for t in outcome.run.turns:
-            rows.setdefault(t.item.qid, {})[name] = "failed" if not t.ok else (
-                f"{t.value:g}" if name == "rating" else ("correct" if t.value else "incorrect"))
+            rows.setdefault(t.item.qid, {})[name] = (
+                "failed"
+                if not t.ok
+                else (f"{t.value:g}" if name == "rating" else ("correct" if t.value else "incorrect"))
+            )
     from mtrbench.results.table import compact_table, print_titled
 
     table = compact_table()
@@ -71,8 +86,12 @@ def print_per_turn(console: Console, title: str, scores, outcome) -> None:
         table.add_column(column, justify="right")
     for qid, row in list(rows.items())[:PER_TURN_ROWS_SHOWN]:
         table.add_row(qid, *(row.get(c, "-") for c in columns))
-    print_titled(console, f"{title}: per turn" + (f" (first {PER_TURN_ROWS_SHOWN} of {len(rows)})"
-                                                 if len(rows) > PER_TURN_ROWS_SHOWN else ""), table)
+    print_titled(
+        console,
+        f"{title}: per turn"
+        + (f" (first {PER_TURN_ROWS_SHOWN} of {len(rows)})" if len(rows) > PER_TURN_ROWS_SHOWN else ""),
+        table,
+    )
 
 
 def print_rad_table(console: Console, title: str, table_data: dict[str, dict[str, float]]) -> None:

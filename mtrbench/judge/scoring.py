@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.generations import Generation
+from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.judge.defaults import DEFAULT_MEASURES
 from mtrbench.measures import Evaluation, Measure, evaluate, parse_measures
 from mtrbench.measures.generation import GenerationFamily
-
-from mtrbench.judge.defaults import DEFAULT_MEASURES
 
 
 @dataclass
@@ -34,13 +33,13 @@ def generation_measures(texts: Sequence[str]) -> list[Measure]:
     measures = parse_measures(texts, [10])
     wrong = [str(m) for m in measures if not isinstance(m.spec, GenerationFamily)]
     if wrong:
-        raise UserInputError(f"{', '.join(wrong)}: not a generation measure; judge takes "
-                            f"{', '.join(DEFAULT_MEASURES)}")
+        raise UserInputError(f"{', '.join(wrong)}: not a generation measure; judge takes {', '.join(DEFAULT_MEASURES)}")
     return measures
 
 
-def score_generations(generations: Mapping[str, Generation], task: TaskData, measures: Sequence[Measure],
-                      relevance_level: int = 1) -> GenerationScores:
+def score_generations(
+    generations: Mapping[str, Generation], task: TaskData, measures: Sequence[Measure], relevance_level: int = 1
+) -> GenerationScores:
     """Score every generated turn the task can score: a known qid with a gold passage (grade >= 1), and a
     reference answer when a reference measure is asked. Turns left out are counted in ``notes``."""
     if not measures:
@@ -61,8 +60,10 @@ def score_generations(generations: Mapping[str, Generation], task: TaskData, mea
         else:
             scored.append(qid)
     if not scored:
-        raise DataError(f"no generation can be scored against {task.name} ({task.split}): "
-                            + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations"))
+        raise DataError(
+            f"no generation can be scored against {task.name} ({task.split}): "
+            + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations")
+        )
     missing = sum(1 for q in task.queries if q.has_positive and q.qid not in generations)
     if missing:
         notes["task turns with a gold passage but no generation (not scored)"] += missing

@@ -47,8 +47,10 @@ def turn_means(rows: Iterable[Rated]) -> dict[str, dict[str, dict[int, float]]]:
     cells: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for r in rows:
         cells[r.model][r.category][r.turn].append(float(r.score))
-    return {m: {c: {t: _mean(v) for t, v in sorted(by_turn.items())} for c, by_turn in by_cat.items()}
-            for m, by_cat in cells.items()}
+    return {
+        m: {c: {t: _mean(v) for t, v in sorted(by_turn.items())} for c, by_turn in by_cat.items()}
+        for m, by_cat in cells.items()
+    }
 
 
 @dataclass
@@ -61,12 +63,16 @@ class RadTable:
     unparsable_kept: bool = True
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "table": self.table,
-                "turn_means": {m: {c: {str(t): v for t, v in ts.items()} for c, ts in cs.items()}
-                               for m, cs in self.turn_means.items()},
-                "judgments": self.judgments, "unparsable": self.unparsable,
-                "unparsable_ratings": ("kept as -1, as RAD-Bench's script does" if self.unparsable_kept
-                                       else "left out")}
+        return {
+            "source": self.source,
+            "table": self.table,
+            "turn_means": {
+                m: {c: {str(t): v for t, v in ts.items()} for c, ts in cs.items()} for m, cs in self.turn_means.items()
+            },
+            "judgments": self.judgments,
+            "unparsable": self.unparsable,
+            "unparsable_ratings": ("kept as -1, as RAD-Bench's script does" if self.unparsable_kept else "left out"),
+        }
 
 
 def rad_bench_tables(path: str | Path, drop_unparsable: bool = False) -> list[RadTable]:
@@ -88,10 +94,21 @@ def rad_bench_tables(path: str | Path, drop_unparsable: bool = False) -> list[Ra
         for j in records:
             if j.score == UNPARSABLE:
                 unparsable[j.model] += 1
-        rows = [Rated(j.model, j.category, j.turn, j.score) for j in records
-                if not (drop_unparsable and j.score == UNPARSABLE)]
-        out.append(RadTable(source=source, table=scenario_table(rows), turn_means=turn_means(rows),
-                            judgments=len(records), unparsable=dict(unparsable), unparsable_kept=not drop_unparsable))
+        rows = [
+            Rated(j.model, j.category, j.turn, j.score)
+            for j in records
+            if not (drop_unparsable and j.score == UNPARSABLE)
+        ]
+        out.append(
+            RadTable(
+                source=source,
+                table=scenario_table(rows),
+                turn_means=turn_means(rows),
+                judgments=len(records),
+                unparsable=dict(unparsable),
+                unparsable_kept=not drop_unparsable,
+            )
+        )
     return out
 
 

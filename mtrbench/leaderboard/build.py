@@ -26,16 +26,29 @@ from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries, load_result_entry
-from mtrbench.leaderboard.keys import (comparability, flatten, identity, system_identity, system_settings,
-                                       truncation_free)
+from mtrbench.leaderboard.keys import (
+    comparability,
+    flatten,
+    identity,
+    system_identity,
+    system_settings,
+    truncation_free,
+)
 from mtrbench.leaderboard.schema import validate
 from mtrbench.results.documents import find_inputs
 from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
 
-REASON_NAMES = {"label": "label", "history": "history strategy", "truncate": "truncation",
-                "query_format": "query format", "reported_in": "source table", "limit": "conversation limit",
-                "protocol": "scoring protocol", "queries_left_out": "queries left out (rewriter failures)"}
+REASON_NAMES = {
+    "label": "label",
+    "history": "history strategy",
+    "truncate": "truncation",
+    "query_format": "query format",
+    "reported_in": "source table",
+    "limit": "conversation limit",
+    "protocol": "scoring protocol",
+    "queries_left_out": "queries left out (rewriter failures)",
+}
 
 
 @dataclass
@@ -47,6 +60,7 @@ class BuildReport:
 
 
 # ---------------------------------------------------------------- duplicates and ids
+
 
 def _date_order(sourced: SourcedEntry) -> str:
     return sourced.entry.get("date") or ""
@@ -74,20 +88,27 @@ def deduplicate(entries: list[SourcedEntry], keep_newest: bool, report: BuildRep
             if _date_order(sourced) > _date_order(previous):
                 kept[key] = sourced
             if a.get("date") != b.get("date"):
-                report.warnings.append(f"{what}: {previous.origin} and {sourced.origin} have identical scores "
-                                       f"(a re-run); kept once, dated {kept[key].entry.get('date')}")
+                report.warnings.append(
+                    f"{what}: {previous.origin} and {sourced.origin} have identical scores "
+                    f"(a re-run); kept once, dated {kept[key].entry.get('date')}"
+                )
             continue
         if not keep_newest:
-            differing = sorted(k for k in set(a["scores"]) | set(b["scores"])
-                               if a["scores"].get(k) != b["scores"].get(k))
-            raise MtrbenchError(f"conflicting entries for {what} with the same settings: {previous.origin} and "
-                                f"{sourced.origin} differ in {len(differing)} score(s) (e.g. {differing[0]}: "
-                                f"{a['scores'].get(differing[0])} vs {b['scores'].get(differing[0])}); remove one, "
-                                f"or pass --keep-newest to keep the newer one")
+            differing = sorted(
+                k for k in set(a["scores"]) | set(b["scores"]) if a["scores"].get(k) != b["scores"].get(k)
+            )
+            raise MtrbenchError(
+                f"conflicting entries for {what} with the same settings: {previous.origin} and "
+                f"{sourced.origin} differ in {len(differing)} score(s) (e.g. {differing[0]}: "
+                f"{a['scores'].get(differing[0])} vs {b['scores'].get(differing[0])}); remove one, "
+                f"or pass --keep-newest to keep the newer one"
+            )
         newer, older = (sourced, previous) if _date_order(sourced) >= _date_order(previous) else (previous, sourced)
         kept[key] = newer
-        report.warnings.append(f"duplicate {what}: kept {newer.origin} (date {newer.entry.get('date')}), "
-                               f"dropped {older.origin} (date {older.entry.get('date')})")
+        report.warnings.append(
+            f"duplicate {what}: kept {newer.origin} (date {newer.entry.get('date')}), "
+            f"dropped {older.origin} (date {older.entry.get('date')})"
+        )
     return list(kept.values())
 
 
@@ -99,13 +120,15 @@ def assign_unique_ids(entries: list[dict[str, Any]]) -> None:
         if base in taken:
             experiment = (entry["source"].get("experiment") or "") if entry["label"] == "run" else ""
             suffix = hashlib.sha256(identity(entry).encode()).hexdigest()[:8]
-            candidate = f"{base}__{experiment}" if experiment and f"{base}__{experiment}" not in taken else \
-                f"{base}__{suffix}"
+            candidate = (
+                f"{base}__{experiment}" if experiment and f"{base}__{experiment}" not in taken else f"{base}__{suffix}"
+            )
             entry["id"] = safe_name(candidate)
         taken.add(entry["id"])
 
 
 # ---------------------------------------------------------------- grouping
+
 
 @dataclass
 class Group:
@@ -126,8 +149,11 @@ def _partition_by_comparability(entries: list[dict[str, Any]]) -> list[Group]:
     for entry in free:
         comp = comparability(entry)
         without_truncation = {k: v for k, v in comp.items() if k != "truncate"}
-        matches = [g for g in groups.values()
-                   if {k: v for k, v in g.comparability.items() if k != "truncate"} == without_truncation]
+        matches = [
+            g
+            for g in groups.values()
+            if {k: v for k, v in g.comparability.items() if k != "truncate"} == without_truncation
+        ]
         if not matches:
             comp = {**comp, "truncate": comp["truncate"] or "none"}
             matches = [groups.setdefault(canonical(comp), Group(comp))]
@@ -143,8 +169,10 @@ def _split_by_dataset(group: Group) -> list[Group]:
     layers: list[Group] = []
     for task, task_entries in by_task.items():
         counts = Counter((e["split"], e["dataset_revision"]) for e in task_entries)
-        newest = {v: max((e.get("date") or "") for e in task_entries if (e["split"], e["dataset_revision"]) == v)
-                  for v in counts}
+        newest = {
+            v: max((e.get("date") or "") for e in task_entries if (e["split"], e["dataset_revision"]) == v)
+            for v in counts
+        }
         variants = sorted(counts, key=str)
         variants.sort(key=lambda v: newest[v], reverse=True)
         variants.sort(key=lambda v: -counts[v])  # stable sorts: most entries, then newest, then name
@@ -188,8 +216,9 @@ def _system_names(members: list[dict[str, Any]]) -> dict[str, str]:
             names[keys[0]] = model
             continue
         flat = {k: flatten({"revision": systems[k]["model_revision"], **system_settings(systems[k])}) for k in keys}
-        differing = sorted({name for k in keys for name, v in flat[k].items()
-                            if any(flat[o].get(name) != v for o in keys)})
+        differing = sorted(
+            {name for k in keys for name, v in flat[k].items() if any(flat[o].get(name) != v for o in keys)}
+        )
         for k in keys:
             detail = ", ".join(f"{name}={flat[k].get(name)}" for name in differing)
             names[k] = f"{model} [{detail}]"
@@ -211,8 +240,15 @@ def _finish_group(group: Group, group_id: str, separations: list[str]) -> dict[s
     systems: dict[str, dict[str, Any]] = {}
     for entry in group.members:
         name = names[system_identity(entry)]
-        system = systems.setdefault(name, {"model": entry["model"], "model_revision": entry["model_revision"],
-                                           "settings": system_settings(entry), "entries": {}})
+        system = systems.setdefault(
+            name,
+            {
+                "model": entry["model"],
+                "model_revision": entry["model_revision"],
+                "settings": system_settings(entry),
+                "entries": {},
+            },
+        )
         system["entries"][entry["task"]] = entry["id"]
     averages: dict[str, dict[str, float]] = {}
     average_over = tasks if len(tasks) >= 2 else []
@@ -221,15 +257,25 @@ def _finish_group(group: Group, group_id: str, separations: list[str]) -> dict[s
         for name, system in systems.items():
             missing = [t for t in tasks if t not in system["entries"]]
             if missing:
-                separations.append(f"{name} in {group_id}: not averaged, no result for {', '.join(missing)} "
-                                   f"(averages need every task of the group: {', '.join(tasks)}).")
+                separations.append(
+                    f"{name} in {group_id}: not averaged, no result for {', '.join(missing)} "
+                    f"(averages need every task of the group: {', '.join(tasks)})."
+                )
                 continue
             entries = [by_id[system["entries"][t]] for t in tasks]
             shared = [k for k in entries[0]["scores"] if all(k in e["scores"] for e in entries)]
             averages[name] = {k: sum(e["scores"][k] for e in entries) / len(entries) for k in shared}
-    return {"id": group_id, "comparability": {**group.comparability, "datasets": group.datasets}, "tasks": tasks,
-            "entries": [e["id"] for e in group.members], "main_scores": main_scores, "ranks": ranks,
-            "average_over": average_over, "averages": averages, "systems": systems}
+    return {
+        "id": group_id,
+        "comparability": {**group.comparability, "datasets": group.datasets},
+        "tasks": tasks,
+        "entries": [e["id"] for e in group.members],
+        "main_scores": main_scores,
+        "ranks": ranks,
+        "average_over": average_over,
+        "averages": averages,
+        "systems": systems,
+    }
 
 
 def _describe(value: Any) -> str:
@@ -244,8 +290,7 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     for key, name in REASON_NAMES.items():
         if ca.get(key) != cb.get(key):
             if key == "label":
-                reasons.append(f"label differs ({ca[key]} vs {cb[key]}): reported numbers are never ranked "
-                               f"with runs")
+                reasons.append(f"label differs ({ca[key]} vs {cb[key]}): reported numbers are never ranked with runs")
             else:
                 reasons.append(f"{name} differs ({_describe(ca.get(key))} vs {_describe(cb.get(key))})")
     for task in a["tasks"]:
@@ -264,8 +309,11 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     model_a = short_model(shared_models[0] if shared_models else ea[0]["model"])
     model_b = short_model(shared_models[0] if shared_models else eb[0]["model"])
     task = shared_tasks[0] if shared_tasks else ea[0]["task"]
-    return (f"{model_a} ({a['id']}) vs {model_b} ({b['id']}) on {task}: " + "; ".join(reasons)
-            + "; not ranked or averaged together.")
+    return (
+        f"{model_a} ({a['id']}) vs {model_b} ({b['id']}) on {task}: "
+        + "; ".join(reasons)
+        + "; not ranked or averaged together."
+    )
 
 
 def group_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -278,7 +326,7 @@ def group_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     members = {g["id"]: layer.members for g, layer in zip(groups, layers)}
     pair_sentences = []
     for i, a in enumerate(groups):
-        for b in groups[i + 1:]:
+        for b in groups[i + 1 :]:
             sentence = _separation(a, b, members)
             if sentence:
                 pair_sentences.append(sentence)
@@ -287,19 +335,33 @@ def group_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
 
 # ---------------------------------------------------------------- the whole file
 
+
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def build_document(sourced: list[SourcedEntry], *, name: str, description: str, keep_newest: bool = False,
-                   report: BuildReport | None = None) -> dict[str, Any]:
+def build_document(
+    sourced: list[SourcedEntry],
+    *,
+    name: str,
+    description: str,
+    keep_newest: bool = False,
+    report: BuildReport | None = None,
+) -> dict[str, Any]:
     report = report or BuildReport()
     entries = [s.entry for s in deduplicate(sourced, keep_newest, report)]
     assign_unique_ids(entries)
     groups, separations = group_entries(entries)
-    document = {"schema_version": 1, "name": name, "description": description, "created": utc_now(),
-                "generator": f"mtrbench {__version__}", "entries": entries, "groups": groups,
-                "separations": separations}
+    document = {
+        "schema_version": 1,
+        "name": name,
+        "description": description,
+        "created": utc_now(),
+        "generator": f"mtrbench {__version__}",
+        "entries": entries,
+        "groups": groups,
+        "separations": separations,
+    }
     validate(document, f"leaderboard '{name}' (built)")
     return document
 
@@ -308,11 +370,15 @@ def collect(paths: list[str | Path], report: BuildReport) -> list[SourcedEntry]:
     """Entries from result files/folders and leaderboards; a bare NAME that is no path means a shipped leaderboard."""
     from mtrbench.leaderboard.schema import resolve
 
-    paths = [resolve(str(p)) if not Path(p).exists() and Path(p).suffix == "" and "/" not in str(p) else p
-             for p in paths]
+    paths = [
+        resolve(str(p)) if not Path(p).exists() and Path(p).suffix == "" and "/" not in str(p) else p for p in paths
+    ]
     inputs = find_inputs(paths)
-    report.n_results, report.n_leaderboards, report.n_skipped = (len(inputs.results), len(inputs.leaderboards),
-                                                                 len(inputs.skipped))
+    report.n_results, report.n_leaderboards, report.n_skipped = (
+        len(inputs.results),
+        len(inputs.leaderboards),
+        len(inputs.skipped),
+    )
     sourced = [load_result_entry(p) for p in inputs.results]
     for path in inputs.leaderboards:
         sourced.extend(load_leaderboard_entries(path))

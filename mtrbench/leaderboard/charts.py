@@ -13,9 +13,26 @@ from html import escape
 from mtrbench.analyses.turn_bands import TurnBand
 
 # Okabe-Ito (colour-blind safe) first, then Tableau's; beyond these, hues spread by the golden angle.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000",
-           "#4E79A7", "#F28E2B", "#E15759", "#76B7B2", "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7",
-           "#9C755F", "#BAB0AC")
+PALETTE = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#CC79A7",
+    "#56B4E9",
+    "#D55E00",
+    "#F0E442",
+    "#000000",
+    "#4E79A7",
+    "#F28E2B",
+    "#E15759",
+    "#76B7B2",
+    "#59A14F",
+    "#EDC948",
+    "#B07AA1",
+    "#FF9DA7",
+    "#9C755F",
+    "#BAB0AC",
+)
 BAR_HEIGHT, LABEL_WIDTH, BAR_AREA, VALUE_PAD = 22, 150, 210, 52
 LINE_WIDTH, LINE_HEIGHT, MARGIN_LEFT, MARGIN_BOTTOM, MARGIN_TOP, MARGIN_RIGHT = 420, 230, 42, 34, 10, 12
 
@@ -38,12 +55,15 @@ def number(value: float | None) -> str:
 
 def legend(items: Sequence[tuple[str, str]]) -> str:
     """An HTML legend, outside the plot: (label, colour) pairs."""
-    return ('<ul class="legend">' + "".join(f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}'
-                                            f"</li>" for label, c in items) + "</ul>")
+    return (
+        '<ul class="legend">'
+        + "".join(f'<li><span class="swatch" style="background:{c}"></span>{escape(label)}</li>' for label, c in items)
+        + "</ul>"
+    )
 
 
 def _clip(label: str, limit: int = 22) -> str:
-    return label if len(label) <= limit else label[:limit - 1] + "\u2026"
+    return label if len(label) <= limit else label[: limit - 1] + "\u2026"
 
 
 def bar_chart(items: Sequence[tuple[str, float, str]], caption: str) -> str:
@@ -55,17 +75,21 @@ def bar_chart(items: Sequence[tuple[str, float, str]], caption: str) -> str:
     top = max([1.0] + [v for _, v, _ in items])
     height = BAR_HEIGHT * len(items) + 8
     width = LABEL_WIDTH + BAR_AREA + VALUE_PAD
-    parts = [f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-             f'aria-label="{escape(caption)}" class="bars">',
-             f'<line class="axis" x1="{LABEL_WIDTH}" y1="0" x2="{LABEL_WIDTH}" y2="{height}"/>']
+    parts = [
+        f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(caption)}" class="bars">',
+        f'<line class="axis" x1="{LABEL_WIDTH}" y1="0" x2="{LABEL_WIDTH}" y2="{height}"/>',
+    ]
     for n, (label, value, colour) in enumerate(items):
         y = 4 + n * BAR_HEIGHT
         length = max(1.0, BAR_AREA * value / top) if value > 0 else 0
-        parts.append(f'<g class="bar-row" data-label="{escape(label)}" data-value="{value!r}">'
-                     f'<text x="{LABEL_WIDTH - 6}" y="{y + 15}" text-anchor="end">{escape(_clip(label))}</text>'
-                     f'<rect class="bar" x="{LABEL_WIDTH}" y="{y + 3}" width="{length:.1f}" height="{BAR_HEIGHT - 6}" '
-                     f'fill="{colour}"><title>{escape(label)}: {number(value)}</title></rect>'
-                     f'<text class="value" x="{LABEL_WIDTH + length + 4:.1f}" y="{y + 15}">{number(value)}</text></g>')
+        parts.append(
+            f'<g class="bar-row" data-label="{escape(label)}" data-value="{value!r}">'
+            f'<text x="{LABEL_WIDTH - 6}" y="{y + 15}" text-anchor="end">{escape(_clip(label))}</text>'
+            f'<rect class="bar" x="{LABEL_WIDTH}" y="{y + 3}" width="{length:.1f}" height="{BAR_HEIGHT - 6}" '
+            f'fill="{colour}"><title>{escape(label)}: {number(value)}</title></rect>'
+            f'<text class="value" x="{LABEL_WIDTH + length + 4:.1f}" y="{y + 15}">{number(value)}</text></g>'
+        )
     parts.append("</svg>")
     return f'<figure class="chart"><figcaption>{escape(caption)}</figcaption>{"".join(parts)}</figure>'
 
@@ -93,18 +117,25 @@ def turn_chart(series: Sequence[Series], caption: str) -> str:
     def y(value: float) -> float:
         return MARGIN_TOP + plot_h * (1 - value / top)
 
-    parts = [f'<svg viewBox="0 0 {LINE_WIDTH} {LINE_HEIGHT}" width="{LINE_WIDTH}" height="{LINE_HEIGHT}" role="img" '
-             f'aria-label="{escape(caption)}" class="turns">']
+    parts = [
+        f'<svg viewBox="0 0 {LINE_WIDTH} {LINE_HEIGHT}" width="{LINE_WIDTH}" height="{LINE_HEIGHT}" role="img" '
+        f'aria-label="{escape(caption)}" class="turns">'
+    ]
     for k in range(5):  # horizontal grid and y labels
         value = top * k / 4
-        parts.append(f'<line class="grid" x1="{MARGIN_LEFT}" x2="{LINE_WIDTH - MARGIN_RIGHT}" y1="{y(value):.1f}" '
-                     f'y2="{y(value):.1f}"/><text class="tick" x="{MARGIN_LEFT - 4}" y="{y(value) + 4:.1f}" '
-                     f'text-anchor="end">{value:.2f}</text>')
+        parts.append(
+            f'<line class="grid" x1="{MARGIN_LEFT}" x2="{LINE_WIDTH - MARGIN_RIGHT}" y1="{y(value):.1f}" '
+            f'y2="{y(value):.1f}"/><text class="tick" x="{MARGIN_LEFT - 4}" y="{y(value) + 4:.1f}" '
+            f'text-anchor="end">{value:.2f}</text>'
+        )
     for turn in turns:
-        parts.append(f'<text class="tick" x="{x(turn):.1f}" y="{LINE_HEIGHT - MARGIN_BOTTOM + 14}" '
-                     f'text-anchor="middle">{turn}</text>')
-    parts.append(f'<text class="tick" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{LINE_HEIGHT - 4}" '
-                 f'text-anchor="middle">turn</text>')
+        parts.append(
+            f'<text class="tick" x="{x(turn):.1f}" y="{LINE_HEIGHT - MARGIN_BOTTOM + 14}" '
+            f'text-anchor="middle">{turn}</text>'
+        )
+    parts.append(
+        f'<text class="tick" x="{MARGIN_LEFT + plot_w / 2:.1f}" y="{LINE_HEIGHT - 4}" text-anchor="middle">turn</text>'
+    )
     for s in series:
         bands = sorted(s.bands, key=lambda b: b.turn)
         if not bands:
@@ -112,15 +143,21 @@ def turn_chart(series: Sequence[Series], caption: str) -> str:
         upper = " ".join(f"{x(b.turn):.1f},{y(b.high):.1f}" for b in bands)
         lower = " ".join(f"{x(b.turn):.1f},{y(b.low):.1f}" for b in reversed(bands))
         line = " ".join(f"{x(b.turn):.1f},{y(b.mean):.1f}" for b in bands)
-        parts.append(f'<g class="series" data-label="{escape(s.label)}">'
-                     f'<polygon class="band" points="{upper} {lower}" fill="{s.colour}"/>'
-                     f'<polyline class="line" points="{line}" stroke="{s.colour}"/>')
+        parts.append(
+            f'<g class="series" data-label="{escape(s.label)}">'
+            f'<polygon class="band" points="{upper} {lower}" fill="{s.colour}"/>'
+            f'<polyline class="line" points="{line}" stroke="{s.colour}"/>'
+        )
         for b in bands:
-            parts.append(f'<circle cx="{x(b.turn):.1f}" cy="{y(b.mean):.1f}" r="2.6" fill="{s.colour}">'
-                         f'<title>{escape(s.label)}, turn {b.turn}: {number(b.mean)} [{number(b.low)}, '
-                         f'{number(b.high)}], {b.n_queries} queries / {b.n_conversations} conversations</title>'
-                         f'</circle>')
+            parts.append(
+                f'<circle cx="{x(b.turn):.1f}" cy="{y(b.mean):.1f}" r="2.6" fill="{s.colour}">'
+                f"<title>{escape(s.label)}, turn {b.turn}: {number(b.mean)} [{number(b.low)}, "
+                f"{number(b.high)}], {b.n_queries} queries / {b.n_conversations} conversations</title>"
+                f"</circle>"
+            )
         parts.append("</g>")
     parts.append("</svg>")
-    return (f'<figure class="chart"><figcaption>{escape(caption)}</figcaption>{"".join(parts)}'
-            f'{legend([(s.label, s.colour) for s in series])}</figure>')
+    return (
+        f'<figure class="chart"><figcaption>{escape(caption)}</figcaption>{"".join(parts)}'
+        f"{legend([(s.label, s.colour) for s in series])}</figure>"
+    )

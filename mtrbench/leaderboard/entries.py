@@ -9,8 +9,8 @@ from typing import Any
 
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.results.documents import find_inputs, read_json
-from mtrbench.results.result import Result
 from mtrbench.results.labels import short_model
+from mtrbench.results.result import Result
 from mtrbench.results.writer import result_paths, safe_name
 
 # Options of `mtrbench eval` that change where results go or how much is printed, never a score.

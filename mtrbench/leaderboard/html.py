@@ -29,15 +29,25 @@ from mtrbench.leaderboard.render import groups_of
 from mtrbench.leaderboard.turns import TurnCurves
 
 # Metric columns after the main score, when some entry of the table has them.
-PREFERRED_METRICS = ("ndcg_at_10", "ndcg_at_20", "ndcg_at_5", "recall_at_5", "recall_at_10", "recall_at_20",
-                     "recall_at_100", "mrr_at_10", "mrr", "hit_rate_at_5")
+PREFERRED_METRICS = (
+    "ndcg_at_10",
+    "ndcg_at_20",
+    "ndcg_at_5",
+    "recall_at_5",
+    "recall_at_10",
+    "recall_at_20",
+    "recall_at_100",
+    "mrr_at_10",
+    "mrr",
+    "hit_rate_at_5",
+)
 MAX_METRIC_COLUMNS = 8
 DASH = "\u2014"
 
 
 def clipped(text: str, limit: int = 32) -> str:
     """Long free text (a paper's description of its setting) cut short; the group heading has it whole."""
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
 
 
 def _sort_value(value: float | None) -> str:
@@ -78,13 +88,16 @@ def _setting_text(value: Any) -> str:
 def _details(entry: dict[str, Any]) -> str:
     """Every setting as a key/value list (not raw JSON), then how the number was made and where it is from."""
     rows = [(k, _setting_text(v)) for k, v in flatten(entry["settings"]).items() if v is not None]
-    rows += [(k, str(entry[k])) for k in ("model", "model_revision", "split", "dataset_revision", "date",
-                                          "wall_time_s") if entry.get(k) is not None]
+    rows += [
+        (k, str(entry[k]))
+        for k in ("model", "model_revision", "split", "dataset_revision", "date", "wall_time_s")
+        if entry.get(k) is not None
+    ]
     if entry.get("hardware"):
         rows.append(("hardware", ", ".join(f"{k} {v}" for k, v in entry["hardware"].items() if v is not None)))
     rows += [(f"source.{k}", str(v)) for k, v in (entry.get("source") or {}).items() if v is not None]
     body = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in rows)
-    command = (f'<p class="command"><code>{escape(entry["command"])}</code></p>' if entry.get("command") else "")
+    command = f'<p class="command"><code>{escape(entry["command"])}</code></p>' if entry.get("command") else ""
     return f"<details><summary>settings</summary><dl>{body}</dl>{command}</details>"
 
 
@@ -98,25 +111,38 @@ def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]
     main = group["main_scores"][task]
     ids = _ordered([i for i in group["entries"] if by_id[i]["task"] == task], by_id, main)
     metrics = metric_columns([by_id[i] for i in ids], main)
-    head = ([_header("#", True), _header("entry")]
-            + [_header(metric_name(m), True, m, "main" if m == main else "") for m in metrics] + [_header("details")])
+    head = (
+        [_header("#", True), _header("entry")]
+        + [_header(metric_name(m), True, m, "main" if m == main else "") for m in metrics]
+        + [_header("details")]
+    )
     ranks = group["ranks"].get(task, {})
     rows = []
     for entry_id in ids:
         entry = by_id[entry_id]
         rank = ranks.get(entry_id)
-        cells = [_cell(DASH if rank is None else str(rank), "" if rank is None else rank,
-                       "num" + (" rank-1" if rank == 1 else "")),
-                 _cell(f'<span class="name">{escape(names[entry_id])}</span>', names[entry_id], "entry")]
+        cells = [
+            _cell(
+                DASH if rank is None else str(rank),
+                "" if rank is None else rank,
+                "num" + (" rank-1" if rank == 1 else ""),
+            ),
+            _cell(f'<span class="name">{escape(names[entry_id])}</span>', names[entry_id], "entry"),
+        ]
         for metric in metrics:
             value = entry["scores"].get(metric)
             cells.append(_cell(number(value), _sort_value(value), "num" + (" main" if metric == main else "")))
         cells.append(_cell(_details(entry)))
-        rows.append(f'<tr data-entry-id="{escape(entry_id)}" data-main="{_sort_value(entry["scores"].get(main))}">'
-                    + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="sortable board" data-group="{escape(group["id"])}" '
-            f'data-task="{escape(task)}" data-main="{escape(main)}"><thead><tr>{"".join(head)}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+        rows.append(
+            f'<tr data-entry-id="{escape(entry_id)}" data-main="{_sort_value(entry["scores"].get(main))}">'
+            + "".join(cells)
+            + "</tr>"
+        )
+    return (
+        f'<div class="scroll"><table class="sortable board" data-group="{escape(group["id"])}" '
+        f'data-task="{escape(task)}" data-main="{escape(main)}"><thead><tr>{"".join(head)}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _bar_width(value: float | None, top: float) -> str:
@@ -142,29 +168,45 @@ def pivot_table(pivot: Pivot) -> str:
     head = [_header("#", True, css="rank"), _header("system")]
     for n, column in enumerate(pivot.columns):
         text, tip = column_title(pivot, n)
-        head.append(_header(text, True, column.key, "main" if n == 0 and pivot.kind == METRICS else "")
-                    .replace("<th ", f'<th title="{escape(tip)}" ', 1))
+        head.append(
+            _header(text, True, column.key, "main" if n == 0 and pivot.kind == METRICS else "").replace(
+                "<th ", f'<th title="{escape(tip)}" ', 1
+            )
+        )
     if pivot.has_mean:
         head.append(_header("Mean", True, "mean", "mean"))
     rows = []
     for row in pivot.rows:
-        cells = [_cell(DASH if row.rank is None else str(row.rank), "" if row.rank is None else row.rank,
-                       "num rank" + (" rank-1" if row.rank == 1 else "")),
-                 f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
-                 f'{escape(row.label)}</td>']
+        cells = [
+            _cell(
+                DASH if row.rank is None else str(row.rank),
+                "" if row.rank is None else row.rank,
+                "num rank" + (" rank-1" if row.rank == 1 else ""),
+            ),
+            f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
+            f"{escape(row.label)}</td>",
+        ]
         for n, cell in enumerate(row.cells):
-            css = "num bar" + (" best" if cell.rank == 1 else "") + (" main" if n == 0 and pivot.kind == METRICS else "")
+            css = (
+                "num bar" + (" best" if cell.rank == 1 else "") + (" main" if n == 0 and pivot.kind == METRICS else "")
+            )
             entry = f' data-entry="{escape(cell.entry_id)}"' if cell.entry_id else ""
             rank = f' title="rank {cell.rank} in its group"' if cell.rank is not None else ""
-            cells.append(f'<td class="{css}" data-sort="{_sort_value(cell.value)}"{entry}{rank}'
-                         f'{_bar_width(cell.value, scales[pivot.columns[n].metric])}>{number(cell.value)}</td>')
+            cells.append(
+                f'<td class="{css}" data-sort="{_sort_value(cell.value)}"{entry}{rank}'
+                f"{_bar_width(cell.value, scales[pivot.columns[n].metric])}>{number(cell.value)}</td>"
+            )
         if pivot.has_mean:
-            cells.append(f'<td class="num bar mean" data-sort="{_sort_value(row.mean)}"'
-                         f'{_bar_width(row.mean, scales[pivot.columns[0].metric])}>{number(row.mean)}</td>')
+            cells.append(
+                f'<td class="num bar mean" data-sort="{_sort_value(row.mean)}"'
+                f"{_bar_width(row.mean, scales[pivot.columns[0].metric])}>{number(row.mean)}</td>"
+            )
         rows.append(f'<tr data-row="{escape(row.key)}">' + "".join(cells) + "</tr>")
-    return (f'<div class="scroll"><table class="sortable pivot" data-kind="{pivot.kind}" '
-            f'data-groups="{escape(" ".join(g["id"] for g in pivot.groups))}"><thead><tr>{"".join(head)}</tr>'
-            f'</thead><tbody>{"".join(rows)}</tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="sortable pivot" data-kind="{pivot.kind}" '
+        f'data-groups="{escape(" ".join(g["id"] for g in pivot.groups))}"><thead><tr>{"".join(head)}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _source(group: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
@@ -201,10 +243,12 @@ def provenance(pivot: Pivot) -> str:
     if pivot.kind == METRICS:
         what = f"systems \u00d7 metrics, ranked by {metric_name(metrics[0])}"
     else:
-        what = (f"systems \u00d7 {'tasks' if pivot.kind == TASKS else 'history strategies'}, cells: "
-                f"{', '.join(metric_name(m) for m in metrics)}"
-                + ("; ranked by the mean" if pivot.has_mean else "")
-                + ("; each column ranked within its own group" if pivot.kind == HISTORIES else ""))
+        what = (
+            f"systems \u00d7 {'tasks' if pivot.kind == TASKS else 'history strategies'}, cells: "
+            f"{', '.join(metric_name(m) for m in metrics)}"
+            + ("; ranked by the mean" if pivot.has_mean else "")
+            + ("; each column ranked within its own group" if pivot.kind == HISTORIES else "")
+        )
     parts = [what, comp.get("reported_in") or f"label {comp['label']}"]
     if pivot.kind != HISTORIES:
         parts.append(f"history={comp['history'] or DASH}")
@@ -213,8 +257,10 @@ def provenance(pivot: Pivot) -> str:
         parts.append(f"query format: {_query_format(comp['query_format'])}")
     for key in sorted(set(comp) - {"label", "history", "truncate", "query_format", "reported_in", "datasets"}):
         parts.append(f"{key}={comp[key]}")
-    datasets = "; ".join(f"{task} ({d['split'] or DASH}, revision {d['dataset_revision'] or DASH})"
-                         for task, d in comp["datasets"].items())
+    datasets = "; ".join(
+        f"{task} ({d['split'] or DASH}, revision {d['dataset_revision'] or DASH})"
+        for task, d in comp["datasets"].items()
+    )
     parts.append(f"data: {datasets}")
     note = scale_note(metrics)
     if note:
@@ -236,27 +282,43 @@ def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) ->
             main = group["main_scores"][task]
             ids = [i for i in group["entries"] if by_id[i]["task"] == task]
             heading = task + (f" \u00b7 history={group['comparability']['history']}" if pivot.kind == HISTORIES else "")
-            parts.append(f'<div class="task" data-task="{escape(task)}"><h3>{escape(heading)} '
-                         f'<span class="metric">sorted by {escape(metric_name(main))}</span></h3>')
+            parts.append(
+                f'<div class="task" data-task="{escape(task)}"><h3>{escape(heading)} '
+                f'<span class="metric">sorted by {escape(metric_name(main))}</span></h3>'
+            )
             parts.append(task_table(group, task, by_id, names))
-            items = [(names[i], by_id[i]["scores"][main], colour_of[names[i]]) for i in ids
-                     if by_id[i]["scores"].get(main) is not None]
+            items = [
+                (names[i], by_id[i]["scores"][main], colour_of[names[i]])
+                for i in ids
+                if by_id[i]["scores"].get(main) is not None
+            ]
             charts = [bar_chart(items, f"{task}: {metric_name(main)}")] if len(items) > 1 else []
-            series = [Series(names[i], colour_of[names[i]], turns[i][main])
-                      for i in _ordered(ids, by_id, main) if main in turns.get(i, {})]
+            series = [
+                Series(names[i], colour_of[names[i]], turns[i][main])
+                for i in _ordered(ids, by_id, main)
+                if main in turns.get(i, {})
+            ]
             if series:
-                charts.append(turn_chart(series, f"{task}: {metric_name(main)} per turn, mean and 95% bootstrap "
-                                                 f"band (conversations resampled)"))
+                charts.append(
+                    turn_chart(
+                        series,
+                        f"{task}: {metric_name(main)} per turn, mean and 95% bootstrap band (conversations resampled)",
+                    )
+                )
             parts.append(f'<div class="charts">{"".join(charts)}</div></div>')
     n = sum(1 for g in pivot.groups for i in g["entries"])
-    return (f'<details class="more"><summary>Detail: every metric, setting and source of the {n} entries'
-            f'{", charts" if n > 1 else ""}</summary>{"".join(parts)}</details>')
+    return (
+        f'<details class="more"><summary>Detail: every metric, setting and source of the {n} entries'
+        f"{', charts' if n > 1 else ''}</summary>{''.join(parts)}</details>"
+    )
 
 
 def pivot_section(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
-    return (f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
-            f'<p class="provenance">{escape(provenance(pivot))}</p>{pivot_table(pivot)}'
-            f'{detail(pivot, by_id, turns)}</section>')
+    return (
+        f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
+        f'<p class="provenance">{escape(provenance(pivot))}</p>{pivot_table(pivot)}'
+        f"{detail(pivot, by_id, turns)}</section>"
+    )
 
 
 def separations_section(separations: list[str]) -> str:
@@ -268,33 +330,46 @@ def separations_section(separations: list[str]) -> str:
     reasons = [f"{name} {count}" for name, count in counts.most_common()]
     if averaged:
         reasons.append(f"not averaged {averaged}")
-    return (f'<section id="separations"><details><summary>Why entries are kept apart: {len(separations)} '
-            f'note(s) ({escape(", ".join(reasons))})</summary><ul class="separations">'
-            + "".join(f"<li>{escape(s)}</li>" for s in separations) + "</ul></details></section>")
+    return (
+        f'<section id="separations"><details><summary>Why entries are kept apart: {len(separations)} '
+        f'note(s) ({escape(", ".join(reasons))})</summary><ul class="separations">'
+        + "".join(f"<li>{escape(s)}</li>" for s in separations)
+        + "</ul></details></section>"
+    )
 
 
 def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     tables = pivots(groups, document["entries"])
-    meta = (f"{len(document['entries'])} entries \u00b7 {len(tables)} table(s) ({len(groups)} comparable group(s)) "
-            f"\u00b7 created {document['created']} \u00b7 {document['generator']}")
-    nav = "".join(f'<li><a href="#group-{escape(p.id)}" title="{escape(pivot_title(p, by_id))}">'
-                  f'{escape(clipped(pivot_title(p, by_id), 48))}</a></li>' for p in tables)
-    parts = [f"<header><h1>{escape(document['name'])}</h1>"
-             f"<p class=\"description\">{escape(document['description'])}</p>"
-             f"<p class=\"meta\">{escape(meta)}</p></header><main>",
-             f'<nav><ul class="groups">{nav}</ul></nav>' if len(tables) > 1 else "",
-             "<p class=\"hint\">One table per comparable group (same label, history strategy, truncation, query "
-             "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
-             "open a table's detail for every metric, setting, command and source.</p>"]
+    meta = (
+        f"{len(document['entries'])} entries \u00b7 {len(tables)} table(s) ({len(groups)} comparable group(s)) "
+        f"\u00b7 created {document['created']} \u00b7 {document['generator']}"
+    )
+    nav = "".join(
+        f'<li><a href="#group-{escape(p.id)}" title="{escape(pivot_title(p, by_id))}">'
+        f"{escape(clipped(pivot_title(p, by_id), 48))}</a></li>"
+        for p in tables
+    )
+    parts = [
+        f"<header><h1>{escape(document['name'])}</h1>"
+        f'<p class="description">{escape(document["description"])}</p>'
+        f'<p class="meta">{escape(meta)}</p></header><main>',
+        f'<nav><ul class="groups">{nav}</ul></nav>' if len(tables) > 1 else "",
+        '<p class="hint">One table per comparable group (same label, history strategy, truncation, query '
+        "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
+        "open a table's detail for every metric, setting, command and source.</p>",
+    ]
     parts += [pivot_section(p, by_id, turns or {}) for p in tables]
     if separations:
         parts.append(separations_section(separations))
     citations = sorted({e["source"]["citation"] for e in document["entries"] if e["label"] == "reported"})
     if citations:
-        parts.append("<section id=\"sources\"><h2>Reported numbers are from</h2><ul class=\"sources\">"
-                     + "".join(f"<li>{escape(c)}</li>" for c in citations) + "</ul></section>")
+        parts.append(
+            '<section id="sources"><h2>Reported numbers are from</h2><ul class="sources">'
+            + "".join(f"<li>{escape(c)}</li>" for c in citations)
+            + "</ul></section>"
+        )
     parts.append("</main><footer>Static page written by mtrbench leaderboard html; no external resources.</footer>")
     return "".join(parts)
 
@@ -307,9 +382,12 @@ def embedded_json(document: dict[str, Any]) -> str:
 
 def render_page(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
     template = resources.files("mtrbench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
-    values = {"title": escape(f"{document['name']} \u00b7 mtrbench leaderboard"),
-              "generator": escape(f"mtrbench {__version__}"), "data": embedded_json(document),
-              "body": page_body(document, turns)}
+    values = {
+        "title": escape(f"{document['name']} \u00b7 mtrbench leaderboard"),
+        "generator": escape(f"mtrbench {__version__}"),
+        "data": embedded_json(document),
+        "body": page_body(document, turns),
+    }
     # One pass over the template, so user text that looks like a placeholder is never substituted.
     return re.sub(r"\{\{(title|generator|body|data)\}\}", lambda m: values[m.group(1)], template)
 
@@ -318,4 +396,3 @@ def write_page(document: dict[str, Any], output_dir: Path, turns: TurnCurves | N
     path = Path(output_dir) / "index.html"
     atomic_write_text(path, render_page(document, turns))
     return path
-

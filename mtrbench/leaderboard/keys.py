@@ -36,8 +36,9 @@ def reported_in(entry: dict[str, Any]) -> str | None:
 
 
 def identity(entry: dict[str, Any]) -> str:
-    parts: dict[str, Any] = {k: entry[k] for k in ("label", "model", "model_revision", "task", "split",
-                                                     "dataset_revision")}
+    parts: dict[str, Any] = {
+        k: entry[k] for k in ("label", "model", "model_revision", "task", "split", "dataset_revision")
+    }
     parts["settings"] = score_settings(entry)
     if entry["label"] == "reported":
         parts["reported"] = [entry["source"].get(k) for k in ("citation", "table", "row")]
@@ -46,8 +47,13 @@ def identity(entry: dict[str, Any]) -> str:
 
 def comparability(entry: dict[str, Any]) -> dict[str, Any]:
     settings = entry["settings"]
-    keys = {"label": entry["label"], "history": settings.get("history"), "truncate": settings.get("truncate"),
-            "query_format": settings.get("query_format"), "reported_in": reported_in(entry)}
+    keys = {
+        "label": entry["label"],
+        "history": settings.get("history"),
+        "truncate": settings.get("truncate"),
+        "query_format": settings.get("query_format"),
+        "reported_in": reported_in(entry),
+    }
     if settings.get("limit") is not None:  # a run on the first N conversations is ranked only with its like
         keys["limit"] = settings["limit"]
     if settings.get("protocol", "trec_eval") != "trec_eval":  # an official protocol's numbers rank apart
@@ -59,8 +65,11 @@ def comparability(entry: dict[str, Any]) -> dict[str, Any]:
 
 def truncation_free(entry: dict[str, Any]) -> bool:
     """A run whose retriever has no token limit (BM25): no truncation policy can change its scores."""
-    return entry["label"] == "run" and entry["settings"].get("max_length") is None \
+    return (
+        entry["label"] == "run"
+        and entry["settings"].get("max_length") is None
         and entry["settings"].get("truncate") in ("none", None)
+    )
 
 
 def system_settings(entry: dict[str, Any]) -> dict[str, Any]:

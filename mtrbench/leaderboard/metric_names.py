@@ -12,14 +12,21 @@ from mtrbench.measures import label as registry_name
 JUDGE_PREFIX = "judge_score_"
 JUDGE_SCALE = "judge 1-10"
 # Keys the registry does not name (cutoff-free measures as papers print them).
-PLAIN_NAMES = {"mrr": "MRR", "map": "MAP", "ndcg": "nDCG", "recall": "Recall", "precision": "Precision",
-               "hit_rate": "Hit rate", "r_precision": "R-Prec"}
+PLAIN_NAMES = {
+    "mrr": "MRR",
+    "map": "MAP",
+    "ndcg": "nDCG",
+    "recall": "Recall",
+    "precision": "Precision",
+    "hit_rate": "Hit rate",
+    "r_precision": "R-Prec",
+}
 
 
 def metric_name(key: str, short: bool = False) -> str:
     """The name a reader sees; ``short`` drops the scale note (for narrow headers under a caption that has it)."""
     if key.startswith(JUDGE_PREFIX):
-        category = key[len(JUDGE_PREFIX):].replace("_", " ").capitalize()
+        category = key[len(JUDGE_PREFIX) :].replace("_", " ").capitalize()
         return category if short else f"{category} ({JUDGE_SCALE})"
     named = registry_name(key)
     if named != key:

@@ -24,8 +24,20 @@ from mtrbench.results.labels import canonical, short_model
 
 TASKS, HISTORIES, METRICS = "tasks", "histories", "metrics"
 # Metric columns of a single-task table after its main score, when its entries have them.
-HEADLINE_METRICS = ("ndcg_at_10", "ndcg_at_20", "ndcg_at_5", "ndcg_at_3", "recall_at_5", "recall_at_10",
-                    "recall_at_20", "recall_at_100", "mrr_at_10", "mrr", "map", "hit_rate_at_5")
+HEADLINE_METRICS = (
+    "ndcg_at_10",
+    "ndcg_at_20",
+    "ndcg_at_5",
+    "ndcg_at_3",
+    "recall_at_5",
+    "recall_at_10",
+    "recall_at_20",
+    "recall_at_100",
+    "mrr_at_10",
+    "mrr",
+    "map",
+    "hit_rate_at_5",
+)
 MAX_METRIC_COLUMNS = 8
 MAX_SETTING_TEXT = 24
 
@@ -98,7 +110,7 @@ def _history_rows(groups: list[dict[str, Any]], by_id: dict[str, dict[str, Any]]
 
 def _setting_value(value: Any) -> str:
     text = str(value)
-    return text if len(text) <= MAX_SETTING_TEXT else text[:MAX_SETTING_TEXT - 1].rstrip() + "\u2026"
+    return text if len(text) <= MAX_SETTING_TEXT else text[: MAX_SETTING_TEXT - 1].rstrip() + "\u2026"
 
 
 def _paper_row(entry: dict[str, Any]) -> str:
@@ -106,7 +118,7 @@ def _paper_row(entry: dict[str, Any]) -> str:
     row = str(entry["source"].get("row") or "")
     model = entry["model"]
     if row.startswith(model):
-        row = row[len(model):].strip(" |:-")
+        row = row[len(model) :].strip(" |:-")
     return row
 
 
@@ -124,13 +136,24 @@ def short_labels(entries: dict[str, dict[str, Any]]) -> dict[str, str]:
         if all(rows.values()) and len(set(rows.values())) == len(keys):
             labels.update({k: f"{model} \u00b7 {rows[k]}" for k in keys})
             continue
-        flat = {k: flatten({"revision": entries[k]["model_revision"],
-                            **{s: v for s, v in system_settings(entries[k]).items() if s != "row"}}) for k in keys}
-        differing = sorted({name for k in keys for name, v in flat[k].items()
-                            if any(flat[o].get(name) != v for o in keys)})
+        flat = {
+            k: flatten(
+                {
+                    "revision": entries[k]["model_revision"],
+                    **{s: v for s, v in system_settings(entries[k]).items() if s != "row"},
+                }
+            )
+            for k in keys
+        }
+        differing = sorted(
+            {name for k in keys for name, v in flat[k].items() if any(flat[o].get(name) != v for o in keys)}
+        )
         for k in keys:
-            detail = ", ".join(f"{name.rsplit('.', 1)[-1]}={_setting_value(flat[k].get(name))}" for name in differing
-                               if flat[k].get(name) is not None)
+            detail = ", ".join(
+                f"{name.rsplit('.', 1)[-1]}={_setting_value(flat[k].get(name))}"
+                for name in differing
+                if flat[k].get(name) is not None
+            )
             labels[k] = f"{model} \u00b7 {detail}" if detail else model
     seen: dict[str, int] = {}
     for key in sorted(labels, key=list(entries).index):  # labels still equal: numbered, in file order
@@ -147,16 +170,17 @@ def _metric_columns(group: dict[str, Any], task: str, by_id: dict[str, dict[str,
     others = [k for k in HEADLINE_METRICS if k in present and k != main]
     if not others:  # a family outside the headline list (judge ratings): all of its keys
         others = sorted(k for k in present if k != main)
-    return [main] + others[:MAX_METRIC_COLUMNS - 1]
+    return [main] + others[: MAX_METRIC_COLUMNS - 1]
 
 
-def _finish(pivot: Pivot, members: dict[str, list[str | None]], by_id: dict[str, dict[str, Any]],
-            full_names: dict[str, str]) -> Pivot:
+def _finish(
+    pivot: Pivot, members: dict[str, list[str | None]], by_id: dict[str, dict[str, Any]], full_names: dict[str, str]
+) -> Pivot:
     """Cells, means, ranks and labels of a pivot whose columns and row members are known."""
     ranks = {(g["id"], t): r for g in pivot.groups for t, r in g["ranks"].items()}
     representative = {key: by_id[next(i for i in ids if i)] for key, ids in members.items()}
     labels = short_labels(representative)
-    pivot.has_mean = (pivot.kind != METRICS and len(pivot.columns) >= 2 and len(pivot.metrics) == 1)
+    pivot.has_mean = pivot.kind != METRICS and len(pivot.columns) >= 2 and len(pivot.metrics) == 1
     for key, ids in members.items():
         cells = []
         for column, entry_id in zip(pivot.columns, ids):
@@ -167,7 +191,7 @@ def _finish(pivot: Pivot, members: dict[str, list[str | None]], by_id: dict[str,
         values = [c.value for c in cells]
         mean = sum(values) / len(values) if pivot.has_mean and None not in values else None  # type: ignore[arg-type]
         pivot.rows.append(Row(key, labels[key], full_names.get(key, labels[key]), cells, mean))
-    ranked_by = ({r.key: r.mean for r in pivot.rows if r.mean is not None} if pivot.has_mean else {})
+    ranked_by = {r.key: r.mean for r in pivot.rows if r.mean is not None} if pivot.has_mean else {}
     if not ranked_by:
         ranked_by = {r.key: r.cells[0].value for r in pivot.rows if r.cells[0].value is not None}
     row_ranks = competition_ranks(ranked_by)  # type: ignore[arg-type]

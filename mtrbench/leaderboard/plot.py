@@ -36,8 +36,10 @@ def slug(text: str) -> str:
 def figure_names(document: dict[str, Any], tables: list[Pivot], by_id: dict[str, dict[str, Any]]) -> list[str]:
     """``NAME__what-the-table-is.png`` per table, unique."""
     used: set[str] = set()
-    return [unique_stem(safe_name(f"{document['name']}__{slug(pivot_title(table, by_id))}"), used, "-") + ".png"
-            for table in tables]
+    return [
+        unique_stem(safe_name(f"{document['name']}__{slug(pivot_title(table, by_id))}"), used, "-") + ".png"
+        for table in tables
+    ]
 
 
 def _panels(table: Pivot) -> list[tuple[str, int | None]]:
@@ -65,15 +67,22 @@ def _interval(table: Pivot, row, n: int | None, intervals: Intervals) -> tuple[f
     return intervals.get(row.cells[n].entry_id, {}).get(table.columns[n].metric)
 
 
-def _draw(axis, labels: list[str], bars: list[tuple[float, float, float]], values: list[float | None],
-          colours_: list[str]) -> bool:
+def _draw(
+    axis, labels: list[str], bars: list[tuple[float, float, float]], values: list[float | None], colours_: list[str]
+) -> bool:
     """Horizontal bars best-ranked first, each with its value; True when some bar has an interval."""
     positions = list(range(len(bars)))
     low = [b[1] for b in bars]
     high = [b[2] for b in bars]
     has_interval = any(e == e for e in high)
-    axis.barh(positions, [b[0] for b in bars], color=colours_, height=0.72,
-              xerr=[low, high] if has_interval else None, error_kw={"elinewidth": 1, "capsize": 2})
+    axis.barh(
+        positions,
+        [b[0] for b in bars],
+        color=colours_,
+        height=0.72,
+        xerr=[low, high] if has_interval else None,
+        error_kw={"elinewidth": 1, "capsize": 2},
+    )
     reach = [b[0] + (b[2] if b[2] == b[2] else 0.0) for b in bars]
     top = max([1.0] + reach)
     for y, value, end in zip(positions, values, reach):
@@ -100,8 +109,9 @@ def _single_system(table: Pivot, intervals: Intervals, panels, figure_for):
     return figure, has_interval
 
 
-def plot_table(document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str, Any]], intervals: Intervals,
-               path: Path) -> Path:
+def plot_table(
+    document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str, Any]], intervals: Intervals, path: Path
+) -> Path:
     panels = _panels(table)
     if len(table.rows) == 1 and len(panels) > 1:
         figure, any_interval = _single_system(table, intervals, panels, new_figure)
@@ -121,17 +131,28 @@ def plot_table(document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str
     return _finish(document, table, by_id, figure, width, any_interval, path)
 
 
-def _finish(document: dict[str, Any], table: Pivot, by_id: dict[str, dict[str, Any]], figure, width: float,
-            any_interval: bool, path: Path) -> Path:
-    note = ("error bars: 95% bootstrap interval over conversations (runs whose result files were given)" if any_interval
-            else "no interval: no per-query scores for these entries (reported numbers, or result files not given)")
+def _finish(
+    document: dict[str, Any],
+    table: Pivot,
+    by_id: dict[str, dict[str, Any]],
+    figure,
+    width: float,
+    any_interval: bool,
+    path: Path,
+) -> Path:
+    note = (
+        "error bars: 95% bootstrap interval over conversations (runs whose result files were given)"
+        if any_interval
+        else "no interval: no per-query scores for these entries (reported numbers, or result files not given)"
+    )
     text = f"{document['name']}: {pivot_title(table, by_id)}. {provenance(table)}; {note}"
     figure.suptitle("\n".join(textwrap.wrap(text, int(width * TITLE_CHARACTERS_PER_INCH))), fontsize=8)
     return save_png(figure, path)
 
 
-def plot_leaderboard(document: dict[str, Any], output_dir: Path, metric: str | None = None,
-                     intervals: Intervals | None = None) -> list[Path]:
+def plot_leaderboard(
+    document: dict[str, Any], output_dir: Path, metric: str | None = None, intervals: Intervals | None = None
+) -> list[Path]:
     """One figure per table of the page; ``metric`` keeps only the tables whose cells hold that metric."""
     groups, _ = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}

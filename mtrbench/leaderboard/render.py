@@ -12,13 +12,20 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.charts import number
 from mtrbench.leaderboard.keys import flatten
-from mtrbench.results.labels import short_model
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
+from mtrbench.results.labels import short_model
 from mtrbench.results.table import SUMMARY, compact_table, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
-SHOWN_SETTINGS = ("max_length", "retriever.dtype", "retriever.query_prompt", "retriever.doc_prompt",
-                  "retriever.k1", "retriever.b", "row")
+SHOWN_SETTINGS = (
+    "max_length",
+    "retriever.dtype",
+    "retriever.query_prompt",
+    "retriever.doc_prompt",
+    "retriever.k1",
+    "retriever.b",
+    "row",
+)
 HEADLINE_COLUMNS = 4  # metrics in the single-task table (main score first)
 MAX_FAMILY_COLUMNS = 8  # or, for metrics outside the headline list (judge ratings per category), up to this many
 NOTES_SHOWN = 3  # notes on why entries are kept apart, printed under the tables
@@ -36,15 +43,23 @@ def system_summaries(group: dict[str, Any]) -> dict[str, str]:
     flats = {name: flatten(system.get("settings", {})) for name, system in group["systems"].items()}
     keys = set().union(*flats.values()) if flats else set()
     # Settings every system has but with different values (not those only one kind of retriever has).
-    differing = {k for k in keys if all(f.get(k) is not None for f in flats.values())
-                 and len({repr(f[k]) for f in flats.values()}) > 1}
+    differing = {
+        k
+        for k in keys
+        if all(f.get(k) is not None for f in flats.values()) and len({repr(f[k]) for f in flats.values()}) > 1
+    }
     shown = [k for k in SHOWN_SETTINGS if k in keys] + sorted(differing - set(SHOWN_SETTINGS))
     summaries = {}
     for name, values in flats.items():
         if values.get("row") == group["systems"][name]["model"]:
             values = {k: v for k, v in values.items() if k != "row"}  # the paper's row label is the model name
-        parts = [f"{k.rsplit('.', 1)[-1]}={values[k]!r}" if isinstance(values[k], str) and not values[k].isalnum()
-                 else f"{k.rsplit('.', 1)[-1]}={values[k]}" for k in shown if values.get(k) not in (None, "")]
+        parts = [
+            f"{k.rsplit('.', 1)[-1]}={values[k]!r}"
+            if isinstance(values[k], str) and not values[k].isalnum()
+            else f"{k.rsplit('.', 1)[-1]}={values[k]}"
+            for k in shown
+            if values.get(k) not in (None, "")
+        ]
         summaries[name] = " ".join(parts)
     return summaries
 
@@ -60,8 +75,9 @@ def group_title(group: dict[str, Any]) -> str:
     parts = [group["id"], comp["label"], f"history={comp['history'] or '?'}", f"truncate={comp['truncate'] or '?'}"]
     if comp.get("reported_in"):
         parts.append(comp["reported_in"])
-    datasets = [f"{task} ({d['split'] or '?'}, revision {d['dataset_revision'] or '?'})"
-                for task, d in comp["datasets"].items()]
+    datasets = [
+        f"{task} ({d['split'] or '?'}, revision {d['dataset_revision'] or '?'})" for task, d in comp["datasets"].items()
+    ]
     return " · ".join(parts) + "\n" + "; ".join(datasets)
 
 
@@ -84,8 +100,9 @@ def render(document: dict[str, Any], console: Console, task: str | None = None, 
             tasks = sorted({e["task"] for e in document["entries"]})
             raise MtrbenchError(f"no entry for task '{task}' in {document['name']}; tasks: {', '.join(tasks)}")
     heading = Text(document["name"], style="bold")
-    heading.append(f": {document['description']} ({len(document['entries'])} entries, {len(groups)} group(s))",
-                   style="not bold")
+    heading.append(
+        f": {document['description']} ({len(document['entries'])} entries, {len(groups)} group(s))", style="not bold"
+    )
     console.print(heading)
     shown = 0
     for group in groups:
@@ -100,9 +117,14 @@ def render(document: dict[str, Any], console: Console, task: str | None = None, 
     ids = {f"({g['id']})" for g in groups}
     notes = [n for n in separations if any(i in n for i in ids)]
     if notes:
-        console.print(Text(f"{len(notes)} note(s) on why entries are kept apart"
-                           + (f", the first {NOTES_SHOWN} (all: the file's \"separations\")" if len(notes) > NOTES_SHOWN
-                              else "") + ":", style="dim"))
+        console.print(
+            Text(
+                f"{len(notes)} note(s) on why entries are kept apart"
+                + (f', the first {NOTES_SHOWN} (all: the file\'s "separations")' if len(notes) > NOTES_SHOWN else "")
+                + ":",
+                style="dim",
+            )
+        )
     for sentence in notes[:NOTES_SHOWN]:
         console.print(Text(f"- {sentence}", style="dim"))
 
@@ -119,8 +141,16 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
     entries = {name: {t: by_id[i] for t, i in system["entries"].items()} for name, system in group["systems"].items()}
     if metric and not any(_value(e, metric) is not None for s in entries.values() for e in s.values()):
         return None
-    task_ranks = {t: competition_ranks({n: _value(entries[n].get(t), metrics[t]) for n in entries
-                                        if _value(entries[n].get(t), metrics[t]) is not None}) for t in tasks}
+    task_ranks = {
+        t: competition_ranks(
+            {
+                n: _value(entries[n].get(t), metrics[t])
+                for n in entries
+                if _value(entries[n].get(t), metrics[t]) is not None
+            }
+        )
+        for t in tasks
+    }
     average_metric = metric or (next(iter(set(metrics.values()))) if len(set(metrics.values())) == 1 else None)
     averages = {n: a[average_metric] for n, a in group["averages"].items() if average_metric in a}
     if averages:
@@ -148,13 +178,15 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
             row.append(summaries.get(name, ""))
         table.add_row(*row)
     shown = sorted(set(metrics.values()))
-    caption = (f"cells: {', '.join(metric_name(m) for m in shown)} (rank within the task)"
-               + (f"; average over {len(tasks)} tasks" if averages else ""))
+    caption = f"cells: {', '.join(metric_name(m) for m in shown)} (rank within the task)" + (
+        f"; average over {len(tasks)} tasks" if averages else ""
+    )
     return table, caption
 
 
-def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str,
-                metric: str | None) -> tuple[Table, str] | None:
+def _task_table(
+    group: dict[str, Any], by_id: dict[str, Any], task: str, metric: str | None
+) -> tuple[Table, str] | None:
     main = metric or group["main_scores"][task]
     systems = {name: by_id[s["entries"][task]] for name, s in group["systems"].items() if task in s["entries"]}
     values = {n: e["scores"][main] for n, e in systems.items() if main in e["scores"]}
@@ -165,7 +197,7 @@ def _task_table(group: dict[str, Any], by_id: dict[str, Any], task: str,
     others = [k for k in SUMMARY if k != main and k in present]
     if not others:  # a family outside the headline list (judge ratings): all of its keys
         others = sorted(present - {main})
-    keys = ([main] + others)[:HEADLINE_COLUMNS if others[:1] and others[0] in SUMMARY else MAX_FAMILY_COLUMNS]
+    keys = ([main] + others)[: HEADLINE_COLUMNS if others[:1] and others[0] in SUMMARY else MAX_FAMILY_COLUMNS]
     table = compact_table()
     table.add_column("#", justify="right")
     _model_column(table, list(systems))

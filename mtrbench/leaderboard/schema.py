@@ -53,8 +53,10 @@ def resolve(name_or_path: str) -> Path:
             if candidate.is_file():
                 return candidate
     names = available_names()
-    raise MtrbenchError(f"no leaderboard '{name_or_path}' (not a file, nor leaderboards/{name_or_path}.json)."
-                        f"{closest(name_or_path, names)} Known: {', '.join(names) or 'none'}")
+    raise MtrbenchError(
+        f"no leaderboard '{name_or_path}' (not a file, nor leaderboards/{name_or_path}.json)."
+        f"{closest(name_or_path, names)} Known: {', '.join(names) or 'none'}"
+    )
 
 
 def _location(error) -> str:

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from mtrbench.analyses.turn_bands import TurnBand, conversation_bootstrap, turn_bands
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import entry_from_result
 from mtrbench.leaderboard.keys import identity
-from mtrbench.analyses.turn_bands import TurnBand, conversation_bootstrap, turn_bands
 from mtrbench.results.documents import find_inputs
 from mtrbench.results.result import Result
 
@@ -26,8 +26,9 @@ TurnCurves = dict[str, dict[str, list[TurnBand]]]
 Intervals = dict[str, dict[str, tuple[float, float]]]
 
 
-def _matched_rows(document: dict[str, Any], results_dirs: list[Path],
-                  warnings: list[str] | None) -> dict[str, list[dict[str, Any]]]:
+def _matched_rows(
+    document: dict[str, Any], results_dirs: list[Path], warnings: list[str] | None
+) -> dict[str, list[dict[str, Any]]]:
     """entry id -> the per-query rows of the result under ``results_dirs`` that has the entry's identity."""
     by_identity: dict[str, list[str]] = {}
     for entry in document["entries"]:
@@ -49,9 +50,13 @@ def _matched_rows(document: dict[str, Any], results_dirs: list[Path],
 
 
 def _points(rows: list[dict[str, Any]], metric: str) -> list[tuple[Any, int, float]]:
-    return [(r.get("conversation_id"), r.get("turn_id"), r[metric]) for r in rows
-            if isinstance(r.get(metric), (int, float)) and isinstance(r.get("turn_id"), int)
-            and r.get("conversation_id") is not None]
+    return [
+        (r.get("conversation_id"), r.get("turn_id"), r[metric])
+        for r in rows
+        if isinstance(r.get(metric), (int, float))
+        and isinstance(r.get("turn_id"), int)
+        and r.get("conversation_id") is not None
+    ]
 
 
 def _wanted_metrics(document: dict[str, Any]) -> dict[str, set[str]]:
@@ -81,8 +86,7 @@ def turn_curves(document: dict[str, Any], results_dirs: list[Path], warnings: li
     return curves
 
 
-def entry_intervals(document: dict[str, Any], results_dirs: list[Path],
-                    warnings: list[str] | None = None) -> Intervals:
+def entry_intervals(document: dict[str, Any], results_dirs: list[Path], warnings: list[str] | None = None) -> Intervals:
     """95% interval of each run entry's score (every group's main metric): the percentile bootstrap over
     conversations of the mean over all queries (conversations resampled, as for the per-turn bands)."""
     wanted = _wanted_metrics(document)
@@ -97,5 +101,6 @@ def entry_intervals(document: dict[str, Any], results_dirs: list[Path],
             if sums:
                 keys = list(sums)
                 intervals.setdefault(entry_id, {})[metric] = conversation_bootstrap(
-                    np.array([sums[c] for c in keys]), np.array([counts[c] for c in keys], dtype=float))
+                    np.array([sums[c] for c in keys]), np.array([counts[c] for c in keys], dtype=float)
+                )
     return intervals

@@ -70,8 +70,14 @@ def setup_differences(expected: dict[str, Any], obtained: dict[str, Any]) -> lis
 def compare(expected: dict[str, Any], obtained: dict[str, Any], tolerance: float, how: str) -> Check:
     """Every stored metric of ``expected`` against ``obtained`` (absolute difference <= tolerance)."""
     main = expected["main_score"]
-    check = Check(expected["id"], OK, how, main_score=main, expected=expected["scores"].get(main),
-                  obtained=obtained["scores"].get(main))
+    check = Check(
+        expected["id"],
+        OK,
+        how,
+        main_score=main,
+        expected=expected["scores"].get(main),
+        obtained=obtained["scores"].get(main),
+    )
     differences = setup_differences(expected, obtained)
     if differences:
         check.status, check.reason = FAIL, "settings differ: " + "; ".join(differences)
@@ -105,15 +111,15 @@ class LocalOptions:
 
     def arguments(self) -> list[str]:
         out: list[str] = []
-        for option, path in (("--cache-dir", self.cache_dir), ("--data-dir", self.data_dir),
-                             ("--corpus", self.corpus)):
+        for option, path in (("--cache-dir", self.cache_dir), ("--data-dir", self.data_dir), ("--corpus", self.corpus)):
             if path is not None:  # absolute: re-runs start in an empty folder of their own
                 out.append(f"{option}={Path(path).expanduser().resolve()}")
         return out
 
 
-def _existing_result(entry: dict[str, Any], leaderboard_path: Path,
-                     results_found: list[SourcedEntry]) -> SourcedEntry | None:
+def _existing_result(
+    entry: dict[str, Any], leaderboard_path: Path, results_found: list[SourcedEntry]
+) -> SourcedEntry | None:
     found = next((s for s in results_found if not setup_differences(entry, s.entry)), None)
     if found is not None:
         return found
@@ -143,8 +149,9 @@ def _run_command(arguments: list[str]) -> tuple[int, str]:
     package_root = str(Path(mtrbench.__file__).resolve().parent.parent)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     with tempfile.TemporaryDirectory(prefix="mtrbench-verify-cwd-") as cwd:
-        completed = subprocess.run([sys.executable, "-m", "mtrbench.cli", *arguments], capture_output=True,
-                                   text=True, cwd=cwd, env=env)
+        completed = subprocess.run(
+            [sys.executable, "-m", "mtrbench.cli", *arguments], capture_output=True, text=True, cwd=cwd, env=env
+        )
     lines = [line for line in (completed.stderr + "\n" + completed.stdout).splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("error:")]
     return completed.returncode, (errors[-1] if errors else (lines[-1] if lines else ""))
@@ -156,11 +163,19 @@ def _closest_obtained(entry: dict[str, Any], produced: list[SourcedEntry]) -> So
     return same[0] if same else None
 
 
-def verify(document: dict[str, Any], leaderboard_path: Path, *, tolerance: float = 1e-4,
-           only: list[str] | None = None, results_dir: Path | None = None, work_dir: Path | None = None,
-           rerun: bool = False, local: LocalOptions | None = None,
-           screen: Callable[[str | None], Screened] | None = None,
-           say: Callable[[str], None] = lambda message: None) -> list[Check]:
+def verify(
+    document: dict[str, Any],
+    leaderboard_path: Path,
+    *,
+    tolerance: float = 1e-4,
+    only: list[str] | None = None,
+    results_dir: Path | None = None,
+    work_dir: Path | None = None,
+    rerun: bool = False,
+    local: LocalOptions | None = None,
+    screen: Callable[[str | None], Screened] | None = None,
+    say: Callable[[str], None] = lambda message: None,
+) -> list[Check]:
     """``screen`` turns an entry's recorded command into the arguments that may be re-run, or says why
     not (the CLI's ``screen_command``); without it nothing is re-run."""
     local = local or LocalOptions()

@@ -5,14 +5,23 @@ for.
 """
 
 _LAZY = {
-    "ResponseCache": "mtrbench.llm.cache", "request_key": "mtrbench.llm.cache",
-    "ChatClient": "mtrbench.llm.client", "ChatRequest": "mtrbench.llm.client", "ChatResult": "mtrbench.llm.client",
+    "ResponseCache": "mtrbench.llm.cache",
+    "request_key": "mtrbench.llm.cache",
+    "ChatClient": "mtrbench.llm.client",
+    "ChatRequest": "mtrbench.llm.client",
+    "ChatResult": "mtrbench.llm.client",
     "Usage": "mtrbench.llm.client",
-    "JudgeConfig": "mtrbench.llm.config", "judge_from_flags": "mtrbench.llm.config", "load_judges": "mtrbench.llm.config",
-    "CostEstimate": "mtrbench.llm.cost", "confirm_cost": "mtrbench.llm.cost", "estimate_cost": "mtrbench.llm.cost",
+    "JudgeConfig": "mtrbench.llm.config",
+    "judge_from_flags": "mtrbench.llm.config",
+    "load_judges": "mtrbench.llm.config",
+    "CostEstimate": "mtrbench.llm.cost",
+    "confirm_cost": "mtrbench.llm.cost",
+    "estimate_cost": "mtrbench.llm.cost",
     "print_dry_run": "mtrbench.llm.cost",
-    "ExtractionError": "mtrbench.llm.extract", "extract_choice": "mtrbench.llm.extract",
-    "extract_json": "mtrbench.llm.extract", "extract_rating": "mtrbench.llm.extract",
+    "ExtractionError": "mtrbench.llm.extract",
+    "extract_choice": "mtrbench.llm.extract",
+    "extract_json": "mtrbench.llm.extract",
+    "extract_rating": "mtrbench.llm.extract",
     "extract_yes_no": "mtrbench.llm.extract",
 }
 

@@ -32,8 +32,13 @@ CREATE TABLE IF NOT EXISTS responses (
 
 def request_key(model: str, messages: list[dict], params: dict) -> str:
     """sha256 hex of the canonical JSON of what determines a reply."""
-    canonical = json.dumps({"model": model, "messages": messages, "params": params}, sort_keys=True,
-                           ensure_ascii=False, separators=(",", ":"), default=str)
+    canonical = json.dumps(
+        {"model": model, "messages": messages, "params": params},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -51,38 +56,51 @@ class ResponseCache:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False,
-                                         isolation_level=None)
+            self._conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(SCHEMA)
         except (sqlite3.Error, OSError) as err:
-            raise DataError(f"LLM cache {self.path} cannot be used ({err}); pass another --llm-cache PATH "
-                                "or --no-llm-cache") from None
+            raise DataError(
+                f"LLM cache {self.path} cannot be used ({err}); pass another --llm-cache PATH or --no-llm-cache"
+            ) from None
 
     def get(self, key: str) -> dict | None:
         """``{"text", "model", "prompt_tokens", "completion_tokens", "created"}`` or None."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT text, model, prompt_tokens, completion_tokens, created FROM responses WHERE key = ?",
-                (key,)).fetchone()
+                "SELECT text, model, prompt_tokens, completion_tokens, created FROM responses WHERE key = ?", (key,)
+            ).fetchone()
         if row is None:
             return None
-        return {"text": row[0], "model": row[1], "prompt_tokens": row[2], "completion_tokens": row[3],
-                "created": row[4]}
+        return {
+            "text": row[0],
+            "model": row[1],
+            "prompt_tokens": row[2],
+            "completion_tokens": row[3],
+            "created": row[4],
+        }
 
     def put(self, key: str, record: dict[str, Any]) -> None:
         """Store (or replace) a reply; ``record`` needs ``text`` and may carry model, token counts, created."""
         if not isinstance(record.get("text"), str):
             raise ValueError("cache record needs a 'text' string")
-        values = (key, str(record.get("model") or ""), record["text"], int(record.get("prompt_tokens") or 0),
-                  int(record.get("completion_tokens") or 0), float(record.get("created") or time.time()))
+        values = (
+            key,
+            str(record.get("model") or ""),
+            record["text"],
+            int(record.get("prompt_tokens") or 0),
+            int(record.get("completion_tokens") or 0),
+            float(record.get("created") or time.time()),
+        )
         with self._lock:
             with self._conn:  # one transaction: a killed run leaves the row fully written or absent
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.execute(
                     "INSERT OR REPLACE INTO responses (key, model, text, prompt_tokens, completion_tokens, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?)", values)
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    values,
+                )
 
     def delete(self, key: str) -> None:
         """Drop a row (a cached reply that no longer parses)."""
@@ -103,7 +121,7 @@ class ResponseCache:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> "ResponseCache":
+    def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc: object) -> None:

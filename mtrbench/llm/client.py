@@ -97,8 +97,14 @@ class ChatRunner(Protocol):
 
     usage: Usage
 
-    def run(self, requests: Sequence[ChatRequest], *, desc: str = "LLM", show_progress: bool = True,
-            on_result: Callable[[ChatResult], None] | None = None) -> list[ChatResult]: ...
+    def run(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        desc: str = "LLM",
+        show_progress: bool = True,
+        on_result: Callable[[ChatResult], None] | None = None,
+    ) -> list[ChatResult]: ...
 
 
 def resolve_base_url(judge: JudgeConfig) -> str:
@@ -160,6 +166,7 @@ def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
 @dataclass
 class _Outcome:
     """What the transport loop got for one logical request."""
+
     attempts: int
     text: str | None = None
     error: str | None = None  # transport failure: give up
@@ -175,12 +182,21 @@ class ChatClient:
     long a server's Retry-After may make us wait.
     """
 
-    def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, backoff_base_s: float = 1.0,
-                 backoff_max_s: float = 60.0, retry_after_max_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        judge: JudgeConfig,
+        cache: ResponseCache | None = None,
+        *,
+        backoff_base_s: float = 1.0,
+        backoff_max_s: float = 60.0,
+        retry_after_max_s: float = 120.0,
+    ) -> None:
         if (judge.base_url or "").startswith("hf://"):
-            raise UserInputError(f"judge '{judge.name}': {judge.base_url} runs in-process, which this command does "
-                                "not support; serve the model over HTTP (vLLM, SGLang) or use it with generate, "
-                                "eval's rewriter or audit")
+            raise UserInputError(
+                f"judge '{judge.name}': {judge.base_url} runs in-process, which this command does "
+                "not support; serve the model over HTTP (vLLM, SGLang) or use it with generate, "
+                "eval's rewriter or audit"
+            )
         self.judge = judge
         self.cache = cache
         # OPENAI_BASE_URL may carry user:password too; the judge's own were split off when it was made
@@ -192,11 +208,13 @@ class ChatClient:
                 raise UserInputError(
                     f"environment variable {judge.api_key_env} is not set: it must hold the API key for judge "
                     f"'{judge.name}' at {display_url(self.base_url)} (choose another variable with api_key_env "
-                    "in the judges file or --api-key-env)")
+                    "in the judges file or --api-key-env)"
+                )
             key = _PLACEHOLDER_KEY
         self._api_key = key
-        self._redactor = Redactor(([] if key == _PLACEHOLDER_KEY else [key])
-                                  + (self._credentials.secrets() if self._credentials else []))
+        self._redactor = Redactor(
+            ([] if key == _PLACEHOLDER_KEY else [key]) + (self._credentials.secrets() if self._credentials else [])
+        )
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_max_s = retry_after_max_s
@@ -207,13 +225,21 @@ class ChatClient:
         self._loop_state: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore] | None = None
 
     def __repr__(self) -> str:
-        return (f"ChatClient(judge={self.judge.name!r}, model={self.judge.model!r}, "
-                f"base_url={display_url(self.base_url)!r}, key_from=${self.judge.api_key_env})")
+        return (
+            f"ChatClient(judge={self.judge.name!r}, model={self.judge.model!r}, "
+            f"base_url={display_url(self.base_url)!r}, key_from=${self.judge.api_key_env})"
+        )
 
     # -- public API ------------------------------------------------------------------------------------------
 
-    def run(self, requests: Sequence[ChatRequest], *, desc: str = "LLM", show_progress: bool = True,
-            on_result: Callable[[ChatResult], None] | None = None) -> list[ChatResult]:
+    def run(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        desc: str = "LLM",
+        show_progress: bool = True,
+        on_result: Callable[[ChatResult], None] | None = None,
+    ) -> list[ChatResult]:
         """Complete all requests (at most ``judge.concurrency`` in flight); results in request order.
 
         ``on_result`` is called once per result as it finishes, one at a time, so a caller can append
@@ -247,8 +273,13 @@ class ChatClient:
         if self._loop_state is None or self._loop_state[0] is not loop:
             # Basic auth as a header, not in the URL: the HTTP library logs and reports request URLs.
             headers = {"Authorization": self._credentials.header()} if self._credentials else None
-            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
-                                        timeout=self.judge.effective_timeout_s, default_headers=headers)
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.judge.effective_timeout_s,
+                default_headers=headers,
+            )
             self._loop_state = (loop, client, asyncio.Semaphore(self.judge.concurrency))
         return self._loop_state
 
@@ -260,8 +291,13 @@ class ChatClient:
             except Exception:  # closing is best effort; the loop is ending anyway
                 log.debug("closing the HTTP client failed", exc_info=False)
 
-    async def _run_all(self, requests: list[ChatRequest], desc: str, show_progress: bool,
-                       on_result: Callable[[ChatResult], None] | None) -> list[ChatResult]:
+    async def _run_all(
+        self,
+        requests: list[ChatRequest],
+        desc: str,
+        show_progress: bool,
+        on_result: Callable[[ChatResult], None] | None,
+    ) -> list[ChatResult]:
         results: list[ChatResult | None] = [None] * len(requests)
 
         async def one(index: int, request: ChatRequest) -> tuple[int, ChatResult]:
@@ -288,17 +324,36 @@ class ChatClient:
     def _redact(self, text: str) -> str:
         return self._redactor(text)
 
-    def _result(self, request: ChatRequest, *, ok: bool, text: str | None, value: object = None,
-                error: str | None = None, attempts: int, prompt_tokens: int = 0,
-                completion_tokens: int = 0, cached: bool = False,
-                malformed: list[MalformedReply] | None = None) -> ChatResult:
+    def _result(
+        self,
+        request: ChatRequest,
+        *,
+        ok: bool,
+        text: str | None,
+        value: object = None,
+        error: str | None = None,
+        attempts: int,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cached: bool = False,
+        malformed: list[MalformedReply] | None = None,
+    ) -> ChatResult:
         self.usage.items += 1
         if not ok:
             self.usage.failures += 1
             log.info("judge %s: %s failed: %s", self.judge.name, request.key, error)
-        return ChatResult(key=request.key, ok=ok, text=text, value=value, error=error, attempts=attempts,
-                          cached=cached, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          malformed=malformed or [])
+        return ChatResult(
+            key=request.key,
+            ok=ok,
+            text=text,
+            value=value,
+            error=error,
+            attempts=attempts,
+            cached=cached,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            malformed=malformed or [],
+        )
 
     def _count_transport(self, error: str | None) -> None:
         """Circuit breaker: a server that fails every request stops the run instead of failing each item slowly."""
@@ -311,7 +366,8 @@ class ChatClient:
             self._stopped = (
                 f"judge '{self.judge.name}' at {display_url(self.base_url)}: {self._failures_in_a_row} requests in a "
                 f"row failed after their retries (last: {error}); stopped. Finished work is saved: fix the server, "
-                f"model or key and run again to resume (max_failures_in_a_row in the judges file sets the limit)")
+                f"model or key and run again to resume (max_failures_in_a_row in the judges file sets the limit)"
+            )
         if self._stopped is not None:
             raise LLMError(self._stopped)
 
@@ -326,13 +382,13 @@ class ChatClient:
                 try:
                     value = parse(record["text"])
                 except PARSE_ERRORS:
-                    log.debug("judge %s: cached reply for %s no longer parses; asking again", self.judge.name,
-                              request.key)
+                    log.debug(
+                        "judge %s: cached reply for %s no longer parses; asking again", self.judge.name, request.key
+                    )
                     self.cache.delete(key)
                 else:
                     self.usage.cached += 1
-                    return self._result(request, ok=True, text=record["text"], value=value, attempts=0,
-                                        cached=True)
+                    return self._result(request, ok=True, text=record["text"], value=value, attempts=0, cached=True)
         attempts = prompt_tokens = completion_tokens = parse_attempts = 0
         malformed: list[MalformedReply] = []
         sent_params = generation_params(self.judge, request)
@@ -344,9 +400,16 @@ class ChatClient:
             prompt_tokens += outcome.prompt_tokens
             completion_tokens += outcome.completion_tokens
             if outcome.error is not None:
-                return self._result(request, ok=False, text=None, error=outcome.error, attempts=attempts,
-                                    prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                    malformed=malformed)
+                return self._result(
+                    request,
+                    ok=False,
+                    text=None,
+                    error=outcome.error,
+                    attempts=attempts,
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    malformed=malformed,
+                )
             parse_attempts += 1
             text = outcome.text
             try:
@@ -356,29 +419,66 @@ class ChatClient:
             except PARSE_ERRORS as err:
                 reason = self._redact(short_reason(err))
                 malformed.append(MalformedReply(parse_attempts, reason, None if text is None else self._redact(text)))
-                log.info("judge %s: reply %d for %s unparseable (%s): %r", self.judge.name, parse_attempts,
-                         request.key, reason, malformed[-1].text)
+                log.info(
+                    "judge %s: reply %d for %s unparseable (%s): %r",
+                    self.judge.name,
+                    parse_attempts,
+                    request.key,
+                    reason,
+                    malformed[-1].text,
+                )
                 if parse_attempts > self.judge.parse_retries:
-                    return self._result(request, ok=False, text=text,
-                                        error=f"unparseable after {parse_attempts} attempts: {reason}",
-                                        attempts=attempts, prompt_tokens=prompt_tokens,
-                                        completion_tokens=completion_tokens, malformed=malformed)
+                    return self._result(
+                        request,
+                        ok=False,
+                        text=text,
+                        error=f"unparseable after {parse_attempts} attempts: {reason}",
+                        attempts=attempts,
+                        prompt_tokens=prompt_tokens,
+                        completion_tokens=completion_tokens,
+                        malformed=malformed,
+                    )
                 seed = sent_params.get("seed")
-                current = reask_request(request, parse_attempts, text, reason, sent_params.get("temperature"),
-                                        seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
+                current = reask_request(
+                    request,
+                    parse_attempts,
+                    text,
+                    reason,
+                    sent_params.get("temperature"),
+                    seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                )
                 continue
             if self.cache is not None:
-                self.cache.put(key, {"text": text, "model": self.judge.model, "prompt_tokens": prompt_tokens,
-                                     "completion_tokens": completion_tokens, "created": time.time()})
-            return self._result(request, ok=True, text=text, value=value, attempts=attempts,
-                                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                                malformed=malformed)
+                self.cache.put(
+                    key,
+                    {
+                        "text": text,
+                        "model": self.judge.model,
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "created": time.time(),
+                    },
+                )
+            return self._result(
+                request,
+                ok=True,
+                text=text,
+                value=value,
+                attempts=attempts,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                malformed=malformed,
+            )
 
     def _request_kwargs(self, request: ChatRequest, use_json: bool) -> dict[str, Any]:
         params = generation_params(self.judge, request)
-        kwargs: dict[str, Any] = {"model": self.judge.model, "messages": request.messages,
-                                  "temperature": params.pop("temperature"), "max_tokens": params.pop("max_tokens"),
-                                  "timeout": self.judge.effective_timeout_s}
+        kwargs: dict[str, Any] = {
+            "model": self.judge.model,
+            "messages": request.messages,
+            "temperature": params.pop("temperature"),
+            "max_tokens": params.pop("max_tokens"),
+            "timeout": self.judge.effective_timeout_s,
+        }
         if use_json:
             kwargs["response_format"] = {"type": "json_object"}
         if params:
@@ -391,20 +491,21 @@ class ChatClient:
         at the larger of ``backoff_max_s`` and the timeout; always longer than the error backoff's ceiling
         for the same retry."""
         timeout = self.judge.effective_timeout_s
-        error_ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
-        wait = max(min(timeout * (2 ** retry_index), max(self.backoff_max_s, timeout)), error_ceiling)
+        error_ceiling = min(self.backoff_max_s, self.backoff_base_s * (2**retry_index))
+        wait = max(min(timeout * (2**retry_index), max(self.backoff_max_s, timeout)), error_ceiling)
         return wait * random.uniform(1.0, 1.25)
 
     def _backoff(self, retry_index: int, server_hint: float | None) -> float:
         if server_hint is not None:
             return min(server_hint, self.retry_after_max_s) + random.uniform(0, min(0.25, self.backoff_base_s))
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2 ** retry_index))
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2**retry_index))
         return ceiling * random.uniform(0.5, 1.0)
 
     async def _send(self, client: openai.AsyncOpenAI, request: ChatRequest) -> _Outcome:
         """One logical request: HTTP attempts until a 200, a non-retryable error, or retries run out."""
         use_json = uses_json_mode(self.judge, request) and not (
-            self.judge.json_mode is None and self._json_mode_refused)
+            self.judge.json_mode is None and self._json_mode_refused
+        )
         json_fallback_used = False
         retries = 0
         sent = 0
@@ -415,15 +516,20 @@ class ChatClient:
             try:
                 response = await asyncio.wait_for(
                     client.chat.completions.create(**self._request_kwargs(request, use_json)),
-                    timeout=self.judge.effective_timeout_s)
+                    timeout=self.judge.effective_timeout_s,
+                )
             except (asyncio.TimeoutError, openai.APITimeoutError):
                 reason, retryable = "timeout", True
             except openai.APIStatusError as err:
                 status = err.status_code
                 if status == 400 and use_json and self.judge.json_mode is None and not json_fallback_used:
                     if not self._json_mode_refused:
-                        log.warning("judge %s: server %s refused response_format (HTTP 400); JSON mode is off "
-                                    "for it from now on", self.judge.name, display_url(self.base_url))
+                        log.warning(
+                            "judge %s: server %s refused response_format (HTTP 400); JSON mode is off "
+                            "for it from now on",
+                            self.judge.name,
+                            display_url(self.base_url),
+                        )
                     self._json_mode_refused = True
                     use_json, json_fallback_used = False, True
                     continue
@@ -450,8 +556,15 @@ class ChatClient:
                 return _Outcome(attempts=sent, error=f"{reason} after {sent} attempts")
             delay = self._timeout_backoff(retries) if reason == "timeout" else self._backoff(retries, hint)
             retries += 1
-            log.debug("judge %s: %s for %s; retry %d/%d in %.2fs", self.judge.name, reason, request.key, retries,
-                      self.judge.max_retries, delay)
+            log.debug(
+                "judge %s: %s for %s; retry %d/%d in %.2fs",
+                self.judge.name,
+                reason,
+                request.key,
+                retries,
+                self.judge.max_retries,
+                delay,
+            )
             await asyncio.sleep(delay)
 
 
@@ -462,13 +575,23 @@ def _read_completion(response: object, sent: int) -> _Outcome:
     completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
     choices = getattr(response, "choices", None)
     if not choices:
-        return _Outcome(attempts=sent, text=None, malformed="reply has no choices",
-                        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        return _Outcome(
+            attempts=sent,
+            text=None,
+            malformed="reply has no choices",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
     message = getattr(choices[0], "message", None)
     content = getattr(message, "content", None)
     if not isinstance(content, str):
-        return _Outcome(attempts=sent, text=None, malformed="reply has no message content",
-                        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        return _Outcome(
+            attempts=sent,
+            text=None,
+            malformed="reply has no message content",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+        )
     return _Outcome(attempts=sent, text=content, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 

@@ -28,7 +28,6 @@ import yaml
 from mtrbench.infra.errors import MtrbenchError, UserInputError, closest
 from mtrbench.llm.redact import UrlCredentials, public_url, split_userinfo
 
-
 HTTP_TIMEOUT_S = 60.0  # a hosted or local server's reply
 HF_TIMEOUT_S = 900.0  # an in-process batch: a CPU reads a long judge prompt at tens of milliseconds a token
 
@@ -76,8 +75,15 @@ class JudgeConfig:
         return HF_TIMEOUT_S if isinstance(self.base_url, str) and self.base_url.startswith("hf://") else HTTP_TIMEOUT_S
 
     def __hash__(self) -> int:  # extra_body is a dict, so the generated hash would fail
-        return hash((self.name, self.model, self.base_url, self.api_key_env,
-                     json.dumps(self.extra_body, sort_keys=True, default=str)))
+        return hash(
+            (
+                self.name,
+                self.model,
+                self.base_url,
+                self.api_key_env,
+                json.dumps(self.extra_body, sort_keys=True, default=str),
+            )
+        )
 
 
 def _invalid_field(judge: JudgeConfig) -> str | None:
@@ -86,8 +92,9 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
         return "field 'name' must be a non-empty string"
     if not isinstance(judge.model, str) or not judge.model.strip():
         return "field 'model' must be a non-empty string"
-    if judge.base_url is not None and not (isinstance(judge.base_url, str)
-                                           and judge.base_url.startswith(("http://", "https://", "hf://"))):
+    if judge.base_url is not None and not (
+        isinstance(judge.base_url, str) and judge.base_url.startswith(("http://", "https://", "hf://"))
+    ):
         shown = public_url(judge.base_url) if isinstance(judge.base_url, str) else judge.base_url
         return f"field 'base_url' must be an http(s) URL or hf://MODEL (local transformers), got {shown!r}"
     if not isinstance(judge.api_key_env, str) or not judge.api_key_env.strip():
@@ -105,9 +112,12 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
             return f"field '{name}' must be {'an integer' if integer else 'a number'}, got {value!r}"
         if not math.isfinite(value) or (minimum is not None and value < minimum):
             return f"field '{name}' must be >= {minimum}, got {value!r}"
-    if judge.timeout_s is not None and (isinstance(judge.timeout_s, bool)
-                                        or not isinstance(judge.timeout_s, (int, float))
-                                        or not math.isfinite(judge.timeout_s) or judge.timeout_s <= 0):
+    if judge.timeout_s is not None and (
+        isinstance(judge.timeout_s, bool)
+        or not isinstance(judge.timeout_s, (int, float))
+        or not math.isfinite(judge.timeout_s)
+        or judge.timeout_s <= 0
+    ):
         return f"field 'timeout_s' must be a number > 0, got {judge.timeout_s!r}"
     if judge.json_mode is not None and not isinstance(judge.json_mode, bool):
         return f"field 'json_mode' must be true, false or null, got {judge.json_mode!r}"
@@ -123,8 +133,9 @@ def _invalid_field(judge: JudgeConfig) -> str | None:
 JUDGE_FIELDS = tuple(f.name for f in dataclasses.fields(JudgeConfig) if f.name != "base_url_auth")
 
 
-def judge_from_flags(model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY",
-                     name: str | None = None) -> JudgeConfig:
+def judge_from_flags(
+    model: str, base_url: str | None, api_key_env: str = "OPENAI_API_KEY", name: str | None = None
+) -> JudgeConfig:
     """A single judge from command-line flags (``--llm-model``, ``--llm-base-url``, ``--api-key-env``)."""
     return JudgeConfig(name=name or model, model=model, base_url=base_url or None, api_key_env=api_key_env)
 
@@ -155,8 +166,9 @@ def load_judges(path: str | Path) -> list[JudgeConfig]:
     seen: set[str] = set()
     for i, judge in enumerate(judges):
         if judge.name in seen:
-            raise UserInputError(f"{path}: judges[{i}].name '{judge.name}' is used twice; names label outputs "
-                                "and must be unique")
+            raise UserInputError(
+                f"{path}: judges[{i}].name '{judge.name}' is used twice; names label outputs and must be unique"
+            )
         seen.add(judge.name)
     return judges
 
@@ -183,10 +195,14 @@ def _parse_prices(path: Path, raw: Any) -> dict[str, tuple[float, float]]:
     for model, pair in raw.items():
         if isinstance(pair, dict) and set(pair) == {"input", "output"}:
             pair = [pair["input"], pair["output"]]
-        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in pair)):
-            raise UserInputError(f"{path}: prices.{model} must be [input, output] non-negative USD per 1M tokens, "
-                                f"got {pair!r}")
+        if (
+            not isinstance(pair, (list, tuple))
+            or len(pair) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in pair)
+        ):
+            raise UserInputError(
+                f"{path}: prices.{model} must be [input, output] non-negative USD per 1M tokens, got {pair!r}"
+            )
         prices[str(model)] = (float(pair[0]), float(pair[1]))
     return prices
 
@@ -196,15 +212,17 @@ def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[flo
     if not isinstance(entry, dict):
         raise UserInputError(f"{where} must be a mapping with at least 'model', got {type(entry).__name__}")
     if "api_key" in entry:
-        raise UserInputError(f"{where}.api_key: keys are never read from files; export the key in an environment "
-                            "variable and name it with 'api_key_env'")
+        raise UserInputError(
+            f"{where}.api_key: keys are never read from files; export the key in an environment "
+            "variable and name it with 'api_key_env'"
+        )
     for key in entry:
         if key not in JUDGE_FIELDS:
             raise UserInputError(f"{where}: unknown field '{key}'.{closest(str(key), JUDGE_FIELDS)}")
     values = dict(entry)
     base_url = values.get("base_url")
     if "model" not in values and isinstance(base_url, str) and base_url.startswith("hf://"):
-        values["model"] = base_url[len("hf://"):].strip() or base_url  # in-process: the name is only for records
+        values["model"] = base_url[len("hf://") :].strip() or base_url  # in-process: the name is only for records
     if "model" not in values:
         raise UserInputError(f"{where}: missing required field 'model'")
     values.setdefault("name", values["model"])

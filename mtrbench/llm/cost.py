@@ -30,10 +30,12 @@ def price_for(judge: JudgeConfig) -> tuple[float, float] | None:
     if (judge.base_url or "").startswith("hf://"):
         return 0.0, 0.0  # runs on this machine
     table = PRICES.get(judge.model) or PRICES.get(judge.model.rsplit("/", 1)[-1])
-    prompt_price = judge.price_input_per_mtok if judge.price_input_per_mtok is not None else (
-        table[0] if table else None)
-    completion_price = judge.price_output_per_mtok if judge.price_output_per_mtok is not None else (
-        table[1] if table else None)
+    prompt_price = (
+        judge.price_input_per_mtok if judge.price_input_per_mtok is not None else (table[0] if table else None)
+    )
+    completion_price = (
+        judge.price_output_per_mtok if judge.price_output_per_mtok is not None else (table[1] if table else None)
+    )
     if prompt_price is None or completion_price is None:
         return None
     return prompt_price, completion_price
@@ -59,8 +61,12 @@ class CostEstimate:
         return self.n_requests - self.cached
 
 
-def estimate_cost(requests: Sequence[ChatRequest], judge: JudgeConfig, cache: ResponseCache | None = None,
-                  completion_tokens_per_request: int = 200) -> CostEstimate:
+def estimate_cost(
+    requests: Sequence[ChatRequest],
+    judge: JudgeConfig,
+    cache: ResponseCache | None = None,
+    completion_tokens_per_request: int = 200,
+) -> CostEstimate:
     """Rough cost of running ``requests`` on ``judge``: prompt tokens ~ characters / 4, a fixed number of
     completion tokens per request (at most max_tokens); requests in the cache cost nothing. Parse
     retries and transport retries are not foreseen, so the real cost can be higher."""
@@ -73,8 +79,13 @@ def estimate_cost(requests: Sequence[ChatRequest], judge: JudgeConfig, cache: Re
         prompt_tokens += math.ceil(chars / CHARS_PER_TOKEN)
         max_tokens = int(generation_params(judge, request).get("max_tokens") or completion_tokens_per_request)
         completion_tokens += min(completion_tokens_per_request, max_tokens)
-    return CostEstimate(n_requests=len(requests), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                        usd=usd_for_tokens(judge, prompt_tokens, completion_tokens), cached=cached)
+    return CostEstimate(
+        n_requests=len(requests),
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        usd=usd_for_tokens(judge, prompt_tokens, completion_tokens),
+        cached=cached,
+    )
 
 
 def _usd_text(usd: float | None) -> str:
@@ -88,8 +99,17 @@ def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: boo
     """
     rows = [("judge", "model", "requests", "cached", "~prompt tok", "~completion tok", "~cost")]
     for judge, est in estimates:
-        rows.append((judge.name, judge.model, str(est.n_requests), str(est.cached), f"{est.prompt_tokens:,}",
-                     f"{est.completion_tokens:,}", _usd_text(est.usd)))
+        rows.append(
+            (
+                judge.name,
+                judge.model,
+                str(est.n_requests),
+                str(est.cached),
+                f"{est.prompt_tokens:,}",
+                f"{est.completion_tokens:,}",
+                _usd_text(est.usd),
+            )
+        )
     known = [est.usd for _, est in estimates if est.usd is not None]
     unknown = any(est.usd is None and est.to_send for _, est in estimates)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -101,8 +121,10 @@ def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: boo
     if yes or not any(est.to_send for _, est in estimates):
         return
     if not sys.stdin.isatty():
-        raise UserInputError("the run needs confirmation of the cost estimate above; pass --yes to run without "
-                            "asking (or --dry-run to only see the prompts)")
+        raise UserInputError(
+            "the run needs confirmation of the cost estimate above; pass --yes to run without "
+            "asking (or --dry-run to only see the prompts)"
+        )
     try:
         answer = input("Proceed? [y/N] ").strip().lower()
     except EOFError:

@@ -50,13 +50,14 @@ def over_limit(counts: Iterable[JudgeFailures], max_rate: float) -> list[JudgeFa
 def describe(c: JudgeFailures, max_rate: float) -> str:
     """One line without the ``error:`` prefix: who failed, failed/total, the share and the most common reason."""
     reason = f"; most common: {c.reason}" if c.reason else ""
-    return (f"{c.kind} '{c.judge}' failed on {c.failed} of {c.total} {c.unit} ({c.rate:.0%} > --max-failure-rate "
-            f"{max_rate:g}{reason})")
+    return (
+        f"{c.kind} '{c.judge}' failed on {c.failed} of {c.total} {c.unit} ({c.rate:.0%} > --max-failure-rate "
+        f"{max_rate:g}{reason})"
+    )
 
 
 def failure_message(c: JudgeFailures, max_rate: float) -> str:
-    return (f"error: {describe(c, max_rate)}; the log keeps the reasons, a re-run asks only the failed items "
-            "again")
+    return f"error: {describe(c, max_rate)}; the log keeps the reasons, a re-run asks only the failed items again"
 
 
 def failure_line(counts: Iterable[JudgeFailures], max_rate: float) -> str | None:
@@ -65,8 +66,9 @@ def failure_line(counts: Iterable[JudgeFailures], max_rate: float) -> str | None
     return "; ".join(describe(c, max_rate) for c in bad) if bad else None
 
 
-def raise_if_over(counts: Iterable[JudgeFailures], max_rate: float, then: str = "",
-                  finished: list[object] | None = None) -> None:
+def raise_if_over(
+    counts: Iterable[JudgeFailures], max_rate: float, then: str = "", finished: list[object] | None = None
+) -> None:
     """Raise ``TooManyFailures`` (exit 1, one ``error:`` line) when a count is over ``max_rate``; ``then`` is
     appended to say what was kept and how to resume."""
     line = failure_line(counts, max_rate)

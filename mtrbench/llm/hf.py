@@ -41,8 +41,16 @@ from tqdm.auto import tqdm
 
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import (PARSE_ERRORS, ChatRequest, ChatResult, ChatRunner, Usage, cache_key,
-                                 generation_params, short_reason)
+from mtrbench.llm.client import (
+    PARSE_ERRORS,
+    ChatRequest,
+    ChatResult,
+    ChatRunner,
+    Usage,
+    cache_key,
+    generation_params,
+    short_reason,
+)
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.reask import MalformedReply, reask_request
 from mtrbench.llm.redact import Redactor
@@ -61,18 +69,27 @@ def is_hf_url(url: str | None) -> bool:
 
 
 def hf_model_path(url: str) -> str:
-    path = url[len(HF_SCHEME):].strip()
+    path = url[len(HF_SCHEME) :].strip()
     if not path:
-        raise UserInputError(f"base URL {url!r}: name the model after hf://, e.g. hf://Qwen/Qwen2.5-0.5B-Instruct "
-                            "or hf:///path/to/folder")
+        raise UserInputError(
+            f"base URL {url!r}: name the model after hf://, e.g. hf://Qwen/Qwen2.5-0.5B-Instruct "
+            "or hf:///path/to/folder"
+        )
     return path
 
 
 class HFChatClient:
     """``run`` like ``ChatClient.run``; ``judge.concurrency`` is the generation batch size."""
 
-    def __init__(self, judge: JudgeConfig, cache: ResponseCache | None = None, *, device: str = "auto",
-                 model: PreTrainedModel | None = None, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
+    def __init__(
+        self,
+        judge: JudgeConfig,
+        cache: ResponseCache | None = None,
+        *,
+        device: str = "auto",
+        model: PreTrainedModel | None = None,
+        tokenizer: PreTrainedTokenizerBase | None = None,
+    ) -> None:
         self.judge = judge
         self.cache = cache
         self.base_url = judge.base_url or ""
@@ -104,8 +121,9 @@ class HFChatClient:
             tokenizer.pad_token = tokenizer.eos_token
         return self._model, tokenizer
 
-    def generate_ids(self, requests: Sequence[ChatRequest],
-                     on_reply: Callable[[int, list[int]], None] | None = None) -> GeneratedIds:
+    def generate_ids(
+        self, requests: Sequence[ChatRequest], on_reply: Callable[[int, list[int]], None] | None = None
+    ) -> GeneratedIds:
         """New token ids for one batch of requests (left-padded, one ``generate`` call, bounded by
         ``judge.timeout_s``), with the first request's sampling parameters.
 
@@ -117,8 +135,9 @@ class HFChatClient:
         from transformers import StoppingCriteria, StoppingCriteriaList
 
         model, tokenizer = self._load()
-        prompts = [tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False)
-                   for r in requests]
+        prompts = [
+            tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False) for r in requests
+        ]
         batch = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         batch = {k: batch[k].to(model.device) for k in ("input_ids", "attention_mask")}
         params = generation_params(self.judge, requests[0])
@@ -137,26 +156,37 @@ class HFChatClient:
         class _WatchRows(StoppingCriteria):  # reports rows that just ended; stops all rows once time runs out
             deadline = float("inf")
 
-            def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor,
-                         **kwargs: object) -> torch.BoolTensor:
+            def __call__(
+                self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: object
+            ) -> torch.BoolTensor:
                 rows.step(input_ids)
                 if time.monotonic() > self.deadline:
                     rows.out_of_time = True
-                return torch.full((input_ids.shape[0],), rows.out_of_time, dtype=torch.bool,
-                                  device=input_ids.device)
+                return torch.full((input_ids.shape[0],), rows.out_of_time, dtype=torch.bool, device=input_ids.device)
 
         watch = _WatchRows()
         lock = self._generate_lock if self._generate_lock is not None else threading.Lock()
         with lock, torch.no_grad(), _seeded(torch, seed, model.device):
             watch.deadline = time.monotonic() + timeout_s  # waiting for another client's batch does not count
-            out = model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                                 stopping_criteria=StoppingCriteriaList([watch]), **sampling)
+            out = model.generate(
+                **batch,
+                max_new_tokens=max_new_tokens,
+                pad_token_id=tokenizer.pad_token_id,
+                stopping_criteria=StoppingCriteriaList([watch]),
+                **sampling,
+            )
         return rows.finish(out, max_new_tokens)
 
     # -- the client interface ------------------------------------------------------------------------------
 
-    def run(self, requests: Sequence[ChatRequest], *, desc: str = "LLM", show_progress: bool = True,
-            on_result: Callable[[ChatResult], None] | None = None) -> list[ChatResult]:
+    def run(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        desc: str = "LLM",
+        show_progress: bool = True,
+        on_result: Callable[[ChatResult], None] | None = None,
+    ) -> list[ChatResult]:
         """Complete all requests in batches of ``judge.concurrency``; results in request order.
 
         Requests that share sampling parameters share batches, similar lengths together (less padding). Replies
@@ -172,8 +202,14 @@ class HFChatClient:
                     on_result(hit)
             else:
                 todo.append(_Item(index, request, request))
-        bar = tqdm(total=len(requests), initial=len(results), desc=desc, unit="req", disable=not show_progress,
-                   dynamic_ncols=True)
+        bar = tqdm(
+            total=len(requests),
+            initial=len(results),
+            desc=desc,
+            unit="req",
+            disable=not show_progress,
+            dynamic_ncols=True,
+        )
         started = time.monotonic()
         generated = 0
 
@@ -183,8 +219,9 @@ class HFChatClient:
                 on_result(result)
             bar.update(1)
             elapsed = time.monotonic() - started
-            bar.set_postfix(tok_s=f"{generated / elapsed:.1f}" if elapsed > 0 else "-", failed=self.usage.failures,
-                            refresh=False)
+            bar.set_postfix(
+                tok_s=f"{generated / elapsed:.1f}" if elapsed > 0 else "-", failed=self.usage.failures, refresh=False
+            )
 
         try:
             if todo:
@@ -194,8 +231,13 @@ class HFChatClient:
                 for chunk in self._batches(todo):
                     reported: set[int] = set()
 
-                    def on_reply(position: int, reply_ids: list[int], chunk: list[_Item] = chunk,
-                                 reported: set[int] = reported, reask: list[_Item] = reask) -> None:
+                    def on_reply(
+                        position: int,
+                        reply_ids: list[int],
+                        chunk: list[_Item] = chunk,
+                        reported: set[int] = reported,
+                        reask: list[_Item] = reask,
+                    ) -> None:
                         nonlocal generated
                         reported.add(position)
                         generated += len(reply_ids)
@@ -227,7 +269,7 @@ class HFChatClient:
         batches: list[list[_Item]] = []
         for group in groups.values():
             group.sort(key=lambda item: sum(len(m.get("content") or "") for m in item.current.messages))
-            batches += [group[start:start + size] for start in range(0, len(group), size)]
+            batches += [group[start : start + size] for start in range(0, len(group), size)]
         return batches
 
     def _from_cache(self, request: ChatRequest) -> ChatResult | None:
@@ -246,8 +288,17 @@ class HFChatClient:
             return None
         self.usage.cached += 1
         self.usage.items += 1
-        return ChatResult(key=request.key, ok=True, text=record["text"], value=value, error=None, attempts=0,
-                          cached=True, prompt_tokens=0, completion_tokens=0)
+        return ChatResult(
+            key=request.key,
+            ok=True,
+            text=record["text"],
+            value=value,
+            error=None,
+            attempts=0,
+            cached=True,
+            prompt_tokens=0,
+            completion_tokens=0,
+        )
 
     def _generated(self, item: _Item, n_tokens: int) -> None:
         self.usage.requests += 1
@@ -255,15 +306,25 @@ class HFChatClient:
         item.generations += 1
         item.completion_tokens += n_tokens
 
-    def _result(self, item: _Item, *, ok: bool, text: str | None, value: object = None,
-                error: str | None = None) -> ChatResult:
+    def _result(
+        self, item: _Item, *, ok: bool, text: str | None, value: object = None, error: str | None = None
+    ) -> ChatResult:
         self.usage.items += 1
         if not ok:
             self.usage.failures += 1
             log.info("judge %s: %s failed: %s", self.judge.name, item.request.key, error)
-        return ChatResult(key=item.request.key, ok=ok, text=text, value=value, error=error, attempts=item.generations,
-                          cached=False, prompt_tokens=0, completion_tokens=item.completion_tokens,
-                          malformed=list(item.malformed))
+        return ChatResult(
+            key=item.request.key,
+            ok=ok,
+            text=text,
+            value=value,
+            error=error,
+            attempts=item.generations,
+            cached=False,
+            prompt_tokens=0,
+            completion_tokens=item.completion_tokens,
+            malformed=list(item.malformed),
+        )
 
     def _answered(self, item: _Item, text: str, n_tokens: int) -> ChatResult | None:
         """The item's result after a reply; None when the reply did not parse and it is to be asked again."""
@@ -276,26 +337,50 @@ class HFChatClient:
             attempt = len(item.malformed) + 1
             reason = self._redactor(short_reason(err))
             item.malformed.append(MalformedReply(attempt, reason, self._redactor(text)))
-            log.info("judge %s: reply %d for %s unparseable (%s): %r", self.judge.name, attempt, request.key, reason,
-                     item.malformed[-1].text)
+            log.info(
+                "judge %s: reply %d for %s unparseable (%s): %r",
+                self.judge.name,
+                attempt,
+                request.key,
+                reason,
+                item.malformed[-1].text,
+            )
             if attempt > self.judge.parse_retries:
                 return self._result(item, ok=False, text=text, error=f"unparseable after {attempt} attempts: {reason}")
             params = generation_params(self.judge, request)
             seed = params.get("seed")
-            item.current = reask_request(request, attempt, text, reason, params.get("temperature"),
-                                         seed if isinstance(seed, int) and not isinstance(seed, bool) else None)
+            item.current = reask_request(
+                request,
+                attempt,
+                text,
+                reason,
+                params.get("temperature"),
+                seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+            )
             return None
         if self.cache is not None:
-            self.cache.put(self.cache_key(request), {"text": text, "model": self.judge.model,
-                                                     "completion_tokens": item.completion_tokens,
-                                                     "created": time.time()})
+            self.cache.put(
+                self.cache_key(request),
+                {
+                    "text": text,
+                    "model": self.judge.model,
+                    "completion_tokens": item.completion_tokens,
+                    "created": time.time(),
+                },
+            )
         return self._result(item, ok=True, text=text, value=value)
 
     def _timed_out(self, item: _Item, n_tokens: int) -> ChatResult:
         self._generated(item, n_tokens)
-        return self._result(item, ok=False, text=None, error=(
-            f"timeout: generation passed --timeout {self.judge.effective_timeout_s:g} s (in-process, not retried); "
-            "raise --timeout (timeout_s in a judges file)"))
+        return self._result(
+            item,
+            ok=False,
+            text=None,
+            error=(
+                f"timeout: generation passed --timeout {self.judge.effective_timeout_s:g} s (in-process, not retried); "
+                "raise --timeout (timeout_s in a judges file)"
+            ),
+        )
 
 
 @dataclass
@@ -346,7 +431,7 @@ class _Rows:
         last = input_ids[:, -1].tolist()
         for row, token in enumerate(last):
             if row not in self.replies and token in self.stops:
-                self._done(row, input_ids[row, self.width:-1].tolist())
+                self._done(row, input_ids[row, self.width : -1].tolist())
 
     def finish(self, out: torch.LongTensor, max_new_tokens: int | None = None) -> GeneratedIds:
         """Every row's ids; rows not reported yet are reported now (cut at the token limit), except, when the time
@@ -354,7 +439,7 @@ class _Rows:
         out."""
         timed_out: set[int] = set()
         ids_by_row: dict[int, list[int]] = {}
-        for row, ids in enumerate(out[:, self.width:].tolist()):
+        for row, ids in enumerate(out[:, self.width :].tolist()):
             if row in self.replies:
                 continue
             end = next((i for i, t in enumerate(ids) if t in self.stops), None)
@@ -364,8 +449,9 @@ class _Rows:
                 ids_by_row[row] = ids
             else:
                 self._done(row, ids)
-        return GeneratedIds([ids_by_row[row] if row in timed_out else self.replies[row] for row in range(out.shape[0])],
-                            timed_out)
+        return GeneratedIds(
+            [ids_by_row[row] if row in timed_out else self.replies[row] for row in range(out.shape[0])], timed_out
+        )
 
     def _done(self, row: int, ids: list[int]) -> None:
         self.replies[row] = ids

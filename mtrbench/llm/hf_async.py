@@ -58,10 +58,9 @@ class AsyncHFClient:
     async def _drain(self) -> None:
         while self._waiting:
             await asyncio.sleep(0)  # let the coroutines started with this one queue their requests first
-            batch, self._waiting = (self._waiting[:self.judge.concurrency], self._waiting[self.judge.concurrency:])
+            batch, self._waiting = (self._waiting[: self.judge.concurrency], self._waiting[self.judge.concurrency :])
             try:
-                results = await asyncio.to_thread(self._backend.run, [w.request for w in batch],
-                                                  show_progress=False)
+                results = await asyncio.to_thread(self._backend.run, [w.request for w in batch], show_progress=False)
             except BaseException as err:  # a model that cannot load: every waiting caller gets the error
                 for waiting in batch + self._waiting:
                     if not waiting.future.done():

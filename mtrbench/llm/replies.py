@@ -50,8 +50,9 @@ _DOUBLE_BRACKET = re.compile(r"\[\[\s*(" + _NUMBER + r")\s*(?:/\s*\d+\s*)?\]\]")
 # "Rating: 4", "**Rating:** 4", "****Rating:**** 2", "Score = 7/10", "deserves a rating of 4", "the score is 3",
 # "[Rating]\n4", "Overall Rating: 4"
 _LABELLED_RATING = _labelled(r"rating|score", r"(" + _NUMBER + r")(?!\d)(?!\.\d)")
-_ON_SCALE = re.compile(r"(?<![\d.])(" + _NUMBER + r")\s*(?:/|\bout\s+of\b)\s*(\d+(?:\.\d+)?)(?!\d)(?!\.\d)",
-                       re.IGNORECASE)
+_ON_SCALE = re.compile(
+    r"(?<![\d.])(" + _NUMBER + r")\s*(?:/|\bout\s+of\b)\s*(\d+(?:\.\d+)?)(?!\d)(?!\.\d)", re.IGNORECASE
+)
 _SINGLE_BRACKET = re.compile(r"(?<!\[)\[\s*(" + _NUMBER + r")\s*\](?!\])")
 _BARE_NUMBER = re.compile(r"^[*_\s]*(" + _NUMBER + r")(?:\s*/\s*\d+)?[*_\s.]*$")
 _RATING_KEYS = ("rating", "score")
@@ -182,8 +183,18 @@ def extract_json(text: str) -> Any:
 
 _YES_WORDS = {"yes", "true", "relevant"}
 _NO_WORDS = {"no", "false", "irrelevant", "not relevant"}
-_YES_NO_KEYS = ("response", "answer", "decision", "verdict", "judgment", "judgement", "label", "relevant",
-                "is_relevant", "result")
+_YES_NO_KEYS = (
+    "response",
+    "answer",
+    "decision",
+    "verdict",
+    "judgment",
+    "judgement",
+    "label",
+    "relevant",
+    "is_relevant",
+    "result",
+)
 _YES_NO_LABELS = r"response|answer|decision|verdict|judg(?:e)?ment|label"
 _VERDICT_KEYS = ("verdict", "judgment", "judgement", "decision", "label", "answer", "response", "result")
 _VERDICT_LABELS = r"verdict|judg(?:e)?ment|decision|label"
@@ -290,8 +301,14 @@ def extract_yes_no(text: str) -> bool:
 def extract_verdict(text: str, positive: str = "CORRECT", negative: str = "INCORRECT") -> bool:
     """A two-word verdict: ``[[CORRECT]]``, ``{"verdict": "correct"}``, ``Verdict: [CORRECT]``, ``[INCORRECT]``,
     ``**CORRECT**`` or a reply starting with the word. True for ``positive``; neither -> ExtractionError."""
-    scale = _WordScale(positive, negative, _VERDICT_LABELS, _VERDICT_KEYS, _verdict_json_value(positive, negative),
-                       f"Verdict: [[{positive}]]")
+    scale = _WordScale(
+        positive,
+        negative,
+        _VERDICT_LABELS,
+        _VERDICT_KEYS,
+        _verdict_json_value(positive, negative),
+        f"Verdict: [[{positive}]]",
+    )
     return _extract_word(text, scale)
 
 
@@ -311,17 +328,29 @@ def extract_line(text: str, labels: str, what: str) -> str:
     else:
         line = text
     line = " ".join(line.replace("**", " ").replace("__", " ").split())
-    line = line.strip().strip('"\'“”‘’`').strip()
+    line = line.strip().strip("\"'“”‘’`").strip()
     if not line:
         raise ExtractionError(f"empty {what}")
     return line
 
 
-_CHOICE_KEYS = ("document", "document_id", "doc", "doc_id", "id", "choice", "answer", "selected", "selection",
-                "response")
+_CHOICE_KEYS = (
+    "document",
+    "document_id",
+    "doc",
+    "doc_id",
+    "id",
+    "choice",
+    "answer",
+    "selected",
+    "selection",
+    "response",
+)
 _LABELLED_CHOICE = re.compile(
     r"\b(?:document\s*id|doc(?:ument)?\s*id|answer|choice|selected\s+document|final\s+answer)\b[*_\s]*[:=\-]"
-    r"[*_\s]*\[?\s*(?:document|doc)?\s*(\d+)\s*\]?", re.IGNORECASE)
+    r"[*_\s]*\[?\s*(?:document|doc)?\s*(\d+)\s*\]?",
+    re.IGNORECASE,
+)
 _BRACKET_DOCUMENT = re.compile(r"\[\s*(?:document|doc)\s*(?:id)?\s*[:#]?\s*(\d+)\s*\]", re.IGNORECASE)
 _BRACKET_NUMBER = re.compile(r"(?<!\[)\[\s*(\d+)\s*\](?!\])")
 _WORD_DOCUMENT = re.compile(r"\b(?:document|doc)\s*[#:]?\s*(\d+)\b", re.IGNORECASE)
@@ -336,8 +365,9 @@ def _choice_value(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str):
-        match = re.fullmatch(r"\s*\[?\s*(?:document|doc)?\s*(?:id)?\s*[:#]?\s*(\d+)\s*\]?\s*\.?\s*", value,
-                             re.IGNORECASE)
+        match = re.fullmatch(
+            r"\s*\[?\s*(?:document|doc)?\s*(?:id)?\s*[:#]?\s*(\d+)\s*\]?\s*\.?\s*", value, re.IGNORECASE
+        )
         if match:
             return int(match.group(1))
     return None

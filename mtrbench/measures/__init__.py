@@ -3,7 +3,26 @@ one registry, one parser for measure strings such as ``nDCG@10`` or ``R@100(rel=
 
 from mtrbench.measures.base import Measure, MeasureFamily
 from mtrbench.measures.compute import Evaluation, evaluate
-from mtrbench.measures.registry import all_families, family, label, measure_for_key, parse, parse_k_values, parse_measures
+from mtrbench.measures.registry import (
+    all_families,
+    family,
+    label,
+    measure_for_key,
+    parse,
+    parse_k_values,
+    parse_measures,
+)
 
-__all__ = ["Evaluation", "Measure", "MeasureFamily", "evaluate", "all_families", "family", "label", "measure_for_key",
-           "parse", "parse_k_values", "parse_measures"]
+__all__ = [
+    "Evaluation",
+    "Measure",
+    "MeasureFamily",
+    "evaluate",
+    "all_families",
+    "family",
+    "label",
+    "measure_for_key",
+    "parse",
+    "parse_k_values",
+    "parse_measures",
+]

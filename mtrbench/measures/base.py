@@ -13,10 +13,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
+from mtrbench.infra.errors import MtrbenchError
 
 PerQuery = dict[str, float]  # qid -> value
 
@@ -103,8 +103,10 @@ class MeasureFamily(ABC):
             raise MtrbenchError(f"{where}: rel must be a positive integer")
         unknown = [n for n, _ in measure.params if n not in self.param_names]
         if unknown:
-            raise MtrbenchError(f"{where}: {self.label} takes no parameter '{unknown[0]}'"
-                                + (f" (it takes: {', '.join(self.param_names)})" if self.param_names else ""))
+            raise MtrbenchError(
+                f"{where}: {self.label} takes no parameter '{unknown[0]}'"
+                + (f" (it takes: {', '.join(self.param_names)})" if self.param_names else "")
+            )
 
     def defaults(self, measure: Measure) -> Measure:
         return measure
@@ -136,7 +138,6 @@ class MeasureFamily(ABC):
         return ()
 
     @abstractmethod
-    def compute(self, measures: Sequence[Measure], inputs: MeasureInputs,
-                computed: Computed) -> Computed:
+    def compute(self, measures: Sequence[Measure], inputs: MeasureInputs, computed: Computed) -> Computed:
         """Values for ``measures`` (all of this family, levels resolved); ``computed`` holds what
         :meth:`requires` asked for."""

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from mtrbench.infra.errors import MtrbenchError
-from mtrbench.measures.base import Computed, Measure, MeasureInputs
-from mtrbench.measures.trec_eval import TrecEvalFamily, evaluate_trec
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.measures.base import Computed, Measure, MeasureInputs
+from mtrbench.measures.trec_eval import TrecEvalFamily, evaluate_trec
 
 
 @dataclass
@@ -46,9 +46,15 @@ class Evaluation:
         return {key: str(m) for key, m in self.measures.items()}
 
 
-def evaluate(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_level: int = 1,
-             generation: Mapping[str, int] | None = None, generations: Mapping[str, Generation] | None = None,
-             references: Mapping[str, tuple[str, ...]] | None = None) -> Evaluation:
+def evaluate(
+    qrels: Qrels,
+    run: Run,
+    measures: Sequence[Measure],
+    relevance_level: int = 1,
+    generation: Mapping[str, int] | None = None,
+    generations: Mapping[str, Generation] | None = None,
+    references: Mapping[str, tuple[str, ...]] | None = None,
+) -> Evaluation:
     """``relevance_level``: the task's declared minimum grade for binary measures (TREC CAsT: 2); a
     measure with its own ``rel`` is computed at that level and keyed apart. ``generations`` and
     ``references`` (qid -> generated answer, reference answers) feed the generation measures."""
@@ -57,9 +63,16 @@ def evaluate(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_leve
     positives = {qid: docs for qid, docs in qrels.items() if any(g > 0 for g in docs.values())}
     if not positives:
         raise MtrbenchError("no query has a positive judgment: nothing to evaluate")
-    inputs = MeasureInputs(qrels=positives, run={qid: dict(run.get(qid, {})) for qid in positives},
-                           all_qrels=qrels, raw_run=run, task_level=relevance_level, generation=generation,
-                           generations=generations, references=references)
+    inputs = MeasureInputs(
+        qrels=positives,
+        run={qid: dict(run.get(qid, {})) for qid in positives},
+        all_qrels=qrels,
+        raw_run=run,
+        task_level=relevance_level,
+        generation=generation,
+        generations=generations,
+        references=references,
+    )
 
     asked = list(dict.fromkeys(m.at_level(relevance_level) for m in measures))
     keys: dict[Measure, str] = {}
@@ -87,9 +100,15 @@ def evaluate(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_leve
             aggregates[key] = computed.aggregate[m]
         if m in computed.details:
             details[key] = computed.details[m]
-    return Evaluation(per_query=per_query, excluded=sorted(set(qrels) - set(positives)), metric_keys=metric_keys,
-                      aggregates=aggregates, relevance_level=relevance_level,
-                      measures={keys[m]: m for m in asked}, details=details)
+    return Evaluation(
+        per_query=per_query,
+        excluded=sorted(set(qrels) - set(positives)),
+        metric_keys=metric_keys,
+        aggregates=aggregates,
+        relevance_level=relevance_level,
+        measures={keys[m]: m for m in asked},
+        details=details,
+    )
 
 
 def _compute(measures: Sequence[Measure], inputs: MeasureInputs, computed: Computed) -> Computed:
@@ -100,7 +119,7 @@ def _compute(measures: Sequence[Measure], inputs: MeasureInputs, computed: Compu
     for m in measures:
         if not isinstance(m.spec, TrecEvalFamily):
             by_family.setdefault(m.family, []).append(m)
-    for name, group in by_family.items():
+    for _name, group in by_family.items():
         _merge(computed, group[0].spec.compute(group, inputs, computed))
     return computed
 

@@ -52,7 +52,8 @@ def squad_normalize(text: str) -> str:
 # of English prose (titles, Latin, corporate, months, units, places). Initials ("J. R. R. Tolkien") and
 # decimals ("3.5") need no entry: Punkt keeps them by its own rules. Words that often end a sentence
 # ("no", "sun", "sat", "min") are left out on purpose.
-PUNKT_ABBREVIATIONS = frozenset("""
+PUNKT_ABBREVIATIONS = frozenset(
+    """
     mr mrs ms dr prof sr jr st mt ft gen col lt sgt capt cmdr adm gov sen rep rev hon pres supt
     e.g i.e etc vs cf al approx ca viz
     inc corp ltd llc bros dept univ assn
@@ -60,14 +61,17 @@ PUNKT_ABBREVIATIONS = frozenset("""
     vol vols pp ch fig figs
     u.s u.k u.n e.u u.s.a u.s.s.r d.c n.y l.a a.m p.m b.c a.d
     ave blvd rd hwy km kg lb lbs hr hrs sq
-""".split())
+""".split()
+)
 # Words that start a sentence when they follow an abbreviation that ends one ("... in the U.S. It grew."):
 # Punkt's sentence-starter heuristic, which its English model learns from text; a short list of pronouns,
 # determiners and connectives that do not follow an abbreviation inside a sentence.
-PUNKT_SENTENCE_STARTERS = frozenset("""
+PUNKT_SENTENCE_STARTERS = frozenset(
+    """
     the it its he she they we i this these those there that his her their our however but and also
     in on at after before then thus so yet although while when if as today
-""".split())
+""".split()
+)
 
 
 @cache
@@ -95,7 +99,7 @@ def statements(answer: str) -> list[str]:
         lead = _LEADING_MARKS.match(part)
         if lead and out:
             out[-1] = f"{out[-1]} {lead.group(0).strip()}"
-            part = part[lead.end():]
+            part = part[lead.end() :]
         if part.strip():
             out.append(part.strip())
     return out
@@ -185,10 +189,18 @@ def turn_texts(inputs: MeasureInputs, family: GenerationFamily) -> dict[str, Tur
     if family.needs_references:
         unreferenced = [q for q in inputs.qrels if not references.get(q)]
         if unreferenced:
-            raise MtrbenchError(f"{family.label}: {len(unreferenced)} evaluated queries have no reference answer, "
-                                f"e.g. {unreferenced[0]}")
-    return {q: TurnText(answer=generations[q].answer, references=tuple(references.get(q, ())),
-                        passages=tuple(generations[q].passages)) for q in inputs.qrels}
+            raise MtrbenchError(
+                f"{family.label}: {len(unreferenced)} evaluated queries have no reference answer, "
+                f"e.g. {unreferenced[0]}"
+            )
+    return {
+        q: TurnText(
+            answer=generations[q].answer,
+            references=tuple(references.get(q, ())),
+            passages=tuple(generations[q].passages),
+        )
+        for q in inputs.qrels
+    }
 
 
 def cited_documents(statement: str, passages: Sequence[str]) -> list[str | None]:

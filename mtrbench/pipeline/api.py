@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Union
 
 from mtrbench.data.python import PythonTask
 from mtrbench.generation.model_history import RewriterOptions
@@ -19,16 +18,29 @@ from mtrbench.retrieve.options import RetrieverOptions
 from mtrbench.serialize.history import ALL_HISTORIES, DEFAULT_HISTORY, QueryFormat
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
 
-TaskInput = Union[str, PythonTask]
+TaskInput = str | PythonTask
 
 
-def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
-             history: HistoryChoice | Sequence[HistoryChoice] = DEFAULT_HISTORY, truncate: str = DEFAULT_TRUNCATE,
-             query_format: QueryFormat | None = None, top_k: int = 100, k_values: Sequence[int] | None = None,
-             metrics: Sequence[str] | None = None, split: str | None = None, output_dir: str | Path = "results",
-             overwrite: str | None = None, limit: int | None = None, rewriter: RewriterOptions | None = None,
-             options: RetrieverOptions | None = None, show_progress: bool = True, protocol: str | None = None,
-             **retriever_options: object) -> list[Result]:
+def evaluate(
+    model: ModelInput,
+    tasks: TaskInput | Sequence[TaskInput],
+    *,
+    history: HistoryChoice | Sequence[HistoryChoice] = DEFAULT_HISTORY,
+    truncate: str = DEFAULT_TRUNCATE,
+    query_format: QueryFormat | None = None,
+    top_k: int = 100,
+    k_values: Sequence[int] | None = None,
+    metrics: Sequence[str] | None = None,
+    split: str | None = None,
+    output_dir: str | Path = "results",
+    overwrite: str | None = None,
+    limit: int | None = None,
+    rewriter: RewriterOptions | None = None,
+    options: RetrieverOptions | None = None,
+    show_progress: bool = True,
+    protocol: str | None = None,
+    **retriever_options: object,
+) -> list[Result]:
     """Evaluate ``model`` on each task with each history; one :class:`Result` per (task, history), in order.
 
     ``model``: a name as ``--model`` takes it, a sentence-transformers model, or an object of a shape in
@@ -49,10 +61,21 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
     names = [resolve_history(c).name for c in choices]
     if overwrite is None:
         overwrite = "always" if resolved.is_object or python_history else "only-missing"
-    config = EvalConfig(histories=choices, truncate=truncate, fmt=query_format or QueryFormat(), top_k=top_k,
-                        k_values=list(k_values) if k_values else None, metrics=list(metrics) if metrics else None,
-                        split=split, output_dir=Path(output_dir), skip_inapplicable=history == "all", limit=limit,
-                        overwrite=overwrite, rewriter=rewriter, protocol=protocol)
+    config = EvalConfig(
+        histories=choices,
+        truncate=truncate,
+        fmt=query_format or QueryFormat(),
+        top_k=top_k,
+        k_values=list(k_values) if k_values else None,
+        metrics=list(metrics) if metrics else None,
+        split=split,
+        output_dir=Path(output_dir),
+        skip_inapplicable=history == "all",
+        limit=limit,
+        overwrite=overwrite,
+        rewriter=rewriter,
+        protocol=protocol,
+    )
     say = _say if show_progress else (lambda message: None)
     skipped: list[SkippedResult] = []
     check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])
@@ -60,8 +83,9 @@ def evaluate(model: ModelInput, tasks: TaskInput | Sequence[TaskInput], *,
     results: list[Result] = []
     for task in _tasks(tasks):
         card, data = (task.card, task.data) if isinstance(task, PythonTask) else (task, None)
-        made = run_eval(resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append,
-                        task=data)
+        made = run_eval(
+            resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
+        )
         finished = {s.history: Result.load(s.path) for s in skipped}
         skipped.clear()
         by_history = {**finished, **{r.history: r for r in made}}

@@ -23,9 +23,16 @@ from mtrbench.retrieve.options import RetrieverOptions
 __all__ = ["EvalConfig", "SkippedResult", "run_eval", "first_conversations", "command_line"]
 
 
-def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, retriever_options: RetrieverOptions | None = None,
-             progress: Callable[[str], None] | None = None, retriever: Retriever | None = None,
-             on_skip: Callable[[SkippedResult], None] | None = None, task: TaskData | None = None) -> list[Result]:
+def run_eval(
+    model: ModelInput,
+    task_name: str | TaskCard,
+    config: EvalConfig,
+    retriever_options: RetrieverOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+    retriever: Retriever | None = None,
+    on_skip: Callable[[SkippedResult], None] | None = None,
+    task: TaskData | None = None,
+) -> list[Result]:
     """``retriever``: one built already (a sweep's cell, a run over several tasks); else built from ``model``.
     Histories whose finished result exists are skipped per ``config.overwrite`` (reported to ``on_skip``); when
     all are, the task is not even loaded and the list is empty. ``task``: data built in Python (with its card as
@@ -48,9 +55,13 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
         task = first_conversations(task, config.limit)
     load_task_s = time.perf_counter() - t0
     planned = {p.history.name: p for p in plan.histories}
-    written = write_texts(applicable([p.history for p in plan.histories], task, config.skip_inapplicable),
-                          task, config.rewriter, say,
-                          reply_logs={name: p.paths.rewriter_log for name, p in planned.items()})
+    written = write_texts(
+        applicable([p.history for p in plan.histories], task, config.skip_inapplicable),
+        task,
+        config.rewriter,
+        say,
+        reply_logs={name: p.paths.rewriter_log for name, p in planned.items()},
+    )
     if written is None:  # dry run: the prompts were shown, nothing to evaluate
         return []
     histories, failed = written
@@ -59,10 +70,22 @@ def run_eval(model: ModelInput, task_name: str | TaskCard, config: EvalConfig, r
     for history in histories:
         scored_task = without_queries(task, history.excluded)  # its model failed on them: no text, no score
         retrieved = retrieve(retriever, scored_task, history, config.fmt, config.truncate, config.top_k, say)
-        scored = score(scored_task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses,
-                       plan.protocol)
-        results.append(write_history(plan, replace(planned[history.name], history=history), scored_task, retriever,
-                                     config, max_length_set, retrieved, scored, timings))
+        scored = score(
+            scored_task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses, plan.protocol
+        )
+        results.append(
+            write_history(
+                plan,
+                replace(planned[history.name], history=history),
+                scored_task,
+                retriever,
+                config,
+                max_length_set,
+                retrieved,
+                scored,
+                timings,
+            )
+        )
     say(f"Done in {time.perf_counter() - started:.1f}s")
     if failed:  # the other histories are written; the command still fails, naming what did
         raise TooManyFailures("; ".join(failed), results)

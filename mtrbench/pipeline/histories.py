@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from pathlib import Path
+from typing import Any
 
 from mtrbench.data.model import TaskData
 from mtrbench.generation.model_history import ModelHistoryReport, RewriterOptions, compute_model_history
@@ -20,12 +20,13 @@ from mtrbench.models.protocols import Conversation, Rewriter, object_name
 from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
 
 PYTHON_PREFIX = "python:"
-HistoryChoice = Union[str, Callable[[Conversation], str], Rewriter]
+HistoryChoice = str | Callable[[Conversation], str] | Rewriter
 
 
 @dataclass(frozen=True)
 class PythonHistory:
     """A history computed by the user's code: one query text per turn."""
+
     name: str
     write: Callable[[Conversation], str]
 
@@ -51,8 +52,10 @@ def resolve_history(choice: HistoryChoice) -> History:
     elif callable(choice):
         python = PythonHistory(object_name(choice), choice)
     else:
-        raise UserInputError(f"history {choice!r}: give a strategy name, a function (conversation -> query text) or "
-                             "an object with rewrite(conversation)")
+        raise UserInputError(
+            f"history {choice!r}: give a strategy name, a function (conversation -> query text) or "
+            "an object with rewrite(conversation)"
+        )
     # the texts stand alone as the query, exactly as a rewrite does; truncation still keeps them whole first
     return History(HistoryStrategy(PYTHON_PREFIX + python.name, FULL.select, model_kind="rewrite"), python)
 
@@ -61,11 +64,15 @@ def resolve_histories(choices: list[HistoryChoice], rewriter: RewriterOptions | 
     histories = [resolve_history(c) for c in choices]
     names = [h.name for h in histories]
     if len(set(names)) != len(names):
-        raise UserInputError(f"history strategies named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
+        raise UserInputError(
+            f"history strategies named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"
+        )
     needs_model = [h.name for h in histories if h.strategy.model_kind and h.python is None]
     if needs_model and rewriter is None:
-        raise UserInputError(f"--history {', '.join(needs_model)} needs a rewriter model: pass --rewriter-model (and "
-                             "--rewriter-base-url for a local server or hf://MODEL)")
+        raise UserInputError(
+            f"--history {', '.join(needs_model)} needs a rewriter model: pass --rewriter-model (and "
+            "--rewriter-base-url for a local server or hf://MODEL)"
+        )
     return histories
 
 
@@ -77,9 +84,13 @@ def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool
     return histories
 
 
-def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOptions | None,
-                say: Callable[[str], None],
-                reply_logs: Mapping[str, Path] | None = None) -> tuple[list[History], list[str]] | None:
+def write_texts(
+    histories: list[History],
+    task: TaskData,
+    rewriter: RewriterOptions | None,
+    say: Callable[[str], None],
+    reply_logs: Mapping[str, Path] | None = None,
+) -> tuple[list[History], list[str]] | None:
     """Each model-backed or Python history with its texts, and one message per model-backed history whose model
     failed on more than ``--max-failure-rate`` of its requests (no result for it). Within the limit, the queries
     its model failed on are left out of its scores (``History.excluded``), never given another history's text.
@@ -105,11 +116,17 @@ def write_texts(histories: list[History], task: TaskData, rewriter: RewriterOpti
             excluded = frozenset(report.failed())
             if excluded:  # a counted warning even with --quiet
                 where = f"; replies logged in {log_path}" if log_path is not None else ""
-                print(f"warning: --history {history.name}: {report.failures} of {report.requested} {kind} requests "
-                      f"failed after retries; those {len(excluded)} queries are left out of its scores "
-                      f"(queries.excluded_rewriter_failed) and a re-run asks only them{where}", file=sys.stderr)
-            ready.append(replace(history, strategy=history.strategy.with_texts(texts), report=report.as_dict(),
-                                 excluded=excluded))
+                print(
+                    f"warning: --history {history.name}: {report.failures} of {report.requested} {kind} requests "
+                    f"failed after retries; those {len(excluded)} queries are left out of its scores "
+                    f"(queries.excluded_rewriter_failed) and a re-run asks only them{where}",
+                    file=sys.stderr,
+                )
+            ready.append(
+                replace(
+                    history, strategy=history.strategy.with_texts(texts), report=report.as_dict(), excluded=excluded
+                )
+            )
         else:
             ready.append(history)
     if rewriter is not None and rewriter.dry_run:
@@ -129,13 +146,21 @@ def _write_reply_log(path: Path, report: ModelHistoryReport) -> None:
 
 
 def _too_many_failures(name: str, report: ModelHistoryReport, rewriter: RewriterOptions) -> str | None:
-    counts = JudgeFailures(report.model, report.failures, report.requested, most_common(report.failure_reasons),
-                           kind=f"--history {name}: rewriter", unit="requests")
+    counts = JudgeFailures(
+        report.model,
+        report.failures,
+        report.requested,
+        most_common(report.failure_reasons),
+        kind=f"--history {name}: rewriter",
+        unit="requests",
+    )
     line = failure_line([counts], rewriter.max_failure_rate)
     if line is None:
         return None
-    return (f"{line}; no result written for it, the replies that succeeded are cached and a re-run asks only the "
-            "failed ones")
+    return (
+        f"{line}; no result written for it, the replies that succeeded are cached and a re-run asks only the "
+        "failed ones"
+    )
 
 
 def _python_texts(history: History, task: TaskData) -> History:
@@ -147,8 +172,10 @@ def _python_texts(history: History, task: TaskData) -> History:
         except Exception as exc:  # the user's code: name it, with the query it failed on
             raise ModelError(f"history {python.name} failed on query {query.qid}: {type(exc).__name__}: {exc}") from exc
         if not isinstance(text, str):
-            raise ModelError(f"history {python.name} returned {type(text).__name__} for query {query.qid}; expected "
-                             "the query text (str)")
+            raise ModelError(
+                f"history {python.name} returned {type(text).__name__} for query {query.qid}; expected "
+                "the query text (str)"
+            )
         texts[query.qid] = text
     report = {"kind": "python", "name": python.name, "queries": len(texts)}
     return replace(history, strategy=history.strategy.with_texts(texts), report=report)

@@ -15,7 +15,8 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.generation.model_history import RewriterOptions, rewriter_identity
 from mtrbench.infra.errors import UserInputError
 from mtrbench.measures import Measure, parse_measures
-from mtrbench.measures.protocols import ScoringProtocol, for_card as protocol_for_card
+from mtrbench.measures.protocols import ScoringProtocol
+from mtrbench.measures.protocols import for_card as protocol_for_card
 from mtrbench.pipeline.histories import History, HistoryChoice, resolve_histories
 from mtrbench.results.overwrite import decide
 from mtrbench.results.writer import ResultPaths, experiment_slug, result_paths
@@ -48,6 +49,7 @@ class EvalConfig:
 @dataclass(frozen=True)
 class SkippedResult:
     """A strategy not evaluated because its finished result exists (overwrite strategy only-missing/never)."""
+
     model: str
     task: str
     history: str
@@ -78,8 +80,10 @@ def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[M
     if config.limit is not None and config.limit < 1:
         raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
     if card.type != "conversational-retrieval" and "retrieval" not in card.type:
-        raise UserInputError(f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
-                             f"evaluates retrievers (see `mtrbench tasks show {card.name}`)")
+        raise UserInputError(
+            f"task '{card.name}' is a {card.type} task, not a retrieval task: `mtrbench eval` "
+            f"evaluates retrievers (see `mtrbench tasks show {card.name}`)"
+        )
     k_values = list(config.k_values or card.k_values)
     measures = parse_measures(config.metrics or card.metrics, k_values)
     deepest = max(m.cutoff for m in measures)
@@ -102,8 +106,14 @@ def check_before_loading(config: EvalConfig, tasks: list[str | TaskCard]) -> lis
     return cards
 
 
-def make_plan(requested_model: str, task: str | TaskCard, config: EvalConfig, retriever: Retriever,
-              max_length_set: bool, on_skip: Callable[[SkippedResult], None] | None = None) -> Plan:
+def make_plan(
+    requested_model: str,
+    task: str | TaskCard,
+    config: EvalConfig,
+    retriever: Retriever,
+    max_length_set: bool,
+    on_skip: Callable[[SkippedResult], None] | None = None,
+) -> Plan:
     """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
     histories = resolve_histories(config.histories, config.rewriter)
     card = task if isinstance(task, TaskCard) else resolve_card(task)
@@ -113,8 +123,9 @@ def make_plan(requested_model: str, task: str | TaskCard, config: EvalConfig, re
     for history in histories:
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
-        paths, settings = plan_history(history, config, retriever, max_length_set, card, split, measures, k_values,
-                                       protocol)
+        paths, settings = plan_history(
+            history, config, retriever, max_length_set, card, split, measures, k_values, protocol
+        )
         if decide(paths.json, settings, config.overwrite).evaluate:
             plan.histories.append(PlannedHistory(history, paths, settings))
         else:
@@ -143,21 +154,35 @@ def rewriter_label(identity: dict[str, Any] | None) -> str | None:
     return f"{identity.get('model')}@t{temperature:g}" if temperature else identity.get("model")
 
 
-def plan_history(history: History, config: EvalConfig, retriever: Retriever, max_length_set: bool, card: TaskCard,
-                 split: str, measures: list[Measure], k_values: list[int],
-                 protocol: ScoringProtocol) -> tuple[ResultPaths, dict[str, Any]]:
+def plan_history(
+    history: History,
+    config: EvalConfig,
+    retriever: Retriever,
+    max_length_set: bool,
+    card: TaskCard,
+    split: str,
+    measures: list[Measure],
+    k_values: list[int],
+    protocol: ScoringProtocol,
+) -> tuple[ResultPaths, dict[str, Any]]:
     """Where a history's result goes and the settings it records (a model-backed history records its rewriter's
     identity here; the request counts are added once it has run)."""
     rewriter = history_identity(history, config)
-    truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt,
-                          side=config.truncate)
-    experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter_label(rewriter), protocol)
+    truncator = Truncator(
+        retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side=config.truncate
+    )
+    experiment = experiment_name(history.name, config, retriever, max_length_set, rewriter_label(rewriter), protocol)
     paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
     settings = {
-        "history": history.name, "truncate": truncator.side, "query_format": asdict(config.fmt),
-        "top_k": config.top_k, "k_values": k_values, "metrics": [str(m) for m in measures], "split": split,
-        "relevance_level": card.relevance_level, "protocol": protocol.setting,
+        "history": history.name,
+        "truncate": truncator.side,
+        "query_format": asdict(config.fmt),
+        "top_k": config.top_k,
+        "k_values": k_values,
+        "metrics": [str(m) for m in measures],
+        "split": split,
+        "relevance_level": card.relevance_level,
+        "protocol": protocol.setting,
         "retriever": retriever.settings(),
         **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
         **({"limit": {"conversations": config.limit}} if config.limit is not None else {}),
@@ -166,18 +191,30 @@ def plan_history(history: History, config: EvalConfig, retriever: Retriever, max
     return paths, settings
 
 
-def experiment_name(history: str, config: EvalConfig, retriever: Retriever, max_length_set: bool,
-                    rewriter_model: str | None = None, protocol: ScoringProtocol | None = None) -> str | None:
+def experiment_name(
+    history: str,
+    config: EvalConfig,
+    retriever: Retriever,
+    max_length_set: bool,
+    rewriter_model: str | None = None,
+    protocol: ScoringProtocol | None = None,
+) -> str | None:
     """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
     pipeline = dict(pipeline_slug(retriever) or {})
     if rewriter_model:  # two rewriters must not share one result folder
         pipeline["rewriter"] = rewriter_model
     if protocol is not None and protocol.is_official:  # never in the folder of a trec_eval result
         pipeline["protocol"] = "official"
-    return experiment_slug(history=history, truncate=config.truncate, truncation_applies=retriever.tokenizer is not None,
-                           fmt=asdict(config.fmt), max_length=retriever.max_length if max_length_set else None,
-                           dtype=retriever.settings().get("dtype"), pipeline=pipeline or None,
-                           limit=config.limit)
+    return experiment_slug(
+        history=history,
+        truncate=config.truncate,
+        truncation_applies=retriever.tokenizer is not None,
+        fmt=asdict(config.fmt),
+        max_length=retriever.max_length if max_length_set else None,
+        dtype=retriever.settings().get("dtype"),
+        pipeline=pipeline or None,
+        limit=config.limit,
+    )
 
 
 def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:

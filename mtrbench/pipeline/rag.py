@@ -18,27 +18,26 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import MtrbenchError, TooManyFailures
-from mtrbench.pipeline.evaluate import EvalConfig, run_eval
-from mtrbench.results.result import Result
 from mtrbench.formats.generations import LEGACY_HISTORIES, read_generations
 from mtrbench.formats.run import read_run
 from mtrbench.generation.runner import GenerateConfig, GenerateReport, generation_failures, run_generate
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
+from mtrbench.judge.defaults import DEFAULT_RAGALIGN
 from mtrbench.judge.report import scores_payload
 from mtrbench.judge.scoring import DEFAULT_MEASURES, GenerationScores, generation_measures, score_generations
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, failure_line, most_common
 from mtrbench.measures import parse_measures
+from mtrbench.pipeline.evaluate import EvalConfig, run_eval
+from mtrbench.results.result import Result
 from mtrbench.results.writer import safe_name
 from mtrbench.retrieve import RetrieverOptions
 from mtrbench.retrieve.builder import ModelInput
-
-from mtrbench.judge.defaults import DEFAULT_RAGALIGN
 
 
 @dataclass
@@ -88,30 +87,40 @@ def rag_stem(retrieval: Result, generator: str, history: str) -> str:
     names = [history, *(old for old, new in LEGACY_HISTORIES.items() if new == history)]
     stems = [f"{stem}.{safe_name(generator)}.{safe_name(name)}" for name in names]
     folder = retrieval.run_path.parent
-    return next((s for s in stems[1:] if not (folder / f"{stems[0]}.generations.jsonl").is_file()
-                 and (folder / f"{s}.generations.jsonl").is_file()), stems[0])
+    return next(
+        (
+            s
+            for s in stems[1:]
+            if not (folder / f"{stems[0]}.generations.jsonl").is_file()
+            and (folder / f"{s}.generations.jsonl").is_file()
+        ),
+        stems[0],
+    )
 
 
 def _check(config: RagConfig) -> None:
     check_share(config.max_failure_rate)
     if len(config.eval.histories) != 1:
-        raise MtrbenchError("rag takes one retrieval history strategy (--history); got "
-                            f"{', '.join(config.eval.histories)}")
+        raise MtrbenchError(
+            f"rag takes one retrieval history strategy (--history); got {', '.join(config.eval.histories)}"
+        )
     if config.judge_mode not in ("verdict", "rating"):
         raise MtrbenchError(f"--judge must be verdict or rating, got '{config.judge_mode}'")
     if config.judge is None and not config.measures:
         raise MtrbenchError("nothing to score: no reference measures and no judge")
     if config.generation.oracle:
-        raise MtrbenchError("rag generates from its own retrieval result; use `mtrbench generate --oracle` for gold "
-                            "passages")
+        raise MtrbenchError(
+            "rag generates from its own retrieval result; use `mtrbench generate --oracle` for gold passages"
+        )
     # measure strings fail here, before anything slow or paid starts
     if config.measures:
         generation_measures(list(config.measures))
     if config.judge is not None and config.judge_mode == "verdict" and config.ragalign:
         wrong = [str(m) for m in parse_measures(list(config.ragalign), [10]) if m.family != "ragalign"]
         if wrong:
-            raise MtrbenchError(f"--ragalign {', '.join(wrong)}: not a RAGAlign measure (e.g. RAGAlign@10, "
-                                "RAGAlign@10(of=nDCG))")
+            raise MtrbenchError(
+                f"--ragalign {', '.join(wrong)}: not a RAGAlign measure (e.g. RAGAlign@10, RAGAlign@10(of=nDCG))"
+            )
 
 
 def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) -> RagReport | None:
@@ -133,9 +142,17 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
 
     say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
     generation_config = dataclasses.replace(
-        config.generation, task=config.task, run_path=retrieval.run_path, oracle=False,
-        split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path,
-        dry_run=config.dry_run, yes=config.yes, show_progress=config.show_progress)
+        config.generation,
+        task=config.task,
+        run_path=retrieval.run_path,
+        oracle=False,
+        split=config.eval.split,
+        data_dir=config.eval.data_dir,
+        corpus_path=config.eval.corpus_path,
+        dry_run=config.dry_run,
+        yes=config.yes,
+        show_progress=config.show_progress,
+    )
     generated = run_generate(generation_config, config.generator, config.cache)
     report = RagReport(retrieval=retrieval, generation=generated)
     if config.dry_run:
@@ -145,36 +162,55 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     over = failure_line([generation_failures(generated, config.generator.model)], config.max_failure_rate)
     if over or generated.generated + generated.done_before == 0:
         report.failed_stage = "generation"
-        report.failure = over or (f"no turn was generated: {generated.failed} of {generated.turns} failed after "
-                                  f"retries{_first_failure(generated)}")
+        report.failure = over or (
+            f"no turn was generated: {generated.failed} of {generated.turns} failed after "
+            f"retries{_first_failure(generated)}"
+        )
         return _stop(config, report, folder / f"{stem}.rag.json")
 
     say("Stage 3/3: judging")
     generations = read_generations(generated.output)
     card = resolve_card(config.task)
-    task = load_task(card, split=config.eval.split, data_dir=config.eval.data_dir,
-                     corpus_path=config.eval.corpus_path)
+    task = load_task(card, split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path)
     report.task = task
     measures = generation_measures(list(config.measures)) if config.measures else []
     if measures:
         report.scores = score_generations(generations, task, measures, card.relevance_level)
     if config.judge is not None:
-        options = JudgeOptions(mode=config.judge_mode, scenario=config.scenario,
-                               output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
-                               yes=config.yes, show_progress=config.show_progress)
+        options = JudgeOptions(
+            mode=config.judge_mode,
+            scenario=config.scenario,
+            output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
+            yes=config.yes,
+            show_progress=config.show_progress,
+        )
         report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
         outcome = report.outcome
         failures = outcome.failures
-        over = failure_line([JudgeFailures(config.judge.model, len(failures), len(outcome.run.turns),
-                                           most_common([f["error"] for f in failures]))], config.max_failure_rate)
+        over = failure_line(
+            [
+                JudgeFailures(
+                    config.judge.model,
+                    len(failures),
+                    len(outcome.run.turns),
+                    most_common([f["error"] for f in failures]),
+                )
+            ],
+            config.max_failure_rate,
+        )
         if over:  # RAGAlign is not computed from a judge that mostly failed: its failures are the error
             report.failed_stage, report.failure = "judging", over
             return _stop(config, report, folder / f"{stem}.rag.json")
         if config.judge_mode == "verdict" and config.ragalign:
             # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
             report.alignment = ragalign_from_verdicts(
-                outcome.verdicts or {}, task, read_run(retrieval.run_path),
-                parse_measures(list(config.ragalign), [10]), card.relevance_level, qids=list(generations))
+                outcome.verdicts or {},
+                task,
+                read_run(retrieval.run_path),
+                parse_measures(list(config.ragalign), [10]),
+                card.relevance_level,
+                qids=list(generations),
+            )
 
     report.output = folder / f"{stem}.rag.json"
     atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
@@ -203,10 +239,18 @@ def _stop(config: RagConfig, report: RagReport, output: Path) -> RagReport:
     """Write what finished (the rag JSON names the failed stage) and raise ``TooManyFailures`` naming it."""
     report.output = output
     atomic_write_text(output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
-    where = (f"failed turns listed in {report.generation.failures_path}" if report.failed_stage == "generation"
-             else f"the judge log in {report.outcome.files['log'].parent}" if report.outcome is not None else "")
-    raise TooManyFailures(f"rag stopped at the {report.failed_stage} stage: {report.failure}; {where}; what finished "
-                          f"is in {output}, a re-run asks only the failed items", [report])
+    where = (
+        f"failed turns listed in {report.generation.failures_path}"
+        if report.failed_stage == "generation"
+        else f"the judge log in {report.outcome.files['log'].parent}"
+        if report.outcome is not None
+        else ""
+    )
+    raise TooManyFailures(
+        f"rag stopped at the {report.failed_stage} stage: {report.failure}; {where}; what finished "
+        f"is in {output}, a re-run asks only the failed items",
+        [report],
+    )
 
 
 def _first_failure(generated: GenerateReport) -> str:
@@ -221,8 +265,9 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
     retrieval = report.retrieval
     generated = report.generation
     if report.task is not None:
-        document = scores_payload(report.task, str(generated.output.name), report.scores, report.outcome,
-                                  report.alignment, None)
+        document = scores_payload(
+            report.task, str(generated.output.name), report.scores, report.outcome, report.alignment, None
+        )
     else:  # stopped before judging: no task loaded, nothing scored
         document = {"task": config.task, "generations": generated.output.name, "per_turn": {}}
     per_turn = document.pop("per_turn")
@@ -230,23 +275,38 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
     for qid, row in per_turn.items():
         if qid in retrieval_per_query:
             row["retrieval"] = {retrieval.main_score_key: retrieval_per_query[qid].get(retrieval.main_score_key)}
-    document.update({
-        "mtrbench_version": __version__,
-        "retrieval": {"model": retrieval.requested_model, "history": retrieval.history, "result": retrieval.path.name,
-                      "run": retrieval.run_path.name, "main_score": retrieval.main_score_key,
-                      "scores": {retrieval.main_score_key: retrieval.scores.get(retrieval.main_score_key)},
-                      "queries_evaluated": retrieval.n_evaluated},
-        "generation": {"generator": config.generator.model, "history": config.generation.history,
-                       "top_k": config.generation.top_k, "file": generated.output.name, "turns": generated.turns,
-                       "generated_this_run": generated.generated, "done_before": generated.done_before,
-                       "failed": generated.failed, "requests_this_run": generated.requests,
-                       "failure_reasons": dict(generated.failure_reasons), "skipped": dict(generated.skipped),
-                       "settings": generated.settings.record() if generated.settings is not None else None},
-        "failed_stage": report.failed_stage,
-        "failure": report.failure,
-        "command": config.eval.command,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "complete": report.complete,
-        "per_turn": per_turn,
-    })
+    document.update(
+        {
+            "mtrbench_version": __version__,
+            "retrieval": {
+                "model": retrieval.requested_model,
+                "history": retrieval.history,
+                "result": retrieval.path.name,
+                "run": retrieval.run_path.name,
+                "main_score": retrieval.main_score_key,
+                "scores": {retrieval.main_score_key: retrieval.scores.get(retrieval.main_score_key)},
+                "queries_evaluated": retrieval.n_evaluated,
+            },
+            "generation": {
+                "generator": config.generator.model,
+                "history": config.generation.history,
+                "top_k": config.generation.top_k,
+                "file": generated.output.name,
+                "turns": generated.turns,
+                "generated_this_run": generated.generated,
+                "done_before": generated.done_before,
+                "failed": generated.failed,
+                "requests_this_run": generated.requests,
+                "failure_reasons": dict(generated.failure_reasons),
+                "skipped": dict(generated.skipped),
+                "settings": generated.settings.record() if generated.settings is not None else None,
+            },
+            "failed_stage": report.failed_stage,
+            "failure": report.failure,
+            "command": config.eval.command,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "complete": report.complete,
+            "per_turn": per_turn,
+        }
+    )
     return document

@@ -34,8 +34,10 @@ def candidate_pools(task: TaskData) -> list[list[int] | None] | None:
     """Per query, the corpus positions it may retrieve from, when the task restricts them."""
     if all(q.candidate_doc_ids is None for q in task.queries):
         return None
-    return [None if q.candidate_doc_ids is None else [task.corpus.position(d) for d in q.candidate_doc_ids]
-            for q in task.queries]
+    return [
+        None if q.candidate_doc_ids is None else [task.corpus.position(d) for d in q.candidate_doc_ids]
+        for q in task.queries
+    ]
 
 
 def hits_to_run(task: TaskData, hits: Hits) -> Run:
@@ -43,8 +45,15 @@ def hits_to_run(task: TaskData, hits: Hits) -> Run:
     return {q.qid: {ids[i]: float(s) for i, s in zip(*hits[n])} for n, q in enumerate(task.queries)}
 
 
-def retrieve(retriever: Retriever, task: TaskData, history: History, fmt: QueryFormat, truncate: str, top_k: int,
-             say: Callable[[str], None]) -> Retrieved:
+def retrieve(
+    retriever: Retriever,
+    task: TaskData,
+    history: History,
+    fmt: QueryFormat,
+    truncate: str,
+    top_k: int,
+    say: Callable[[str], None],
+) -> Retrieved:
     started = time.perf_counter()
     truncator = Truncator(retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side=truncate)
     texts = [truncator(history.strategy(q, fmt)) for q in task.queries]

@@ -24,15 +24,22 @@ class Scored:
     seconds: float
 
 
-def score(task: TaskData, run: Run, measures: list[Measure], relevance_level: int,
-          analyses_options: AnalysisOptions, protocol: ScoringProtocol = PROTOCOLS[TREC_EVAL]) -> Scored:
+def score(
+    task: TaskData,
+    run: Run,
+    measures: list[Measure],
+    relevance_level: int,
+    analyses_options: AnalysisOptions,
+    protocol: ScoringProtocol = PROTOCOLS[TREC_EVAL],
+) -> Scored:
     started = time.perf_counter()
     qrels = task.qrels()
     evaluation = protocol.score(qrels, run, measures, relevance_level)
     analyses = run_analyses(analyses_options, qrels, run, evaluation, measures)
     if "refined_qrels" not in analyses and {"original", "refined"} <= set(task.extra_qrels):
-        comparison = refined_comparison(task.extra_qrels["original"], task.extra_qrels["refined"], run, measures,
-                                        relevance_level)
+        comparison = refined_comparison(
+            task.extra_qrels["original"], task.extra_qrels["refined"], run, measures, relevance_level
+        )
         comparison.pop("_evaluations")
         analyses["refined_qrels"] = comparison
     breakdowns = {"turn": by_turn(evaluation, task.queries)}

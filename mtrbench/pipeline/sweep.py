@@ -38,15 +38,21 @@ class SweepCell:
     reused: int = 0  # of them, finished results read back instead of evaluated
 
 
-def run_sweep(model: str, task_name: str, config: EvalConfig, grid: SweepGrid,
-              retriever_options: RetrieverOptions | None = None,
-              progress: Callable[[str], None] | None = None) -> list[SweepCell]:
+def run_sweep(
+    model: str,
+    task_name: str,
+    config: EvalConfig,
+    grid: SweepGrid,
+    retriever_options: RetrieverOptions | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[SweepCell]:
     say = progress or (lambda message: None)
     options = retriever_options or RetrieverOptions()
     resolved = resolve(model)
     if resolved.spec is None or resolved.spec.kind != "hybrid":
-        raise UserInputError(f"a sweep over --alpha/--candidate-k needs a hybrid model (hybrid:DENSE+bm25), not "
-                             f"'{resolved.requested}'")
+        raise UserInputError(
+            f"a sweep over --alpha/--candidate-k needs a hybrid model (hybrid:DENSE+bm25), not '{resolved.requested}'"
+        )
     legs = load_legs(resolved, options)
     cells = []
     for alpha, candidate_k in grid.cells:
@@ -54,11 +60,15 @@ def run_sweep(model: str, task_name: str, config: EvalConfig, grid: SweepGrid,
         cell_options = options.with_values(alpha=alpha, candidate_k=candidate_k)
         retriever = assemble(resolved, cell_options, legs)
         skipped: list[SkippedResult] = []
-        evaluated = run_eval(resolved, task_name, config, cell_options, progress=say, retriever=retriever,
-                             on_skip=skipped.append)
+        evaluated = run_eval(
+            resolved, task_name, config, cell_options, progress=say, retriever=retriever, on_skip=skipped.append
+        )
         reused = [Result.load(s.path) for s in skipped]
-        cells.append(SweepCell(alpha, candidate_k, _in_history_order([*evaluated, *reused], config.histories),
-                               reused=len(reused)))
+        cells.append(
+            SweepCell(
+                alpha, candidate_k, _in_history_order([*evaluated, *reused], config.histories), reused=len(reused)
+            )
+        )
     return cells
 
 

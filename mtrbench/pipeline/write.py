@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from mtrbench.analyses.report import confidence_intervals
 from mtrbench.data.model import TaskData
@@ -27,20 +26,37 @@ class Timings:
     index_corpus: float
 
     def document(self, retrieved: Retrieved, scored: Scored) -> dict[str, float]:
-        return {"load_model": round(self.load_model, 3), "load_task": round(self.load_task, 3),
-                "index_corpus": round(self.index_corpus, 3), "serialize_and_search": round(retrieved.seconds, 3),
-                "score": round(scored.seconds, 3)}
+        return {
+            "load_model": round(self.load_model, 3),
+            "load_task": round(self.load_task, 3),
+            "index_corpus": round(self.index_corpus, 3),
+            "serialize_and_search": round(retrieved.seconds, 3),
+            "score": round(scored.seconds, 3),
+        }
 
 
-def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever: Retriever, config: EvalConfig,
-                  max_length_set: bool, retrieved: Retrieved, scored: Scored, timings: Timings) -> Result:
+def write_history(
+    plan: Plan,
+    planned: PlannedHistory,
+    task: TaskData,
+    retriever: Retriever,
+    config: EvalConfig,
+    max_length_set: bool,
+    retrieved: Retrieved,
+    scored: Scored,
+    timings: Timings,
+) -> Result:
     evaluation, card = scored.evaluation, plan.card
     history = planned.history
     rewriter = {**planned.settings["rewriter"], **history.report} if "rewriter" in planned.settings else None
-    experiment = experiment_name(history.name, config, retriever, max_length_set,
-                                 rewriter_label(rewriter), plan.protocol)
-    settings = {**planned.settings, "retriever": retriever.settings(),  # as indexed (parent-child: child count)
-                **({"rewriter": rewriter} if rewriter else {})}  # identity as planned, plus the request counts
+    experiment = experiment_name(
+        history.name, config, retriever, max_length_set, rewriter_label(rewriter), plan.protocol
+    )
+    settings = {
+        **planned.settings,
+        "retriever": retriever.settings(),  # as indexed (parent-child: child count)
+        **({"rewriter": rewriter} if rewriter else {}),
+    }  # identity as planned, plus the request counts
     n_no_qrels = sum(1 for q in task.queries if not q.qrels)
     warnings = {**task.warnings, **getattr(retriever, "warnings", {})}
     if history.excluded:
@@ -51,9 +67,12 @@ def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever
         "settings": settings,
         "experiment": experiment,
         "main_score_key": card.main_score,
-        "queries": {"total": len(task.queries) + len(history.excluded), "evaluated": len(evaluation.per_query),
-                    "excluded_without_positives": len(evaluation.excluded) + n_no_qrels,
-                    **({"excluded_rewriter_failed": len(history.excluded)} if history.excluded else {})},
+        "queries": {
+            "total": len(task.queries) + len(history.excluded),
+            "evaluated": len(evaluation.per_query),
+            "excluded_without_positives": len(evaluation.excluded) + n_no_qrels,
+            **({"excluded_rewriter_failed": len(history.excluded)} if history.excluded else {}),
+        },
         "corpus_size": len(task.corpus),
         "warnings": dict(warnings),
         "truncation": retrieved.truncation,
@@ -68,20 +87,30 @@ def write_history(plan: Plan, planned: PlannedHistory, task: TaskData, retriever
         "files": {"run": planned.paths.run.name, "per_query": planned.paths.per_query.name},
     }
     seconds = timings.load_task + timings.index_corpus + retrieved.seconds + scored.seconds
-    document = result_document(task_name=task.name, dataset_revision=task.dataset_revision, split=task.split,
-                               languages=list(card.languages), main_score_key=card.main_score, scores=scores,
-                               evaluation_time=seconds, extra=extra)
+    document = result_document(
+        task_name=task.name,
+        dataset_revision=task.dataset_revision,
+        split=task.split,
+        languages=list(card.languages),
+        main_score_key=card.main_score,
+        scores=scores,
+        evaluation_time=seconds,
+        extra=extra,
+    )
     by_qid = {q.qid: q for q in task.queries}
-    rows = [QueryScores(qid, by_qid[qid].conversation_id, by_qid[qid].turn_id, values)
-            for qid, values in evaluation.per_query.items()]
+    rows = [
+        QueryScores(qid, by_qid[qid].conversation_id, by_qid[qid].turn_id, values)
+        for qid, values in evaluation.per_query.items()
+    ]
     result = Result(document, planned.paths.json, _per_query=rows)
     result.save(retrieved.run, run_tag=run_tag(plan.requested_model, history.name))
     _write_model_meta(retriever, config, card.name, experiment, planned)
     return result
 
 
-def _write_model_meta(retriever: Retriever, config: EvalConfig, task_name: str, experiment: str | None,
-                      planned: PlannedHistory) -> None:
+def _write_model_meta(
+    retriever: Retriever, config: EvalConfig, task_name: str, experiment: str | None, planned: PlannedHistory
+) -> None:
     revision_folder = result_paths(config.output_dir, retriever.name, retriever.revision, task_name, None).json.parent
     write_model_meta(revision_folder, model_meta(retriever))
     if experiment:

@@ -60,8 +60,11 @@ def load_system(path_text: str, judgments: RunJudgments | None) -> SystemScores:
         rows = result.per_query
     except DataError as exc:
         raise DataError(f"{exc} (no per-query file recorded)") from None
-    return SystemScores(f"{result.model_name} ({result.history})", {r.qid: r.values for r in rows},
-                        {r.qid: r.conversation_id for r in rows if r.conversation_id is not None})
+    return SystemScores(
+        f"{result.model_name} ({result.history})",
+        {r.qid: r.values for r in rows},
+        {r.qid: r.conversation_id for r in rows if r.conversation_id is not None},
+    )
 
 
 def _scored_run(path: Path, judgments: RunJudgments | None) -> SystemScores:
@@ -69,8 +72,7 @@ def _scored_run(path: Path, judgments: RunJudgments | None) -> SystemScores:
     from mtrbench.measures import evaluate
 
     if judgments is None:
-        raise UserInputError(f"{path} is a TREC run (not a .json result): give --qrels FILE or --task NAME to "
-                             f"score it")
+        raise UserInputError(f"{path} is a TREC run (not a .json result): give --qrels FILE or --task NAME to score it")
     run = read_run(path)
     evaluation = evaluate(judgments.qrels, run, judgments.measures, relevance_level=judgments.relevance_level)
     if not set(run) & set(evaluation.per_query):

@@ -81,8 +81,9 @@ def find_inputs(paths: list[str | Path]) -> Inputs:
         path = Path(given)
         if path.is_dir():
             # model_meta.json files sit beside results for mteb's cache: known, never an input
-            candidates = sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
-                                and p.name != "model_meta.json")
+            candidates = sorted(
+                p for p in path.rglob("*.json") if not p.name.startswith(".") and p.name != "model_meta.json"
+            )
             explicit = False
         elif path.is_file():
             candidates, explicit = [path], True

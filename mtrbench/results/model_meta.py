@@ -18,8 +18,7 @@ from mtrbench.infra.atomic import atomic_write_text
 
 MODEL_META_FILE = "model_meta.json"
 
-_FRAMEWORKS = {"dense": ["Sentence Transformers", "PyTorch"], "dual": ["Transformers", "PyTorch"],
-               "sparse": ["NumPy"]}
+_FRAMEWORKS = {"dense": ["Sentence Transformers", "PyTorch"], "dual": ["Transformers", "PyTorch"], "sparse": ["NumPy"]}
 
 
 def _kind(settings: dict[str, Any]) -> str:

@@ -38,8 +38,10 @@ def check_request(path: str | Path, card: TaskCard) -> None:
     if Path(path).suffix != ".jsonl":
         raise UserInputError(f"--mtrag-out {path}: MTRAGEval prediction files are JSON Lines named *.jsonl")
     if card.format not in MTRAG_FORMATS:
-        raise UserInputError(f"--mtrag-out writes MTRAGEval Task A files for MTRAG and MTRAG-UN tasks (mtrag-*, "
-                             f"mtragun-*); task '{card.name}' is a {card.format} task")
+        raise UserInputError(
+            f"--mtrag-out writes MTRAGEval Task A files for MTRAG and MTRAG-UN tasks (mtrag-*, "
+            f"mtragun-*); task '{card.name}' is a {card.format} task"
+        )
 
 
 def _turns(query: ConversationalQuery) -> tuple[Message, ...]:
@@ -57,14 +59,28 @@ def taska_tasks(task: TaskData, run: Run) -> list[MtragTask]:
         contexts = []
         for doc_id, score in ranked(docs)[:MAX_CONTEXTS]:
             if doc_id not in task.corpus:
-                raise DataError(f"document '{doc_id}' of the run (query {query.qid}) is not in {task.name}'s corpus: "
-                                f"the run was made over another corpus")
+                raise DataError(
+                    f"document '{doc_id}' of the run (query {query.qid}) is not in {task.name}'s corpus: "
+                    f"the run was made over another corpus"
+                )
             position = task.corpus.position(doc_id)
-            contexts.append(Context(document_id=doc_id, text=task.corpus.texts[position],
-                                    title=task.corpus.titles[position] or "", score=float(score)))
-        records.append(MtragTask(task_id=query.qid, conversation_id=query.conversation_id,
-                                 collection=str(query.meta.get("collection") or task.name), input=_turns(query),
-                                 contexts=tuple(contexts)))
+            contexts.append(
+                Context(
+                    document_id=doc_id,
+                    text=task.corpus.texts[position],
+                    title=task.corpus.titles[position] or "",
+                    score=float(score),
+                )
+            )
+        records.append(
+            MtragTask(
+                task_id=query.qid,
+                conversation_id=query.conversation_id,
+                collection=str(query.meta.get("collection") or task.name),
+                input=_turns(query),
+                contexts=tuple(contexts),
+            )
+        )
     return records
 
 
@@ -75,16 +91,19 @@ def write_taska(path: str | Path, result: Result, task: TaskData) -> int:
     if path.suffix != ".jsonl":
         raise UserInputError(f"--mtrag-out {path}: MTRAGEval prediction files are JSON Lines named *.jsonl")
     if (result.task_name, result.split) != (task.name, task.split):
-        raise UserInputError(f"the result is of {result.task_name} ({result.split}), the task given is {task.name} "
-                             f"({task.split})")
+        raise UserInputError(
+            f"the result is of {result.task_name} ({result.split}), the task given is {task.name} ({task.split})"
+        )
     records = taska_tasks(task, result.run())
     if not records:
         raise DataError(f"the run {result.run_path} answers none of {task.name}'s queries: nothing to write to {path}")
     write_tasks(path, records)
     report = check_predictions(path, MODE)
     if report.problems:
-        raise DataError(f"{path} fails MTRAG's format check: {report.problems[0]}"
-                        + (f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else ""))
+        raise DataError(
+            f"{path} fails MTRAG's format check: {report.problems[0]}"
+            + (f" (and {len(report.problems) - 1} more)" if len(report.problems) > 1 else "")
+        )
     return len(records)
 
 

@@ -31,7 +31,14 @@ DEFAULT_OVERWRITE = "only-missing"
 # and what the corpus decides once indexed (the child count of parent-child retrieval: the chunking spec is kept).
 EXECUTION_ONLY = ("device", "batch_size", "token_budget", "packed", "embedding_cache", "search_execution")
 CORPUS_DERIVED = ("children",)
-REWRITER_IDENTITY = ("kind", "model", "base_url", "prompt_hash", "name", "temperature")  # rewrite:llm / summary:llm; python
+REWRITER_IDENTITY = (
+    "kind",
+    "model",
+    "base_url",
+    "prompt_hash",
+    "name",
+    "temperature",
+)  # rewrite:llm / summary:llm; python
 
 
 @dataclass(frozen=True)
@@ -89,12 +96,17 @@ def decide(path: Path, settings: dict[str, Any], strategy: str, dataset_revision
     existing = _existing_settings(path)
     if existing is not None and _rewriter_failures(existing[0]):
         return Decision(True, "incomplete")  # its rewriter failed on some queries: a re-run asks only those
-    same = existing is not None and comparable_settings(existing[0]) == comparable_settings(settings) and (
-        dataset_revision is None or existing[1] == dataset_revision)
+    same = (
+        existing is not None
+        and comparable_settings(existing[0]) == comparable_settings(settings)
+        and (dataset_revision is None or existing[1] == dataset_revision)
+    )
     if same:
         return Decision(False, "finished")
     reason = "unreadable" if existing is None else "settings differ"
     if strategy == "never":
-        raise MtrbenchError(f"{path}: a result with other settings exists ({reason}); --overwrite-strategy never "
-                            f"does not replace it (use only-missing or always, or another --output-dir)")
+        raise MtrbenchError(
+            f"{path}: a result with other settings exists ({reason}); --overwrite-strategy never "
+            f"does not replace it (use only-missing or always, or another --output-dir)"
+        )
     return Decision(True, reason)

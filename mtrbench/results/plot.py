@@ -6,13 +6,13 @@ import io
 from collections import Counter
 from pathlib import Path
 
+from mtrbench.analyses.turn_bands import turn_bands
 from mtrbench.infra.atomic import atomic_write_bytes
 from mtrbench.infra.errors import DataError, MtrbenchError
-from mtrbench.analyses.turn_bands import turn_bands
-from mtrbench.results.documents import find_inputs
-from mtrbench.results.result import QueryScores, Result
-from mtrbench.results.labels import canonical, short_model
 from mtrbench.measures import label as pretty_name
+from mtrbench.results.documents import find_inputs
+from mtrbench.results.labels import canonical, short_model
+from mtrbench.results.result import QueryScores, Result
 from mtrbench.results.writer import safe_name
 
 TURN_FAMILIES = ("recall", "ndcg")
@@ -85,13 +85,17 @@ def _mark_switch(axis, switches: Counter[int], label: bool) -> None:
     for turn, count in sorted(switches.items()):
         axis.axvline(turn + 0.5, color="0.35", linestyle="--", linewidth=1.0, alpha=0.35 + 0.6 * count / total)
     if label and switches:
-        axis.text(min(switches) + 0.45, 0.03, "topic switch", rotation=90, fontsize=7, color="0.3", ha="right",
-                  va="bottom")
+        axis.text(
+            min(switches) + 0.45, 0.03, "topic switch", rotation=90, fontsize=7, color="0.3", ha="right", va="bottom"
+        )
 
 
 def _band_rows(rows: list[QueryScores] | None, key: str):
-    return [(r.conversation_id, r.turn_id, r.values[key]) for r in rows or []
-            if key in r.values and isinstance(r.turn_id, int) and r.conversation_id is not None]
+    return [
+        (r.conversation_id, r.turn_id, r.values[key])
+        for r in rows or []
+        if key in r.values and isinstance(r.turn_id, int) and r.conversation_id is not None
+    ]
 
 
 def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> list[Path]:
@@ -133,8 +137,15 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
                     axis.plot(xs, ys, marker="o", markersize=3.5, linewidth=1.8, color=colours[column], zorder=3)
                     bands = turn_bands(_band_rows(rows_of[id(result)], key))
                     if bands:
-                        axis.fill_between([b.turn for b in bands], [b.low for b in bands], [b.high for b in bands],
-                                          color=colours[column], alpha=0.2, linewidth=0, zorder=2)
+                        axis.fill_between(
+                            [b.turn for b in bands],
+                            [b.low for b in bands],
+                            [b.high for b in bands],
+                            color=colours[column],
+                            alpha=0.2,
+                            linewidth=0,
+                            zorder=2,
+                        )
                     drawn = True
                 _mark_switch(axis, switches, label=row == 0 and column == 0)
                 if row == 0:
@@ -146,16 +157,22 @@ def plot_turn_curves(paths: list[str | Path], output_dir: Path, k: int = 10) -> 
                 axis.set_ylim(0, 1.02)
                 axis.grid(alpha=0.3)
         if not drawn:
-            raise MtrbenchError(f"{task} / {model}: no per-turn values for k={k} (available cutoffs: "
-                                f"{first.settings.get('k_values')})")
+            raise MtrbenchError(
+                f"{task} / {model}: no per-turn values for k={k} (available cutoffs: {first.settings.get('k_values')})"
+            )
         turns = first.breakdowns["turn"]
         counts = ", ".join(f"{t}: {row.get('n', '?')}" for t, row in sorted(turns.items(), key=lambda x: int(x[0])))
-        switch_note = ("dashed: topic switch after turn " + ", ".join(f"{t} ({c} conversations)"
-                                                                       for t, c in sorted(switches.items()))
-                       if switches else "topic switch: none recorded for this task (or the task is not loadable here)")
-        title = (f"{task} \u00b7 {short_model(model)} \u00b7 truncate={first.settings.get('truncate')}: mean per turn; "
-                 f"shaded: 95% bootstrap band over conversations; grey: the other strategies; {switch_note}; "
-                 f"queries per turn: {counts}")
+        switch_note = (
+            "dashed: topic switch after turn "
+            + ", ".join(f"{t} ({c} conversations)" for t, c in sorted(switches.items()))
+            if switches
+            else "topic switch: none recorded for this task (or the task is not loadable here)"
+        )
+        title = (
+            f"{task} \u00b7 {short_model(model)} \u00b7 truncate={first.settings.get('truncate')}: mean per turn; "
+            f"shaded: 95% bootstrap band over conversations; grey: the other strategies; {switch_note}; "
+            f"queries per turn: {counts}"
+        )
         figure.suptitle("\n".join(textwrap.wrap(title, width=int(14 * (2.7 * n + 1.2)))), fontsize=9)
         name = unique_stem(safe_name(f"{task}__{short_model(model)}__turns_at_{k}"), names_used, "__")
         written.append(save_png(figure, Path(output_dir) / f"{name}.png"))

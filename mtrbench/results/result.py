@@ -22,6 +22,7 @@ NOT_METRICS = frozenset({"hf_subset", "languages", "main_score"})
 @dataclass(frozen=True)
 class QueryScores:
     """One evaluated query's metric values (a row of ``<task>.per_query.jsonl``)."""
+
     qid: str
     conversation_id: str | None
     turn_id: int | None
@@ -29,9 +30,13 @@ class QueryScores:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> QueryScores:
-        values = {k: float(v) for k, v in row.items()
-                  if k not in ("qid", "conversation_id", "turn_id") and isinstance(v, (int, float))
-                  and not isinstance(v, bool)}
+        values = {
+            k: float(v)
+            for k, v in row.items()
+            if k not in ("qid", "conversation_id", "turn_id")
+            and isinstance(v, (int, float))
+            and not isinstance(v, bool)
+        }
         return cls(str(row["qid"]), row.get("conversation_id"), row.get("turn_id"), values)
 
     def as_row(self) -> dict[str, Any]:
@@ -105,8 +110,11 @@ class Result:
     @property
     def scores(self) -> dict[str, float]:
         """Every metric of the evaluated split (mteb's bookkeeping keys left out)."""
-        return {k: float(v) for k, v in self.split_block.items()
-                if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {
+            k: float(v)
+            for k, v in self.split_block.items()
+            if k not in NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
 
     @property
     def dataset_revision(self) -> str | None:

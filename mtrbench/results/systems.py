@@ -11,8 +11,15 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtrbench.analyses.meta.inputs import (InputSpec, ScoreMatrix, SystemScores, build_matrix, measure_key,
-                                           runs_matrices, system_labels)
+from mtrbench.analyses.meta.inputs import (
+    InputSpec,
+    ScoreMatrix,
+    SystemScores,
+    build_matrix,
+    measure_key,
+    runs_matrices,
+    system_labels,
+)
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.results.documents import find_inputs, read_json
 from mtrbench.results.result import Result
@@ -31,8 +38,9 @@ def load_matrices(spec: InputSpec, measures: Sequence[str]) -> list[ScoreMatrix]
         by_task = read_systems(files, key)
         missing = [t for t in spec.tasks if t not in by_task]
         if missing:
-            raise UserInputError(f"--tasks {', '.join(missing)} not among the results' tasks "
-                                 f"({', '.join(sorted(by_task))})")
+            raise UserInputError(
+                f"--tasks {', '.join(missing)} not among the results' tasks ({', '.join(sorted(by_task))})"
+            )
         for task in spec.tasks or sorted(by_task):
             matrices.append(build_matrix(by_task[task], key))
     return matrices
@@ -53,7 +61,7 @@ def result_files(paths: Sequence[str | Path]) -> list[Path]:
 
 def _result_path(path: Path) -> Path:
     if path.name.endswith(PER_QUERY_SUFFIX):
-        return path.with_name(path.name[:-len(PER_QUERY_SUFFIX)] + ".json")
+        return path.with_name(path.name[: -len(PER_QUERY_SUFFIX)] + ".json")
     return path
 
 
@@ -73,9 +81,13 @@ def read_systems(files: Sequence[Path], measure_key: str) -> dict[str, list[Syst
                 conversations[row.qid] = str(row.conversation_id)
         described.setdefault(result.task_name, []).append((result.model_name, result.history))
         by_task.setdefault(result.task_name, []).append(SystemScores("", result.task_name, values, conversations))
-    return {task: [SystemScores(name, s.task, s.values, s.conversations)
-                   for name, s in zip(system_labels(described[task]), systems)]
-            for task, systems in by_task.items()}
+    return {
+        task: [
+            SystemScores(name, s.task, s.values, s.conversations)
+            for name, s in zip(system_labels(described[task]), systems)
+        ]
+        for task, systems in by_task.items()
+    }
 
 
 def leaderboard_results(board: Path) -> list[Path]:
@@ -87,11 +99,14 @@ def leaderboard_results(board: Path) -> list[Path]:
         recorded = source.get("result_file") if isinstance(source, dict) else None
         name = entry.get("id") if isinstance(entry, dict) else json.dumps(entry)
         if not isinstance(recorded, str):
-            raise DataError(f"{board}: entry {name} records no source.result_file: its per-query values "
-                            f"cannot be found")
+            raise DataError(
+                f"{board}: entry {name} records no source.result_file: its per-query values cannot be found"
+            )
         found = next((c for c in (Path(recorded), board.parent / recorded) if c.is_file()), None)
         if found is None:
-            raise DataError(f"{board}: entry {name}'s result file {recorded} is not here (nor beside the "
-                            f"leaderboard): meta needs the per-query values")
+            raise DataError(
+                f"{board}: entry {name}'s result file {recorded} is not here (nor beside the "
+                f"leaderboard): meta needs the per-query values"
+            )
         paths.append(found)
     return paths

@@ -76,11 +76,15 @@ def column_widths(table: Table, width: int) -> list[int]:
     never below their widest number; names in a ``no_wrap`` column only once every other text column is
     at its floor; headers and other text down to ``TEXT_COLUMN_FLOOR``."""
     columns = table.columns
-    natural = [max([_longest_line(column.header)] + [_longest_line(c) for c in column.cells] + [column.min_width or 0])
-               for column in columns]
+    natural = [
+        max([_longest_line(column.header)] + [_longest_line(c) for c in column.cells] + [column.min_width or 0])
+        for column in columns
+    ]
     numbers = [max((widest_number(c) for c in column.cells), default=0) for column in columns]
-    floor = [max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
-             for column, wide, n in zip(columns, numbers, natural)]
+    floor = [
+        max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
+        for column, wide, n in zip(columns, numbers, natural)
+    ]
     available = width - COLUMN_GAP * (len(columns) - 1) - 1  # rich may give a column one more
     widths = list(natural)
     for shrinkable in ([i for i, c in enumerate(columns) if not c.no_wrap], list(range(len(columns)))):
@@ -144,8 +148,16 @@ def strategies_table(title: str, results: Sequence[Result], console: Console) ->
         if cut:
             cells.append(f"{trunc['question_cut_share']:.0%}" if trunc["question_cut"] else "0%")
         table.add_row(r.history, *(f"{r.scores[k]:.4f}" for k in keys), *cells)
-    print_titled(console, title + ("; trunc: share of queries truncated, q cut: share whose question itself was cut"
-                                   if cut else "; trunc: share of queries truncated"), table)
+    print_titled(
+        console,
+        title
+        + (
+            "; trunc: share of queries truncated, q cut: share whose question itself was cut"
+            if cut
+            else "; trunc: share of queries truncated"
+        ),
+        table,
+    )
 
 
 def turn_table(results: Sequence[Result], console: Console) -> None:
@@ -164,8 +176,9 @@ def turn_table(results: Sequence[Result], console: Console) -> None:
         for part in ("before_switch", "after_switch"):
             cells = [r.breakdowns.get("topic_switch", {}).get(part) for r in results]
             n = next((c["n"] for c in cells if c), 0)
-            table.add_row(part.replace("_switch", ""), str(n), *(f"{c[key]:.4f}" if c else "-" for c in cells),
-                          style="italic")
+            table.add_row(
+                part.replace("_switch", ""), str(n), *(f"{c[key]:.4f}" if c else "-" for c in cells), style="italic"
+            )
     print_titled(console, f"{pretty_name(key)} by turn (before/after: the task's topic switch)", table)
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench import __version__
-from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.formats.run import Run, format_run
+from mtrbench.infra.atomic import atomic_write_text
 
 # Written as ``mteb_version`` when mteb is not installed: the oldest mteb whose result format this
 # file follows and that today's ``TaskResult.from_disk`` reads as-is. Files claiming < 1.11.0 are
@@ -34,11 +34,43 @@ MTEB_RESULT_FORMAT_VERSION = "1.12.48"
 HF_SUBSET = "default"  # mtrbench tasks have one subset per split, as mteb's monolingual tasks do
 
 # ISO 639-3 -> ISO 15924 script for languages not written in Latin script (mteb's "eng-Latn" form).
-_SCRIPTS = {"zho": "Hans", "cmn": "Hans", "yue": "Hant", "jpn": "Jpan", "kor": "Hang", "rus": "Cyrl", "ukr": "Cyrl",
-            "bul": "Cyrl", "srp": "Cyrl", "mkd": "Cyrl", "bel": "Cyrl", "kaz": "Cyrl", "ara": "Arab", "fas": "Arab",
-            "urd": "Arab", "heb": "Hebr", "hin": "Deva", "mar": "Deva", "nep": "Deva", "ben": "Beng", "tam": "Taml",
-            "tel": "Telu", "kan": "Knda", "mal": "Mlym", "guj": "Gujr", "pan": "Guru", "tha": "Thai", "ell": "Grek",
-            "kat": "Geor", "hye": "Armn", "amh": "Ethi", "khm": "Khmr", "lao": "Laoo", "mya": "Mymr", "sin": "Sinh"}
+_SCRIPTS = {
+    "zho": "Hans",
+    "cmn": "Hans",
+    "yue": "Hant",
+    "jpn": "Jpan",
+    "kor": "Hang",
+    "rus": "Cyrl",
+    "ukr": "Cyrl",
+    "bul": "Cyrl",
+    "srp": "Cyrl",
+    "mkd": "Cyrl",
+    "bel": "Cyrl",
+    "kaz": "Cyrl",
+    "ara": "Arab",
+    "fas": "Arab",
+    "urd": "Arab",
+    "heb": "Hebr",
+    "hin": "Deva",
+    "mar": "Deva",
+    "nep": "Deva",
+    "ben": "Beng",
+    "tam": "Taml",
+    "tel": "Telu",
+    "kan": "Knda",
+    "mal": "Mlym",
+    "guj": "Gujr",
+    "pan": "Guru",
+    "tha": "Thai",
+    "ell": "Grek",
+    "kat": "Geor",
+    "hye": "Armn",
+    "amh": "Ethi",
+    "khm": "Khmr",
+    "lao": "Laoo",
+    "mya": "Mymr",
+    "sin": "Sinh",
+}
 
 
 def mteb_language(code: str) -> str:
@@ -59,9 +91,17 @@ def dataset_revision_label(revision: str | None) -> str:
     return revision or "local"
 
 
-def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fmt: dict[str, Any],
-                    max_length: int | None, dtype: str | None = None,
-                    pipeline: dict[str, Any] | None = None, limit: int | None = None) -> str | None:
+def experiment_slug(
+    *,
+    history: str,
+    truncate: str,
+    truncation_applies: bool,
+    fmt: dict[str, Any],
+    max_length: int | None,
+    dtype: str | None = None,
+    pipeline: dict[str, Any] | None = None,
+    limit: int | None = None,
+) -> str | None:
     """None for mtrbench's default settings (mteb's plain layout); else a readable slug of what differs.
 
     Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
@@ -82,8 +122,9 @@ def experiment_slug(*, history: str, truncate: str, truncation_applies: bool, fm
     if dtype not in (None, "fp32"):
         parts.append(f"dtype={dtype}")
     # pipeline stages (hybrid alpha and candidates, reranker and depth), in the order given; None: not set
-    parts.extend(f"{key}={str(value).replace('/', '__')}" for key, value in (pipeline or {}).items()
-                 if value is not None)
+    parts.extend(
+        f"{key}={str(value).replace('/', '__')}" for key, value in (pipeline or {}).items() if value is not None
+    )
     if limit is not None:  # a partial run never shares a folder (or a name) with a full one
         parts.append(f"limit={limit}")
     return "__".join(parts) or None
@@ -118,16 +159,21 @@ def hardware() -> dict[str, Any]:
 
     import torch
 
-    info: dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
-                            "cpu_count": os.cpu_count(), "torch": torch.__version__}
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+    }
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
         info["gpu_count"] = torch.cuda.device_count()
     return info
 
 
-def write_result(paths: ResultPaths, document: dict[str, Any], run: Run, per_query_rows: list[dict[str, Any]],
-                 run_tag: str) -> None:
+def write_result(
+    paths: ResultPaths, document: dict[str, Any], run: Run, per_query_rows: list[dict[str, Any]], run_tag: str
+) -> None:
     atomic_write_text(paths.run, format_run(run, run_tag))
     atomic_write_text(paths.per_query, "".join(json.dumps(row) + "\n" for row in per_query_rows))
     atomic_write_text(paths.json, json.dumps(document, indent=2) + "\n")
@@ -143,12 +189,24 @@ def _timestamp(iso_date: Any) -> float:
     return time.time()
 
 
-def result_document(*, task_name: str, dataset_revision: str | None, split: str, languages: list[str],
-                    main_score_key: str, scores: dict[str, float], evaluation_time: float,
-                    extra: dict[str, Any]) -> dict[str, Any]:
+def result_document(
+    *,
+    task_name: str,
+    dataset_revision: str | None,
+    split: str,
+    languages: list[str],
+    main_score_key: str,
+    scores: dict[str, float],
+    evaluation_time: float,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
     version, version_source = mteb_version()
-    split_scores = {**scores, "hf_subset": HF_SUBSET, "languages": [mteb_language(code) for code in languages],
-                    "main_score": scores[main_score_key]}
+    split_scores = {
+        **scores,
+        "hf_subset": HF_SUBSET,
+        "languages": [mteb_language(code) for code in languages],
+        "main_score": scores[main_score_key],
+    }
     return {
         "dataset_revision": dataset_revision_label(dataset_revision),
         "task_name": task_name,

@@ -9,5 +9,19 @@ from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, Retriever
 from mtrbench.retrieve.registry import REGISTRY, ModelSpec, resolve_model
 from mtrbench.search.hits import Hits
 
-__all__ = ["Hits", "Retriever", "REGISTRY", "ModelSpec", "RetrieverOptions", "LoadingOptions", "ScaleOptions",
-           "PipelineOptions", "ResolvedModel", "resolve", "resolve_model", "build_retriever", "load_legs", "assemble"]
+__all__ = [
+    "Hits",
+    "Retriever",
+    "REGISTRY",
+    "ModelSpec",
+    "RetrieverOptions",
+    "LoadingOptions",
+    "ScaleOptions",
+    "PipelineOptions",
+    "ResolvedModel",
+    "resolve",
+    "resolve_model",
+    "build_retriever",
+    "load_legs",
+    "assemble",
+]

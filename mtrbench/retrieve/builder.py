@@ -5,14 +5,13 @@ The CLI, ``mtrbench.evaluate``, sweeps and ``rag`` all build here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Union
 
 from mtrbench.infra.errors import UserInputError
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, RetrieverOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec, resolve_model
 
-ModelInput = Union[str, ModelSpec, object]  # a name, a resolved spec, or a model object (models/protocols.py)
+ModelInput = str | ModelSpec | object  # a name, a resolved spec, or a model object (models/protocols.py)
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,9 @@ def build_retriever(model: ModelInput, options: RetrieverOptions | None = None, 
 def load_legs(model: ResolvedModel, options: RetrieverOptions) -> Legs:
     """The first-stage models, loaded once (hybrid: both legs)."""
     if model.spec is not None and model.spec.kind == "hybrid":
-        return Legs(dense=_load(resolve(model.spec.model_id), options), sparse=_load(resolve(model.spec.doc_model_id),
-                                                                                     options))
+        return Legs(
+            dense=_load(resolve(model.spec.model_id), options), sparse=_load(resolve(model.spec.doc_model_id), options)
+        )
     return Legs(first=_load(model, options))
 
 
@@ -74,17 +74,21 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
         chunking = Chunking.parse(stages.chunking)  # with chunking, candidate_k counts the children retrieved
         inner = _first_stage(model, options, replace(stages, candidate_k=None), legs)
         # strategy 2 scores the candidate parents with the same model over their own text: a second index
-        parents = _first_stage(model, options, replace(stages, candidate_k=None), None) if stages.rank_parents \
-            else None
+        parents = _first_stage(model, options, replace(stages, candidate_k=None), None) if stages.rank_parents else None
         retriever = ParentChildRetriever(inner, chunking, candidate_k=stages.candidate_k, parent_scorer=parents)
     else:
         retriever = _first_stage(model, options, stages, legs)
     if stages.rerank:
         from mtrbench.retrieve.rerank import CrossEncoderReranker
 
-        retriever = CrossEncoderReranker(retriever, stages.rerank, rerank_k=stages.rerank_k,
-                                         device=options.loading.device, batch_size=stages.rerank_batch_size,
-                                         show_progress=options.loading.show_progress)
+        retriever = CrossEncoderReranker(
+            retriever,
+            stages.rerank,
+            rerank_k=stages.rerank_k,
+            device=options.loading.device,
+            batch_size=stages.rerank_batch_size,
+            show_progress=options.loading.show_progress,
+        )
     return retriever
 
 
@@ -95,20 +99,26 @@ def _check_pipeline(model: ResolvedModel, stages: PipelineOptions) -> None:
     if not hybrid and stages.alpha is not None:
         raise UserInputError(f"--alpha applies to hybrid models (hybrid:DENSE+bm25), not '{model.requested}'")
     if not hybrid and stages.candidate_k is not None and not stages.chunking:
-        raise UserInputError(f"--candidate-k applies to hybrid models (hybrid:DENSE+bm25) and --chunking, not "
-                             f"'{model.requested}'")
+        raise UserInputError(
+            f"--candidate-k applies to hybrid models (hybrid:DENSE+bm25) and --chunking, not '{model.requested}'"
+        )
     if model.is_object and (stages.chunking or stages.rerank):
         raise UserInputError("--chunking and --rerank wrap named models; a Python model object is evaluated alone")
 
 
-def _first_stage(model: ResolvedModel, options: RetrieverOptions, stages: PipelineOptions,
-                 legs: Legs | None) -> Retriever:
+def _first_stage(
+    model: ResolvedModel, options: RetrieverOptions, stages: PipelineOptions, legs: Legs | None
+) -> Retriever:
     if model.spec is not None and model.spec.kind == "hybrid":
         from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
 
         legs = legs if legs is not None and legs.dense is not None else load_legs(model, options)
-        return HybridRetriever(legs.dense, legs.sparse, alpha=DEFAULT_ALPHA if stages.alpha is None else stages.alpha,
-                               candidate_k=stages.candidate_k)
+        return HybridRetriever(
+            legs.dense,
+            legs.sparse,
+            alpha=DEFAULT_ALPHA if stages.alpha is None else stages.alpha,
+            candidate_k=stages.candidate_k,
+        )
     if legs is not None and legs.first is not None:
         return legs.first
     return _load(model, options)
@@ -135,5 +145,16 @@ def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
     return DenseRetriever(spec, loading, scale)
 
 
-__all__ = ["ModelInput", "ResolvedModel", "Legs", "resolve", "build_retriever", "load_legs", "assemble",
-           "LoadingOptions", "ScaleOptions", "PipelineOptions", "RetrieverOptions"]
+__all__ = [
+    "ModelInput",
+    "ResolvedModel",
+    "Legs",
+    "resolve",
+    "build_retriever",
+    "load_legs",
+    "assemble",
+    "LoadingOptions",
+    "ScaleOptions",
+    "PipelineOptions",
+    "RetrieverOptions",
+]

@@ -22,19 +22,42 @@ from mtrbench.search.hits import Hits
 
 MIN_CANDIDATES = 100  # children retrieved per query: max(top_k, this) unless candidate_k is given
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "no", "fig", "approx",
-                  "ca", "c", "inc", "ltd", "co", "mt", "ft", "u.s"}
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "etc",
+    "e.g",
+    "i.e",
+    "no",
+    "fig",
+    "approx",
+    "ca",
+    "c",
+    "inc",
+    "ltd",
+    "co",
+    "mt",
+    "ft",
+    "u.s",
+}
 
 
 def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        head = text[start:match.start()].rstrip("\"')]")
+        head = text[start : match.start()].rstrip("\"')]")
         last_word = head.rsplit(None, 1)[-1].rstrip(".!?").lower() if head.split() else ""
         if last_word in _ABBREVIATIONS or (len(last_word) == 1 and last_word.isalpha()):
             continue  # "Dr. Lorne", "J. S. Bach": not a sentence end
-        sentences.append(text[start:match.end()].strip())
+        sentences.append(text[start : match.end()].strip())
         start = match.end()
     tail = text[start:].strip()
     if tail:
@@ -71,7 +94,7 @@ class Chunking:
             return [" ".join(sentences)] if sentences else [""]
         out = []
         for start in range(0, len(sentences), self.stride):
-            out.append(" ".join(sentences[start:start + self.size]))
+            out.append(" ".join(sentences[start : start + self.size]))
             if start + self.size >= len(sentences):
                 break
         return out
@@ -92,8 +115,13 @@ def child_corpus(corpus: Corpus, chunking: Chunking) -> tuple[Corpus, list[int]]
 class ParentChildRetriever:
     """Any retriever over the children; parents ranked by their best retrieved child."""
 
-    def __init__(self, inner: Retriever, chunking: Chunking, candidate_k: int | None = None,
-                 parent_scorer: Retriever | None = None) -> None:
+    def __init__(
+        self,
+        inner: Retriever,
+        chunking: Chunking,
+        candidate_k: int | None = None,
+        parent_scorer: Retriever | None = None,
+    ) -> None:
         if candidate_k is not None and candidate_k < 1:
             raise MtrbenchError("--candidate-k must be positive")
         self.inner, self.chunking, self.candidate_k = inner, chunking, candidate_k
@@ -113,17 +141,29 @@ class ParentChildRetriever:
 
     def settings(self) -> dict[str, Any]:
         inner = self.inner.settings()
-        return {"kind": "parent-child", "chunking": self.chunking.label, "splitter": "rule-based regex (docs/pipelines.md)",
-                "candidate_k": self.candidate_k, "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})",
-                "aggregation": ("candidate parents rescored on their own text" if self.parent_scorer
-                                else "max child score"),
-                "rank_parents": self.parent_scorer is not None, "children": len(self._parents), "dtype": inner.get("dtype"),
-                "children_retriever": inner}
+        return {
+            "kind": "parent-child",
+            "chunking": self.chunking.label,
+            "splitter": "rule-based regex (docs/pipelines.md)",
+            "candidate_k": self.candidate_k,
+            "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})",
+            "aggregation": (
+                "candidate parents rescored on their own text" if self.parent_scorer else "max child score"
+            ),
+            "rank_parents": self.parent_scorer is not None,
+            "children": len(self._parents),
+            "dtype": inner.get("dtype"),
+            "children_retriever": inner,
+        }
 
     def pipeline_slug(self) -> dict[str, Any]:
         inner = getattr(self.inner, "pipeline_slug", None)
-        return {**(inner() if inner else {}), "chunking": self.chunking.label, "candk": self.candidate_k,
-                "rankparents": True if self.parent_scorer is not None else None}
+        return {
+            **(inner() if inner else {}),
+            "chunking": self.chunking.label,
+            "candk": self.candidate_k,
+            "rankparents": True if self.parent_scorer is not None else None,
+        }
 
     def index(self, corpus: Corpus) -> None:
         children, self._parents = child_corpus(corpus, self.chunking)
@@ -138,8 +178,9 @@ class ParentChildRetriever:
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         child_candidates = None
         if candidates is not None:
-            child_candidates = [None if pool is None else [c for p in pool for c in self._children_of.get(p, [])]
-                                for pool in candidates]
+            child_candidates = [
+                None if pool is None else [c for p in pool for c in self._children_of.get(p, [])] for pool in candidates
+            ]
         hits: Hits = []
         pools: list[list[int] | None] = []
         for children, scores in self.inner.search(queries, self.children_k(top_k), child_candidates):

@@ -59,8 +59,9 @@ class EmbeddingRetriever:
         self._doc_emb: torch.Tensor | None = None
         self._setup_scale(scale.ray, scale.ray_workers, scale.search_memory, scale.index)
 
-    def _setup_scale(self, ray: str | None, ray_workers: int | None, search_memory: int | None,
-                     index: str | None) -> None:
+    def _setup_scale(
+        self, ray: str | None, ray_workers: int | None, search_memory: int | None, index: str | None
+    ) -> None:
         from mtrbench.encode.distributed import RaySettings
 
         self.ray = RaySettings(address=None if ray == "local" else ray, workers=ray_workers) if ray else None
@@ -71,12 +72,15 @@ class EmbeddingRetriever:
         if search_memory is not None and search_memory < 1:
             raise MtrbenchError("--search-memory must be positive")
         if self.index_spec.approximate and (search_memory or ray):
-            raise MtrbenchError("--index faiss:... searches in memory on this machine; it does not combine with "
-                                "--search-memory or --ray")
+            raise MtrbenchError(
+                "--index faiss:... searches in memory on this machine; it does not combine with "
+                "--search-memory or --ray"
+            )
         if (search_memory or ray) and not self.cache:
-            raise MtrbenchError("--search-memory and --ray search the corpus embeddings from the embedding cache; "
-                                "drop --no-cache")
-        self._shards = None   # streamed or sharded search: the cache entry's shards
+            raise MtrbenchError(
+                "--search-memory and --ray search the corpus embeddings from the embedding cache; drop --no-cache"
+            )
+        self._shards = None  # streamed or sharded search: the cache entry's shards
         self._faiss = None
 
     def pipeline_slug(self) -> dict[str, Any]:
@@ -97,43 +101,75 @@ class EmbeddingRetriever:
 
     def _engine_settings(self) -> dict[str, Any]:
         engine = self.doc_engine.settings()
-        return {"dtype": self.dtype, "similarity": "cosine" if self.normalize else "dot", "device": self.device,
-                "batch_size": self.batch_size, "token_budget": engine["token_budget"], "packed": engine["packed"],
-                "embedding_cache": "on" if self.cache is not None else "off", "search": self._search_settings(),
-                "search_execution": self._search_execution()}
+        return {
+            "dtype": self.dtype,
+            "similarity": "cosine" if self.normalize else "dot",
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "token_budget": engine["token_budget"],
+            "packed": engine["packed"],
+            "embedding_cache": "on" if self.cache is not None else "off",
+            "search": self._search_settings(),
+            "search_execution": self._search_execution(),
+        }
 
     def index(self, corpus: Corpus) -> None:
         texts = [corpus.document_text(i) for i in range(len(corpus))]
 
         def encode(todo: list[str], sizes: list[int] | None = None, on_chunk=None) -> torch.Tensor:
-            return self.doc_engine.encode(todo, self.doc_prompt, self.normalize, show_progress=self.show_progress,
-                                          desc="Encoding corpus", chunk_sizes=sizes, on_chunk=on_chunk)
+            return self.doc_engine.encode(
+                todo,
+                self.doc_prompt,
+                self.normalize,
+                show_progress=self.show_progress,
+                desc="Encoding corpus",
+                chunk_sizes=sizes,
+                on_chunk=on_chunk,
+            )
 
         if self.cache is None:
             self._doc_emb = encode(texts)
             self._build_index()
             return
         tower = self.doc_engine.tower
-        key = CacheKey(model=self.doc_source.name, revision=self.doc_source.cache_revision, prompt=self.doc_prompt,
-                       pipeline=tower.signature(), normalize=self.normalize, max_length=tower.max_length,
-                       dtype=self.dtype, corpus=corpus_fingerprint(corpus.ids, texts), n_docs=len(texts))
+        key = CacheKey(
+            model=self.doc_source.name,
+            revision=self.doc_source.cache_revision,
+            prompt=self.doc_prompt,
+            pipeline=tower.signature(),
+            normalize=self.normalize,
+            max_length=tower.max_length,
+            dtype=self.dtype,
+            corpus=corpus_fingerprint(corpus.ids, texts),
+            n_docs=len(texts),
+        )
         n_devices = len(getattr(self.doc_engine, "devices", None) or [self.doc_engine.device])
         block_device = self.doc_engine.device
         if self.ray is not None:
             from mtrbench.encode.distributed import RayEncoder, connect, ray_module
 
             connect(self.ray)
-            encode = RayEncoder(tower.spec, self.engine_options, self.ray, self.doc_prompt, self.normalize,
-                                self.show_progress)
+            encode = RayEncoder(
+                tower.spec, self.engine_options, self.ray, self.doc_prompt, self.normalize, self.show_progress
+            )
             # one block per actor call: the engine's block for the actors' device type
             block_device, n_devices = ("cuda" if ray_module().cluster_resources().get("GPU") else "cpu"), 1
         streamed = self.ray is not None or self.search_memory is not None
         embeddings, self.cache_report = self.cache.load_or_encode(
-            key, texts, encode, device=self.doc_engine.device, n_devices=n_devices, block_device=block_device,
-            keep=not streamed)
+            key,
+            texts,
+            encode,
+            device=self.doc_engine.device,
+            n_devices=n_devices,
+            block_device=block_device,
+            keep=not streamed,
+        )
         if self.cache_report.corrupt:
-            log.warning("embedding cache: %d corrupt shard(s) re-encoded (%s)", self.cache_report.corrupt,
-                        "; ".join(self.cache_report.messages))
+            log.warning(
+                "embedding cache: %d corrupt shard(s) re-encoded (%s)",
+                self.cache_report.corrupt,
+                "; ".join(self.cache_report.messages),
+            )
         if streamed:
             from mtrbench.search.streaming import entry_shards
 
@@ -159,13 +195,16 @@ class EmbeddingRetriever:
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         if self._doc_emb is None:
             raise RuntimeError("index() the corpus before searching")
-        q = self.query_engine.encode(queries, self.query_prompt, self.normalize,
-                                     show_progress=self.show_progress, desc="Encoding queries")
+        q = self.query_engine.encode(
+            queries, self.query_prompt, self.normalize, show_progress=self.show_progress, desc="Encoding queries"
+        )
         if self._shards is None and self._faiss is None:
             return exact_search(q.to(self._doc_emb.device, self._doc_emb.dtype), self._doc_emb, top_k, candidates)
         if candidates is not None and any(pool is not None for pool in candidates):
-            raise MtrbenchError("candidate pools (--chunking --rank-parents, hybrid legs) need the in-memory exact "
-                                "search: drop --search-memory, --ray and --index")
+            raise MtrbenchError(
+                "candidate pools (--chunking --rank-parents, hybrid legs) need the in-memory exact "
+                "search: drop --search-memory, --ray and --index"
+            )
         if self._faiss is not None:
             scores, ids = self._faiss.search(q, top_k)
         else:
@@ -176,34 +215,56 @@ class EmbeddingRetriever:
                 from mtrbench.encode.distributed import ray_module
 
                 workers = max(1, int(ray_module().cluster_resources().get("GPU", 0)) or 2)
-            scores, ids = sharded_search(q, self._shards, top_k, workers, self.search_memory,
-                                         use_ray=self.ray is not None)
-        return [([int(i) for i in row_i if i >= 0], [float(s) for s, i in zip(row_s, row_i) if i >= 0])
-                for row_s, row_i in zip(scores.tolist(), ids.tolist())]
+            scores, ids = sharded_search(
+                q, self._shards, top_k, workers, self.search_memory, use_ray=self.ray is not None
+            )
+        return [
+            ([int(i) for i in row_i if i >= 0], [float(s) for s, i in zip(row_s, row_i) if i >= 0])
+            for row_s, row_i in zip(scores.tolist(), ids.tolist())
+        ]
 
 
 class DenseRetriever(EmbeddingRetriever):
-    def __init__(self, spec: ModelSpec, loading: LoadingOptions | None = None, scale: ScaleOptions | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        loading: LoadingOptions | None = None,
+        scale: ScaleOptions | None = None,
+    ) -> None:
         loading, scale = loading or LoadingOptions(), scale or ScaleOptions()
         if loading.pooling or loading.similarity:
-            raise MtrbenchError("--pooling and --similarity apply to dual encoders (--query-model/--doc-model); "
-                                f"'{spec.alias}' uses the pooling and similarity its sentence-transformers config sets")
+            raise MtrbenchError(
+                "--pooling and --similarity apply to dual encoders (--query-model/--doc-model); "
+                f"'{spec.alias}' uses the pooling and similarity its sentence-transformers config sets"
+            )
         self.spec = spec
         self._setup_common(loading, scale)
         trust_remote_code, max_length = loading.trust_remote_code, loading.max_length
         if spec.needs_remote_code and not trust_remote_code:
-            raise MtrbenchError(f"model '{spec.alias}' runs code from its repository; "
-                                f"pass --trust-remote-code if you trust {spec.model_id}")
+            raise MtrbenchError(
+                f"model '{spec.alias}' runs code from its repository; "
+                f"pass --trust-remote-code if you trust {spec.model_id}"
+            )
         source = ModelSource(spec.model_id, loading.revision or spec.revision)
-        tower = load_tower(TowerSpec(SENTENCE_TRANSFORMERS, source.location, source.requested_revision,
-                                     source.local_only, trust_remote_code, max_length, dtype=self.dtype), self.device)
+        tower = load_tower(
+            TowerSpec(
+                SENTENCE_TRANSFORMERS,
+                source.location,
+                source.requested_revision,
+                source.local_only,
+                trust_remote_code,
+                max_length,
+                dtype=self.dtype,
+            ),
+            self.device,
+        )
         source.resolve_revision()
         self._adopt(tower, source)
 
     @classmethod
-    def from_sentence_transformer(cls, model: SentenceTransformer, name: str, revision: str | None,
-                                  loading: LoadingOptions, scale: ScaleOptions) -> DenseRetriever:
+    def from_sentence_transformer(
+        cls, model: SentenceTransformer, name: str, revision: str | None, loading: LoadingOptions, scale: ScaleOptions
+    ) -> DenseRetriever:
         """A sentence-transformers model object the user loaded: mtrbench's engine encodes with it. Its corpus
         embeddings are cached only under a given ``revision`` (the object's weights are not fingerprinted)."""
         from mtrbench.encode.towers import SentenceTransformerTower
@@ -239,5 +300,10 @@ class DenseRetriever(EmbeddingRetriever):
         self.normalize = (getattr(model, "similarity_fn_name", None) or "cosine") == "cosine"
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "dense", "query_prompt": self.query_prompt, "doc_prompt": self.doc_prompt,
-                "max_length": self.max_length, **self._engine_settings()}
+        return {
+            "kind": "dense",
+            "query_prompt": self.query_prompt,
+            "doc_prompt": self.doc_prompt,
+            "max_length": self.max_length,
+            **self._engine_settings(),
+        }

@@ -19,14 +19,20 @@ SIMILARITIES = ("dot", "cosine")
 
 
 class DualEncoderRetriever(EmbeddingRetriever):
-    def __init__(self, spec: ModelSpec, loading: LoadingOptions | None = None, scale: ScaleOptions | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        loading: LoadingOptions | None = None,
+        scale: ScaleOptions | None = None,
+    ) -> None:
         loading, scale = loading or LoadingOptions(), scale or ScaleOptions()
         pooling, similarity, max_length = loading.pooling, loading.similarity, loading.max_length
         trust_remote_code = loading.trust_remote_code
         if loading.revision:
-            raise MtrbenchError("--revision pins one repository; a dual encoder has two (download both and pass "
-                                "their folders with --query-model/--doc-model)")
+            raise MtrbenchError(
+                "--revision pins one repository; a dual encoder has two (download both and pass "
+                "their folders with --query-model/--doc-model)"
+            )
         self.spec = spec
         self.pooling = check_pooling(pooling or spec.pooling)
         self.similarity = similarity or spec.similarity
@@ -38,24 +44,45 @@ class DualEncoderRetriever(EmbeddingRetriever):
         limit = max_length or spec.max_length
 
         def tower_spec(source: ModelSource, tokenizer_from: str | None = None) -> TowerSpec:
-            return TowerSpec(TRANSFORMERS, source.location, None, source.local_only, trust_remote_code, limit,
-                             pooling=self.pooling, dtype=self.dtype, tokenizer_location=tokenizer_from)
+            return TowerSpec(
+                TRANSFORMERS,
+                source.location,
+                None,
+                source.local_only,
+                trust_remote_code,
+                limit,
+                pooling=self.pooling,
+                dtype=self.dtype,
+                tokenizer_location=tokenizer_from,
+            )
 
         query_tower = load_tower(tower_spec(query_source), self.device)
-        doc_tower = load_tower(tower_spec(doc_source, query_source.location if spec.shared_tokenizer else None),
-                               self.device)
+        doc_tower = load_tower(
+            tower_spec(doc_source, query_source.location if spec.shared_tokenizer else None), self.device
+        )
         for source in (query_source, doc_source):
             source.resolve_revision()
         self.query_source, self.doc_source = query_source, doc_source
         self.name = pair_name(query_source.name, doc_source.name)
-        self.revision = (query_source.revision if query_source.revision == doc_source.revision
-                         else pair_name(query_source.revision, doc_source.revision))
+        self.revision = (
+            query_source.revision
+            if query_source.revision == doc_source.revision
+            else pair_name(query_source.revision, doc_source.revision)
+        )
         self.query_engine = EncodingEngine(query_tower, self.engine_options, self.devices)
         self.doc_engine = EncodingEngine(doc_tower, self.engine_options, self.devices)
         self.tokenizer = query_tower.tokenizer
         self.max_length = query_tower.max_length
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "dual", "query_model": self.query_source.name, "doc_model": self.doc_source.name,
-                "pooling": self.pooling, "max_length": self.max_length, "doc_max_length": self.doc_engine.tower.max_length,
-                "query_prompt": "", "doc_prompt": "", **self._engine_settings()}
+        return {
+            "kind": "dual",
+            "query_model": self.query_source.name,
+            "doc_model": self.doc_source.name,
+            "pooling": self.pooling,
+            "max_length": self.max_length,
+            "doc_max_length": self.doc_engine.tower.max_length,
+            "query_prompt": "",
+            "doc_prompt": "",
+            **self._engine_settings(),
+        }

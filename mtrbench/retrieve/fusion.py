@@ -11,8 +11,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import Run, ranked, read_run
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.results.result import Result
 
 # mtrbench's name -> ranx's method name.
@@ -72,7 +72,7 @@ def run_file_for(path: str | Path) -> Path:
         raise MtrbenchError(f"{path}: no such result file")
     result = Result.load(path)
     # a result that records no run file: the eval layout's name, <task>.run.trec beside it
-    run = result.run_path if "run" in result.files else path.with_name(path.name[:-len(".json")] + ".run.trec")
+    run = result.run_path if "run" in result.files else path.with_name(path.name[: -len(".json")] + ".run.trec")
     if not run.exists():
         raise MtrbenchError(f"{path}: its TREC run {run.name} is not beside it")
     return run
@@ -122,7 +122,7 @@ def fuse_runs(runs: list[Run], options: FusionOptions) -> Run:
     for qid in qids:
         docs = {str(d): float(s) for d, s in fused.get(qid, {}).items()}
         if options.top_k is not None:
-            docs = dict(ranked(docs)[:options.top_k])
+            docs = dict(ranked(docs)[: options.top_k])
         out[qid] = docs
     return out
 

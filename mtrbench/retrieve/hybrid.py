@@ -35,20 +35,24 @@ def min_max(scores: list[float]) -> np.ndarray:
     return (values - low) / (high - low)
 
 
-def combine(dense: tuple[list[int], list[float]], sparse: tuple[list[int], list[float]],
-            alpha: float) -> dict[int, float]:
+def combine(
+    dense: tuple[list[int], list[float]], sparse: tuple[list[int], list[float]], alpha: float
+) -> dict[int, float]:
     """One query's hybrid scores over the union of both legs' candidates."""
     dense_norm = dict(zip(dense[0], min_max(dense[1]).tolist())) if alpha > 0 else {}
     sparse_norm = dict(zip(sparse[0], min_max(sparse[1]).tolist())) if alpha < 1 else {}
-    return {doc: alpha * dense_norm.get(doc, 0.0) + (1.0 - alpha) * sparse_norm.get(doc, 0.0)
-            for doc in dense_norm.keys() | sparse_norm.keys()}
+    return {
+        doc: alpha * dense_norm.get(doc, 0.0) + (1.0 - alpha) * sparse_norm.get(doc, 0.0)
+        for doc in dense_norm.keys() | sparse_norm.keys()
+    }
 
 
 class HybridRetriever:
     """A dense leg (any dense or dual-encoder retriever, with its embedding cache) and BM25, fused by score."""
 
-    def __init__(self, dense: Retriever, sparse: Retriever, alpha: float = DEFAULT_ALPHA,
-                 candidate_k: int | None = None) -> None:
+    def __init__(
+        self, dense: Retriever, sparse: Retriever, alpha: float = DEFAULT_ALPHA, candidate_k: int | None = None
+    ) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise MtrbenchError(f"--alpha is the dense share and must lie in [0, 1], got {alpha}")
         if candidate_k is not None and candidate_k < 1:
@@ -69,11 +73,17 @@ class HybridRetriever:
 
     def settings(self) -> dict[str, Any]:
         dense = self.dense.settings()
-        return {"kind": "hybrid", "alpha": self.alpha, "candidate_k": self.candidate_k,
-                "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})", "normalization": NORMALIZATION,
-                "merge": MERGE, "dtype": dense.get("dtype"),
-                "dense": {"name": self.dense.name, "revision": self.dense.revision, **dense},
-                "sparse": {"name": self.sparse.name, "revision": self.sparse.revision, **self.sparse.settings()}}
+        return {
+            "kind": "hybrid",
+            "alpha": self.alpha,
+            "candidate_k": self.candidate_k,
+            "candidate_k_default": f"max(top_k, {MIN_CANDIDATES})",
+            "normalization": NORMALIZATION,
+            "merge": MERGE,
+            "dtype": dense.get("dtype"),
+            "dense": {"name": self.dense.name, "revision": self.dense.revision, **dense},
+            "sparse": {"name": self.sparse.name, "revision": self.sparse.revision, **self.sparse.settings()},
+        }
 
     def pipeline_slug(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "candk": self.candidate_k}

@@ -19,8 +19,14 @@ from tqdm.auto import tqdm
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.models.loading import NamedSource
-from mtrbench.models.protocols import (Conversation, ConversationEncoder, Embeddings, Encoder, SearchRetriever,
-                                       object_name)
+from mtrbench.models.protocols import (
+    Conversation,
+    ConversationEncoder,
+    Embeddings,
+    Encoder,
+    SearchRetriever,
+    object_name,
+)
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.dense import EmbeddingRetriever
 from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
@@ -30,8 +36,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_OBJECT_BATCH = 64  # texts per call to the user's encode method when no --batch-size is set
 SIMILARITIES = ("cosine", "dot")
-SHAPES = ("a sentence-transformers model, an object with encode_queries(texts) and encode_corpus(docs), one with "
-          "encode_conversations(conversations) and encode_corpus(docs), or one with search(queries, top_k)")
+SHAPES = (
+    "a sentence-transformers model, an object with encode_queries(texts) and encode_corpus(docs), one with "
+    "encode_conversations(conversations) and encode_corpus(docs), or one with search(queries, top_k)"
+)
 
 
 def _accepts(method: Callable[..., object], keyword: str) -> bool:
@@ -74,8 +82,14 @@ class ObjectEngine:
 
     device = "cpu"
 
-    def __init__(self, method: Callable[..., Embeddings], inputs_of: Callable[[list[object]], list[object]],
-                 batch_size: int, what: str, tower: _ObjectTower) -> None:
+    def __init__(
+        self,
+        method: Callable[..., Embeddings],
+        inputs_of: Callable[[list[object]], list[object]],
+        batch_size: int,
+        what: str,
+        tower: _ObjectTower,
+    ) -> None:
         self.method, self.inputs_of, self.batch_size, self.what, self.tower = method, inputs_of, batch_size, what, tower
         self._pass_batch_size = _accepts(method, "batch_size")
         self.dim: int | None = None
@@ -83,17 +97,26 @@ class ObjectEngine:
     def settings(self) -> dict[str, Any]:
         return {"token_budget": None, "packed": False}
 
-    def encode(self, items: Sequence[object], prompt: str = "", normalize: bool = False, show_progress: bool = False,
-               desc: str = "Encoding", chunk_sizes: Sequence[int] | None = None,
-               on_chunk: Callable[[int, torch.Tensor], None] | None = None) -> torch.Tensor:
+    def encode(
+        self,
+        items: Sequence[object],
+        prompt: str = "",
+        normalize: bool = False,
+        show_progress: bool = False,
+        desc: str = "Encoding",
+        chunk_sizes: Sequence[int] | None = None,
+        on_chunk: Callable[[int, torch.Tensor], None] | None = None,
+    ) -> torch.Tensor:
         items = list(items)
         sizes = list(chunk_sizes) if chunk_sizes is not None else [len(items)]
         parts: list[torch.Tensor] = []
         with tqdm(total=len(items), desc=desc, unit="text", disable=not show_progress, leave=False) as bar:
             start = 0
             for index, size in enumerate(sizes):
-                chunk = [self._batch(items[s:s + self.batch_size], bar)
-                         for s in range(start, start + size, self.batch_size)]
+                chunk = [
+                    self._batch(items[s : s + self.batch_size], bar)
+                    for s in range(start, start + size, self.batch_size)
+                ]
                 block = torch.cat(chunk) if chunk else torch.empty(0, self.dim or 0)
                 if normalize:
                     block = torch.nn.functional.normalize(block, dim=-1)
@@ -110,7 +133,9 @@ class ObjectEngine:
         if self.dim is None:
             self.dim = matrix.shape[1]
         elif matrix.shape[1] != self.dim:
-            raise ModelError(f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional ones")
+            raise ModelError(
+                f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional ones"
+            )
         bar.update(len(items))
         return matrix
 
@@ -142,10 +167,13 @@ class EncoderObjectRetriever(EmbeddingRetriever):
         batch = loading.batch_size or DEFAULT_OBJECT_BATCH
         tower = _ObjectTower({"object": name, "similarity": self.similarity}, self.max_length)
         self._documents: dict[str, dict[str, str]] = {}
-        self.doc_engine = ObjectEngine(model.encode_corpus, self._document_inputs, batch, f"{name}.encode_corpus", tower)
+        self.doc_engine = ObjectEngine(
+            model.encode_corpus, self._document_inputs, batch, f"{name}.encode_corpus", tower
+        )
         if self.reads_conversations:
-            self.query_engine = ObjectEngine(model.encode_conversations, list, batch, f"{name}.encode_conversations",
-                                             tower)
+            self.query_engine = ObjectEngine(
+                model.encode_conversations, list, batch, f"{name}.encode_conversations", tower
+            )
         else:
             self.query_engine = ObjectEngine(model.encode_queries, list, batch, f"{name}.encode_queries", tower)
 
@@ -154,21 +182,32 @@ class EncoderObjectRetriever(EmbeddingRetriever):
 
     def index(self, corpus: Corpus) -> None:
         # the cache hands back the texts it needs encoded; each maps to its document as beir passes it
-        self._documents = {corpus.document_text(i): {"title": corpus.titles[i], "text": corpus.texts[i]}
-                           for i in range(len(corpus))}
+        self._documents = {
+            corpus.document_text(i): {"title": corpus.titles[i], "text": corpus.texts[i]} for i in range(len(corpus))
+        }
         super().index(corpus)
 
-    def search_queries(self, queries: list[ConversationalQuery], texts: list[str], top_k: int,
-                       candidates: list[list[int] | None] | None = None) -> Hits:
+    def search_queries(
+        self,
+        queries: list[ConversationalQuery],
+        texts: list[str],
+        top_k: int,
+        candidates: list[list[int] | None] | None = None,
+    ) -> Hits:
         """A conversation encoder reads the turns; a text encoder the serialized queries."""
         if not self.reads_conversations:
             return self.search(texts, top_k, candidates)
         return self.search([Conversation.of(q) for q in queries], top_k, candidates)  # type: ignore[arg-type]
 
     def settings(self) -> dict[str, Any]:
-        return {"kind": "conversation-encoder" if self.reads_conversations else "encoder", "object": self.name,
-                "query_prompt": self.query_prompt, "doc_prompt": self.doc_prompt, "max_length": self.max_length,
-                **self._engine_settings()}
+        return {
+            "kind": "conversation-encoder" if self.reads_conversations else "encoder",
+            "object": self.name,
+            "query_prompt": self.query_prompt,
+            "doc_prompt": self.doc_prompt,
+            "max_length": self.max_length,
+            **self._engine_settings(),
+        }
 
 
 class SearchObjectRetriever:
@@ -201,16 +240,25 @@ class SearchObjectRetriever:
             index({corpus.ids[i]: {"title": corpus.titles[i], "text": corpus.texts[i]} for i in range(len(corpus))})
 
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
-        raise UserInputError(f"{self.name} answers by query id: it runs as a first stage on its own, not inside "
-                             "a hybrid, chunking or rerank pipeline")
+        raise UserInputError(
+            f"{self.name} answers by query id: it runs as a first stage on its own, not inside "
+            "a hybrid, chunking or rerank pipeline"
+        )
 
-    def search_queries(self, queries: list[ConversationalQuery], texts: list[str], top_k: int,
-                       candidates: list[list[int] | None] | None = None) -> Hits:
+    def search_queries(
+        self,
+        queries: list[ConversationalQuery],
+        texts: list[str],
+        top_k: int,
+        candidates: list[list[int] | None] | None = None,
+    ) -> Hits:
         if self._corpus is None:
             raise RuntimeError("index() the corpus before searching")
         if candidates is not None and any(pool is not None for pool in candidates):
-            raise UserInputError(f"{self.name}: the task restricts each query to candidate documents, which a search "
-                                 "object cannot be told; use an encoder object")
+            raise UserInputError(
+                f"{self.name}: the task restricts each query to candidate documents, which a search "
+                "object cannot be told; use an encoder object"
+            )
         run = self.model.search({q.qid: text for q, text in zip(queries, texts)}, top_k)
         if not isinstance(run, dict):
             raise ModelError(f"{self.name}.search returned {type(run).__name__}; expected {{qid: {{doc_id: score}}}}")
@@ -226,8 +274,9 @@ class SearchObjectRetriever:
             try:
                 kept.append((float(score), corpus.position(str(doc_id))))
             except (TypeError, ValueError):
-                raise ModelError(f"{self.name}.search: query {qid}, document {doc_id}: score {score!r} is not a number"
-                                 ) from None
+                raise ModelError(
+                    f"{self.name}.search: query {qid}, document {doc_id}: score {score!r} is not a number"
+                ) from None
         kept.sort(key=lambda pair: (-pair[0], pair[1]))
         kept = kept[:top_k]
         return [position for _, position in kept], [score for score, _ in kept]
@@ -244,10 +293,12 @@ def retriever_from_object(model: object, loading: LoadingOptions, scale: ScaleOp
         from mtrbench.retrieve.dense import DenseRetriever
 
         revision = getattr(model, "revision", None)
-        name = getattr(model, "name", None) or getattr(model.model_card_data, "base_model", None) \
-            or type(model).__name__
-        return DenseRetriever.from_sentence_transformer(model, str(name), revision if isinstance(revision, str)
-                                                        else None, loading, scale)
+        name = (
+            getattr(model, "name", None) or getattr(model.model_card_data, "base_model", None) or type(model).__name__
+        )
+        return DenseRetriever.from_sentence_transformer(
+            model, str(name), revision if isinstance(revision, str) else None, loading, scale
+        )
     if isinstance(model, (ConversationEncoder, Encoder)):
         return EncoderObjectRetriever(model, loading, scale)
     if isinstance(model, SearchRetriever):

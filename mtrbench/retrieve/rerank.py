@@ -19,8 +19,15 @@ from mtrbench.search.hits import Hits
 
 
 class CrossEncoderReranker:
-    def __init__(self, first: Retriever, model: str, rerank_k: int = 100, device: str = "auto",
-                 batch_size: int = 32, show_progress: bool = True) -> None:
+    def __init__(
+        self,
+        first: Retriever,
+        model: str,
+        rerank_k: int = 100,
+        device: str = "auto",
+        batch_size: int = 32,
+        show_progress: bool = True,
+    ) -> None:
         if rerank_k < 1 or batch_size < 1:
             raise MtrbenchError("--rerank-k and --rerank-batch-size must be positive")
         from sentence_transformers import CrossEncoder
@@ -47,9 +54,17 @@ class CrossEncoderReranker:
 
     def settings(self) -> dict[str, Any]:
         first = self.first.settings()
-        return {**first, "rerank": {"model": self.source.name, "revision": self.source.revision,
-                                    "rerank_k": self.rerank_k, "max_length": getattr(self.model, "max_seq_length", None),
-                                    "document": "title + ' ' + text", "below_rerank_k": "first-stage order"}}
+        return {
+            **first,
+            "rerank": {
+                "model": self.source.name,
+                "revision": self.source.revision,
+                "rerank_k": self.rerank_k,
+                "max_length": getattr(self.model, "max_seq_length", None),
+                "document": "title + ' ' + text",
+                "below_rerank_k": "first-stage order",
+            },
+        }
 
     def pipeline_slug(self) -> dict[str, Any]:
         first = getattr(self.first, "pipeline_slug", None)
@@ -63,15 +78,23 @@ class CrossEncoderReranker:
         if self._corpus is None:
             raise RuntimeError("index() the corpus before searching")
         first_hits = self.first.search(queries, max(top_k, self.rerank_k), candidates)
-        pairs = [(queries[q], self._corpus.document_text(doc))
-                 for q, (docs, _) in enumerate(first_hits) for doc in docs[:self.rerank_k]]
-        scores = self.model.predict(pairs, batch_size=self.batch_size, show_progress_bar=self.show_progress,
-                                    convert_to_numpy=True).tolist() if pairs else []
+        pairs = [
+            (queries[q], self._corpus.document_text(doc))
+            for q, (docs, _) in enumerate(first_hits)
+            for doc in docs[: self.rerank_k]
+        ]
+        scores = (
+            self.model.predict(
+                pairs, batch_size=self.batch_size, show_progress_bar=self.show_progress, convert_to_numpy=True
+            ).tolist()
+            if pairs
+            else []
+        )
         hits: Hits = []
         at = 0
         for docs, _ in first_hits:
-            head, tail = docs[:self.rerank_k], docs[self.rerank_k:]
-            head_scores = scores[at:at + len(head)]
+            head, tail = docs[: self.rerank_k], docs[self.rerank_k :]
+            head_scores = scores[at : at + len(head)]
             at += len(head)
             ids = self._corpus.ids
             order = sorted(range(len(head)), key=lambda i: (head_scores[i], ids[head[i]]), reverse=True)

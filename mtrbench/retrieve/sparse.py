@@ -26,8 +26,14 @@ class BM25Retriever:
     def settings(self) -> dict[str, Any]:
         import bm25s
 
-        return {"kind": "sparse", "k1": K1, "b": B, "method": "lucene", "stopwords": "en",
-                "bm25s_version": getattr(bm25s, "__version__", "unknown")}
+        return {
+            "kind": "sparse",
+            "k1": K1,
+            "b": B,
+            "method": "lucene",
+            "stopwords": "en",
+            "bm25s_version": getattr(bm25s, "__version__", "unknown"),
+        }
 
     def _tokenize(self, texts: list[str]) -> list[list[str]]:
         import bm25s

@@ -21,14 +21,17 @@ import torch
 
 from mtrbench.infra.errors import MtrbenchError
 
-KINDS = {"ivf-flat": ("nlist", "nprobe"), "ivf-pq": ("nlist", "nprobe", "m", "nbits"),
-         "hnsw": ("m", "ef_construction", "ef_search")}
+KINDS = {
+    "ivf-flat": ("nlist", "nprobe"),
+    "ivf-pq": ("nlist", "nprobe", "m", "nbits"),
+    "hnsw": ("m", "ef_construction", "ef_search"),
+}
 EXACT = "exact"
 
 
 @dataclass(frozen=True)
 class IndexSpec:
-    kind: str                               # exact | ivf-flat | ivf-pq | hnsw
+    kind: str  # exact | ivf-flat | ivf-pq | hnsw
     params: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -43,8 +46,10 @@ class IndexSpec:
         backend, _, rest = text.partition(":")
         parts = [p.strip() for p in rest.split(",") if p.strip()]
         if backend != "faiss" or not parts:
-            raise MtrbenchError(f"--index '{text}': expected exact or faiss:KIND[,name=value...] with KIND one of "
-                                f"{', '.join(KINDS)} (e.g. faiss:ivf-flat,nlist=1024,nprobe=32)")
+            raise MtrbenchError(
+                f"--index '{text}': expected exact or faiss:KIND[,name=value...] with KIND one of "
+                f"{', '.join(KINDS)} (e.g. faiss:ivf-flat,nlist=1024,nprobe=32)"
+            )
         kind = parts[0].lower().replace("_", "-")
         if kind not in KINDS:
             raise MtrbenchError(f"--index '{text}': unknown faiss index '{parts[0]}' (one of {', '.join(KINDS)})")
@@ -63,8 +68,11 @@ class IndexSpec:
         return cls(kind, params)
 
     def describe(self) -> str:
-        return EXACT if self.kind == EXACT else "faiss:" + ",".join(
-            [self.kind, *(f"{k}={v}" for k, v in sorted(self.params.items()))])
+        return (
+            EXACT
+            if self.kind == EXACT
+            else "faiss:" + ",".join([self.kind, *(f"{k}={v}" for k, v in sorted(self.params.items()))])
+        )
 
 
 class FaissIndex:
@@ -91,8 +99,7 @@ class FaissIndex:
                 m = p.setdefault("m", max(1, dim // 8))
                 if dim % m:
                     raise MtrbenchError(f"--index {spec.describe()}: m={m} must divide the dimension {dim}")
-                index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, p.setdefault("nbits", 8),
-                                         faiss.METRIC_INNER_PRODUCT)
+                index = faiss.IndexIVFPQ(quantizer, dim, nlist, m, p.setdefault("nbits", 8), faiss.METRIC_INNER_PRODUCT)
             index.cp.seed = 1234
             index.train(vectors)
             index.nprobe = min(p.setdefault("nprobe", min(nlist, 32)), nlist)

@@ -35,8 +35,14 @@ def _search_group(queries: torch.Tensor, group: list[ShardRef], top_k: int, memo
     return stream_search(queries, group, top_k, memory_bytes or WHOLE_SHARD, device)
 
 
-def sharded_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int, workers: int,
-                   memory_bytes: int | None = None, use_ray: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def sharded_search(
+    queries: torch.Tensor,
+    shards: Sequence[ShardRef],
+    top_k: int,
+    workers: int,
+    memory_bytes: int | None = None,
+    use_ray: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores, corpus positions), each (Q, min(top_k, rows)); ``memory_bytes`` caps each worker's footprint."""
     groups = split_shards(shards, workers)
     queries = queries.detach().to("cpu", torch.float32)

@@ -64,8 +64,10 @@ class ShardReader:
             raise MtrbenchError(f"{ref.path}: unreadable shard ({exc})") from None
         [(name, info)] = [(k, v) for k, v in header.items() if k != "__metadata__"]
         if info.get("dtype") not in _DTYPES or len(info.get("shape", ())) != 2:
-            raise MtrbenchError(f"{ref.path}: tensor '{name}' has dtype {info.get('dtype')} and shape "
-                                f"{info.get('shape')}; expected a 2-d F32, F16 or BF16 tensor")
+            raise MtrbenchError(
+                f"{ref.path}: tensor '{name}' has dtype {info.get('dtype')} and shape "
+                f"{info.get('shape')}; expected a 2-d F32, F16 or BF16 tensor"
+            )
         self.rows, self.dim = (int(x) for x in info["shape"])
         if self.rows != ref.end - ref.start:
             raise MtrbenchError(f"{ref.path}: {self.rows} rows, the manifest says {ref.end - ref.start}")
@@ -73,8 +75,9 @@ class ShardReader:
         self.itemsize = np.dtype(self.np_dtype).itemsize
         self.offset = 8 + size + int(info["data_offsets"][0])
 
-    def read(self, first: int, last: int, out: torch.Tensor | None = None,
-             staging: torch.Tensor | None = None) -> torch.Tensor:
+    def read(
+        self, first: int, last: int, out: torch.Tensor | None = None, staging: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Rows [first, last) of this shard as float32, in ``out`` (and, for 16-bit shards, through
         ``staging``) when given: buffers of at least that many rows of this width, reused across calls."""
         rows = last - first
@@ -103,8 +106,9 @@ def rows_per_piece(dim: int, itemsize: int, queries: int, memory_bytes: int) -> 
     return max(1, memory_bytes // per_row)
 
 
-def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int, memory_bytes: int,
-                  device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def stream_search(
+    queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int, memory_bytes: int, device: str | torch.device = "cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(scores, corpus positions), each (Q, min(top_k, rows)) on the host, best first, equal scores by
     position. ``shards`` must be contiguous (a complete entry, or a contiguous group of one). Scores are
     float32 dot products of the stored values; on ``device`` a GPU, each piece is read into the host
@@ -114,8 +118,9 @@ def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int,
     readers = [ShardReader(ref) for ref in shards]
     for reader, after in zip(readers, readers[1:]):
         if after.ref.start != reader.ref.end:
-            raise MtrbenchError(f"{after.ref.path}: shards are not contiguous (rows {reader.ref.end} to "
-                                f"{after.ref.start} missing)")
+            raise MtrbenchError(
+                f"{after.ref.path}: shards are not contiguous (rows {reader.ref.end} to {after.ref.start} missing)"
+            )
     for reader in readers:
         if reader.dim != queries.shape[1]:
             raise MtrbenchError(f"{reader.ref.path}: dimension {reader.dim}, queries have {queries.shape[1]}")
@@ -123,20 +128,28 @@ def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int,
     end = readers[-1].ref.end if readers else 0
     scores, ids = [], []
     for qs in range(0, queries.shape[0], QUERY_BLOCK):
-        q = queries[qs:qs + QUERY_BLOCK]
+        q = queries[qs : qs + QUERY_BLOCK]
         best: tuple[torch.Tensor, torch.Tensor] | None = None
-        step = max(1, min(end - begin, rows_per_piece(
-            queries.shape[1], max((r.itemsize for r in readers), default=4), q.shape[0], memory_bytes)))
+        step = max(
+            1,
+            min(
+                end - begin,
+                rows_per_piece(
+                    queries.shape[1], max((r.itemsize for r in readers), default=4), q.shape[0], memory_bytes
+                ),
+            ),
+        )
         # Pieces of equal size that may span two shards: every piece allocates the same temporaries, so
         # the allocator reuses its blocks instead of accumulating slack over many odd-sized pieces.
         buffer = torch.empty(step, queries.shape[1])
-        staging = torch.empty(step, queries.shape[1], dtype=torch.int16) if any(
-            r.itemsize != 4 for r in readers) else None
+        staging = (
+            torch.empty(step, queries.shape[1], dtype=torch.int16) if any(r.itemsize != 4 for r in readers) else None
+        )
         scores_buffer = torch.empty(q.shape[0] * step, device=device)
         for first in range(begin, end, step):
             last = min(end, first + step)
             docs = _read_rows(readers, first, last, buffer, staging).to(device)
-            piece = scores_buffer[:q.shape[0] * (last - first)].view(q.shape[0], last - first)
+            piece = scores_buffer[: q.shape[0] * (last - first)].view(q.shape[0], last - first)
             torch.matmul(q, docs.T, out=piece)
             part = select_top(piece, torch.arange(first, last, device=device), top_k)
             best = part if best is None else merge_top([best, part], top_k)
@@ -147,15 +160,20 @@ def stream_search(queries: torch.Tensor, shards: Sequence[ShardRef], top_k: int,
     return torch.cat(scores), torch.cat(ids)
 
 
-def _read_rows(readers: list[ShardReader], first: int, last: int, buffer: torch.Tensor,
-               staging: torch.Tensor | None) -> torch.Tensor:
+def _read_rows(
+    readers: list[ShardReader], first: int, last: int, buffer: torch.Tensor, staging: torch.Tensor | None
+) -> torch.Tensor:
     """Corpus rows [first, last) from the shards that hold them, into the start of ``buffer``."""
     filled = 0
     for reader in readers:
         lo, hi = max(first, reader.ref.start), min(last, reader.ref.end)
         if lo >= hi:
             continue
-        reader.read(lo - reader.ref.start, hi - reader.ref.start, buffer[filled:],
-                    staging[filled:] if staging is not None else None)
+        reader.read(
+            lo - reader.ref.start,
+            hi - reader.ref.start,
+            buffer[filled:],
+            staging[filled:] if staging is not None else None,
+        )
         filled += hi - lo
     return buffer[:filled]

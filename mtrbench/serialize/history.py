@@ -95,23 +95,31 @@ class HistoryStrategy:
         if not self.prefixed:
             return Serialized(history=tuple(m.content for m in history), current=current, fmt=fmt)
         line = fmt.line(Message(USER, current))
-        return Serialized(history=tuple(fmt.line(m) for m in history), current=line, fmt=fmt,
-                          question=line if self.prefix_first_turn else current)
-
+        return Serialized(
+            history=tuple(fmt.line(m) for m in history),
+            current=line,
+            fmt=fmt,
+            question=line if self.prefix_first_turn else current,
+        )
 
     def _from_model(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         if self.texts is None:
-            raise MtrbenchError(f"--history {self.name}: the model's texts were not computed before serializing "
-                                "(only `mtrbench eval --rewriter-model` and `mtrbench generate` run the rewriter)")
+            raise MtrbenchError(
+                f"--history {self.name}: the model's texts were not computed before serializing "
+                "(only `mtrbench eval --rewriter-model` and `mtrbench generate` run the rewriter)"
+            )
         text = self.texts.get(query.qid)
         if text is None:  # another history's text under this one's name would be a wrong number
-            raise MtrbenchError(f"--history {self.name}: no text for query {query.qid} (the model failed on it); "
-                                "a query without one is left out of this history's scores, never serialized")
+            raise MtrbenchError(
+                f"--history {self.name}: no text for query {query.qid} (the model failed on it); "
+                "a query without one is left out of this history's scores, never serialized"
+            )
         if self.model_kind == "rewrite":
             return Serialized(history=(), current=text, fmt=fmt)
         # summary: the summary stands for the history, the question stays whole and last to go
-        return Serialized(history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt,
-                          question=query.query)
+        return Serialized(
+            history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt, question=query.query
+        )
 
 
 def _current(q: ConversationalQuery) -> tuple[list[Message], str]:
@@ -125,7 +133,7 @@ def _full(q: ConversationalQuery) -> tuple[list[Message], str]:
 def _window(k: int) -> Callable[[ConversationalQuery], tuple[list[Message], str]]:
     # k counts the current question, as ChatQA's messages[-5:] does: window:5 = question + 4 before it.
     def select(q: ConversationalQuery) -> tuple[list[Message], str]:
-        return (list(q.history[-(k - 1):]) if k > 1 else []), q.query
+        return (list(q.history[-(k - 1) :]) if k > 1 else []), q.query
 
     return select
 
@@ -149,8 +157,7 @@ def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
     return [], q.query  # never scored (no gold), so its text cannot change a metric
 
 
-STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite", "rewrite:llm",
-                  "summary:llm")
+STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite", "rewrite:llm", "summary:llm")
 MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary"}  # name -> what the model writes
 # ``--history all``: every strategy that needs no model (window:K at ChatQA's K=5)
 ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
@@ -180,5 +187,7 @@ def get_strategy(spec: str) -> HistoryStrategy:
 
 def check_strategy_applies(strategy: HistoryStrategy, task_name: str, has_rewrites: bool) -> None:
     if strategy.name == "rewrite" and not has_rewrites:
-        raise MtrbenchError(f"--history rewrite: task '{task_name}' has no gold rewrites; "
-                            f"use current, full, window:K, questions or last-response")
+        raise MtrbenchError(
+            f"--history rewrite: task '{task_name}' has no gold rewrites; "
+            f"use current, full, window:K, questions or last-response"
+        )

@@ -21,13 +21,18 @@ DEFAULT_TRUNCATE = "left"  # drops the oldest history, never the current questio
 @dataclass
 class TruncationStats:
     queries: int = 0
-    truncated: int = 0          # lost any text
-    question_cut: int = 0       # lost part of the current question
+    truncated: int = 0  # lost any text
+    question_cut: int = 0  # lost part of the current question
 
     def as_dict(self) -> dict[str, float | int]:
         n = max(self.queries, 1)
-        return {"queries": self.queries, "truncated": self.truncated, "question_cut": self.question_cut,
-                "truncated_share": round(self.truncated / n, 5), "question_cut_share": round(self.question_cut / n, 5)}
+        return {
+            "queries": self.queries,
+            "truncated": self.truncated,
+            "question_cut": self.question_cut,
+            "truncated_share": round(self.truncated / n, 5),
+            "question_cut_share": round(self.question_cut / n, 5),
+        }
 
 
 @dataclass
@@ -71,10 +76,9 @@ class Truncator:
 
     def _right(self, serialized: Serialized, full: str) -> str:
         prompt_len = len(self.prompt)
-        enc = self.tokenizer(self.prompt + full, add_special_tokens=False, return_offsets_mapping=True,
-                             verbose=False)
+        enc = self.tokenizer(self.prompt + full, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         end = enc["offset_mapping"][self.budget - 1][1] - prompt_len
-        kept = full[:max(end, 0)]
+        kept = full[: max(end, 0)]
         question_last = serialized.fmt.order == HISTORY_FIRST or not serialized.history
         if end < (len(full) if question_last else len(serialized.current)):
             self.stats.question_cut += 1
@@ -85,22 +89,22 @@ class Truncator:
         if self._fits(question) > 0:
             # The question alone is too long: keep its beginning, drop all history (so no role prefix).
             self.stats.question_cut += 1
-            enc = self.tokenizer(self.prompt + question, add_special_tokens=False, return_offsets_mapping=True,
-                                 verbose=False)
+            enc = self.tokenizer(
+                self.prompt + question, add_special_tokens=False, return_offsets_mapping=True, verbose=False
+            )
             end = enc["offset_mapping"][self.budget - 1][1] - len(self.prompt)
             return question[:end]
         history = serialized.history_text()
-        enc = self.tokenizer(history, add_special_tokens=False, return_offsets_mapping=True,
-                             verbose=False)
+        enc = self.tokenizer(history, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         offsets = enc["offset_mapping"]
         sep_cost = self._count(serialized.fmt.separator.strip()) if serialized.fmt.separator.strip() else 0
         keep = min(self.budget - self._count(self.prompt + current) - sep_cost, len(offsets))
         oldest_at_start = serialized.fmt.order == HISTORY_FIRST
         while keep > 0:
             if oldest_at_start:
-                kept = history[offsets[len(offsets) - keep][0]:]
+                kept = history[offsets[len(offsets) - keep][0] :]
             else:
-                kept = history[:offsets[keep - 1][1]]
+                kept = history[: offsets[keep - 1][1]]
             over = self._fits(serialized.text(kept))
             if over <= 0:
                 return serialized.text(kept)

@@ -92,8 +92,7 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
     return graph.astype(np.int32) if n < 2**31 else graph
 
 
-def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
-                     show_progress: bool = False) -> Traversal:
+def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int, show_progress: bool = False) -> Traversal:
     """The greedy walk described in the module docstring; ``embeddings`` must be L2-normalised.
 
     Because each graph row lists a chunk's most similar chunks in order, the first unvisited one is the
@@ -137,8 +136,9 @@ def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int,
     return Traversal(path=path, jumps=jumps)
 
 
-def drop_adjacent_near_identical(path: list[int], texts: list[str], threshold: float,
-                                 n: int = 5) -> tuple[list[int], list[int]]:
+def drop_adjacent_near_identical(
+    path: list[int], texts: list[str], threshold: float, n: int = 5
+) -> tuple[list[int], list[int]]:
     """(kept path, dropped): a chunk whose word n-gram set has Jaccard >= threshold with the previous kept
     chunk on the path is dropped (App. A.5.3: related, not identical, information within a cluster)."""
     kept: list[int] = []
@@ -157,7 +157,7 @@ def drop_adjacent_near_identical(path: list[int], texts: list[str], threshold: f
 
 
 def cut(path: list[int], size: int) -> list[list[int]]:
-    return [path[i:i + size] for i in range(0, len(path), size)]
+    return [path[i : i + size] for i in range(0, len(path), size)]
 
 
 def embed_chunks(chunks: list[Chunk], model: str, device: str, show_progress: bool) -> torch.Tensor:
@@ -168,14 +168,17 @@ def embed_chunks(chunks: list[Chunk], model: str, device: str, show_progress: bo
 
     retriever = build_retriever(model, device=device, show_progress=show_progress)
     if not isinstance(retriever, EmbeddingRetriever):
-        raise UserInputError(f"clustering needs an embedding model; '{model}' is not one (bm25, hybrids and "
-                            "rerankers have no single vector per chunk): try --embedding-model minilm")
+        raise UserInputError(
+            f"clustering needs an embedding model; '{model}' is not one (bm25, hybrids and "
+            "rerankers have no single vector per chunk): try --embedding-model minilm"
+        )
     retriever.index(Corpus([c.chunk_id for c in chunks], [c.title for c in chunks], [c.text for c in chunks]))
     return retriever.corpus_embeddings
 
 
-def cluster_embeddings(embeddings: torch.Tensor, texts: list[str], options: ClusterOptions,
-                       show_progress: bool = False) -> tuple[list[list[int]], dict[str, Any]]:
+def cluster_embeddings(
+    embeddings: torch.Tensor, texts: list[str], options: ClusterOptions, show_progress: bool = False
+) -> tuple[list[list[int]], dict[str, Any]]:
     n = embeddings.shape[0]
     if n == 0:
         raise DataError("no chunks to cluster")
@@ -185,12 +188,18 @@ def cluster_embeddings(embeddings: torch.Tensor, texts: list[str], options: Clus
     walk = greedy_traversal(vectors, graph, start, show_progress)
     kept, dropped = drop_adjacent_near_identical(walk.path, texts, options.ngram_threshold)
     clusters = cut(kept, options.cluster_size)
-    return clusters, {"start": start, "jumps": walk.jumps, "path_length": len(walk.path),
-                      "dropped_near_identical": len(dropped), "clusters": len(clusters)}
+    return clusters, {
+        "start": start,
+        "jumps": walk.jumps,
+        "path_length": len(walk.path),
+        "dropped_near_identical": len(dropped),
+        "clusters": len(clusters),
+    }
 
 
-def run_cluster(chunks: list[Chunk], folder: Path, options: ClusterOptions, upstream: str,
-                show_progress: bool = True) -> dict[str, Any]:
+def run_cluster(
+    chunks: list[Chunk], folder: Path, options: ClusterOptions, upstream: str, show_progress: bool = True
+) -> dict[str, Any]:
     settings = {"curate": upstream, **options.settings()}
     done = finished_summary(folder, settings)
     if done is not None and (folder / CLUSTERS).is_file():
@@ -200,12 +209,25 @@ def run_cluster(chunks: list[Chunk], folder: Path, options: ClusterOptions, upst
     embeddings = embed_chunks(chunks, options.model, options.device, show_progress)
     clusters, facts = cluster_embeddings(embeddings, [c.text for c in chunks], options, show_progress)
     folder.mkdir(parents=True, exist_ok=True)
-    write_jsonl(folder / CLUSTERS, [{"cluster_id": i, "chunk_ids": [chunks[j].chunk_id for j in members]}
-                                   for i, members in enumerate(clusters)])
-    return write_summary(folder, settings, {**facts, "chunks": len(chunks), "embedding_model": options.model,
-                                            "knn": {"exact": "exact torch top-k", "faiss": "faiss IndexFlatIP (exact)",
-                                                    "faiss-hnsw": "faiss HNSW (approximate)"}[options.knn],
-                                            "jump_rule": "most similar unvisited chunk over the whole corpus"})
+    write_jsonl(
+        folder / CLUSTERS,
+        [{"cluster_id": i, "chunk_ids": [chunks[j].chunk_id for j in members]} for i, members in enumerate(clusters)],
+    )
+    return write_summary(
+        folder,
+        settings,
+        {
+            **facts,
+            "chunks": len(chunks),
+            "embedding_model": options.model,
+            "knn": {
+                "exact": "exact torch top-k",
+                "faiss": "faiss IndexFlatIP (exact)",
+                "faiss-hnsw": "faiss HNSW (approximate)",
+            }[options.knn],
+            "jump_rule": "most similar unvisited chunk over the whole corpus",
+        },
+    )
 
 
 def read_clusters(folder: Path) -> list[list[str]]:

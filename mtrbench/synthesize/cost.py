@@ -42,15 +42,20 @@ class SynthesisEstimate:
 
     def lines(self) -> list[str]:
         per = self.usd / self.conversations if self.conversations else 0.0
-        return [f"synthesis cost estimate (seed's cost model, App. A.5.4): {self.conversations} conversations x "
-                f"{self.turns} turns = {self.requests} requests ({AGENTS_PER_TURN} agents per turn)",
-                f"  ~{self.input_tokens:,} input tokens, ~{self.output_tokens:,} output tokens, "
-                f"~${self.usd:,.4f} (${per:.4f} per conversation)"]
+        return [
+            f"synthesis cost estimate (seed's cost model, App. A.5.4): {self.conversations} conversations x "
+            f"{self.turns} turns = {self.requests} requests ({AGENTS_PER_TURN} agents per turn)",
+            f"  ~{self.input_tokens:,} input tokens, ~{self.output_tokens:,} output tokens, "
+            f"~${self.usd:,.4f} (${per:.4f} per conversation)",
+        ]
 
 
 def estimate_synthesis(conversations: int, turns: int, model: SeedCostModel) -> SynthesisEstimate:
-    return SynthesisEstimate(conversations=conversations, turns=turns,
-                             requests=conversations * turns * AGENTS_PER_TURN,
-                             input_tokens=conversations * turns * model.input_tokens_per_turn,
-                             output_tokens=conversations * turns * model.output_tokens_per_turn,
-                             usd=conversations * model.dialogue_usd(turns))
+    return SynthesisEstimate(
+        conversations=conversations,
+        turns=turns,
+        requests=conversations * turns * AGENTS_PER_TURN,
+        input_tokens=conversations * turns * model.input_tokens_per_turn,
+        output_tokens=conversations * turns * model.output_tokens_per_turn,
+        usd=conversations * model.dialogue_usd(turns),
+    )

@@ -23,8 +23,7 @@ from mtrbench.synthesize.reading import RawDocument, read_documents, source_fing
 from mtrbench.synthesize.stage import finished_summary, write_jsonl, write_summary
 
 # Table 8 of the seed, in priority order.
-TABLE8_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", " ", ".", ",", "\u200b", "\uff0c", "\u3001", "\uff0e", "\u3002",
-                                      "")
+TABLE8_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", " ", ".", ",", "\u200b", "\uff0c", "\u3001", "\uff0e", "\u3002", "")
 CHUNKS = "chunks.jsonl"
 
 
@@ -79,19 +78,25 @@ def strip_non_text(text: str) -> str:
 def make_splitter(chunk_size: int, chunk_overlap: int = 0):
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    return RecursiveCharacterTextSplitter(separators=list(TABLE8_SEPARATORS), chunk_size=chunk_size,
-                                          chunk_overlap=chunk_overlap, length_function=len, strip_whitespace=True)
+    return RecursiveCharacterTextSplitter(
+        separators=list(TABLE8_SEPARATORS),
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        length_function=len,
+        strip_whitespace=True,
+    )
 
 
 def shingles(text: str, n: int) -> set[str]:
     words = re.findall(r"\w+", text.lower())
     if len(words) < n:
         return {" ".join(words)} if words else set()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
-def near_duplicates(texts: list[str], threshold: float, permutations: int, shingle_words: int,
-                    seed: int = 0) -> list[int]:
+def near_duplicates(
+    texts: list[str], threshold: float, permutations: int, shingle_words: int, seed: int = 0
+) -> list[int]:
     """Positions of texts that are near-duplicates of an earlier kept text (MinHash-LSH)."""
     from datasketch import MinHash, MinHashLSH
 
@@ -108,8 +113,9 @@ def near_duplicates(texts: list[str], threshold: float, permutations: int, shing
     return dropped
 
 
-def chunk_documents(documents: list[RawDocument], options: CurateOptions, counts: Counter,
-                    show_progress: bool = False) -> list[Chunk]:
+def chunk_documents(
+    documents: list[RawDocument], options: CurateOptions, counts: Counter, show_progress: bool = False
+) -> list[Chunk]:
     splitter = make_splitter(options.chunk_size, options.chunk_overlap)
     chunks: list[Chunk] = []
     for document in tqdm(documents, desc="Curate: chunking", unit="doc", disable=not show_progress):
@@ -121,13 +127,15 @@ def chunk_documents(documents: list[RawDocument], options: CurateOptions, counts
             if len(piece) < options.min_chunk_chars:
                 counts["chunks shorter than min_chunk_chars"] += 1
                 continue
-            chunks.append(Chunk(chunk_id=f"c{len(chunks):07d}", source_doc=document.doc_id, title=document.title,
-                                text=piece))
+            chunks.append(
+                Chunk(chunk_id=f"c{len(chunks):07d}", source_doc=document.doc_id, title=document.title, text=piece)
+            )
     return chunks
 
 
-def run_curate(corpus: str, folder: Path, options: CurateOptions, show_progress: bool = True,
-               scorer: QualityScorer | None = None) -> dict[str, Any]:
+def run_curate(
+    corpus: str, folder: Path, options: CurateOptions, show_progress: bool = True, scorer: QualityScorer | None = None
+) -> dict[str, Any]:
     """Curate ``corpus`` into ``folder/chunks.jsonl``; the summary counts kept and dropped chunks per reason."""
     settings = {"corpus": str(corpus), "corpus_fingerprint": source_fingerprint(corpus), **options.settings()}
     done = finished_summary(folder, settings)
@@ -135,41 +143,74 @@ def run_curate(corpus: str, folder: Path, options: CurateOptions, show_progress:
         return done
     read = read_documents(corpus, options.corpus_split)
     if not read.documents:
-        raise DataError(f"corpus {corpus}: no documents"
-                            + (f" ({', '.join(f'{n} {k}' for k, n in read.warnings.items())})" if read.warnings else ""))
+        raise DataError(
+            f"corpus {corpus}: no documents"
+            + (f" ({', '.join(f'{n} {k}' for k, n in read.warnings.items())})" if read.warnings else "")
+        )
     counts: Counter = Counter()
     chunks = chunk_documents(read.documents, options, counts, show_progress)
     n_chunked = len(chunks) + counts["chunks shorter than min_chunk_chars"]
-    duplicates = set(near_duplicates([c.text for c in chunks], options.minhash_threshold,
-                                     options.minhash_permutations, options.shingle_words, options.seed))
+    duplicates = set(
+        near_duplicates(
+            [c.text for c in chunks],
+            options.minhash_threshold,
+            options.minhash_permutations,
+            options.shingle_words,
+            options.seed,
+        )
+    )
     counts["near-duplicates (MinHash-LSH)"] = len(duplicates)
     unique = [c for i, c in enumerate(chunks) if i not in duplicates]
     scorer = scorer or build_scorer(options.quality, options.device)
     verdicts = []
     texts = [c.text for c in unique]
     step = 256
-    for start in tqdm(range(0, len(texts), step), desc=f"Curate: quality ({scorer.name})", unit="batch",
-                      disable=not show_progress):
-        verdicts.extend(scorer.score(texts[start:start + step]))
+    for start in tqdm(
+        range(0, len(texts), step), desc=f"Curate: quality ({scorer.name})", unit="batch", disable=not show_progress
+    ):
+        verdicts.extend(scorer.score(texts[start : start + step]))
     kept = [(c, v) for c, v in zip(unique, verdicts) if v.kept]
     counts["low quality"] = len(unique) - len(kept)
     if not kept:
         reasons = ", ".join(f"{n} {k}" for k, n in {**read.warnings, **counts}.items() if n)
-        raise DataError(f"corpus {corpus}: every chunk was filtered out ({reasons or 'no text'}); "
-                            "lower --min-chunk-chars, or try --quality none")
+        raise DataError(
+            f"corpus {corpus}: every chunk was filtered out ({reasons or 'no text'}); "
+            "lower --min-chunk-chars, or try --quality none"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     quality_note = f"{scorer.name} (offline stand-in for the seed's classifiers)" if scorer.stand_in else scorer.name
-    write_jsonl(folder / CHUNKS, [{"chunk_id": c.chunk_id, "source_doc": c.source_doc, "title": c.title,
-                                   "text": c.text, "quality": round(v.score, 4), "quality_label": v.label}
-                                  for c, v in kept])
+    write_jsonl(
+        folder / CHUNKS,
+        [
+            {
+                "chunk_id": c.chunk_id,
+                "source_doc": c.source_doc,
+                "title": c.title,
+                "text": c.text,
+                "quality": round(v.score, 4),
+                "quality_label": v.label,
+            }
+            for c, v in kept
+        ],
+    )
     summary = {
-        "documents": len(read.documents), "chunks": n_chunked, "kept": len(kept),
+        "documents": len(read.documents),
+        "chunks": n_chunked,
+        "kept": len(kept),
         "dropped": {k: n for k, n in counts.items() if n and k != "documents empty after stripping"},
-        "warnings": dict(read.warnings) | ({"documents empty after stripping": counts["documents empty after stripping"]}
-                                           if counts["documents empty after stripping"] else {}),
-        "minhash": {"threshold": options.minhash_threshold, "num_perm": options.minhash_permutations,
-                    "shingle": f"word {options.shingle_words}-grams"},
-        "quality_scorer": quality_note, "quality_stand_in": scorer.stand_in,
+        "warnings": dict(read.warnings)
+        | (
+            {"documents empty after stripping": counts["documents empty after stripping"]}
+            if counts["documents empty after stripping"]
+            else {}
+        ),
+        "minhash": {
+            "threshold": options.minhash_threshold,
+            "num_perm": options.minhash_permutations,
+            "shingle": f"word {options.shingle_words}-grams",
+        },
+        "quality_scorer": quality_note,
+        "quality_stand_in": scorer.stand_in,
         "separators": list(TABLE8_SEPARATORS),
     }
     return write_summary(folder, settings, summary)

@@ -32,18 +32,18 @@ from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
 
+from mtrbench.formats.lines import read_log_records
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import price_for
-from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.synthesize import prompts
 from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import Chunk
 from mtrbench.synthesize.plan import DRILL, HARD, SOFT, START, ConversationPlan, PlanOptions, plan_conversations
 from mtrbench.synthesize.stage import settings_digest, write_summary
-from mtrbench.formats.lines import read_log_records
 
 LOG = "conversations.log.jsonl"
 CANDIDATES_SHOWN = 3
@@ -140,14 +140,22 @@ class ConversationRunner:
         self.chunks = chunks
         self.clusters = clusters
 
-    async def _ask(self, attempt: ConversationTry, agent: str, key: str, messages: list[dict[str, str]],
-                   parse: Callable[[str], T], reply_format: str) -> T:
+    async def _ask(
+        self,
+        attempt: ConversationTry,
+        agent: str,
+        key: str,
+        messages: list[dict[str, str]],
+        parse: Callable[[str], T],
+        reply_format: str,
+    ) -> T:
         params: dict[str, Any] = {}
         if attempt.number:
             seed = self.clients[agent].judge.extra_body.get("seed")
             params["seed"] = (seed if isinstance(seed, int) else 0) + DROPPED_SEED_STEP * attempt.number
         result: ChatResult = await self.clients[agent].acomplete(
-            ChatRequest(key=key, messages=messages, parse=parse, params=params, reply_format=reply_format))
+            ChatRequest(key=key, messages=messages, parse=parse, params=params, reply_format=reply_format)
+        )
         attempt.malformed += [{"agent": agent, "key": key, **m.as_dict()} for m in result.malformed]
         if not result.ok:
             raise DroppedConversation(f"{agent}: {result.error}")
@@ -175,36 +183,70 @@ class ConversationRunner:
             shown = [self.chunks[c].text for c in candidates]
             key = f"{plan.conversation_id}/t{turn}"
             question = await self._ask(
-                attempt, "questioner", f"{key}/questioner",
-                [{"role": "system", "content": prompts.QUESTIONER_SYSTEM},
-                 {"role": "user", "content": prompts.questioner_user_message(move, shown, standalone_questions)}],
-                lambda text, n=len(shown): prompts.parse_question(text, n), prompts.QUESTION_FORMAT)
+                attempt,
+                "questioner",
+                f"{key}/questioner",
+                [
+                    {"role": "system", "content": prompts.QUESTIONER_SYSTEM},
+                    {"role": "user", "content": prompts.questioner_user_message(move, shown, standalone_questions)},
+                ],
+                lambda text, n=len(shown): (  # noqa: B008 (binds this turn's count)
+                    prompts.parse_question(text, n)
+                ),
+                prompts.QUESTION_FORMAT,
+            )
             gold = candidates[question.position - 1]
             used.add(gold)
-            history = [{"role": "user" if role == "user" else "assistant", "content": content}
-                       for role, content in dialogue]
+            history = [
+                {"role": "user" if role == "user" else "assistant", "content": content} for role, content in dialogue
+            ]
             answer = await self._ask(
-                attempt, "responder", f"{key}/responder",
-                [{"role": "system", "content": prompts.RESPONDER_SYSTEM}, *history,
-                 {"role": "user", "content": prompts.responder_user_message(self.chunks[gold].text, question.text)}],
-                prompts.parse_answer, prompts.ANSWER_FORMAT)
+                attempt,
+                "responder",
+                f"{key}/responder",
+                [
+                    {"role": "system", "content": prompts.RESPONDER_SYSTEM},
+                    *history,
+                    {"role": "user", "content": prompts.responder_user_message(self.chunks[gold].text, question.text)},
+                ],
+                prompts.parse_answer,
+                prompts.ANSWER_FORMAT,
+            )
             polished = await self._ask(
-                attempt, "polisher", f"{key}/polisher",
-                [{"role": "system", "content": prompts.POLISHER_SYSTEM},
-                 {"role": "user", "content": prompts.polisher_user_message(dialogue, question.text)}],
-                prompts.parse_polished, prompts.POLISHED_FORMAT)
+                attempt,
+                "polisher",
+                f"{key}/polisher",
+                [
+                    {"role": "system", "content": prompts.POLISHER_SYSTEM},
+                    {"role": "user", "content": prompts.polisher_user_message(dialogue, question.text)},
+                ],
+                prompts.parse_polished,
+                prompts.POLISHED_FORMAT,
+            )
             standalone_questions.append(question.text)
             dialogue += [("user", polished), ("assistant", answer)]
-            turns.append({"turn": turn, "switch": move, "cluster": cluster, "gold_chunk": gold,
-                          "standalone": question.text, "question": polished, "answer": answer})
+            turns.append(
+                {
+                    "turn": turn,
+                    "switch": move,
+                    "cluster": cluster,
+                    "gold_chunk": gold,
+                    "standalone": question.text,
+                    "question": polished,
+                    "answer": answer,
+                }
+            )
         return turns
 
 
 def plan_digest(agents: Agents, plan_options: PlanOptions, upstream: str) -> str:
-    judges = {name: {"model": j.model, "temperature": j.temperature, "max_tokens": j.max_tokens,
-                     "extra_body": j.extra_body} for name, j in agents.items()}
-    return settings_digest({"cluster": upstream, "prompts": prompts.PROMPT_VERSION, "agents": judges,
-                            "plan": asdict(plan_options)})
+    judges = {
+        name: {"model": j.model, "temperature": j.temperature, "max_tokens": j.max_tokens, "extra_body": j.extra_body}
+        for name, j in agents.items()
+    }
+    return settings_digest(
+        {"cluster": upstream, "prompts": prompts.PROMPT_VERSION, "agents": judges, "plan": asdict(plan_options)}
+    )
 
 
 def _spent(clients: dict[str, ChatClient], model: SeedCostModel) -> float:
@@ -215,9 +257,16 @@ def _spent(clients: dict[str, ChatClient], model: SeedCostModel) -> float:
     return total
 
 
-def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, agents: Agents,
-                 options: GenerateOptions, upstream: str, cache: ResponseCache | None = None,
-                 show_progress: bool = True) -> GenerateReport | None:
+def run_generate(
+    chunks: list[Chunk],
+    clusters: list[list[str]],
+    folder: Path,
+    agents: Agents,
+    options: GenerateOptions,
+    upstream: str,
+    cache: ResponseCache | None = None,
+    show_progress: bool = True,
+) -> GenerateReport | None:
     """Generate the planned conversations not yet in the log; None after a dry run (nothing sent)."""
     plans = plan_conversations(len(clusters), options.plan)
     if not plans:
@@ -233,8 +282,10 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
     if len(done):
         print(f"  resuming: {len(done)} of {len(plans)} conversations already in {log.path}")
     if retried or given_up:
-        print(f"  dropped on an earlier run: {len(retried)} tried again, {given_up} given up after "
-              f"{1 + options.retry_dropped} tries (retry_dropped {options.retry_dropped})")
+        print(
+            f"  dropped on an earlier run: {len(retried)} tried again, {given_up} given up after "
+            f"{1 + options.retry_dropped} tries (retry_dropped {options.retry_dropped})"
+        )
     if unreadable:
         print(f"  note: {unreadable} unreadable line(s) in {log.path} ignored (a run killed mid-write)")
     for name, judge in agents.items():
@@ -244,8 +295,10 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
         print("dry run: nothing was sent")
         return None
     if options.max_cost_usd is not None and estimate.usd > options.max_cost_usd:
-        raise UserInputError(f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
-                            "lower --conversations or --turns, or raise --max-cost")
+        raise UserInputError(
+            f"estimated cost ${estimate.usd:.4f} exceeds --max-cost ${options.max_cost_usd:.4f}; "
+            "lower --conversations or --turns, or raise --max-cost"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     from mtrbench.llm.hf_async import make_async_client
 
@@ -259,20 +312,37 @@ def run_generate(chunks: list[Chunk], clusters: list[list[str]], folder: Path, a
     done, _ = log.read(digest)
     dropped = Counter(r.get("reason_kind", "dropped") for r in done.values() if r.get("status") == "dropped")
     finished = sum(1 for r in done.values() if r.get("status") == "done")
-    report = GenerateReport(planned=len(plans), finished=finished, dropped=dropped,
-                            requests_sent=sum(c.usage.requests for c in clients.values()),
-                            spent_usd=_spent(clients, options.cost_model), stopped_by_cost=stopped,
-                            retried=len(retried), given_up=given_up)
-    write_summary(folder, {"plan_digest": digest}, {
-        "planned": report.planned, "finished": report.finished, "dropped": dict(report.dropped),
-        "requests_sent_last_run": report.requests_sent, "spent_usd_last_run": round(report.spent_usd, 6),
-        "retried_last_run": len(retried), "given_up_after_retries": given_up,
-        "stopped_by_max_cost": stopped, "complete": not stopped and finished + sum(dropped.values()) == len(plans)})
+    report = GenerateReport(
+        planned=len(plans),
+        finished=finished,
+        dropped=dropped,
+        requests_sent=sum(c.usage.requests for c in clients.values()),
+        spent_usd=_spent(clients, options.cost_model),
+        stopped_by_cost=stopped,
+        retried=len(retried),
+        given_up=given_up,
+    )
+    write_summary(
+        folder,
+        {"plan_digest": digest},
+        {
+            "planned": report.planned,
+            "finished": report.finished,
+            "dropped": dict(report.dropped),
+            "requests_sent_last_run": report.requests_sent,
+            "spent_usd_last_run": round(report.spent_usd, 6),
+            "retried_last_run": len(retried),
+            "given_up_after_retries": given_up,
+            "stopped_by_max_cost": stopped,
+            "complete": not stopped and finished + sum(dropped.values()) == len(plans),
+        },
+    )
     return report
 
 
-def _todo(plans: list[ConversationPlan], done: dict[str, dict[str, Any]], tries: Counter,
-          retry_dropped: int) -> tuple[list[ConversationPlan], list[str], int]:
+def _todo(
+    plans: list[ConversationPlan], done: dict[str, dict[str, Any]], tries: Counter, retry_dropped: int
+) -> tuple[list[ConversationPlan], list[str], int]:
     """(plans to run: never tried, or dropped with tries left; ids of those retried; dropped ones given up)."""
     todo, retried, given_up = [], [], 0
     for plan in plans:
@@ -288,8 +358,15 @@ def _todo(plans: list[ConversationPlan], done: dict[str, dict[str, Any]], tries:
     return todo, retried, given_up
 
 
-async def _run_all(runner: ConversationRunner, todo: list[ConversationTry], log: ConversationLog, digest: str,
-                   clients: dict[str, ChatClient], options: GenerateOptions, show_progress: bool) -> bool:
+async def _run_all(
+    runner: ConversationRunner,
+    todo: list[ConversationTry],
+    log: ConversationLog,
+    digest: str,
+    clients: dict[str, ChatClient],
+    options: GenerateOptions,
+    show_progress: bool,
+) -> bool:
     width = max(1, min(c.judge.concurrency for c in clients.values()))
     slots = asyncio.Semaphore(width)
     bar = tqdm(total=len(todo), desc="Generate: conversations", unit="conv", disable=not show_progress)
@@ -305,9 +382,18 @@ async def _run_all(runner: ConversationRunner, todo: list[ConversationTry], log:
             record = {"status": "dropped", "reason": dropped.reason, "reason_kind": kind}
         finally:
             slots.release()
-        log.append({"conversation_id": plan.conversation_id, "plan_digest": digest, "cluster": plan.cluster,
-                    "moves": list(plan.moves), "try": attempt.number + 1, "malformed": attempt.malformed,
-                    "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **record})
+        log.append(
+            {
+                "conversation_id": plan.conversation_id,
+                "plan_digest": digest,
+                "cluster": plan.cluster,
+                "moves": list(plan.moves),
+                "try": attempt.number + 1,
+                "malformed": attempt.malformed,
+                "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                **record,
+            }
+        )
         bar.update(1)
 
     tasks = []
@@ -328,8 +414,10 @@ async def _run_all(runner: ConversationRunner, todo: list[ConversationTry], log:
         for client in clients.values():
             await client.aclose()
     if stopped:
-        print(f"stopped: --max-cost ${options.max_cost_usd:.4f} reached; finished conversations are kept, "
-              "rerun with a higher cap to continue")
+        print(
+            f"stopped: --max-cost ${options.max_cost_usd:.4f} reached; finished conversations are kept, "
+            "rerun with a higher cap to continue"
+        )
     return stopped
 
 

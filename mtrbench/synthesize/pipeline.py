@@ -18,11 +18,17 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, most_common, raise_if_over
 from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
 from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
-from mtrbench.synthesize.generate import (LOG, Agents, ConversationLog, GenerateOptions, finished_conversations,
-                                          plan_digest, run_generate)
-from mtrbench.synthesize.write import WriteOptions, format_table2, write_task
-
+from mtrbench.synthesize.generate import (
+    LOG,
+    Agents,
+    ConversationLog,
+    GenerateOptions,
+    finished_conversations,
+    plan_digest,
+    run_generate,
+)
 from mtrbench.synthesize.stages import STAGES  # noqa: F401
+from mtrbench.synthesize.write import WriteOptions, format_table2, write_task
 
 
 @dataclass(frozen=True)
@@ -47,42 +53,67 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     out = config.out
     curated = run_curate(config.corpus, out / "curate", config.curate, config.show_progress)
     dropped = ", ".join(f"{n} {k}" for k, n in curated["dropped"].items()) or "none"
-    print(f"curate: {curated['documents']} documents -> {curated['chunks']} chunks, kept {curated['kept']} "
-          f"(dropped: {dropped}); quality: {curated['quality_scorer']}")
+    print(
+        f"curate: {curated['documents']} documents -> {curated['chunks']} chunks, kept {curated['kept']} "
+        f"(dropped: {dropped}); quality: {curated['quality_scorer']}"
+    )
     for warning, n in curated.get("warnings", {}).items():
         print(f"warning: {n} {warning}")
     if last == 0:
         return 0
     chunks = read_chunks(out / "curate")
     clustered = run_cluster(chunks, out / "cluster", config.cluster, curated["settings_digest"], config.show_progress)
-    print(f"cluster: {clustered['clusters']} clusters of {config.cluster.cluster_size} from {clustered['path_length']} "
-          f"chunks ({clustered['dropped_near_identical']} adjacent near-identical dropped, {clustered['jumps']} jumps)")
+    print(
+        f"cluster: {clustered['clusters']} clusters of {config.cluster.cluster_size} from {clustered['path_length']} "
+        f"chunks ({clustered['dropped_near_identical']} adjacent near-identical dropped, {clustered['jumps']} jumps)"
+    )
     if last == 1:
         return 0
     if agents is None:
-        raise UserInputError("generation needs the agents' models: --questioner-model/--responder-model/"
-                            "--polisher-model (or --llm-model for all three) or --agents FILE")
+        raise UserInputError(
+            "generation needs the agents' models: --questioner-model/--responder-model/"
+            "--polisher-model (or --llm-model for all three) or --agents FILE"
+        )
     clusters = read_clusters(out / "cluster")
-    report = run_generate(chunks, clusters, out / "generate", agents, config.generate, clustered["settings_digest"],
-                          cache, config.show_progress)
+    report = run_generate(
+        chunks,
+        clusters,
+        out / "generate",
+        agents,
+        config.generate,
+        clustered["settings_digest"],
+        cache,
+        config.show_progress,
+    )
     if report is None:  # dry run
         return 0
     dropped_text = ", ".join(f"{n} {k}" for k, n in report.dropped.items()) or "none"
-    print(f"generate: {report.finished} of {report.planned} conversations finished, dropped: {dropped_text}; "
-          f"{report.requests_sent} requests this run, ~${report.spent_usd:.4f}")
+    print(
+        f"generate: {report.finished} of {report.planned} conversations finished, dropped: {dropped_text}; "
+        f"{report.requests_sent} requests this run, ~${report.spent_usd:.4f}"
+    )
     digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
-    raise_if_over([_dropped(out / "generate", digest, report.finished)], config.max_failure_rate,
-                  f"finished conversations are kept in {out / 'generate' / LOG} and the task is not written; a "
-                  "re-run continues from the log")
+    raise_if_over(
+        [_dropped(out / "generate", digest, report.finished)],
+        config.max_failure_rate,
+        f"finished conversations are kept in {out / 'generate' / LOG} and the task is not written; a "
+        "re-run continues from the log",
+    )
     if last == 2:
         return 0
     records = finished_conversations(out / "generate", digest)
     if not records:
-        raise LLMError("no finished conversation to write (every one was dropped: see "
-                            f"{out / 'generate' / 'conversations.log.jsonl'})")
-    summary = {"quality_scorer": curated["quality_scorer"], "minhash": curated["minhash"],
-               "curate_dropped": curated["dropped"], "clusters": clustered["clusters"],
-               "conversations_dropped": dict(report.dropped)}
+        raise LLMError(
+            "no finished conversation to write (every one was dropped: see "
+            f"{out / 'generate' / 'conversations.log.jsonl'})"
+        )
+    summary = {
+        "quality_scorer": curated["quality_scorer"],
+        "minhash": curated["minhash"],
+        "curate_dropped": curated["dropped"],
+        "clusters": clustered["clusters"],
+        "conversations_dropped": dict(report.dropped),
+    }
     stats = write_task(chunks, records, out / "task", config.write, summary)
     print(f"write: {out / 'task'} (card {out / 'task' / (config.write.name + '.yaml')})")
     print("Table 2 statistics (tokens: MiniLM WordPiece):")
@@ -96,7 +127,16 @@ REASON_CHARS = 160  # a dropped conversation's reason may quote a reply: the err
 def _dropped(folder: Path, digest: str, finished: int) -> JudgeFailures:
     """Dropped of (finished + dropped) conversations in the log, and the most common reason."""
     records, _ = ConversationLog(folder / LOG).read(digest)
-    reasons = [str(r.get("reason") or r.get("reason_kind") or "dropped")[:REASON_CHARS]
-               for r in records.values() if r.get("status") == "dropped"]
-    return JudgeFailures("questioner/responder/polisher", len(reasons), finished + len(reasons), most_common(reasons),
-                         kind="agents", unit="conversations")
+    reasons = [
+        str(r.get("reason") or r.get("reason_kind") or "dropped")[:REASON_CHARS]
+        for r in records.values()
+        if r.get("status") == "dropped"
+    ]
+    return JudgeFailures(
+        "questioner/responder/polisher",
+        len(reasons),
+        finished + len(reasons),
+        most_common(reasons),
+        kind="agents",
+        unit="conversations",
+    )

@@ -47,7 +47,8 @@ def plan_conversations(n_clusters: int, options: PlanOptions) -> list[Conversati
             soft = rng.random() < options.soft_switch_probability  # drawn every turn: plans stay aligned
             moves.append(HARD if turn in hard_turns else SOFT if soft else DRILL)
         others = [c for c in range(n_clusters) if c != index]
-        hard_clusters = tuple(int(c) for c in rng.choice(others, size=len(hard_turns), replace=False)) \
-            if hard_turns else ()
+        hard_clusters = (
+            tuple(int(c) for c in rng.choice(others, size=len(hard_turns), replace=False)) if hard_turns else ()
+        )
         plans.append(ConversationPlan(f"synth-{index:05d}", index, tuple(moves), hard_clusters))
     return plans

@@ -30,11 +30,11 @@ Begin your reply with the label of the document that answers it, then the questi
 MOVE_INSTRUCTIONS = {
     "start": "This is the first question of the conversation. Ask about one of the documents below.",
     "drill": "Drill down: stay on the subject of your previous question and ask about another detail of the "
-             "same document.",
+    "same document.",
     "soft": "Shift the topic a little, as someone following a link would: ask about a related subject in one of "
-            "the documents below, not about the subject of your previous question.",
+    "the documents below, not about the subject of your previous question.",
     "hard": "Change the subject abruptly, as someone starting an unrelated new inquiry in the same chat would: ask "
-            "about one of the documents below and ignore the earlier topic entirely.",
+    "about one of the documents below and ignore the earlier topic entirely.",
 }
 
 RESPONDER_SYSTEM = """You are the assistant of a production chat application, answering with retrieved knowledge.
@@ -66,8 +66,10 @@ Reply with the rewritten query only."""
 
 
 # Restated to an agent whose reply could not be read (the client's repair turn).
-QUESTION_FORMAT = ('one line: the label of the document that answers your question, then the question, e.g. '
-                   '"[Document 2] When did the bridge open to traffic?"')
+QUESTION_FORMAT = (
+    "one line: the label of the document that answers your question, then the question, e.g. "
+    '"[Document 2] When did the bridge open to traffic?"'
+)
 ANSWER_FORMAT = "the answer itself, a few sentences to a few paragraphs, with no preamble"
 POLISHED_FORMAT = "the rewritten query alone, on one line, with no label and no quotes"
 
@@ -78,15 +80,17 @@ class Question:
     text: str
 
 
-_LABELLED = re.compile(r"^\s*\**\s*\[\s*(?:document|doc)?\s*#?\s*(\d+)\s*\]\s*\**\s*[:\-]?\s*(.+)$",
-                       re.IGNORECASE | re.DOTALL)
+_LABELLED = re.compile(
+    r"^\s*\**\s*\[\s*(?:document|doc)?\s*#?\s*(\d+)\s*\]\s*\**\s*[:\-]?\s*(.+)$", re.IGNORECASE | re.DOTALL
+)
 
 
 def questioner_user_message(move: str, documents: list[str], previous_questions: list[str]) -> str:
     shown = "\n\n".join(f"[Document {i}] {text}" for i, text in enumerate(documents, start=1))
     asked = "\n".join(f"- {q}" for q in previous_questions) or "(none yet)"
-    return (f"{MOVE_INSTRUCTIONS[move]}\n\nQuestions asked so far in this conversation:\n{asked}\n\n"
-            f"**Documents:**\n{shown}")
+    return (
+        f"{MOVE_INSTRUCTIONS[move]}\n\nQuestions asked so far in this conversation:\n{asked}\n\n**Documents:**\n{shown}"
+    )
 
 
 def parse_question(text: str, n_documents: int) -> Question:
@@ -118,8 +122,9 @@ def polisher_user_message(dialogue: list[tuple[str, str]], query: str) -> str:
     return f"Dialogue:\n{lines}\nQuery to rewrite: {query}\nRewritten:"
 
 
-_PREFIX = re.compile(r"^\s*(?:\*\*)?\s*(?:\[?rewritten(?: query)?\]?|rewrite(?: query)?)\s*:?\s*(?:\*\*)?\s*",
-                     re.IGNORECASE)
+_PREFIX = re.compile(
+    r"^\s*(?:\*\*)?\s*(?:\[?rewritten(?: query)?\]?|rewrite(?: query)?)\s*:?\s*(?:\*\*)?\s*", re.IGNORECASE
+)
 
 
 _POLISHED_LABELS = r"rewritten(?:\s+query)?|rewrite(?:\s+query)?"

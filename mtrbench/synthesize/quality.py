@@ -42,13 +42,16 @@ class QualityScorer(Protocol):
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*", re.UNICODE)
 # A few very common function words: real prose contains several, word lists and boilerplate rarely do.
-_STOP_WORDS = frozenset("the be to of and a in that have it for not on with as you do at this but by from "
-                        "is are was were or an which their its".split())
+_STOP_WORDS = frozenset(
+    "the be to of and a in that have it for not on with as you do at this but by from "
+    "is are was were or an which their its".split()
+)
 
 
 @dataclass(frozen=True)
 class HeuristicRules:
     """Rules in the spirit of the Gopher/C4 quality heuristics; a chunk must pass every one."""
+
     min_words: int = 50
     min_mean_word_length: float = 3.0
     max_mean_word_length: float = 10.0
@@ -92,8 +95,13 @@ class HeuristicScorer:
         verdicts = []
         for text in texts:
             failed = self.failed_rules(text)
-            verdicts.append(QualityVerdict(kept=not failed, score=1.0 - len(failed) / 5,
-                                           label="high" if not failed else "low: " + ", ".join(failed)))
+            verdicts.append(
+                QualityVerdict(
+                    kept=not failed,
+                    score=1.0 - len(failed) / 5,
+                    label="high" if not failed else "low: " + ", ".join(failed),
+                )
+            )
         return verdicts
 
 
@@ -131,29 +139,42 @@ class TransformersScorer:
         local_only = not Path(spec.model).expanduser().exists() and not hub_reachable()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(spec.model, local_files_only=local_only)
-            self.model = AutoModelForSequenceClassification.from_pretrained(
-                spec.model, local_files_only=local_only).to(self.device).eval()
+            self.model = (
+                AutoModelForSequenceClassification.from_pretrained(spec.model, local_files_only=local_only)
+                .to(self.device)
+                .eval()
+            )
         except OSError as err:
-            why = ("it is not in the local Hugging Face cache and the Hub is unreachable" if local_only
-                   else " ".join(str(err).split())[:160])
-            raise HubUnavailableError(f"quality classifier {spec.model} could not be loaded: {why}; use --quality "
-                                      "heuristic offline (the documented stand-in)") from None
+            why = (
+                "it is not in the local Hugging Face cache and the Hub is unreachable"
+                if local_only
+                else " ".join(str(err).split())[:160]
+            )
+            raise HubUnavailableError(
+                f"quality classifier {spec.model} could not be loaded: {why}; use --quality "
+                "heuristic offline (the documented stand-in)"
+            ) from None
         labels = self.model.config.id2label
         if spec.kind == "label" and not set(spec.keep_labels) <= set(labels.values()):
-            raise ModelError(f"quality classifier {spec.model}: labels {sorted(labels.values())} do not include "
-                                f"{list(spec.keep_labels)}")
+            raise ModelError(
+                f"quality classifier {spec.model}: labels {sorted(labels.values())} do not include "
+                f"{list(spec.keep_labels)}"
+            )
         if spec.kind == "regression" and self.model.config.num_labels != 1:
-            raise ModelError(f"quality classifier {spec.model}: a regression scorer needs one output, it has "
-                                f"{self.model.config.num_labels}")
+            raise ModelError(
+                f"quality classifier {spec.model}: a regression scorer needs one output, it has "
+                f"{self.model.config.num_labels}"
+            )
 
     def score(self, texts: list[str]) -> list[QualityVerdict]:
         import torch
 
         verdicts: list[QualityVerdict] = []
         for start in range(0, len(texts), self.spec.batch_size):
-            batch = texts[start:start + self.spec.batch_size]
-            inputs = self.tokenizer(batch, padding=True, truncation=True, max_length=self.spec.max_length,
-                                    return_tensors="pt").to(self.device)
+            batch = texts[start : start + self.spec.batch_size]
+            inputs = self.tokenizer(
+                batch, padding=True, truncation=True, max_length=self.spec.max_length, return_tensors="pt"
+            ).to(self.device)
             with torch.inference_mode():
                 logits = self.model(**inputs).logits.float().cpu()
             if self.spec.kind == "regression":
@@ -165,8 +186,9 @@ class TransformersScorer:
                 for row in probabilities:
                     top = int(row.argmax())
                     label = self.model.config.id2label[top]
-                    verdicts.append(QualityVerdict(kept=label in self.spec.keep_labels, score=float(row[top]),
-                                                   label=label))
+                    verdicts.append(
+                        QualityVerdict(kept=label in self.spec.keep_labels, score=float(row[top]), label=label)
+                    )
         return verdicts
 
 
@@ -184,8 +206,13 @@ class AllOf:
         per_scorer = [s.score(texts) for s in self.scorers]
         out = []
         for verdicts in zip(*per_scorer):
-            out.append(QualityVerdict(kept=all(v.kept for v in verdicts), score=min(v.score for v in verdicts),
-                                      label="; ".join(f"{s.name}: {v.label}" for s, v in zip(self.scorers, verdicts))))
+            out.append(
+                QualityVerdict(
+                    kept=all(v.kept for v in verdicts),
+                    score=min(v.score for v in verdicts),
+                    label="; ".join(f"{s.name}: {v.label}" for s, v in zip(self.scorers, verdicts)),
+                )
+            )
         return out
 
 

@@ -45,8 +45,10 @@ def read_documents(source: str, split: str = "train") -> ReadResult:
             return _read_rows(_parquet_rows(path), str(path))
         if suffix in TEXT_SUFFIXES:
             return _read_folder_files([path], path.parent)
-        raise UserInputError(f"{path}: unknown corpus file type '{suffix}' (expected .jsonl, .parquet, a folder of "
-                            f"{'/'.join(TEXT_SUFFIXES)} files, or a Hugging Face dataset id)")
+        raise UserInputError(
+            f"{path}: unknown corpus file type '{suffix}' (expected .jsonl, .parquet, a folder of "
+            f"{'/'.join(TEXT_SUFFIXES)} files, or a Hugging Face dataset id)"
+        )
     if "/" in source and not source.startswith((".", "/", "~")):
         return _read_rows(_hub_rows(source, split), f"Hub dataset {source} ({split})")
     raise DataError(f"corpus {source}: no such file or folder")
@@ -64,8 +66,9 @@ def source_fingerprint(source: str) -> str:
     digest = hashlib.sha256()
     for file in files:
         stat = file.stat()
-        digest.update(f"{file.relative_to(path) if path.is_dir() else file.name}\0{stat.st_size}\0"
-                      f"{stat.st_mtime_ns}\n".encode())
+        digest.update(
+            f"{file.relative_to(path) if path.is_dir() else file.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
+        )
     return digest.hexdigest()[:16]
 
 
@@ -117,8 +120,13 @@ def _hub_rows(dataset_id: str, split: str) -> list[dict]:
 
 
 def _read_folder(folder: Path) -> ReadResult:
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
-                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in TEXT_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
     if not files:
         raise DataError(f"{folder}: no {'/'.join(TEXT_SUFFIXES)} files in this folder")
     return _read_folder_files(files, folder)

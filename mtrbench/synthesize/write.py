@@ -41,13 +41,26 @@ def conversation_row(record: dict[str, Any]) -> dict[str, Any]:
     hard = [t["turn"] for t in turns if t["switch"] == "hard"]
     messages: list[dict[str, Any]] = []
     for t in turns:
-        messages.append({"role": "user", "content": t["question"], "rewrite": t["standalone"],
-                         "qrels": [{"doc_id": t["gold_chunk"], "score": 1}], "turn": t["turn"],
-                         "switch": t["switch"], "gold_chunk": t["gold_chunk"]})
+        messages.append(
+            {
+                "role": "user",
+                "content": t["question"],
+                "rewrite": t["standalone"],
+                "qrels": [{"doc_id": t["gold_chunk"], "score": 1}],
+                "turn": t["turn"],
+                "switch": t["switch"],
+                "gold_chunk": t["gold_chunk"],
+            }
+        )
         messages.append({"role": "assistant", "content": t["answer"]})
     topics = list(dict.fromkeys(t["gold_chunk"] for t in turns))
-    return {"conversation_id": record["conversation_id"], "switch_turn": hard[0] if hard else -1,
-            "topics": topics, "clusters": sorted({t["cluster"] for t in turns}), "messages": messages}
+    return {
+        "conversation_id": record["conversation_id"],
+        "switch_turn": hard[0] if hard else -1,
+        "topics": topics,
+        "clusters": sorted({t["cluster"] for t in turns}),
+        "messages": messages,
+    }
 
 
 def _tokenizer():
@@ -77,7 +90,8 @@ def table2_stats(rows: list[dict[str, Any]], chunks: dict[str, Chunk]) -> dict[s
             if m["role"] == "user":
                 switches[m["switch"]] = switches.get(m["switch"], 0) + 1
     return {
-        "turns": len(questions), "conversations": len(rows),
+        "turns": len(questions),
+        "conversations": len(rows),
         "tokens_per_question": _mean([tokens(q) for q in questions]),
         "tokens_per_answer": _mean([tokens(a) for a in answers]),
         "turns_per_conversation": _mean([sum(m["role"] == "user" for m in r["messages"]) for r in rows]),
@@ -89,44 +103,65 @@ def table2_stats(rows: list[dict[str, Any]], chunks: dict[str, Chunk]) -> dict[s
 
 
 def format_table2(stats: dict[str, Any]) -> str:
-    rows = [("# Turns", stats["turns"]), ("# Conversations", stats["conversations"]),
-            ("Tokens / Question", stats["tokens_per_question"]), ("Tokens / Answer", stats["tokens_per_answer"]),
-            ("Turns / Conversation", stats["turns_per_conversation"]),
-            ("Topics / Conversation", stats["topics_per_conversation"])]
+    rows = [
+        ("# Turns", stats["turns"]),
+        ("# Conversations", stats["conversations"]),
+        ("Tokens / Question", stats["tokens_per_question"]),
+        ("Tokens / Answer", stats["tokens_per_answer"]),
+        ("Turns / Conversation", stats["turns_per_conversation"]),
+        ("Topics / Conversation", stats["topics_per_conversation"]),
+    ]
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"  {label.ljust(width)}  {value}" for label, value in rows)
 
 
-def write_task(chunks: list[Chunk], records: list[dict[str, Any]], folder: Path, options: WriteOptions,
-               summary: dict[str, Any]) -> dict[str, Any]:
+def write_task(
+    chunks: list[Chunk], records: list[dict[str, Any]], folder: Path, options: WriteOptions, summary: dict[str, Any]
+) -> dict[str, Any]:
     """Write the task folder; returns the Table 2 statistics."""
     rows = [conversation_row(r) for r in records]
     folder.mkdir(parents=True, exist_ok=True)
-    write_jsonl(folder / "corpus.jsonl", [{"_id": c.chunk_id, "title": c.title, "text": c.text,
-                                           "source_doc": c.source_doc} for c in chunks])
+    write_jsonl(
+        folder / "corpus.jsonl",
+        [{"_id": c.chunk_id, "title": c.title, "text": c.text, "source_doc": c.source_doc} for c in chunks],
+    )
     write_jsonl(folder / "conversations" / f"{SPLIT}.jsonl", rows)
     by_id = {c.chunk_id: c for c in chunks}
     stats = table2_stats(rows, by_id)
-    card = {"name": options.name,
-            "description": options.description or (
-                f"Synthesized by `mtrbench synthesize` (MTR-PIPELINE): {stats['conversations']} conversations over "
-                f"{len(chunks)} curated chunks; quality filter {summary.get('quality_scorer', '?')}."),
-            "type": "conversational-retrieval", "format": "mtrbench", "source": {"path": "."},
-            "splits": [SPLIT], "eval_split": SPLIT, "main_score": "ndcg_at_10",
-            "domains": ["synthetic"]}
+    card = {
+        "name": options.name,
+        "description": options.description
+        or (
+            f"Synthesized by `mtrbench synthesize` (MTR-PIPELINE): {stats['conversations']} conversations over "
+            f"{len(chunks)} curated chunks; quality filter {summary.get('quality_scorer', '?')}."
+        ),
+        "type": "conversational-retrieval",
+        "format": "mtrbench",
+        "source": {"path": "."},
+        "splits": [SPLIT],
+        "eval_split": SPLIT,
+        "main_score": "ndcg_at_10",
+        "domains": ["synthetic"],
+    }
     atomic_write_text(folder / f"{options.name}.yaml", yaml.safe_dump(card, sort_keys=False, width=100))
     atomic_write_text(folder / "README.md", _readme(options.name, stats, summary))
-    atomic_write_text(folder / "stats.json", json.dumps({**stats, "pipeline": summary}, indent=2,
-                                                        ensure_ascii=False) + "\n")
+    atomic_write_text(
+        folder / "stats.json", json.dumps({**stats, "pipeline": summary}, indent=2, ensure_ascii=False) + "\n"
+    )
     return stats
 
 
 def _readme(name: str, stats: dict[str, Any], summary: dict[str, Any]) -> str:
-    configs = {"configs": [
-        {"config_name": "corpus", "data_files": [{"split": "corpus", "path": "corpus.jsonl"}]},
-        {"config_name": "conversations", "data_files": [{"split": SPLIT, "path": f"conversations/{SPLIT}.jsonl"}]}]}
-    return ("---\n" + yaml.safe_dump(configs, sort_keys=False) + "---\n"
-            f"# {name}\n\nSynthesized with `mtrbench synthesize` (MTR-PIPELINE, MTR-SUITE §4) in the native mtrbench "
-            f"format.\n\nQuality filter: {summary.get('quality_scorer', 'unknown')}.\n\n"
-            f"| Statistic | Value |\n|---|---|\n"
-            + "".join(f"| {k} | {v} |\n" for k, v in stats.items() if not isinstance(v, dict)))
+    configs = {
+        "configs": [
+            {"config_name": "corpus", "data_files": [{"split": "corpus", "path": "corpus.jsonl"}]},
+            {"config_name": "conversations", "data_files": [{"split": SPLIT, "path": f"conversations/{SPLIT}.jsonl"}]},
+        ]
+    }
+    return (
+        "---\n" + yaml.safe_dump(configs, sort_keys=False) + "---\n"
+        f"# {name}\n\nSynthesized with `mtrbench synthesize` (MTR-PIPELINE, MTR-SUITE §4) in the native mtrbench "
+        f"format.\n\nQuality filter: {summary.get('quality_scorer', 'unknown')}.\n\n"
+        f"| Statistic | Value |\n|---|---|\n"
+        + "".join(f"| {k} | {v} |\n" for k, v in stats.items() if not isinstance(v, dict))
+    )

@@ -53,8 +53,25 @@ def _mrr(rank: int) -> float:
 def test_power_json_holds_the_pairs_and_the_discriminative_power(tmp_path, capsys):
     runs, qrels = _write_task(tmp_path, PLACES)
     out = tmp_path / "power.json"
-    assert main(["meta", "power", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10", "--unit", "query",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "power",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--measures",
+                "RR@10",
+                "--unit",
+                "query",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert {"pairs", "discriminative_power", "seed", "samples", "unit", "test"} <= set(document)
     assert len(document["pairs"]) == 6 and all({"a", "b", "diff", "p"} <= set(p) for p in document["pairs"])
@@ -72,8 +89,29 @@ def test_same_seed_same_json_and_the_draw_is_recorded(tmp_path, test):
     runs, qrels = _write_task(tmp_path, PLACES)
     texts = []
     for name in ("one.json", "two.json"):
-        assert main(["meta", "power", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10", "--test", test,
-                     "--samples", "200", "--seed", "7", "--output", str(tmp_path / name)]) == 0
+        assert (
+            main(
+                [
+                    "meta",
+                    "power",
+                    "--runs",
+                    *runs,
+                    "--qrels",
+                    qrels,
+                    "--measures",
+                    "RR@10",
+                    "--test",
+                    test,
+                    "--samples",
+                    "200",
+                    "--seed",
+                    "7",
+                    "--output",
+                    str(tmp_path / name),
+                ]
+            )
+            == 0
+        )
         texts.append((tmp_path / name).read_text())
     assert texts[0] == texts[1]
     document = _no_nan(texts[0])
@@ -84,8 +122,9 @@ def test_same_seed_same_json_and_the_draw_is_recorded(tmp_path, test):
 def test_uncovered_queries_score_zero_and_are_counted(tmp_path, capsys):
     runs, qrels = _write_task(tmp_path, PLACES)
     fair = Path(runs[2])
-    fair.write_text("".join(line for line in fair.read_text().splitlines(keepends=True)
-                            if not line.startswith("c2_2 ")))
+    fair.write_text(
+        "".join(line for line in fair.read_text().splitlines(keepends=True) if not line.startswith("c2_2 "))
+    )
     out = tmp_path / "power.json"
     assert main(["meta", "power", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10", "--output", str(out)]) == 0
     assert "warning:" in capsys.readouterr().err
@@ -97,13 +136,16 @@ def test_uncovered_queries_score_zero_and_are_counted(tmp_path, capsys):
     assert pair["mean_a"] == pytest.approx(np.mean([_mrr(r) for r in ranks]))
 
 
-@pytest.mark.parametrize("case, needle", [
-    ("one system", "at least two"),
-    ("one query", "at least two"),
-    ("all ties", "the same on every query"),
-    ("unknown test", "--test must be one of"),
-    ("bad plot", ".png or .svg"),
-])
+@pytest.mark.parametrize(
+    "case, needle",
+    [
+        ("one system", "at least two"),
+        ("one query", "at least two"),
+        ("all ties", "the same on every query"),
+        ("unknown test", "--test must be one of"),
+        ("bad plot", ".png or .svg"),
+    ],
+)
 def test_bad_inputs_give_one_error_line(tmp_path, capsys, case, needle):
     if case == "one query":
         runs, qrels = _write_task(tmp_path, {k: v[:1] for k, v in PLACES.items()}, QUERIES[:1])
@@ -122,8 +164,27 @@ def test_bad_inputs_give_one_error_line(tmp_path, capsys, case, needle):
 def test_stability_json_holds_kendall_tau_and_tau_ap(tmp_path, capsys):
     runs, qrels = _write_task(tmp_path, PLACES)
     out = tmp_path / "stability.json"
-    assert main(["meta", "stability", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10",
-                 "--vs-measure", "nDCG@1", "--samples", "50", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "stability",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--measures",
+                "RR@10",
+                "--vs-measure",
+                "nDCG@1",
+                "--samples",
+                "50",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert {"kendall_tau", "tau_ap", "swapped", "swap", "seed", "samples", "unit"} <= set(document)
     from scipy import stats
@@ -141,8 +202,27 @@ def test_stability_against_other_qrels_finds_the_swap(tmp_path):
     # refinement finds the poor run's unjudged first documents relevant: poor jumps to the top
     refined.write_text(Path(qrels).read_text() + "".join(f"{q} 0 poor0-{q} 1\n" for q in QUERIES))
     out = tmp_path / "s.json"
-    assert main(["meta", "stability", "--runs", *runs, "--qrels", qrels, "--vs-qrels", str(refined),
-                 "--measures", "P@1", "--samples", "20", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "stability",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--vs-qrels",
+                str(refined),
+                "--measures",
+                "P@1",
+                "--samples",
+                "20",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert document["means_second"][3] == 1.0 and document["means_second"][:3] == document["means_first"][:3]
     assert {(p["a"], p["b"]) for p in document["swapped"]} == {("best", "poor"), ("good", "poor"), ("fair", "poor")}
@@ -153,16 +233,69 @@ def test_stability_against_other_qrels_finds_the_swap(tmp_path):
 def test_size_json_and_plots_of_every_command(tmp_path):
     runs, qrels = _write_task(tmp_path, PLACES)
     out = tmp_path / "size.json"
-    assert main(["meta", "size", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10", "--delta", "0.1",
-                 "--output", str(out), "--plot", str(tmp_path / "size.svg")]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "size",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--measures",
+                "RR@10",
+                "--delta",
+                "0.1",
+                "--output",
+                str(out),
+                "--plot",
+                str(tmp_path / "size.svg"),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert document["current_size"] == 4 and document["paired_t"]["required"] >= 2
     assert (tmp_path / "size.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
-    assert main(["meta", "power", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10,nDCG@3", "--unit",
-                 "conversation,query", "--plot", str(tmp_path / "power.png")]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "power",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--measures",
+                "RR@10,nDCG@3",
+                "--unit",
+                "conversation,query",
+                "--plot",
+                str(tmp_path / "power.png"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "power.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert main(["meta", "stability", "--runs", *runs, "--qrels", qrels, "--vs-measure", "P@1", "--samples", "20",
-                 "--plot", str(tmp_path / "stability.png")]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "stability",
+                "--runs",
+                *runs,
+                "--qrels",
+                qrels,
+                "--vs-measure",
+                "P@1",
+                "--samples",
+                "20",
+                "--plot",
+                str(tmp_path / "stability.png"),
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "stability.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -178,9 +311,22 @@ def test_results_and_per_query_files_are_inputs_with_their_conversations(tmp_pat
         row["ndcg_at_10"] = row["ndcg_at_10"] / 2
     (tmp_path / "b" / "mtrbench-sample.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "power.json"
-    assert main(["meta", "power", "--results", str(tmp_path / "a" / "mtrbench-sample.json"),
-                 str(tmp_path / "b" / "mtrbench-sample.per_query.jsonl"), "--measures", "nDCG@10",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "power",
+                "--results",
+                str(tmp_path / "a" / "mtrbench-sample.json"),
+                str(tmp_path / "b" / "mtrbench-sample.per_query.jsonl"),
+                "--measures",
+                "nDCG@10",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert document["systems"] == ["bm25", "other"] and document["queries"] == len(rows)
     assert document["units"] == len({row["conversation_id"] for row in rows})
@@ -196,20 +342,27 @@ def test_a_leaderboard_brings_its_entries_result_files(tmp_path):
     document = json.loads((other / "mtrbench-sample.json").read_text())
     document["mtrbench"]["model"]["name"] = "other"
     (other / "mtrbench-sample.json").write_text(json.dumps(document))
-    board = {"schema_version": 1, "name": "t", "entries": [
-        {"id": "a", "source": {"result_file": "results/bm25/mtrbench-sample.json"}},
-        {"id": "b", "source": {"result_file": "results/other/mtrbench-sample.json"}}]}
+    board = {
+        "schema_version": 1,
+        "name": "t",
+        "entries": [
+            {"id": "a", "source": {"result_file": "results/bm25/mtrbench-sample.json"}},
+            {"id": "b", "source": {"result_file": "results/other/mtrbench-sample.json"}},
+        ],
+    }
     (tmp_path / "board.json").write_text(json.dumps(board))
     out = tmp_path / "size.json"
     # identical per-query values: nothing to tell apart, said in one line
-    assert main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1",
-                 "--output", str(out)]) == 2
+    assert (
+        main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1", "--output", str(out)]) == 2
+    )
     rows = [json.loads(line) for line in (other / "mtrbench-sample.per_query.jsonl").read_text().splitlines()]
     for i, row in enumerate(rows):
         row["ndcg_at_10"] = min(1.0, row["ndcg_at_10"] + 0.05 * (i % 3))
     (other / "mtrbench-sample.per_query.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1",
-                 "--output", str(out)]) == 0
+    assert (
+        main(["meta", "size", "--results", str(tmp_path / "board.json"), "--delta", "0.1", "--output", str(out)]) == 0
+    )
     document = _no_nan(out.read_text())
     assert document["measure"] == "ndcg_at_10" and document["systems"] == 2  # the results' main score
     assert document["current_size"] == len({row["conversation_id"] for row in rows})
@@ -263,8 +416,25 @@ def test_stability_between_two_sets_of_results_pairs_them_in_order(tmp_path):
             paths.append(str(folder / "mtrbench-sample.json"))
         conditions[condition] = paths
     out = tmp_path / "s.json"
-    assert main(["meta", "stability", "--results", *conditions["full"], "--vs-results", *conditions["current"],
-                 "--measures", "nDCG@10", "--samples", "20", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "meta",
+                "stability",
+                "--results",
+                *conditions["full"],
+                "--vs-results",
+                *conditions["current"],
+                "--measures",
+                "nDCG@10",
+                "--samples",
+                "20",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = _no_nan(out.read_text())
     assert document["systems"] == ["m1", "m2", "m3"]
     assert document["kendall_tau"] == pytest.approx(-1.0) and document["tau_ap"] == pytest.approx(-1.0)

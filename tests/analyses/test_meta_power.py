@@ -12,9 +12,9 @@ import pytrec_eval
 from scipy import stats
 
 from mtrbench.analyses.meta.inputs import InputSpec, ScoreMatrix
-from mtrbench.results.systems import load_matrices
 from mtrbench.analyses.meta.power import discriminative_power
 from mtrbench.analyses.meta.tests import Resampling, Units, tukey_hsd
+from mtrbench.results.systems import load_matrices
 
 CAST = Path(__file__).resolve().parents[1] / "data" / "meta" / "cast2021"
 RUNS = sorted(CAST.glob("*.run.gz"))
@@ -71,8 +71,9 @@ def test_cast_2021_t_test_p_values_are_scipy_ttest_rel_on_pytrec_eval_ndcg3(cast
 def test_cast_2021_conversations_come_from_the_turn_ids(cast_matrix):
     # CAsT 2021 ids are `<topic>_<turn>`: 158 judged turns of 18+ topics
     assert set(cast_matrix.conversations) == {q.rsplit("_", 1)[0] for q in cast_matrix.queries}
-    assert len(set(cast_matrix.conversations)) == Units.of(cast_matrix.scores,
-                                                           cast_matrix.unit_groups("conversation")).n
+    assert (
+        len(set(cast_matrix.conversations)) == Units.of(cast_matrix.scores, cast_matrix.unit_groups("conversation")).n
+    )
 
 
 def _brute_force_tukey(scores: np.ndarray, groups: list[int]) -> np.ndarray:
@@ -113,21 +114,28 @@ def test_randomized_tukey_hsd_equals_brute_force_over_every_permutation():
 def test_tukey_hsd_by_conversation_permutes_whole_conversations_as_brute_force_does():
     scores = np.array([[0.9, 0.8, 0.6, 0.7, 0.3], [0.4, 0.5, 0.6, 0.2, 0.1], [0.2, 0.1, 0.5, 0.4, 0.0]])
     conversations = ("c1", "c1", "c2", "c2", "c3")
-    matrix = ScoreMatrix("toy", "ndcg_at_3", ("s1", "s2", "s3"), tuple(f"q{i}" for i in range(5)), conversations,
-                         scores)
+    matrix = ScoreMatrix(
+        "toy", "ndcg_at_3", ("s1", "s2", "s3"), tuple(f"q{i}" for i in range(5)), conversations, scores
+    )
     report = discriminative_power(matrix, Resampling(test="tukey-hsd", unit="conversation", samples=216))
     expected = _brute_force_tukey(scores, [0, 0, 1, 1, 2])
     assert report.exact and report.units == 3
     assert [p.p for p in report.pairs] == pytest.approx([expected[0, 1], expected[0, 2], expected[1, 2]], abs=1e-12)
     # with every query free to move, the same data is separated more often
-    by_query = discriminative_power(matrix, Resampling(test="tukey-hsd", unit="query", samples=6 ** 5))
+    by_query = discriminative_power(matrix, Resampling(test="tukey-hsd", unit="query", samples=6**5))
     assert by_query.pairs[1].p < report.pairs[1].p
 
 
 def _matrix(scores: np.ndarray, per_conversation: int = 1) -> ScoreMatrix:
     n = scores.shape[1]
-    return ScoreMatrix("toy", "ndcg_at_3", tuple(f"s{i}" for i in range(len(scores))),
-                       tuple(f"q{j}" for j in range(n)), tuple(f"c{j // per_conversation}" for j in range(n)), scores)
+    return ScoreMatrix(
+        "toy",
+        "ndcg_at_3",
+        tuple(f"s{i}" for i in range(len(scores))),
+        tuple(f"q{j}" for j in range(n)),
+        tuple(f"c{j // per_conversation}" for j in range(n)),
+        scores,
+    )
 
 
 def test_bootstrap_asl_vanishes_for_a_large_difference_and_stays_high_without_one():

@@ -25,7 +25,7 @@ def test_paired_t_size_is_sakais_closed_form_worked_by_hand():
     report = topic_set_size(_two_systems(), "conversation", delta=0.1, alpha=0.05, power=0.8)
     # sigma_d^2 = 2 V_E = 0.04, D = 0.1 / 0.2 = 0.5; z_0.025 = 1.95996, z_0.20 = 0.84162 (normal table):
     # n0 = ((1.95996 + 0.84162) / 0.5)^2 + 1.95996^2 / 2 = 31.3954 + 1.9207 = 33.316 -> 34
-    n0 = ((1.95996 + 0.84162) / 0.5) ** 2 + 1.95996 ** 2 / 2
+    n0 = ((1.95996 + 0.84162) / 0.5) ** 2 + 1.95996**2 / 2
     assert n0 == pytest.approx(33.316, abs=1e-3)
     assert report.paired_t.closed_form == 34
     # the noncentral t agrees: 34 pairs give power 0.8 for a standardized effect of 0.5 (as G*Power's 34)
@@ -37,8 +37,14 @@ def test_paired_t_size_is_sakais_closed_form_worked_by_hand():
 def test_anova_needs_more_units_for_more_systems_and_its_start_is_close():
     rng = np.random.default_rng(2)
     scores = 0.5 + rng.normal(0, 0.1, size=(6, 30))
-    matrix = ScoreMatrix("toy", "ndcg_at_3", tuple("abcdef"), tuple(f"q{j}" for j in range(30)),
-                         tuple(f"q{j}" for j in range(30)), scores)
+    matrix = ScoreMatrix(
+        "toy",
+        "ndcg_at_3",
+        tuple("abcdef"),
+        tuple(f"q{j}" for j in range(30)),
+        tuple(f"q{j}" for j in range(30)),
+        scores,
+    )
     report = topic_set_size(matrix, "query", delta=0.1)
     assert report.anova.required > report.paired_t.required
     assert abs(report.anova.required - report.anova.closed_form) <= 0.1 * report.anova.required

@@ -15,8 +15,7 @@ from mtrbench.infra.errors import DataError
 def _means(values: list[float], name: str = "c") -> ScoreMatrix:
     """A matrix whose systems have exactly these means (two queries, one conversation each)."""
     scores = np.array([[v, v] for v in values], dtype=float)
-    return ScoreMatrix("toy", name, tuple(f"s{i + 1}" for i in range(len(values))), ("q1", "q2"), ("c1", "c2"),
-                       scores)
+    return ScoreMatrix("toy", name, tuple(f"s{i + 1}" for i in range(len(values))), ("q1", "q2"), ("c1", "c2"), scores)
 
 
 def test_tau_ap_hand_worked_swap_at_the_top_costs_more_than_at_the_bottom():
@@ -51,8 +50,14 @@ def test_swap_method_swaps_close_pairs_and_never_a_wide_gap():
     noise = rng.normal(0, 0.05, size=(3, 40))
     # s1 and s2 differ by 0.01 on average, s3 trails by 0.5: its pairs land in high bins, never swapped
     scores = np.vstack([0.60 + noise[0], 0.59 + noise[1], 0.10 + noise[2]])
-    matrix = ScoreMatrix("toy", "ndcg_at_3", ("s1", "s2", "s3"), tuple(f"q{j}" for j in range(40)),
-                         tuple(f"c{j}" for j in range(40)), scores)
+    matrix = ScoreMatrix(
+        "toy",
+        "ndcg_at_3",
+        ("s1", "s2", "s3"),
+        tuple(f"q{j}" for j in range(40)),
+        tuple(f"c{j}" for j in range(40)),
+        scores,
+    )
     report = swap_method(matrix, Resampling(unit="query", samples=200, seed=0), bin_width=0.01)
     assert report.subset_size == 20 and sum(b.pairs for b in report.bins) == 3 * 200
     wide = [b for b in report.bins if b.low >= 0.3]

@@ -20,6 +20,7 @@ from mtrbench.measures import parse_measures
 def evaluate(qrels, run, k_values, families, relevance_level=1):
     return evaluate_measures(qrels, run, parse_measures(families, k_values), relevance_level)
 
+
 QRELS = {
     "q1": {"d1": 2, "d2": 1, "d3": 0},
     "q2": {"d4": 1},
@@ -96,7 +97,9 @@ def test_generated_run_against_real_cast2019_qrels(shared, tmp_path):
     assert set(ev.per_query) == set(positives)
     assert ev.excluded == sorted(set(qrels) - set(positives))
     direct_run = {q: run.get(q, {}) for q in positives}
-    direct = pytrec_eval.RelevanceEvaluator(positives, {f"{m}.1,5,10,20,100" for m in ("ndcg_cut", "recall", "P", "map_cut", "success")}).evaluate(direct_run)
+    direct = pytrec_eval.RelevanceEvaluator(
+        positives, {f"{m}.1,5,10,20,100" for m in ("ndcg_cut", "recall", "P", "map_cut", "success")}
+    ).evaluate(direct_run)
     for qid in positives:
         for k in (1, 5, 10, 20, 100):
             assert ev.per_query[qid][f"ndcg_at_{k}"] == pytest.approx(direct[qid][f"ndcg_cut_{k}"])
@@ -116,9 +119,22 @@ def test_generated_run_against_real_cast2019_qrels(shared, tmp_path):
     reread = read_run(tmp_path / "run.trec")
     assert {q: {d: round(s, 2) for d, s in docs.items()} for q, docs in reread.items()} == run
     out = tmp_path / "scores.json"
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "score", "--run", str(tmp_path / "run.trec"),
-                           "--qrels", str(shared / "datasets/real/trec-cast/2019/2019qrels.txt"),
-                           "--output", str(out)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "score",
+            "--run",
+            str(tmp_path / "run.trec"),
+            "--qrels",
+            str(shared / "datasets/real/trec-cast/2019/2019qrels.txt"),
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     scores = json.loads(out.read_text())["scores"]
     assert scores["ndcg_at_10"] == pytest.approx(ev.mean()["ndcg_at_10"])
@@ -145,8 +161,9 @@ def test_relevance_level_as_trec_cast_uses_it(shared):
     run = _cast_run(qrels, seed=5)
     ours = evaluate(qrels, run, [5, 10], ["recall", "hit", "ndcg"], relevance_level=2)
     positives = {q: d for q, d in qrels.items() if any(g > 0 for g in d.values())}
-    direct = pytrec_eval.RelevanceEvaluator(positives, {"recall.5,10", "success.5,10", "ndcg_cut.10"},
-                                            relevance_level=2).evaluate({q: run.get(q, {}) for q in positives})
+    direct = pytrec_eval.RelevanceEvaluator(
+        positives, {"recall.5,10", "success.5,10", "ndcg_cut.10"}, relevance_level=2
+    ).evaluate({q: run.get(q, {}) for q in positives})
     for qid in positives:
         assert ours.per_query[qid]["recall_at_10"] == pytest.approx(direct[qid]["recall_10"])
         assert ours.per_query[qid]["hit_rate_at_5"] == pytest.approx(direct[qid]["success_5"])

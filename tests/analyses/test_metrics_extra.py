@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mtrbench.measures import evaluate, parse_measures
 from mtrbench.analyses.holes import filled_holes, hole_bridge
 from mtrbench.analyses.pool import pool_analysis
-from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.analyses.significance import bootstrap_ci, compare_paired, randomization_test
+from mtrbench.measures import evaluate, parse_measures
+from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 
 QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 1}, "q3": {"d": 1}}
 RUN = {"q1": {"a": 0.9, "x": 0.8, "b": 0.7, "y": 0.6}, "q2": {"c": 0.5, "a": 0.4}, "q3": {}}
@@ -28,8 +28,12 @@ def hole_beir(qrels, run, ks):
 
 def test_hole_unjudged_by_hand():
     h = hole_unjudged(QRELS, RUN, [1, 2, 4, 10])
-    assert h["q1"] == {"hole_unjudged_at_1": 0.0, "hole_unjudged_at_2": 0.5, "hole_unjudged_at_4": 0.5,
-                       "hole_unjudged_at_10": 0.5}
+    assert h["q1"] == {
+        "hole_unjudged_at_1": 0.0,
+        "hole_unjudged_at_2": 0.5,
+        "hole_unjudged_at_4": 0.5,
+        "hole_unjudged_at_10": 0.5,
+    }
     # q2: 'a' is judged, but not for q2
     assert h["q2"]["hole_unjudged_at_2"] == 0.5 and h["q2"]["hole_unjudged_at_10"] == 0.5
     assert h["q3"]["hole_unjudged_at_10"] == 0.0  # empty ranking: nothing retrieved, nothing unjudged
@@ -97,8 +101,13 @@ def test_pool_analysis_five_runs_by_hand():
     def run(q1, q2):
         return {"q1": {d: 1.0 - i / 10 for i, d in enumerate(q1)}, "q2": {d: 1.0 - i / 10 for i, d in enumerate(q2)}}
 
-    runs = {"A": run(["g1", "h1"], ["x", "y"]), "B": run(["h1", "z"], ["g2", "z"]),
-            "C": run(["h2", "z"], ["h3", "g2"]), "D": run(["z", "w"], ["w", "z"]), "E": run(["g1", "z"], ["g2", "h3"])}
+    runs = {
+        "A": run(["g1", "h1"], ["x", "y"]),
+        "B": run(["h1", "z"], ["g2", "z"]),
+        "C": run(["h2", "z"], ["h3", "g2"]),
+        "D": run(["z", "w"], ["w", "z"]),
+        "E": run(["g1", "z"], ["g2", "h3"]),
+    }
     result = pool_analysis(runs, original, refined, k=2, metric="hit", orders=[["A", "B", "C", "D", "E"]])
     # |H(C_m)| = 1, 1, 3, 3, 3  ->  GR = -, 0, 2, 0, 0
     assert result.holes_per_size == [1, 1, 3, 3, 3]
@@ -118,10 +127,17 @@ def test_batched_resampling_gives_scipy_s_one_shot_numbers():
     rng = np.random.default_rng(3)
     x = rng.random(3000)
     y = x + rng.normal(0.004, 0.1, 3000)
-    reference = stats.bootstrap((x,), np.mean, n_resamples=10_000, method="percentile", vectorized=True,
-                                random_state=np.random.default_rng(0)).confidence_interval
+    reference = stats.bootstrap(
+        (x,), np.mean, n_resamples=10_000, method="percentile", vectorized=True, random_state=np.random.default_rng(0)
+    ).confidence_interval
     assert bootstrap_ci(x) == (reference.low, reference.high)
-    p = stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis), permutation_type="samples",
-                               n_resamples=10_000, alternative="two-sided", vectorized=True,
-                               random_state=np.random.default_rng(0)).pvalue
+    p = stats.permutation_test(
+        (x, y),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        n_resamples=10_000,
+        alternative="two-sided",
+        vectorized=True,
+        random_state=np.random.default_rng(0),
+    ).pvalue
     assert randomization_test(x, y) == p

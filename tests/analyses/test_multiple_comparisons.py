@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mtrbench.cli import main
 from mtrbench.analyses.multiple import holm
 from mtrbench.analyses.significance import win_tie_loss
+from mtrbench.cli import main
 
 
 def test_holm_by_hand():
@@ -47,8 +47,24 @@ def _score(tmp_path, name, run, qrels):
 
     (tmp_path / f"{name}.trec").write_text(format_run(run, name))
     (tmp_path / "q.qrels").write_text(format_qrels(qrels))
-    assert main(["score", "--run", str(tmp_path / f"{name}.trec"), "--qrels", str(tmp_path / "q.qrels"),
-                 "--k", "1,3,5", "--metrics", "ndcg,recall,mrr", "--output", str(tmp_path / f"{name}.json")]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(tmp_path / f"{name}.trec"),
+                "--qrels",
+                str(tmp_path / "q.qrels"),
+                "--k",
+                "1,3,5",
+                "--metrics",
+                "ndcg,recall,mrr",
+                "--output",
+                str(tmp_path / f"{name}.json"),
+            ]
+        )
+        == 0
+    )
     return tmp_path / f"{name}.json"
 
 
@@ -58,8 +74,10 @@ def test_compare_prints_and_records_holm_and_win_tie_loss(tmp_path, capsys, monk
     docs = [f"d{i}" for i in range(8)]
     qrels = {f"q{n}": {docs[n % 8]: 1} for n in range(30)}
     run_a = {q: {d: float(rng.random()) for d in docs} for q in qrels}
-    run_b = {q: {**scores, next(iter(qrels[q])): scores[next(iter(qrels[q]))] + (0.4 if n % 3 else 0.0)}
-             for n, (q, scores) in enumerate(run_a.items())}  # B lifts the relevant document in 2 of 3 queries
+    run_b = {
+        q: {**scores, next(iter(qrels[q])): scores[next(iter(qrels[q]))] + (0.4 if n % 3 else 0.0)}
+        for n, (q, scores) in enumerate(run_a.items())
+    }  # B lifts the relevant document in 2 of 3 queries
     a, b = _score(tmp_path, "a", run_a, qrels), _score(tmp_path, "b", run_b, qrels)
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--output", str(tmp_path / "cmp.json")]) == 0
@@ -76,8 +94,11 @@ def test_compare_prints_and_records_holm_and_win_tie_loss(tmp_path, capsys, monk
         x = np.array([per_a[q][row["metric"]] for q in qids])
         y = np.array([per_b[q][row["metric"]] for q in qids])
         d = y - x
-        assert (row["wins"], row["ties"], row["losses"]) == (int((d > 1e-6).sum()), int((abs(d) <= 1e-6).sum()),
-                                                             int((d < -1e-6).sum()))
+        assert (row["wins"], row["ties"], row["losses"]) == (
+            int((d > 1e-6).sum()),
+            int((abs(d) <= 1e-6).sum()),
+            int((d < -1e-6).sum()),
+        )
         assert row["wins"] + row["ties"] + row["losses"] == comparison["paired_queries"] == 30
         if row["t_p_value"] is not None:
             assert row["t_p_value"] == pytest.approx(stats.ttest_rel(y, x).pvalue)
@@ -87,6 +108,7 @@ def test_compare_prints_and_records_holm_and_win_tie_loss(tmp_path, capsys, monk
     tested = [r for r in rows if r["t_p_value"] is not None]
     assert [r["t_p_value_holm"] for r in tested] == pytest.approx(_holm_by_definition(t_raw))
     assert [r["randomization_p_value_holm"] for r in rows] == pytest.approx(
-        _holm_by_definition([r["randomization_p_value"] for r in rows]))
+        _holm_by_definition([r["randomization_p_value"] for r in rows])
+    )
     assert comparison["tie_epsilon"] == 1e-6
     assert any(r["t_p_value_holm"] > r["t_p_value"] for r in tested)  # the correction did something

@@ -12,14 +12,28 @@ from mtrbench.analyses.turn_bands import conversation_bootstrap, turn_bands
 def test_one_query_per_conversation_is_scipys_percentile_bootstrap():
     x = np.random.default_rng(5).random(37)
     low, high = conversation_bootstrap(x, np.ones(37), n_resamples=2000, seed=3)
-    ref = stats.bootstrap((x,), np.mean, n_resamples=2000, method="percentile", vectorized=True,
-                          random_state=np.random.default_rng(3), confidence_level=0.95).confidence_interval
+    ref = stats.bootstrap(
+        (x,),
+        np.mean,
+        n_resamples=2000,
+        method="percentile",
+        vectorized=True,
+        random_state=np.random.default_rng(3),
+        confidence_level=0.95,
+    ).confidence_interval
     assert (low, high) == pytest.approx((ref.low, ref.high), abs=1e-12)
 
 
 def test_bands_resample_conversations_and_average_queries():
-    rows = [("A", 1, 0.0), ("A", 1, 1.0), ("B", 1, 1.0),  # turn 1: conversation A has two queries
-            ("A", 2, 0.5), ("B", 2, 0.25), ("C", 2, 1.0), ("C", 3, 0.4)]
+    rows = [
+        ("A", 1, 0.0),
+        ("A", 1, 1.0),
+        ("B", 1, 1.0),  # turn 1: conversation A has two queries
+        ("A", 2, 0.5),
+        ("B", 2, 0.25),
+        ("C", 2, 1.0),
+        ("C", 3, 0.4),
+    ]
     bands = {b.turn: b for b in turn_bands(rows, n_resamples=500, seed=0)}
     assert sorted(bands) == [1, 2, 3]
     assert bands[1].mean == pytest.approx(2 / 3)  # the mean over queries, not over conversation means (0.75)

@@ -20,14 +20,15 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.qrels import read_qrels
 
 # Query text as the judges see it (native-mini: the gold rewrite; c1_5 has none, so its conversation).
 from mtrbench.formats.run import read_run
+from mtrbench.infra.errors import MtrbenchError
+
 QUERY_OF = {
     "How deep is Lake Varnholm?": "c1_1",
     "Which fish live in Lake Varnholm?": "c1_2",
@@ -42,32 +43,56 @@ DOC_OF = {
 }
 
 # Two runs, pooled at depth 2 (rank-3 entries must stay out of the pool).
-RUN_A = {"c1_1": ["varn-depth", "varn-fish", "orrin-open"], "c1_2": ["varn-fish", "varn-depth"],
-         "c1_3": ["orrin-design", "orrin-open"], "c1_4": ["orrin-open", "varn-depth"], "c1_5": ["varn-depth"]}
-RUN_B = {"c1_1": ["varn-fish", "orrin-design"], "c1_2": ["varn-fish", "orrin-open"],
-         "c1_3": ["orrin-open", "varn-fish"], "c1_4": ["orrin-design", "orrin-open", "varn-fish"]}
+RUN_A = {
+    "c1_1": ["varn-depth", "varn-fish", "orrin-open"],
+    "c1_2": ["varn-fish", "varn-depth"],
+    "c1_3": ["orrin-design", "orrin-open"],
+    "c1_4": ["orrin-open", "varn-depth"],
+    "c1_5": ["varn-depth"],
+}
+RUN_B = {
+    "c1_1": ["varn-fish", "orrin-design"],
+    "c1_2": ["varn-fish", "orrin-open"],
+    "c1_3": ["orrin-open", "varn-fish"],
+    "c1_4": ["orrin-design", "orrin-open", "varn-fish"],
+}
 # Pooled top-2: 13 pairs; 5 are judged in native-mini's qrels (c1_1/varn-depth, c1_2/varn-fish,
 # c1_3/orrin-design, c1_4/orrin-open, c1_4/orrin-design): 8 to assess, in this order.
-PAIRS = [("c1_1", "varn-fish"), ("c1_1", "orrin-design"), ("c1_2", "varn-depth"), ("c1_2", "orrin-open"),
-         ("c1_3", "orrin-open"), ("c1_3", "varn-fish"), ("c1_4", "varn-depth"), ("c1_5", "varn-depth")]
+PAIRS = [
+    ("c1_1", "varn-fish"),
+    ("c1_1", "orrin-design"),
+    ("c1_2", "varn-depth"),
+    ("c1_2", "orrin-open"),
+    ("c1_3", "orrin-open"),
+    ("c1_3", "varn-fish"),
+    ("c1_4", "varn-depth"),
+    ("c1_5", "varn-depth"),
+]
 
 # (Agent A, Agent B) per round; "bad" = a malformed reply (the client asks again).
 SCRIPT = {
-    ("c1_1", "varn-fish"): [("no", "no")],                    # round-1 consensus: not relevant
+    ("c1_1", "varn-fish"): [("no", "no")],  # round-1 consensus: not relevant
     ("c1_1", "orrin-design"): [("no", "no")],
-    ("c1_2", "varn-depth"): [("yes", "yes")],                 # round-1 consensus: relevant
+    ("c1_2", "varn-depth"): [("yes", "yes")],  # round-1 consensus: relevant
     ("c1_2", "orrin-open"): [("yes", "no"), ("yes", "yes")],  # round-2 consensus: relevant
-    ("c1_3", "orrin-open"): [("yes", "no"), ("no", "no")],    # round-2 consensus: not relevant
-    ("c1_3", "varn-fish"): [("yes", "no"), ("yes", "no")],    # persistent disagreement
-    ("c1_4", "varn-depth"): [("yes", "no"), ("no", "yes")],   # persistent disagreement (sides swapped)
-    ("c1_5", "varn-depth"): [("no", "bad-once")],             # one malformed reply, then consensus: no
+    ("c1_3", "orrin-open"): [("yes", "no"), ("no", "no")],  # round-2 consensus: not relevant
+    ("c1_3", "varn-fish"): [("yes", "no"), ("yes", "no")],  # persistent disagreement
+    ("c1_4", "varn-depth"): [("yes", "no"), ("no", "yes")],  # persistent disagreement (sides swapped)
+    ("c1_5", "varn-depth"): [("no", "bad-once")],  # one malformed reply, then consensus: no
 }
 ADJUDICATOR = {("c1_3", "varn-fish"): "yes", ("c1_4", "varn-depth"): "no"}
 # Pre-filter votes of judges f1, f2, f3 (true = supported).
-PREFILTER = {("c1_1", "varn-fish"): (False, False, False),   # all irrelevant: discarded
-             ("c1_1", "orrin-design"): (False, False, True)}  # one says relevant: kept
-ORIGINAL_LINES = ["c1_1 0 varn-depth 2", "c1_2 0 varn-fish 2", "c1_3 0 orrin-design 2",
-                  "c1_4 0 orrin-open 2", "c1_4 0 orrin-design 1"]
+PREFILTER = {
+    ("c1_1", "varn-fish"): (False, False, False),  # all irrelevant: discarded
+    ("c1_1", "orrin-design"): (False, False, True),
+}  # one says relevant: kept
+ORIGINAL_LINES = [
+    "c1_1 0 varn-depth 2",
+    "c1_2 0 varn-fish 2",
+    "c1_3 0 orrin-design 2",
+    "c1_4 0 orrin-open 2",
+    "c1_4 0 orrin-design 1",
+]
 SECRET = "sk-assess-SECRET-0123456789abcdef"
 
 
@@ -89,8 +114,13 @@ def identify(body: dict) -> dict:
     doc_id = next(d for snippet, d in DOC_OF.items() if snippet in doc)
     history = _between(user, "<history>", "</history>") if "<history>" in user else ""
     rounds_seen = [int(n) for n in re.findall(r"\[round (\d+)\]", history)]
-    return {"pair": (qid, doc_id), "role": role, "round": max(rounds_seen, default=0) + 1,
-            "model": body["model"], "history": history}
+    return {
+        "pair": (qid, doc_id),
+        "role": role,
+        "round": max(rounds_seen, default=0) + 1,
+        "model": body["model"],
+        "history": history,
+    }
 
 
 def verdict(label: str, note: str) -> str:
@@ -100,8 +130,9 @@ def verdict(label: str, note: str) -> str:
 class Responder:
     """Answers from SCRIPT; counts what it saw; can hold one pair's requests (to kill a run mid-way)."""
 
-    def __init__(self, hold: tuple[str, str] | None = None, bad_forever: set | None = None,
-                 refuse: set | None = None) -> None:
+    def __init__(
+        self, hold: tuple[str, str] | None = None, bad_forever: set | None = None, refuse: set | None = None
+    ) -> None:
         self.seen: list[dict] = []
         self.hold = hold
         self.held = threading.Event()
@@ -150,16 +181,31 @@ def write_runs(folder: Path) -> list[str]:
 
 
 def write_judges(folder: Path, base_url: str) -> str:
-    judges = [{"name": n, "model": n, "base_url": base_url, "concurrency": 4} for n in ("agent", "f1", "f2", "f3", "adj")]
+    judges = [
+        {"name": n, "model": n, "base_url": base_url, "concurrency": 4} for n in ("agent", "f1", "f2", "f3", "adj")
+    ]
     path = folder / "judges.json"
     path.write_text(json.dumps({"judges": judges}))
     return str(path)
 
 
 def assess_args(native_mini, tmp_path, base_url, *extra, out="out"):
-    return ["assess", str(native_mini), "--runs", *write_runs(tmp_path), "--depth", "2", "--judges",
-            write_judges(tmp_path, base_url), "--output-dir", str(tmp_path / out), "--no-llm-cache", "--yes",
-            "--quiet", *extra]
+    return [
+        "assess",
+        str(native_mini),
+        "--runs",
+        *write_runs(tmp_path),
+        "--depth",
+        "2",
+        "--judges",
+        write_judges(tmp_path, base_url),
+        "--output-dir",
+        str(tmp_path / out),
+        "--no-llm-cache",
+        "--yes",
+        "--quiet",
+        *extra,
+    ]
 
 
 def qrels_lines(path: Path) -> list[str]:
@@ -171,8 +217,14 @@ def debate_requests(seen, pair=None):
 
 
 # The outcome SCRIPT implies with R = 2 and no adjudicator (relevant grade = native-mini's top grade, 2).
-EXPECTED_NEW = ["c1_1 0 orrin-design 0", "c1_1 0 varn-fish 0", "c1_2 0 orrin-open 2", "c1_2 0 varn-depth 2",
-                "c1_3 0 orrin-open 0", "c1_5 0 varn-depth 0"]
+EXPECTED_NEW = [
+    "c1_1 0 orrin-design 0",
+    "c1_1 0 varn-fish 0",
+    "c1_2 0 orrin-open 2",
+    "c1_2 0 varn-depth 2",
+    "c1_3 0 orrin-open 0",
+    "c1_5 0 varn-depth 0",
+]
 
 
 def test_debate_labels_escalations_and_stats(native_mini, tmp_path):
@@ -184,11 +236,18 @@ def test_debate_labels_escalations_and_stats(native_mini, tmp_path):
     # Refined qrels: original judgments unchanged and first, then the settled pairs; escalated ones absent.
     # task query order; per query the original judgments first, then the new ones by doc id
     assert qrels_lines(out / "refined_qrels.trec") == [
-        "c1_1 0 varn-depth 2", "c1_1 0 orrin-design 0", "c1_1 0 varn-fish 0",
-        "c1_2 0 varn-fish 2", "c1_2 0 orrin-open 2", "c1_2 0 varn-depth 2",
-        "c1_3 0 orrin-design 2", "c1_3 0 orrin-open 0",
-        "c1_4 0 orrin-open 2", "c1_4 0 orrin-design 1",
-        "c1_5 0 varn-depth 0"]
+        "c1_1 0 varn-depth 2",
+        "c1_1 0 orrin-design 0",
+        "c1_1 0 varn-fish 0",
+        "c1_2 0 varn-fish 2",
+        "c1_2 0 orrin-open 2",
+        "c1_2 0 varn-depth 2",
+        "c1_3 0 orrin-design 2",
+        "c1_3 0 orrin-open 0",
+        "c1_4 0 orrin-open 2",
+        "c1_4 0 orrin-design 1",
+        "c1_5 0 varn-depth 0",
+    ]
     # Requests: round 1 for 8 pairs (16) + 1 retry of the malformed reply + round 2 for 4 pairs (8) = 25.
     assert n_requests == 25
     assert {s["pair"] for s in responder.seen} == set(PAIRS)
@@ -196,8 +255,12 @@ def test_debate_labels_escalations_and_stats(native_mini, tmp_path):
     r2 = [s for s in responder.seen if s["round"] == 2]
     assert len(r2) == 8 and all("[round 1]" in s["history"] for s in r2)
     r1 = [s for s in responder.seen if s["round"] == 1]
-    assert all(s["history"].startswith("Agent A") and "Yes. The passage holds" in s["history"]
-               and "No. The passage does not hold" in s["history"] for s in r1)
+    assert all(
+        s["history"].startswith("Agent A")
+        and "Yes. The passage holds" in s["history"]
+        and "No. The passage does not hold" in s["history"]
+        for s in r1
+    )
 
     stats = json.loads((out / "stats.json").read_text())
     assert stats["pool"]["pooled_pairs"] == 13 and stats["pool"]["already_judged"] == 5
@@ -213,7 +276,9 @@ def test_debate_labels_escalations_and_stats(native_mini, tmp_path):
     rows = [json.loads(line) for line in (out / "escalations.jsonl").read_text().splitlines()]
     assert [(r["qid"], r["doc_id"]) for r in rows] == [("c1_3", "varn-fish"), ("c1_4", "varn-depth")]
     assert [[(d["Agent A"]["response"], d["Agent B"]["response"]) for d in r["debate"]] for r in rows] == [
-        [("yes", "no"), ("yes", "no")], [("yes", "no"), ("no", "yes")]]
+        [("yes", "no"), ("yes", "no")],
+        [("yes", "no"), ("no", "yes")],
+    ]
     assert rows[0]["query"] == "Who designed the Orrin Suspension Bridge?"
     assert "lives only in Lake Varnholm" in rows[0]["document"] and rows[0]["answers"] == ["Hedda Lorne."]
     assert rows[1]["debate"][1]["Agent B"]["reason"] == "Agent B [round 2] says yes"
@@ -244,10 +309,15 @@ def test_debate_labels_escalations_and_stats(native_mini, tmp_path):
         writer.writeheader()
         writer.writerows(csv_rows)
     # no runs and no judge: only the merge (nothing to send anywhere)
-    assert main(["assess", str(native_mini), "--humans", str(tmp_path / "filled.csv"), "--output-dir", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            ["assess", str(native_mini), "--humans", str(tmp_path / "filled.csv"), "--output-dir", str(out), "--quiet"]
+        )
+        == 0
+    )
     assert sorted(qrels_lines(out / "refined_qrels.trec")) == sorted(
-        ORIGINAL_LINES + EXPECTED_NEW + ["c1_3 0 varn-fish 2", "c1_4 0 varn-depth 1"])
+        ORIGINAL_LINES + EXPECTED_NEW + ["c1_3 0 varn-fish 2", "c1_4 0 varn-depth 1"]
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats["escalation"]["human_labelled"] == 2 and stats["escalation"]["awaiting_human"] == 0
     assert stats["relevant_found"] == 4 and stats["relevant_found_by"] == {"consensus": 2, "adjudicator": 0, "human": 2}
@@ -263,7 +333,8 @@ def test_adjudicator_settles_disagreements(native_mini, tmp_path):
     assert all(s["model"] == "adj" and "[round 2]" in s["history"] for s in adjudicated)
     out = tmp_path / "out"
     assert sorted(qrels_lines(out / "refined_qrels.trec")) == sorted(
-        ORIGINAL_LINES + EXPECTED_NEW + ["c1_3 0 varn-fish 2", "c1_4 0 varn-depth 0"])
+        ORIGINAL_LINES + EXPECTED_NEW + ["c1_3 0 varn-fish 2", "c1_4 0 varn-depth 0"]
+    )
     stats = json.loads((out / "stats.json").read_text())
     esc = stats["escalation"]
     assert (esc["escalated"], esc["adjudicated"], esc["adjudicated_relevant"], esc["awaiting_human"]) == (2, 2, 1, 0)
@@ -278,15 +349,19 @@ def test_adjudicator_settles_disagreements(native_mini, tmp_path):
     with ScriptedChatServer(later) as server:
         assert main(assess_args(native_mini, tmp_path, server.base_url, "--adjudicator", "adj", out="later")) == 0
     assert sorted((s["role"], s["pair"]) for s in later.seen) == [
-        ("adjudicator", ("c1_3", "varn-fish")), ("adjudicator", ("c1_4", "varn-depth"))]
+        ("adjudicator", ("c1_3", "varn-fish")),
+        ("adjudicator", ("c1_4", "varn-depth")),
+    ]
     assert qrels_lines(tmp_path / "later" / "refined_qrels.trec") == qrels_lines(out / "refined_qrels.trec")
 
 
 def test_prefilter_discards_only_when_all_three_say_irrelevant(native_mini, tmp_path):
     responder = Responder()
     with ScriptedChatServer(responder) as server:
-        assert main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter",
-                                "--prefilter-judges", "f1,f2,f3")) == 0
+        assert (
+            main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter", "--prefilter-judges", "f1,f2,f3"))
+            == 0
+        )
         # 8 pairs x 3 filter votes + the debates of the 7 kept pairs (25 - 2 for the discarded one)
         assert server.request_count == 24 + 23
     filter_votes = [s for s in responder.seen if s["role"] == "prefilter"]
@@ -305,16 +380,20 @@ def test_prefilter_judge_failure_leaves_the_pair_undecided(native_mini, tmp_path
     # f1 and f2 say irrelevant, f3 cannot answer: not all three said irrelevant, so no discard and no debate yet
     pair = ("c1_1", "varn-fish")
     with ScriptedChatServer(Responder(refuse={(pair, "f3")})) as server:
-        assert main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter", "--prefilter-judges",
-                                "f1,f2,f3")) == 0
+        assert (
+            main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter", "--prefilter-judges", "f1,f2,f3"))
+            == 0
+        )
     out = tmp_path / "out"
     assert not any(line.startswith("c1_1 0 varn-fish") for line in qrels_lines(out / "refined_qrels.trec"))
     stats = json.loads((out / "stats.json").read_text())
     assert stats["prefilter"] == {"judged": 8, "kept": 7, "discarded": 0, "failed": 1} and stats["failed_pairs"] == 1
     retry = Responder()
     with ScriptedChatServer(retry) as server:
-        assert main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter", "--prefilter-judges",
-                                "f1,f2,f3")) == 0
+        assert (
+            main(assess_args(native_mini, tmp_path, server.base_url, "--prefilter", "--prefilter-judges", "f1,f2,f3"))
+            == 0
+        )
     assert sorted((s["pair"], s["model"]) for s in retry.seen) == [(pair, "f1"), (pair, "f2"), (pair, "f3")]
     assert "c1_1 0 varn-fish 0" in qrels_lines(out / "refined_qrels.trec")
     assert json.loads((out / "stats.json").read_text())["prefilter"]["discarded"] == 1
@@ -330,7 +409,8 @@ def test_unparseable_agent_fails_the_pair_and_next_run_retries_it(native_mini, t
     out = tmp_path / "out"
     assert "c1_2 0 varn-depth 2" not in qrels_lines(out / "refined_qrels.trec")
     assert sorted(qrels_lines(out / "refined_qrels.trec")) == sorted(
-        ORIGINAL_LINES + [line for line in EXPECTED_NEW if "c1_2 0 varn-depth" not in line])
+        ORIGINAL_LINES + [line for line in EXPECTED_NEW if "c1_2 0 varn-depth" not in line]
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats["failed_pairs"] == 1 and stats["debate"]["failed"] == 1
     assert stats["debate"]["rounds"][0]["debated"] == 7
@@ -353,8 +433,13 @@ def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini,
     env = dict(os.environ, OPENAI_API_KEY=SECRET)
     with ScriptedChatServer(first) as server:
         args = assess_args(native_mini, tmp_path, server.base_url, "--concurrency", "1")
-        proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *args], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mtrbench.cli", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert first.held.wait(60), proc.communicate(timeout=5)
             log_path = tmp_path / "out" / "assessments.jsonl"
@@ -367,17 +452,29 @@ def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini,
             first.release.set()
             if proc.poll() is None:
                 proc.kill()
-        assert server.headers and all({k.lower(): v for k, v in h.items()}["authorization"] == f"Bearer {SECRET}"
-                                      for h in server.headers)
+        assert server.headers and all(
+            {k.lower(): v for k, v in h.items()}["authorization"] == f"Bearer {SECRET}" for h in server.headers
+        )
     finished = {(r["qid"], r["doc_id"]) for r in map(json.loads, log_path.read_text().splitlines())}
     assert finished == set(PAIRS[:4])
     assert not (tmp_path / "out" / "refined_qrels.trec").exists()
 
     second = Responder()
     with ScriptedChatServer(second) as server:
-        proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args[:args.index("--judges") + 1],
-                               write_judges(tmp_path, server.base_url), *args[args.index("--judges") + 2:]],
-                              env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mtrbench.cli",
+                *args[: args.index("--judges") + 1],
+                write_judges(tmp_path, server.base_url),
+                *args[args.index("--judges") + 2 :],
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         # pairs 5-8 only: 4 + 4 + 4 (two rounds each) + 3 (round 1 with one malformed retry)
         assert server.request_count == 15
@@ -396,8 +493,25 @@ def test_refined_qrels_work_with_eval(native_mini, tmp_path):
         assert main(assess_args(native_mini, tmp_path, server.base_url, "--adjudicator", "adj")) == 0
     refined = tmp_path / "out" / "refined_qrels.trec"
     results = tmp_path / "results"
-    assert main(["eval", "--model", "bm25", "--task", str(native_mini), "--history", "rewrite",
-                 "--refined-qrels", str(refined), "--output-dir", str(results), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--task",
+                str(native_mini),
+                "--history",
+                "rewrite",
+                "--refined-qrels",
+                str(refined),
+                "--output-dir",
+                str(results),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     result_json = next(p for p in results.rglob("native-mini.json"))
     doc = json.loads(result_json.read_text())["mtrbench"]["refined_qrels"]
     run = read_run(next(results.rglob("*.run.trec")))
@@ -408,7 +522,8 @@ def test_refined_qrels_work_with_eval(native_mini, tmp_path):
     assert doc["queries"]["refined"] == len(positives) == 4
     # a judged query the run misses scores 0 (mtrbench's convention; pytrec_eval would drop it)
     assert doc["refined"]["ndcg_at_10"] == pytest.approx(
-        sum(per_query.get(q, {}).get("ndcg_cut_10", 0.0) for q in positives) / 4)
+        sum(per_query.get(q, {}).get("ndcg_cut_10", 0.0) for q in positives) / 4
+    )
     # BRIDGE Hole@10: the newly relevant pairs (c1_2/orrin-open, c1_2/varn-depth, c1_3/varn-fish) in each top-10.
     new_relevant = {("c1_2", "orrin-open"), ("c1_2", "varn-depth"), ("c1_3", "varn-fish")}
     expected = sum(sum(1 for d in run.get(q, {}) if (q, d) in new_relevant) / 10 for q in positives) / 4
@@ -459,11 +574,14 @@ def test_debate_state_machine():
     assert (one.state, one.label, one.consensus_round) == (CONSENSUS, False, 1)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ('{"reference": ["a"], "reason": "fits", "response": "yes"}', (True, ("a",))),
-    ('```json\n{"reason": "no match", "response": "No"}\n```', (False, ())),
-    ('Here: {"Response": "YES", "Reason": "ok", "reference": "one sentence"}', (True, ("one sentence",))),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('{"reference": ["a"], "reason": "fits", "response": "yes"}', (True, ("a",))),
+        ('```json\n{"reason": "no match", "response": "No"}\n```', (False, ())),
+        ('Here: {"Response": "YES", "Reason": "ok", "reference": "one sentence"}', (True, ("one sentence",))),
+    ],
+)
 def test_parse_verdict_accepts(text, expected):
     from mtrbench.assess.prompts import parse_verdict
 
@@ -471,8 +589,16 @@ def test_parse_verdict_accepts(text, expected):
     assert (v.relevant, v.reference) == expected
 
 
-@pytest.mark.parametrize("text", ['{"reason": "x", "response": "maybe"}', '{"response": "yes"}',
-                                  "yes, relevant", '["yes"]', '{"reason": "x", "response": "yes", "reference": 3}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"reason": "x", "response": "maybe"}',
+        '{"response": "yes"}',
+        "yes, relevant",
+        '["yes"]',
+        '{"reason": "x", "response": "yes", "reference": 3}',
+    ],
+)
 def test_parse_verdict_rejects(text):
     from mtrbench.assess.prompts import parse_verdict
 
@@ -484,8 +610,10 @@ def test_log_survives_a_line_cut_by_a_kill(tmp_path):
     from mtrbench.assess.log import AssessmentLog
 
     path = tmp_path / "log.jsonl"
-    path.write_text('{"kind": "debate", "qid": "q", "doc_id": "d", "status": "consensus", "label": true}\n'
-                    '{"kind": "debate", "qid": "q", "doc_')
+    path.write_text(
+        '{"kind": "debate", "qid": "q", "doc_id": "d", "status": "consensus", "label": true}\n'
+        '{"kind": "debate", "qid": "q", "doc_'
+    )
     log = AssessmentLog(path)
     assert list(log.read()) == [("q", "d")] and sum(log.warnings.values()) == 1
     log.append({"kind": "prefilter", "qid": "q", "doc_id": "e", "status": "kept"})
@@ -512,12 +640,16 @@ def test_human_label_file_errors_name_the_row(tmp_path):
         read_human_labels(path)
     path.write_text("qid,doc_id,human_label\nq1,d1,Yes\nq1,d2,\nq2,d3,0\n")
     labels, counts = read_human_labels(path)
-    assert [(h.qid, h.doc_id, h.relevant, h.grade) for h in labels] == [("q1", "d1", True, None),
-                                                                        ("q2", "d3", False, 0)]
+    assert [(h.qid, h.doc_id, h.relevant, h.grade) for h in labels] == [
+        ("q1", "d1", True, None),
+        ("q2", "d3", False, 0),
+    ]
     assert counts["rows without a human label yet"] == 1
     path = tmp_path / "h.jsonl"
-    path.write_text('{"qid": "q1", "doc_id": "d1", "human_label": null}\n{"qid": "q1", "doc_id": "d2", "label": "no"}\n'
-                    '{"qid": "q1", "doc_id": "d3", "human_label": -1}\n')
+    path.write_text(
+        '{"qid": "q1", "doc_id": "d1", "human_label": null}\n{"qid": "q1", "doc_id": "d2", "label": "no"}\n'
+        '{"qid": "q1", "doc_id": "d3", "human_label": -1}\n'
+    )
     with pytest.raises(MtrbenchError, match="h.jsonl line 3"):
         read_human_labels(path)
     path.write_text(path.read_text().splitlines()[0] + "\n" + path.read_text().splitlines()[1] + "\n")
@@ -529,6 +661,7 @@ def test_changed_rounds_or_adjudicator_redo_the_affected_steps(native_mini, tmp_
     """A log written with --rounds 1 is not reused as if it were a 2-round debate: every pair is debated
     again, round 1 replays from the LLM cache (so only the 4 pairs still split after round 1 send their
     round 2), and the result is exactly the 2-round outcome. A different adjudicator re-adjudicates."""
+
     def args(base_url, *extra):
         out = assess_args(native_mini, tmp_path, base_url, *extra)
         out[out.index("--no-llm-cache")] = "--llm-cache"
@@ -539,8 +672,9 @@ def test_changed_rounds_or_adjudicator_redo_the_affected_steps(native_mini, tmp_
     with ScriptedChatServer(one_round) as server:
         assert main(args(server.base_url, "--rounds", "1")) == 0
     assert len(debate_requests(one_round.seen)) == 8 * 2 + 1  # + the malformed reply asked again
-    split_after_round_1 = {p for p, script in SCRIPT.items() if script[0][0] != script[0][1] and "bad-once"
-                           not in script[0]}
+    split_after_round_1 = {
+        p for p, script in SCRIPT.items() if script[0][0] != script[0][1] and "bad-once" not in script[0]
+    }
     assert len(split_after_round_1) == 4
 
     two_rounds = Responder()
@@ -552,8 +686,13 @@ def test_changed_rounds_or_adjudicator_redo_the_affected_steps(native_mini, tmp_
     out = tmp_path / "out"
     assert sorted(qrels_lines(out / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)
     stats = json.loads((out / "stats.json").read_text())
-    assert stats["warnings"]["pairs debated again: logged under other agents or another --rounds "
-                             "(rounds both share come from the LLM cache)"] == 8
+    assert (
+        stats["warnings"][
+            "pairs debated again: logged under other agents or another --rounds "
+            "(rounds both share come from the LLM cache)"
+        ]
+        == 8
+    )
     assert stats["escalation"]["escalated"] == 2
 
     with ScriptedChatServer(Responder()) as server:  # same settings again: nothing to do
@@ -575,8 +714,16 @@ def test_an_adjudication_belongs_to_the_debate_logged_before_it(tmp_path):
     from mtrbench.assess.log import AssessmentLog
 
     log = AssessmentLog(tmp_path / "log.jsonl")
-    debate = {"kind": "debate", "qid": "q", "doc_id": "d", "status": "disagreement", "label": None,
-              "max_rounds": 1, "agents": {"Agent A": "x", "Agent B": "x"}, "rounds": []}
+    debate = {
+        "kind": "debate",
+        "qid": "q",
+        "doc_id": "d",
+        "status": "disagreement",
+        "label": None,
+        "max_rounds": 1,
+        "agents": {"Agent A": "x", "Agent B": "x"},
+        "rounds": [],
+    }
     log.append(debate)
     log.append({"kind": "adjudication", "qid": "q", "doc_id": "d", "judge": "adj", "status": "ok", "label": True})
     entry = log.read()[("q", "d")]
@@ -591,9 +738,22 @@ def test_an_adjudication_belongs_to_the_debate_logged_before_it(tmp_path):
 def test_a_dead_judge_stops_assess_with_one_line_and_the_next_run_finishes(native_mini, tmp_path, capsys):
     judges = tmp_path / "dead.json"
     with ScriptedChatServer(lambda body: Reply("down", status=503)) as server:
-        judges.write_text(json.dumps({"judges": [{"name": "agent", "model": "agent", "base_url": server.base_url,
-                                                  "max_retries": 0, "max_failures_in_a_row": 3,
-                                                  "concurrency": 1}]}))
+        judges.write_text(
+            json.dumps(
+                {
+                    "judges": [
+                        {
+                            "name": "agent",
+                            "model": "agent",
+                            "base_url": server.base_url,
+                            "max_retries": 0,
+                            "max_failures_in_a_row": 3,
+                            "concurrency": 1,
+                        }
+                    ]
+                }
+            )
+        )
         args = assess_args(native_mini, tmp_path, server.base_url, "--concurrency", "1")
         args[args.index("--judges") + 1] = str(judges)
         assert main(args) == 2
@@ -616,8 +776,9 @@ def test_a_second_assess_on_a_held_log_stops_before_asking_anything(native_mini,
     lock.parent.mkdir()
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        lock.write_text(json.dumps({"pid": sleeper.pid, "host": socket.gethostname(),
-                                    "started": "2026-01-01T00:00:00Z"}))
+        lock.write_text(
+            json.dumps({"pid": sleeper.pid, "host": socket.gethostname(), "started": "2026-01-01T00:00:00Z"})
+        )
         with ScriptedChatServer(Responder()) as server:
             assert main(assess_args(native_mini, tmp_path, server.base_url)) == 2
             assert server.request_count == 0

@@ -20,16 +20,20 @@ from pathlib import Path
 from statistics import fmean
 
 import pytest
+from llm_server import Reply, ScriptedChatServer
 from scipy.stats import pearsonr
 
-from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 from mtrbench.data import load_task
 
 SECRET = "sk-test-AUDIT-0123456789abcdef"
 KEY_ENV = "MTRBENCH_AUDIT_TEST_KEY"
-MARKERS = {"### Answerability scale": "alignment", "most likely source of the answer": "completeness",
-           "### Faithfulness scale": "faithfulness", "### Answer quality scale": "quality"}
+MARKERS = {
+    "### Answerability scale": "alignment",
+    "most likely source of the answer": "completeness",
+    "### Faithfulness scale": "faithfulness",
+    "### Answer quality scale": "quality",
+}
 
 
 def _stable(*parts: str) -> int:
@@ -39,9 +43,15 @@ def _stable(*parts: str) -> int:
 class ScriptedJudge:
     """Answers audit prompts from their content; records what each reply meant."""
 
-    def __init__(self, task, malformed: dict[tuple[str, str, str], str] | None = None,
-                 gold_picks: dict[str, set[str]] | None = None) -> None:
-        self.by_text = {f"{t}\n{x}" if t else x: d for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts)}
+    def __init__(
+        self,
+        task,
+        malformed: dict[tuple[str, str, str], str] | None = None,
+        gold_picks: dict[str, set[str]] | None = None,
+    ) -> None:
+        self.by_text = {
+            f"{t}\n{x}" if t else x: d for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts)
+        }
         self.queries = {}
         for q in task.queries:
             block = "\n".join(f"{'User' if m.role == 'user' else 'Assistant'}: {m.content}" for m in q.history)
@@ -78,8 +88,11 @@ class ScriptedJudge:
                 return Reply(self.malformed[key])
             rating = 1 + _stable(*key) % 5
             self.ratings[key] = float(rating)
-            forms = [f"Justification: it fits, see document 2 of 3.\nRating: {rating}",
-                     f"The evidence is adequate.\n\n**Rating:** [[{rating}]]", f"Rating: {rating}"]
+            forms = [
+                f"Justification: it fits, see document 2 of 3.\nRating: {rating}",
+                f"The evidence is adequate.\n\n**Rating:** [[{rating}]]",
+                f"Rating: {rating}",
+            ]
             return Reply(forms[_stable(model, instance_id, "form") % len(forms)])
 
     def _pick(self, model: str, instance: str, q) -> str:
@@ -95,8 +108,19 @@ class ScriptedJudge:
 
 
 def write_judges(path: Path, base_url: str, models: list[str]) -> Path:
-    judges = [{"name": m, "model": m, "base_url": base_url, "api_key_env": KEY_ENV, "parse_retries": 1,
-               "max_retries": 0, "concurrency": 4, "timeout_s": 20} for m in models]
+    judges = [
+        {
+            "name": m,
+            "model": m,
+            "base_url": base_url,
+            "api_key_env": KEY_ENV,
+            "parse_retries": 1,
+            "max_retries": 0,
+            "concurrency": 4,
+            "timeout_s": 20,
+        }
+        for m in models
+    ]
     path.write_text(json.dumps({"judges": judges}), encoding="utf-8")
     return path
 
@@ -112,14 +136,20 @@ def mini_task(native_mini):
 
 def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, SECRET)
-    malformed = {("judge-b", "alignment", "c1_2::varn-fish"): "The document seems to fit the question well.",
-                 ("judge-b", "quality", "c1_3"): "Rating: 9",  # out of the 1-5 scale
-                 ("judge-a", "faithfulness", "c1_4"): '{"score": "high"}'}
-    judge = ScriptedJudge(mini_task, malformed, gold_picks={"judge-a": {"c1_1", "c1_3", "c1_4"},
-                                                           "judge-b": {"c1_2"}})
+    malformed = {
+        ("judge-b", "alignment", "c1_2::varn-fish"): "The document seems to fit the question well.",
+        ("judge-b", "quality", "c1_3"): "Rating: 9",  # out of the 1-5 scale
+        ("judge-a", "faithfulness", "c1_4"): '{"score": "high"}',
+    }
+    judge = ScriptedJudge(mini_task, malformed, gold_picks={"judge-a": {"c1_1", "c1_3", "c1_4"}, "judge-b": {"c1_2"}})
     human_path = tmp_path / "human.jsonl"
-    human_alignment = {"c1_1::varn-depth": 5, "c1_2::varn-fish": 4, "c1_3::orrin-design": 2,
-                       "c1_4::orrin-open": 3, "c1_4::orrin-design": 1}
+    human_alignment = {
+        "c1_1::varn-depth": 5,
+        "c1_2::varn-fish": 4,
+        "c1_3::orrin-design": 2,
+        "c1_4::orrin-open": 3,
+        "c1_4::orrin-design": 1,
+    }
     rows = [{"instance_id": i, "dimension": "alignment", "score": s} for i, s in human_alignment.items()]
     rows.append({"instance_id": "c1_4::orrin-open", "dimension": "alignment", "score": 5, "annotator": "b"})
     human_path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -127,8 +157,23 @@ def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_pa
     out = tmp_path / "audit"
     with ScriptedChatServer(judge) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url, ["judge-a", "judge-b"])
-        code = main(["audit", str(native_mini), "--judges", str(judges), "--negatives", "2", "--output-dir", str(out),
-                     "--no-llm-cache", "--yes", "--quiet", "--human-scores", str(human_path)])
+        code = main(
+            [
+                "audit",
+                str(native_mini),
+                "--judges",
+                str(judges),
+                "--negatives",
+                "2",
+                "--output-dir",
+                str(out),
+                "--no-llm-cache",
+                "--yes",
+                "--quiet",
+                "--human-scores",
+                str(human_path),
+            ]
+        )
         printed = capsys.readouterr()
         assert code == 0, printed.err
         headers = list(server.headers)
@@ -148,14 +193,16 @@ def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_pa
         picks = [p for (m, _), p in judge.picks.items() if m == model]
         assert aggregates["completeness"][model]["n"] == len(picks) == 4
         assert aggregates["completeness"][model]["mean"] == pytest.approx(sum(p["on_gold"] for p in picks) / 4)
-    assert aggregates["completeness"]["judge-a"]["mean"] == 0.75 and aggregates["completeness"]["judge-b"]["mean"] == 0.25
+    assert (
+        aggregates["completeness"]["judge-a"]["mean"] == 0.75 and aggregates["completeness"]["judge-b"]["mean"] == 0.25
+    )
     # malformed replies: failures, asked 1 + parse_retries times, and kept out of the means
     assert aggregates["alignment"]["judge-b"]["failures"] == 1 and aggregates["quality"]["judge-b"]["failures"] == 1
     assert aggregates["faithfulness"]["judge-a"]["failures"] == 1
 
     # ensemble = per-instance mean over the judges that answered
     per_instance = defaultdict(list)
-    for (m, d, i), v in judge.ratings.items():
+    for (_m, d, i), v in judge.ratings.items():
         if d == "quality":
             per_instance[i].append(v)
     assert aggregates["quality"]["ensemble"]["mean"] == pytest.approx(fmean(fmean(v) for v in per_instance.values()))
@@ -166,13 +213,17 @@ def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_pa
     failures = [r for r in log if not r["ok"]]
     assert {(r["judge"], r["dimension"], r["instance_id"]) for r in failures} == set(malformed)
     for r in failures:
-        assert r["score"] is None and r["error"] and r["reply"] == malformed[(r["judge"], r["dimension"], r["instance_id"])]
+        assert (
+            r["score"] is None
+            and r["error"]
+            and r["reply"] == malformed[(r["judge"], r["dimension"], r["instance_id"])]
+        )
         assert r["attempts"] == 2
     assert all(r["prompt_hash"] and r["model"] == r["judge"] for r in log)
 
     # completeness: recorded permutation reproduces the shown order; holes = scripted non-gold picks
     instances = {(r["dimension"], r["instance_id"]): r for r in read_jsonl(out / "instances.jsonl")}
-    for (model, qid), pick in judge.picks.items():
+    for (_model, qid), pick in judge.picks.items():
         inst = instances[("completeness", qid)]
         assert inst["candidates"] == pick["shown"]
         negatives = [d for d in inst["candidates"] if d != inst["gold_doc"]]
@@ -190,8 +241,9 @@ def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_pa
     # Pearson r with the human file, per judge, equals scipy on the scripted ratings
     for model in ("judge-a", "judge-b"):
         common = [i for i in human_alignment if (model, "alignment", i) in judge.ratings]
-        expected = pearsonr([judge.ratings[(model, "alignment", i)] for i in common],
-                            [human_alignment[i] for i in common])
+        expected = pearsonr(
+            [judge.ratings[(model, "alignment", i)] for i in common], [human_alignment[i] for i in common]
+        )
         got = summary["correlation_with_humans"]["alignment"][model]
         assert got["n"] == len(common)
         assert got["pearson"] == pytest.approx(expected.statistic) and got["p_value"] == pytest.approx(expected.pvalue)
@@ -207,8 +259,20 @@ def test_audit_end_to_end_matches_scripted_judges(native_mini, mini_task, tmp_pa
 def test_rerun_asks_nothing_and_without_yes_refuses(native_mini, mini_task, tmp_path, capsys):
     judge = ScriptedJudge(mini_task)
     out = tmp_path / "audit"
-    base = ["audit", str(native_mini), "--dimensions", "alignment,quality", "--llm-model", "m", "--negatives", "2",
-            "--output-dir", str(out), "--no-llm-cache", "--quiet"]
+    base = [
+        "audit",
+        str(native_mini),
+        "--dimensions",
+        "alignment,quality",
+        "--llm-model",
+        "m",
+        "--negatives",
+        "2",
+        "--output-dir",
+        str(out),
+        "--no-llm-cache",
+        "--quiet",
+    ]
     with ScriptedChatServer(judge) as server:
         base += ["--llm-base-url", server.base_url]
         assert main([*base, "--dry-run"]) == 0
@@ -227,15 +291,42 @@ def test_rerun_asks_nothing_and_without_yes_refuses(native_mini, mini_task, tmp_
 
 def test_negatives_from_a_run_file(native_mini, mini_task, tmp_path):
     run = tmp_path / "run.trec"
-    ranking = {"c1_3": ["orrin-design", "varn-fish", "orrin-open", "varn-depth"],
-               "c1_4": ["orrin-design", "orrin-open", "varn-depth", "varn-fish"]}
-    run.write_text("".join(f"{q} Q0 {d} {r} {10 - r} t\n" for q, docs in ranking.items() for r, d in enumerate(docs, 1)))
+    ranking = {
+        "c1_3": ["orrin-design", "varn-fish", "orrin-open", "varn-depth"],
+        "c1_4": ["orrin-design", "orrin-open", "varn-depth", "varn-fish"],
+    }
+    run.write_text(
+        "".join(f"{q} Q0 {d} {r} {10 - r} t\n" for q, docs in ranking.items() for r, d in enumerate(docs, 1))
+    )
     judge = ScriptedJudge(mini_task, gold_picks={"m": {"c1_3", "c1_4"}})
     out = tmp_path / "audit"
     with ScriptedChatServer(judge) as server:
-        assert main(["audit", str(native_mini), "--dimensions", "completeness", "--negatives", "2",
-                     "--negatives-run", str(run), "--llm-model", "m", "--llm-base-url", server.base_url,
-                     "--output-dir", str(out), "--no-llm-cache", "--yes", "--quiet", "--seed", "3"]) == 0
+        assert (
+            main(
+                [
+                    "audit",
+                    str(native_mini),
+                    "--dimensions",
+                    "completeness",
+                    "--negatives",
+                    "2",
+                    "--negatives-run",
+                    str(run),
+                    "--llm-model",
+                    "m",
+                    "--llm-base-url",
+                    server.base_url,
+                    "--output-dir",
+                    str(out),
+                    "--no-llm-cache",
+                    "--yes",
+                    "--quiet",
+                    "--seed",
+                    "3",
+                ]
+            )
+            == 0
+        )
     instances = {r["instance_id"]: r for r in read_jsonl(out / "instances.jsonl")}
     assert set(instances) == {"c1_3", "c1_4"}  # c1_1 and c1_2 are not in the run: no negatives, skipped
     # c1_3: the top two non-gold; orrin-open counts as a negative there (it is gold only for c1_4)
@@ -270,7 +361,10 @@ def test_human_scores_wide_csv_and_errors(tmp_path):
 
     path = tmp_path / "human.csv"
     path.write_text("instance_id,faithfulness,quality,annotator\nc1_1,5,4,a\nc1_1,4,,b\nc1_2,2,3,a\n")
-    assert read_human_scores(path) == {"faithfulness": {"c1_1": 4.5, "c1_2": 2.0}, "quality": {"c1_1": 4.0, "c1_2": 3.0}}
+    assert read_human_scores(path) == {
+        "faithfulness": {"c1_1": 4.5, "c1_2": 2.0},
+        "quality": {"c1_1": 4.0, "c1_2": 3.0},
+    }
     path.write_text("instance_id,quality\nc1_1,good\n")
     with pytest.raises(MtrbenchError, match="human.csv line 2: score 'good'"):
         read_human_scores(path)
@@ -296,21 +390,44 @@ def test_resume_after_kill_asks_only_what_the_log_lacks(native_mini, mini_task, 
         return Reply("Document ID: [1]" if "most likely source" in body["messages"][-1]["content"] else "Rating: 4")
 
     def command(base_url: str) -> list[str]:
-        return [sys.executable, "-m", "mtrbench.cli", "audit", str(native_mini), "--llm-model", "m",
-                "--llm-base-url", base_url, "--api-key-env", KEY_ENV, "--negatives", "2", "--concurrency", "1",
-                "--output-dir", str(out), "--no-llm-cache", "--yes", "--quiet"]
+        return [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "audit",
+            str(native_mini),
+            "--llm-model",
+            "m",
+            "--llm-base-url",
+            base_url,
+            "--api-key-env",
+            KEY_ENV,
+            "--negatives",
+            "2",
+            "--concurrency",
+            "1",
+            "--output-dir",
+            str(out),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+        ]
 
     with ScriptedChatServer(killing) as server:
-        holder["proc"] = subprocess.Popen(command(server.base_url), env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.PIPE, text=True)
+        holder["proc"] = subprocess.Popen(
+            command(server.base_url), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         _, err = holder["proc"].communicate(timeout=120)
         assert holder["proc"].returncode == -signal.SIGKILL, err
     planned = {r["prompt_hash"] for r in read_jsonl(out / "instances.jsonl")}
     answered = {r["prompt_hash"] for r in read_jsonl(out / "log.jsonl") if r["ok"]}
     assert len(planned) == 17 and 0 < len(answered) < kill_at <= len(planned)
 
-    with ScriptedChatServer(lambda body: Reply("Document ID: [1]" if "most likely source" in
-                                               body["messages"][-1]["content"] else "Rating: 4")) as server:
+    with ScriptedChatServer(
+        lambda body: Reply(
+            "Document ID: [1]" if "most likely source" in body["messages"][-1]["content"] else "Rating: 4"
+        )
+    ) as server:
         proc = subprocess.run(command(server.base_url), env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr
         asked = [prompt_hash(body["messages"]) for body in server.requests]
@@ -331,8 +448,23 @@ def test_task_without_answers_skips_answer_dimensions_with_a_note(native_mini, t
     for row in rows:
         row["messages"] = [m for m in row["messages"] if m["role"] == "user"]
     (folder / "conversations/test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["audit", str(folder), "--llm-model", "m", "--llm-base-url", "http://127.0.0.1:9/v1",
-                 "--negatives", "2", "--dry-run", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(folder),
+                "--llm-model",
+                "m",
+                "--llm-base-url",
+                "http://127.0.0.1:9/v1",
+                "--negatives",
+                "2",
+                "--dry-run",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "dry run: 9 requests" in out  # 5 alignment + 4 completeness
     assert "faithfulness: not run (no audited query has a reference answer)" in out
@@ -341,18 +473,36 @@ def test_task_without_answers_skips_answer_dimensions_with_a_note(native_mini, t
 
 def test_missing_key_for_a_remote_judge_stops_before_anything_is_asked(native_mini, tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("MTRBENCH_AUDIT_NO_SUCH_KEY", raising=False)
-    code = main(["audit", str(native_mini), "--dimensions", "alignment", "--llm-model", "m",
-                 "--llm-base-url", "https://judge.example.invalid/v1", "--api-key-env", "MTRBENCH_AUDIT_NO_SUCH_KEY",
-                 "--output-dir", str(tmp_path / "audit"), "--no-llm-cache", "--yes", "--quiet"])
+    code = main(
+        [
+            "audit",
+            str(native_mini),
+            "--dimensions",
+            "alignment",
+            "--llm-model",
+            "m",
+            "--llm-base-url",
+            "https://judge.example.invalid/v1",
+            "--api-key-env",
+            "MTRBENCH_AUDIT_NO_SUCH_KEY",
+            "--output-dir",
+            str(tmp_path / "audit"),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+        ]
+    )
     assert code == 2
     assert "MTRBENCH_AUDIT_NO_SUCH_KEY" in capsys.readouterr().err
     assert not (tmp_path / "audit" / "log.jsonl").exists()
 
 
 def _hold_lock_in_another_process(lock: Path) -> subprocess.Popen:
-    code = ("import sys\nfrom mtrbench.infra.locking import held_lock\n"
-            f"with held_lock({str(lock)!r}, purpose='audit log'):\n"
-            "    print('held', flush=True)\n    sys.stdin.readline()\n")
+    code = (
+        "import sys\nfrom mtrbench.infra.locking import held_lock\n"
+        f"with held_lock({str(lock)!r}, purpose='audit log'):\n"
+        "    print('held', flush=True)\n    sys.stdin.readline()\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     return proc
@@ -364,8 +514,21 @@ def test_a_second_audit_on_a_held_log_stops_before_asking_anything(native_mini, 
     out = tmp_path / "audit"
     lock = out / "log.jsonl.lock"
     with ScriptedChatServer(ScriptedJudge(mini_task)) as server:
-        args = ["audit", str(native_mini), "--dimensions", "alignment", "--llm-model", "m", "--llm-base-url",
-                server.base_url, "--output-dir", str(out), "--no-llm-cache", "--yes", "--quiet"]
+        args = [
+            "audit",
+            str(native_mini),
+            "--dimensions",
+            "alignment",
+            "--llm-model",
+            "m",
+            "--llm-base-url",
+            server.base_url,
+            "--output-dir",
+            str(out),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+        ]
         holder = _hold_lock_in_another_process(lock)
         try:
             assert main(args) == 2
@@ -413,8 +576,24 @@ def test_credentials_in_the_base_url_reach_no_file_and_no_output(native_mini, mi
     out = tmp_path / "audit"
     with ScriptedChatServer(echoing, with_headers=True) as server:
         url = server.base_url.replace("http://", f"http://{user}:{password}@")
-        code = main(["audit", str(native_mini), "--llm-model", "m", "--llm-base-url", url, "--negatives", "2",
-                     "--output-dir", str(out), "--llm-cache", str(out / "llm.sqlite"), "--yes", "--quiet"])
+        code = main(
+            [
+                "audit",
+                str(native_mini),
+                "--llm-model",
+                "m",
+                "--llm-base-url",
+                url,
+                "--negatives",
+                "2",
+                "--output-dir",
+                str(out),
+                "--llm-cache",
+                str(out / "llm.sqlite"),
+                "--yes",
+                "--quiet",
+            ]
+        )
         printed = capsys.readouterr()
         # every quality (403) and faithfulness (unparseable) item failed: 4 + 4 of 17, over the 0.25 default
         assert code == 1 and "judge 'm' failed on 8 of 17 items" in printed.err, printed.err

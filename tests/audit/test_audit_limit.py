@@ -12,8 +12,25 @@ from mtrbench.data import load_task
 
 
 def requests(capsys, tmp_path, *flags: str) -> int:
-    assert main(["audit", "mtrbench-sample", "--llm-model", "m", "--llm-base-url", "http://127.0.0.1:9/v1",
-                 "--dry-run", "--dimensions", "quality", "--output-dir", str(tmp_path / "audit"), *flags]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "mtrbench-sample",
+                "--llm-model",
+                "m",
+                "--llm-base-url",
+                "http://127.0.0.1:9/v1",
+                "--dry-run",
+                "--dimensions",
+                "quality",
+                "--output-dir",
+                str(tmp_path / "audit"),
+                *flags,
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr()
     return int(re.search(r"dry run: (\d+) requests", printed.out + printed.err).group(1))
 

@@ -19,8 +19,9 @@ def mtrbench(*args):
 
 @pytest.mark.slow
 def test_compare_two_eval_results(native_mini, tmp_path):
-    proc = mtrbench("eval", "--task", str(native_mini), "--history", "current,rewrite", "--output-dir", str(tmp_path),
-                    "--quiet")
+    proc = mtrbench(
+        "eval", "--task", str(native_mini), "--history", "current,rewrite", "--output-dir", str(tmp_path), "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     a = next(tmp_path.rglob("history=current/native-mini.json"))
     b = next(tmp_path.rglob("history=rewrite/native-mini.json"))
@@ -32,8 +33,14 @@ def test_compare_two_eval_results(native_mini, tmp_path):
     assert proc.returncode == 0, proc.stderr
     comparison = json.loads(out.read_text())
     rows = {r["metric"]: r for r in comparison["comparisons"]}
-    per_a = {json.loads(line)["qid"]: json.loads(line) for line in a.with_name("native-mini.per_query.jsonl").read_text().splitlines()}
-    per_b = {json.loads(line)["qid"]: json.loads(line) for line in b.with_name("native-mini.per_query.jsonl").read_text().splitlines()}
+    per_a = {
+        json.loads(line)["qid"]: json.loads(line)
+        for line in a.with_name("native-mini.per_query.jsonl").read_text().splitlines()
+    }
+    per_b = {
+        json.loads(line)["qid"]: json.loads(line)
+        for line in b.with_name("native-mini.per_query.jsonl").read_text().splitlines()
+    }
     qids = sorted(per_a)
     x = [per_a[q]["ndcg_at_10"] for q in qids]
     y = [per_b[q]["ndcg_at_10"] for q in qids]
@@ -53,13 +60,29 @@ def test_score_with_refined_qrels_and_ragalign(tmp_path):
     (tmp_path / "o.qrels").write_text(format_qrels(original))
     (tmp_path / "r.qrels").write_text(format_qrels(refined))
     (tmp_path / "run.trec").write_text(format_run(run, "t"))
-    (tmp_path / "gen.jsonl").write_text("".join(json.dumps({"qid": q, "label": v}) + "\n"
-                                                for q, v in (("q1", 1), ("q2", 1), ("q3", 0))))
+    (tmp_path / "gen.jsonl").write_text(
+        "".join(json.dumps({"qid": q, "label": v}) + "\n" for q, v in (("q1", 1), ("q2", 1), ("q3", 0)))
+    )
     out = tmp_path / "s.json"
-    proc = mtrbench("score", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "o.qrels"),
-                    "--refined-qrels", str(tmp_path / "r.qrels"), "--generation-judgments", str(tmp_path / "gen.jsonl"),
-                    "--k", "1,2,10", "--ragalign-metric", "hit_rate_at_2", "--ragalign-continuous", "ndcg_at_2",
-                    "--output", str(out))
+    proc = mtrbench(
+        "score",
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(tmp_path / "o.qrels"),
+        "--refined-qrels",
+        str(tmp_path / "r.qrels"),
+        "--generation-judgments",
+        str(tmp_path / "gen.jsonl"),
+        "--k",
+        "1,2,10",
+        "--ragalign-metric",
+        "hit_rate_at_2",
+        "--ragalign-continuous",
+        "ndcg_at_2",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     ref = doc["refined_qrels"]
@@ -74,8 +97,15 @@ def test_score_with_refined_qrels_and_ragalign(tmp_path):
     assert doc["ragalign"]["refined"]["binary"]["value"] == pytest.approx(1.0)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "q1", "label": "maybe"}\n')
-    proc = mtrbench("score", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "o.qrels"),
-                    "--generation-judgments", str(bad))
+    proc = mtrbench(
+        "score",
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(tmp_path / "o.qrels"),
+        "--generation-judgments",
+        str(bad),
+    )
     assert proc.returncode == 2 and "bad.jsonl:1" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -84,16 +114,33 @@ def test_pool_cli_matches_hand_values(tmp_path):
     refined = {"q1": {"g1": 1, "h1": 1, "h2": 1}, "q2": {"g2": 1, "h3": 1}}
     (tmp_path / "o.qrels").write_text(format_qrels(original))
     (tmp_path / "r.qrels").write_text(format_qrels(refined))
-    lists = {"A": (["g1", "h1"], ["x", "y"]), "B": (["h1", "z"], ["g2", "z"]), "C": (["h2", "z"], ["h3", "g2"]),
-             "D": (["z", "w"], ["w", "z"]), "E": (["g1", "z"], ["g2", "h3"])}
+    lists = {
+        "A": (["g1", "h1"], ["x", "y"]),
+        "B": (["h1", "z"], ["g2", "z"]),
+        "C": (["h2", "z"], ["h3", "g2"]),
+        "D": (["z", "w"], ["w", "z"]),
+        "E": (["g1", "z"], ["g2", "h3"]),
+    }
     paths = []
     for name, (q1, q2) in lists.items():
         run = {"q1": {d: 1 - i / 10 for i, d in enumerate(q1)}, "q2": {d: 1 - i / 10 for i, d in enumerate(q2)}}
         paths.append(tmp_path / f"{name}.trec")
         paths[-1].write_text(format_run(run, name))
     out = tmp_path / "pool.json"
-    proc = mtrbench("pool", *map(str, paths), "--qrels", str(tmp_path / "o.qrels"), "--refined-qrels",
-                    str(tmp_path / "r.qrels"), "--k", "2", "--orders", "20", "--output", str(out))
+    proc = mtrbench(
+        "pool",
+        *map(str, paths),
+        "--qrels",
+        str(tmp_path / "o.qrels"),
+        "--refined-qrels",
+        str(tmp_path / "r.qrels"),
+        "--k",
+        "2",
+        "--orders",
+        "20",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert doc["marginal_contribution"] == {"A.trec": 0.0, "B.trec": 0.0, "C.trec": 0.5, "D.trec": 0.0, "E.trec": 0.0}
@@ -103,9 +150,9 @@ def test_pool_cli_matches_hand_values(tmp_path):
 
 def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
     """One AnalysisOptions, two callers: run_eval on a task and `mtrbench score` on the run it wrote."""
+    from mtrbench.analyses.run import AnalysisOptions
     from mtrbench.data import load_task
     from mtrbench.pipeline.evaluate import EvalConfig, run_eval
-    from mtrbench.analyses.run import AnalysisOptions
     from mtrbench.retrieve import RetrieverOptions
 
     task = load_task(str(native_mini))
@@ -113,12 +160,21 @@ def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
     extra = task.corpus.ids[0]
     (tmp_path / "o.qrels").write_text(format_qrels(qrels))
     (tmp_path / "r.qrels").write_text(format_qrels({q: {**docs, extra: 1} for q, docs in qrels.items()}))
-    (tmp_path / "gen.jsonl").write_text("".join(json.dumps({"qid": q, "label": n % 2}) + "\n"
-                                                for n, q in enumerate(sorted(qrels))))
-    options = AnalysisOptions(refined_qrels=tmp_path / "r.qrels", generation_judgments=tmp_path / "gen.jsonl",
-                              ragalign_metric="hit_rate_at_3", ragalign_continuous="ndcg_at_5")
-    [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results", analyses=options),
-                        RetrieverOptions.of(show_progress=False))
+    (tmp_path / "gen.jsonl").write_text(
+        "".join(json.dumps({"qid": q, "label": n % 2}) + "\n" for n, q in enumerate(sorted(qrels)))
+    )
+    options = AnalysisOptions(
+        refined_qrels=tmp_path / "r.qrels",
+        generation_judgments=tmp_path / "gen.jsonl",
+        ragalign_metric="hit_rate_at_3",
+        ragalign_continuous="ndcg_at_5",
+    )
+    [result] = run_eval(
+        "bm25",
+        str(native_mini),
+        EvalConfig(output_dir=tmp_path / "results", analyses=options),
+        RetrieverOptions.of(show_progress=False),
+    )
     assert set(result.analyses()) == {"refined_qrels", "ragalign"}
     assert set(result.analyses()["ragalign"]) == {"original", "refined"}
     document = json.loads(result.path.read_text())["mtrbench"]
@@ -126,11 +182,29 @@ def test_run_eval_and_score_report_the_same_analyses(native_mini, tmp_path):
 
     out = tmp_path / "score.json"
     settings = document["settings"]
-    proc = mtrbench("score", "--run", str(result.run_path), "--qrels", str(tmp_path / "o.qrels"),
-                    "--k", ",".join(map(str, settings["k_values"])), "--metrics", ",".join(settings["metrics"]),
-                    "--relevance-level", str(settings["relevance_level"]),
-                    "--refined-qrels", str(tmp_path / "r.qrels"), "--generation-judgments", str(tmp_path / "gen.jsonl"),
-                    "--ragalign-metric", "hit_rate_at_3", "--ragalign-continuous", "ndcg_at_5", "--output", str(out))
+    proc = mtrbench(
+        "score",
+        "--run",
+        str(result.run_path),
+        "--qrels",
+        str(tmp_path / "o.qrels"),
+        "--k",
+        ",".join(map(str, settings["k_values"])),
+        "--metrics",
+        ",".join(settings["metrics"]),
+        "--relevance-level",
+        str(settings["relevance_level"]),
+        "--refined-qrels",
+        str(tmp_path / "r.qrels"),
+        "--generation-judgments",
+        str(tmp_path / "gen.jsonl"),
+        "--ragalign-metric",
+        "hit_rate_at_3",
+        "--ragalign-continuous",
+        "ndcg_at_5",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     scored = json.loads(out.read_text())
     assert scored["ragalign"] == result.analyses()["ragalign"]

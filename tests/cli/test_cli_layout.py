@@ -57,16 +57,20 @@ def test_core_functions_take_typed_options():
                 typed = [(p.arg, p.annotation) for p in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
                 untyped = UNTYPED
             elif isinstance(node, ast.ClassDef):  # dataclass fields such as EvalConfig.analyses
-                typed = [(s.target.id, s.annotation) for s in node.body
-                         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+                typed = [
+                    (s.target.id, s.annotation)
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                ]
                 untyped = UNTYPED_FIELD
             else:
                 continue
             for name, annotation in typed:
                 text = ast.unparse(annotation) if annotation else ""
                 if OPTION_LIKE.search(name) and (not text or untyped.search(text)):
-                    offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}"
-                                     f"({name}: {text or 'unannotated'})")
+                    offenders.append(
+                        f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {node.name}({name}: {text or 'unannotated'})"
+                    )
     assert not offenders
 
 
@@ -79,8 +83,27 @@ def test_every_command_module_registers_the_same_way():
         assert all(callable(h) for h in handlers.values())
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
     owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
-    assert set(owner) == {"eval", "score", "compare", "pool", "meta", "fuse", "tasks", "models", "metrics", "export", "cache", "audit",
-                          "assess", "generate", "judge", "rag", "synthesize", "leaderboard", "plot"}
+    assert set(owner) == {
+        "eval",
+        "score",
+        "compare",
+        "pool",
+        "meta",
+        "fuse",
+        "tasks",
+        "models",
+        "metrics",
+        "export",
+        "cache",
+        "audit",
+        "assess",
+        "generate",
+        "judge",
+        "rag",
+        "synthesize",
+        "leaderboard",
+        "plot",
+    }
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"
 

@@ -70,15 +70,24 @@ BASELINE_PAIRS = [(0, j) for j in range(1, 6)]
 ALL_PAIRS = [(i, j) for i in range(6) for j in range(i + 1, 6)]
 
 
-@pytest.mark.parametrize("extra, pairs, unit", [
-    ((), BASELINE_PAIRS, "query"),
-    (("--all-pairs",), ALL_PAIRS, "query"),
-    (("--unit", "conversation", "--baseline", "rewrite"), [(5, j) for j in range(5)], "conversation"),
-])
+@pytest.mark.parametrize(
+    "extra, pairs, unit",
+    [
+        ((), BASELINE_PAIRS, "query"),
+        (("--all-pairs",), ALL_PAIRS, "query"),
+        (("--unit", "conversation", "--baseline", "rewrite"), [(5, j) for j in range(5)], "conversation"),
+    ],
+)
 def test_letters_equal_scipy_t_tests_with_statsmodels_holm(rows, tmp_path, extra, pairs, unit):
     table = run_json(tmp_path, *extra)
-    assert [s["name"] for s in table["systems"]] == ["current", "full", "window:5", "questions", "last-response",
-                                                     "rewrite"]
+    assert [s["name"] for s in table["systems"]] == [
+        "current",
+        "full",
+        "window:5",
+        "questions",
+        "last-response",
+        "rewrite",
+    ]
     for label, key in MEASURES.items():
         expected = expected_letters(rows, key, pairs, unit)
         assert ["".join(s["better_than"][key]) for s in table["systems"]] == expected, label
@@ -92,7 +101,7 @@ def test_letters_equal_scipy_t_tests_with_statsmodels_holm(rows, tmp_path, extra
 
 def test_raw_p_values_are_scipys_and_holm_is_statsmodels(rows, tmp_path):
     table = run_json(tmp_path, "--all-pairs")
-    for label, key in MEASURES.items():
+    for _label, key in MEASURES.items():
         values = units(rows, key, "query")
         tests = [t for t in table["tests"] if t["measure"] == key]
         assert [(t["a"], t["b"]) for t in tests] == [(ascii_lowercase[a], ascii_lowercase[b]) for a, b in ALL_PAIRS]
@@ -114,7 +123,7 @@ def latex_problems(text: str, columns: int) -> list[str]:
             problems.append("} before its {")
     if depth:
         problems.append(f"{depth} unclosed brace(s)")
-    body = text[text.index("\\begin{tabular}"):text.index("\\end{tabular}")]
+    body = text[text.index("\\begin{tabular}") : text.index("\\end{tabular}")]
     spec = re.match(r"\\begin\{tabular\}\{([lcr]+)\}", body).group(1)
     if len(spec) != columns:
         problems.append(f"column spec {spec} for {columns} columns")
@@ -161,7 +170,8 @@ def test_markdown_and_csv_carry_the_same_table(rows, tmp_path):
     records = list(csv.DictReader(io.StringIO(csv_path.read_text())))
     assert [r["nDCG@10 better than"] for r in records] == expected
     assert [float(r["nDCG@10"]) for r in records] == pytest.approx(
-        [fmean(r[q]["ndcg_at_10"] for q in r) for r in rows], abs=1e-6)
+        [fmean(r[q]["ndcg_at_10"] for q in r) for r in rows], abs=1e-6
+    )
     lines = [line for line in md.read_text().splitlines() if line.startswith("| (")]
     assert [re.search(r"<sup>([a-z]+)</sup>", line).group(1) if "<sup>" in line else "" for line in lines] == expected
     assert sum("**" in line for line in lines) == 1
@@ -184,12 +194,23 @@ def test_trec_runs_scored_with_the_tasks_qrels(tmp_path):
         path.write_text("".join(lines))
         runs.append(path)
     out = tmp_path / "runs.json"
-    assert main(["compare", *map(str, runs), "--task", "mtrbench-sample", "--measures", "nDCG@10",
-                 "--output", str(out)]) == 0
+    assert (
+        main(["compare", *map(str, runs), "--task", "mtrbench-sample", "--measures", "nDCG@10", "--output", str(out)])
+        == 0
+    )
     table = json.loads(out.read_text())
-    measured = [pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(
-        {q: {d: float(s) for d, s in (line.split()[2:5:2] for line in p.read_text().splitlines()
-                                      if line.startswith(q + " "))} for q in qrels}) for p in runs]
+    measured = [
+        pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(
+            {
+                q: {
+                    d: float(s)
+                    for d, s in (line.split()[2:5:2] for line in p.read_text().splitlines() if line.startswith(q + " "))
+                }
+                for q in qrels
+            }
+        )
+        for p in runs
+    ]
     qids = sorted(qrels)
     a, b = ([m[q]["ndcg_cut_10"] for q in qids] for m in measured)
     assert [s["means"]["ndcg_at_10"] for s in table["systems"]] == pytest.approx([fmean(a), fmean(b)], abs=1e-9)
@@ -203,14 +224,17 @@ def test_two_results_alone_keep_the_detailed_comparison(capsys):
     assert "p(t) Holm" in out and "win/tie/loss" in out
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--measures", "nDCG@10,Bogus@3"], "Bogus"),
-    (["--measures", "nDCG@20"], "lacks per-query values of ndcg_at_20"),
-    (["--baseline", "z"], "--baseline z: not a system's letter"),
-    (["--names", "a,b"], "--names has 2 names for 6 systems"),
-    (["--alpha", "1.5"], "--alpha must be between 0 and 1"),
-    (["--measures", "nDCG@10", "--tie-epsilon", "0.1"], "--tie-epsilon belong to the two-result comparison"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--measures", "nDCG@10,Bogus@3"], "Bogus"),
+        (["--measures", "nDCG@20"], "lacks per-query values of ndcg_at_20"),
+        (["--baseline", "z"], "--baseline z: not a system's letter"),
+        (["--names", "a,b"], "--names has 2 names for 6 systems"),
+        (["--alpha", "1.5"], "--alpha must be between 0 and 1"),
+        (["--measures", "nDCG@10", "--tie-epsilon", "0.1"], "--tie-epsilon belong to the two-result comparison"),
+    ],
+)
 def test_bad_options_are_one_error_line(extra, message, capsys):
     assert main(["compare", *RESULTS, *extra]) == 2
     err = capsys.readouterr().err
@@ -229,17 +253,37 @@ def test_randomization_p_values_are_scipys_sign_flip_test(rows, tmp_path):
 
     out = tmp_path / "table.json"
     chosen = [0, 1, 3]  # current (baseline), full, questions: two tests keep it quick
-    assert main(["compare", *(RESULTS[i] for i in chosen), "--measures", "nDCG@10", "--test", "randomization",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                *(RESULTS[i] for i in chosen),
+                "--measures",
+                "nDCG@10",
+                "--test",
+                "randomization",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = json.loads(out.read_text())
     values = units([rows[i] for i in chosen], "ndcg_at_10", "query")
     tests = [t for t in table["tests"] if t["measure"] == "ndcg_at_10"]
     expected = []
     for a, b in [(0, 1), (0, 2)]:
         x, y = np.array(values[b]), np.array(values[a])
-        expected.append(stats.permutation_test((x, y), lambda u, v, axis: np.mean(u - v, axis=axis),
-                                               permutation_type="samples", n_resamples=10_000, vectorized=True,
-                                               random_state=np.random.default_rng(0)).pvalue)
+        expected.append(
+            stats.permutation_test(
+                (x, y),
+                lambda u, v, axis: np.mean(u - v, axis=axis),
+                permutation_type="samples",
+                n_resamples=10_000,
+                vectorized=True,
+                random_state=np.random.default_rng(0),
+            ).pvalue
+        )
     assert [t["p_value"] for t in tests] == pytest.approx(expected, abs=1e-12)
     assert [t["p_holm"] for t in tests] == pytest.approx(list(multipletests(expected, method="holm")[1]), abs=1e-12)
     assert table["test"] == "randomization"

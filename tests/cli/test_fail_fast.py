@@ -18,12 +18,15 @@ def no_model_loading(monkeypatch):
     monkeypatch.setattr(builder, "_load", refuse)
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--history", "fulll"], "unknown history strategy 'fulll'"),
-    (["--metrics", "nDCG@10,recal@5"], "recal"),
-    (["--history", "rewrite:llm"], "needs a rewriter model"),
-    (["--top-k", "5"], "--top-k 5 is smaller than the largest cutoff"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--history", "fulll"], "unknown history strategy 'fulll'"),
+        (["--metrics", "nDCG@10,recal@5"], "recal"),
+        (["--history", "rewrite:llm"], "needs a rewriter model"),
+        (["--top-k", "5"], "--top-k 5 is smaller than the largest cutoff"),
+    ],
+)
 def test_eval_checks_the_request_before_loading_the_model(flags, message, no_model_loading, tmp_path, capsys):
     assert main(["eval", "--model", "minilm", "--output-dir", str(tmp_path), "--quiet", *flags]) == 2
     err = capsys.readouterr().err.strip().splitlines()

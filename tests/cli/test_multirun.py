@@ -25,8 +25,11 @@ SKIP_NOTE = re.compile(r"^note: skipped (\S+) on (\S+) \(history (\S+)\)")
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-            "HF_HUB_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def results(folder: Path) -> dict[tuple[str, str], Path]:
@@ -37,13 +40,34 @@ def results(folder: Path) -> dict[tuple[str, str], Path]:
 @pytest.mark.slow
 def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(native_mini, tmp_path):
     out, cache = tmp_path / "results", tmp_path / "cache"
-    args = [sys.executable, "-m", "mtrbench.cli", "eval", "-m", "minilm", "--model", "bm25",
-            "-t", f"{native_mini},mtrbench-sample", "--max-length", "64", "--device", "cpu",
-            "--cache-dir", str(cache), "--output-dir", str(out), "--quiet"]
+    args = [
+        sys.executable,
+        "-m",
+        "mtrbench.cli",
+        "eval",
+        "-m",
+        "minilm",
+        "--model",
+        "bm25",
+        "-t",
+        f"{native_mini},mtrbench-sample",
+        "--max-length",
+        "64",
+        "--device",
+        "cpu",
+        "--cache-dir",
+        str(cache),
+        "--output-dir",
+        str(out),
+        "--quiet",
+    ]
     # pairs run model by model: (minilm, native-mini) is done in a second, then minilm encodes the sample
-    order = [("sentence-transformers__all-MiniLM-L6-v2", "native-mini"),
-             ("sentence-transformers__all-MiniLM-L6-v2", "mtrbench-sample"),
-             ("bm25", "native-mini"), ("bm25", "mtrbench-sample")]
+    order = [
+        ("sentence-transformers__all-MiniLM-L6-v2", "native-mini"),
+        ("sentence-transformers__all-MiniLM-L6-v2", "mtrbench-sample"),
+        ("bm25", "native-mini"),
+        ("bm25", "mtrbench-sample"),
+    ]
     proc = subprocess.Popen(args, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     while not results(out) and proc.poll() is None and time.time() < deadline:
@@ -53,17 +77,22 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
     finished = results(out)
     assert finished, proc.stderr.read().decode()
     done = [pair for pair in order if pair in finished]
-    assert done == order[:len(done)] and len(done) < len(order)  # killed part way, finished pairs in order
+    assert done == order[: len(done)] and len(done) < len(order)  # killed part way, finished pairs in order
     mtimes = {pair: finished[pair].stat().st_mtime_ns for pair in done}
 
     rerun = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
-    skipped = {(m, t) for m, t, h in (SKIP_NOTE.match(line).groups() for line in rerun.stderr.splitlines()
-                                      if SKIP_NOTE.match(line))}
+    skipped = {
+        (m, t)
+        for m, t, h in (SKIP_NOTE.match(line).groups() for line in rerun.stderr.splitlines() if SKIP_NOTE.match(line))
+    }
     model_label = {"sentence-transformers__all-MiniLM-L6-v2": "minilm", "bm25": "bm25"}
     assert skipped == {(model_label[m], t) for m, t in done}
-    written = {(Path(line.strip()).relative_to(out).parts[0], Path(line.strip()).stem)
-               for line in rerun.stderr.splitlines() if line.strip().endswith(".json")}  # paths go to stderr
+    written = {
+        (Path(line.strip()).relative_to(out).parts[0], Path(line.strip()).stem)
+        for line in rerun.stderr.splitlines()
+        if line.strip().endswith(".json")
+    }  # paths go to stderr
     assert written == set(order) - set(done)
     assert set(results(out)) == set(order)
     assert all(finished[pair].stat().st_mtime_ns == mtimes[pair] for pair in done)  # never rewritten
@@ -114,7 +143,9 @@ def test_limit_evaluates_the_first_conversations_and_never_passes_as_a_full_run(
     sample = load_task("mtrbench-sample")
     first_two = list(dict.fromkeys(q.conversation_id for q in sample.queries))[:2]
     expected = [q.qid for q in sample.queries if q.conversation_id in first_two]
-    with_gold = [q for q in expected if any(g > 0 for g in dict(next(x for x in sample.queries if x.qid == q).qrels).values())]
+    with_gold = [
+        q for q in expected if any(g > 0 for g in dict(next(x for x in sample.queries if x.qid == q).qrels).values())
+    ]
     out = tmp_path / "results"
     assert main(["eval", "--model", "bm25", "--limit", "2", "--output-dir", str(out), "--quiet"]) == 0
     [limited] = list(out.glob("bm25/*/experiments/limit=2/mtrbench-sample.json"))
@@ -138,10 +169,40 @@ def test_mteb_result_cache_loads_results_with_its_defaults(native_mini, tmp_path
     import mteb
 
     out = tmp_path / "cache" / "results"
-    assert main(["eval", "-m", "minilm,bm25", "--task", str(native_mini), "--output-dir", str(out), "--quiet",
-                 "--device", "cpu"]) == 0
-    assert main(["eval", "-m", "bm25", "--task", str(native_mini), "--history", "questions", "--output-dir", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "-m",
+                "minilm,bm25",
+                "--task",
+                str(native_mini),
+                "--output-dir",
+                str(out),
+                "--quiet",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "-m",
+                "bm25",
+                "--task",
+                str(native_mini),
+                "--history",
+                "questions",
+                "--output-dir",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     minilm_folder = out / "sentence-transformers__all-MiniLM-L6-v2" / MINILM_HUB_REVISION
     assert (minilm_folder / "native-mini.json").is_file()
     # mteb's own registry records this revision for the weights the offline package ships
@@ -157,17 +218,24 @@ def test_mteb_result_cache_loads_results_with_its_defaults(native_mini, tmp_path
 
     loaded = mteb.ResultCache(tmp_path / "cache").load_results(include_remote=False)  # require_model_meta=True
     found = {(r.model_name, r.model_revision): [t.task_name for t in r.task_results] for r in loaded}
-    assert found == {("sentence-transformers/all-MiniLM-L6-v2", MINILM_HUB_REVISION): ["native-mini"],
-                     ("bm25", "bm25s-k1=0.9-b=0.4"): ["native-mini"]}  # the experiment is not a default result
+    assert found == {
+        ("sentence-transformers/all-MiniLM-L6-v2", MINILM_HUB_REVISION): ["native-mini"],
+        ("bm25", "bm25s-k1=0.9-b=0.4"): ["native-mini"],
+    }  # the experiment is not a default result
     scores = {r.model_name: r.task_results[0].get_score() for r in loaded}
-    for model_folder, name in (("sentence-transformers__all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"),
-                               ("bm25", "bm25")):
+    for model_folder, name in (
+        ("sentence-transformers__all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"),
+        ("bm25", "bm25"),
+    ):
         [path] = (out / model_folder).glob("*/native-mini.json")
         assert scores[name] == json.loads(path.read_text())["scores"]["test"][0]["main_score"]
     # the experiment folder has its own model_meta.json, and mteb finds it by its kwargs
     experiments = mteb.ResultCache(tmp_path / "cache").load_results(
-        include_remote=False, experiment_kwargs={"mtrbench_experiment": "history=questions"})
-    assert [(r.model_name, r.experiment_name) for r in experiments] == [("bm25", "mtrbench_experiment_history=questions")]
+        include_remote=False, experiment_kwargs={"mtrbench_experiment": "history=questions"}
+    )
+    assert [(r.model_name, r.experiment_name) for r in experiments] == [
+        ("bm25", "mtrbench_experiment_history=questions")
+    ]
 
 
 def test_packaged_model_revision_falls_back_to_the_package_version_when_weights_differ(tmp_path):
@@ -207,35 +275,58 @@ def test_readme_mteb_snippet_runs_offline(native_mini, tmp_path):
 
     readme = (ROOT / "README.md").read_text()
     code = readme.split("## Using mtrbench from mteb", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    assert "SentenceTransformer(\"sentence-transformers" not in code  # no Hub download
+    assert 'SentenceTransformer("sentence-transformers' not in code  # no Hub download
     assert code.count('["mtrbench-sample"]') == 1
     code = code.replace('["mtrbench-sample"]', repr([str(native_mini)]))
-    run = subprocess.run([sys.executable, "-c", code], env={**env(), "MTEB_CACHE": str(tmp_path / "mteb"),
-                                                           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env(), "MTEB_CACHE": str(tmp_path / "mteb"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     score = float(run.stdout.strip().splitlines()[-1])
-    [ours] = run_eval("minilm", str(native_mini), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions.of(device="cpu", show_progress=False))
+    [ours] = run_eval(
+        "minilm",
+        str(native_mini),
+        EvalConfig(output_dir=tmp_path / "results"),
+        RetrieverOptions.of(device="cpu", show_progress=False),
+    )
     assert score == pytest.approx(ours.scores["ndcg_at_10"], abs=1e-5)  # mteb rounds to 5 decimals
 
 
 def test_same_settings_ignore_only_speed_and_corpus_derived_values(tmp_path):
     from mtrbench.results.overwrite import decide
 
-    recorded = {"history": "full", "top_k": 100, "retriever": {
-        "kind": "parent-child", "children": 928, "device": "cuda:0",
-        "children_retriever": {"dense": {"name": "m", "device": "cuda:0", "batch_size": 64, "dtype": "bf16"}}}}
+    recorded = {
+        "history": "full",
+        "top_k": 100,
+        "retriever": {
+            "kind": "parent-child",
+            "children": 928,
+            "device": "cuda:0",
+            "children_retriever": {"dense": {"name": "m", "device": "cuda:0", "batch_size": 64, "dtype": "bf16"}},
+        },
+    }
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"mtrbench": {"settings": recorded}}))
-    before_index = {"history": "full", "top_k": 100, "retriever": {
-        "kind": "parent-child", "children": 0, "device": "cpu",
-        "children_retriever": {"dense": {"name": "m", "device": "cpu", "batch_size": None, "dtype": "bf16"}}}}
+    before_index = {
+        "history": "full",
+        "top_k": 100,
+        "retriever": {
+            "kind": "parent-child",
+            "children": 0,
+            "device": "cpu",
+            "children_retriever": {"dense": {"name": "m", "device": "cpu", "batch_size": None, "dtype": "bf16"}},
+        },
+    }
     assert decide(path, before_index, "only-missing").reason == "finished"
     other_dtype = json.loads(json.dumps(before_index))
     other_dtype["retriever"]["children_retriever"]["dense"]["dtype"] = "fp32"
     assert decide(path, other_dtype, "only-missing").reason == "settings differ"
     assert decide(path, {**before_index, "top_k": 50}, "only-missing").evaluate
     assert decide(path, before_index, "always").reason == "forced"
-    path.write_text("{\"mtrbench\": ")  # cut short: not finished
+    path.write_text('{"mtrbench": ')  # cut short: not finished
     assert decide(path, before_index, "only-missing").reason == "unreadable"

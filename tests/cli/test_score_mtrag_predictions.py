@@ -33,11 +33,15 @@ def prediction_file(tmp_path):
     qrels.mkdir()
     (qrels / "fiqa.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t1\nq2\td5\t1\nq3\td9\t1\n")
     (qrels / "govt.tsv").write_text("query-id\tcorpus-id\tscore\nq4\tg1\t1\n")
-    rows = [{"task_id": "q1", "Collection": "fiqa", "contexts": [_context("q1", 9), _context("d3", 3),
-                                                                    _context("d1", 2)]},
-            {"task_id": "q2", "Collection": "fiqa", "contexts": [_context("d5", 1)]},
-            {"task_id": "q4", "Collection": "mt-rag-govt-elser-512-100-20240611",
-             "contexts": [_context("g2", 2), _context("g1", 1)]}]
+    rows = [
+        {"task_id": "q1", "Collection": "fiqa", "contexts": [_context("q1", 9), _context("d3", 3), _context("d1", 2)]},
+        {"task_id": "q2", "Collection": "fiqa", "contexts": [_context("d5", 1)]},
+        {
+            "task_id": "q4",
+            "Collection": "mt-rag-govt-elser-512-100-20240611",
+            "contexts": [_context("g2", 2), _context("g1", 1)],
+        },
+    ]
     path = tmp_path / "taska.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, qrels
@@ -61,11 +65,14 @@ def test_rows_per_collection_and_the_weighted_all_row(prediction_file, tmp_path)
     assert set(rows["all"]["scores"]) == {f"{m}_at_{k}" for m in ("ndcg", "recall") for k in (1, 3, 5, 10)}
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--protocol", "trec_eval"], "official:mtrag"),
-    (["--qrels", "x.tsv"], "--data-dir"),
-    (["--per-query"], "apply to --run"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--protocol", "trec_eval"], "official:mtrag"),
+        (["--qrels", "x.tsv"], "--data-dir"),
+        (["--per-query"], "apply to --run"),
+    ],
+)
 def test_misuse_is_one_error_line(prediction_file, capsys, extra, message):
     path, qrels = prediction_file
     assert main(["score", "--predictions", str(path), "--data-dir", str(qrels), *extra]) == 2
@@ -101,7 +108,8 @@ def test_a_clone_with_both_releases_scores_mtrag_un_ids_against_mtrag_un_qrels(p
         un.parent.mkdir(parents=True, exist_ok=True)
         un.write_text((qrels / f"{domain}.tsv").read_text())
     output = tmp_path / "scores.json"
-    assert main(["score", "--predictions", str(path), "--data-dir", str(clone / data_dir), "--output",
-                 str(output)]) == 0
+    assert (
+        main(["score", "--predictions", str(path), "--data-dir", str(clone / data_dir), "--output", str(output)]) == 0
+    )
     rows = json.loads(output.read_text())["collections"]
     assert rows["all"]["scores"]["ndcg_at_5"] == pytest.approx((2 * (Q1_NDCG5 + 1) / 2 + LOG3) / 3, abs=1e-5)

@@ -26,23 +26,40 @@ def sample_run(tmp_path_factory):
         run[qid] = {d: float(len(docs) - i) for i, d in enumerate(dict.fromkeys(docs))}
     folder = tmp_path_factory.mktemp("score_task")
     run_path = folder / "run.trec"
-    run_path.write_text("".join(f"{q} Q0 {d} {i + 1} {s} r\n" for q, docs in run.items()
-                                for i, (d, s) in enumerate(docs.items())))
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} {i + 1} {s} r\n" for q, docs in run.items() for i, (d, s) in enumerate(docs.items()))
+    )
     return task, qrels, run, run_path
 
 
 def test_task_qrels_give_pytrec_evals_numbers(sample_run, tmp_path):
     task, qrels, run, run_path = sample_run
     out = tmp_path / "scores.json"
-    assert main(["score", "--run", str(run_path), "--task", "mtrbench-sample", "--metrics", "nDCG@10,R@5",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(run_path),
+                "--task",
+                "mtrbench-sample",
+                "--metrics",
+                "nDCG@10,R@5",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     document = json.loads(out.read_text())
     measured = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.5"}).evaluate(run)
     assert document["qrels"] == f"task mtrbench-sample ({task.split})"
     assert document["scores"]["ndcg_at_10"] == pytest.approx(
-        sum(v["ndcg_cut_10"] for v in measured.values()) / len(measured), abs=1e-9)
+        sum(v["ndcg_cut_10"] for v in measured.values()) / len(measured), abs=1e-9
+    )
     assert document["scores"]["recall_at_5"] == pytest.approx(
-        sum(v["recall_5"] for v in measured.values()) / len(measured), abs=1e-9)
+        sum(v["recall_5"] for v in measured.values()) / len(measured), abs=1e-9
+    )
 
 
 def test_task_and_an_explicit_qrels_file_agree(sample_run, tmp_path):
@@ -55,11 +72,14 @@ def test_task_and_an_explicit_qrels_file_agree(sample_run, tmp_path):
     assert json.loads(by_task.read_text())["scores"] == json.loads(by_file.read_text())["scores"]
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--qrels", "q.trec", "--task", "mtrbench-sample"], "not allowed with argument"),
-    (["--qrels", "q.trec", "--split", "test"], "error: --split and --data-dir choose the task's qrels"),
-    (["--task", "mtrbench-sample", "--split", "nosuch"], "error: task 'mtrbench-sample' has no split 'nosuch'"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--qrels", "q.trec", "--task", "mtrbench-sample"], "not allowed with argument"),
+        (["--qrels", "q.trec", "--split", "test"], "error: --split and --data-dir choose the task's qrels"),
+        (["--task", "mtrbench-sample", "--split", "nosuch"], "error: task 'mtrbench-sample' has no split 'nosuch'"),
+    ],
+)
 def test_bad_task_options_are_one_error_line(sample_run, extra, message, capsys):
     _, _, _, run_path = sample_run
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from mtrbench.cli import main
@@ -33,8 +32,11 @@ def test_family_lists_exactly_the_cards_of_that_format(capsys):
 
 def test_offline_lists_the_cards_whose_local_folder_exists(capsys):
     cards = built_in_cards()
-    expected = {name for name, card in cards.items()
-                if card["source"].get("path") and (TASKS / Path(card["source"]["path"]).expanduser()).exists()}
+    expected = {
+        name
+        for name, card in cards.items()
+        if card["source"].get("path") and (TASKS / Path(card["source"]["path"]).expanduser()).exists()
+    }
     assert "mtrbench-sample" in expected  # bundled with the package
     assert not any(cards[name]["source"].get("hub") and not cards[name]["source"].get("path") for name in expected)
     assert listed(capsys, "--offline") == expected

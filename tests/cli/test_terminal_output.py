@@ -28,9 +28,24 @@ def bm25_eval(tmp_path_factory):
     import sys
 
     folder = tmp_path_factory.mktemp("bm25")
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--model", "bm25", "--history",
-                           "current,full", "--output-dir", str(folder)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "80"}, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--model",
+            "bm25",
+            "--history",
+            "current,full",
+            "--output-dir",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     return folder, proc.stdout, proc.stderr
 
@@ -68,11 +83,14 @@ def test_run_tags_name_model_and_strategy(bm25_eval):
     assert tags == {"mtrbench-bm25-current", "mtrbench-bm25-full"}
 
 
-@pytest.mark.parametrize("model, strategy, tag", [
-    ("minilm", "full", "mtrbench-minilm-full"),
-    ("BAAI/bge-base-en-v1.5", "window:3", "mtrbench-bge-base-en-v1.5-window:3"),
-    ("/models/my model/", "current", "mtrbench-my_model-current"),
-])
+@pytest.mark.parametrize(
+    "model, strategy, tag",
+    [
+        ("minilm", "full", "mtrbench-minilm-full"),
+        ("BAAI/bge-base-en-v1.5", "window:3", "mtrbench-bge-base-en-v1.5-window:3"),
+        ("/models/my model/", "current", "mtrbench-my_model-current"),
+    ],
+)
 def test_run_tag_is_one_token(model, strategy, tag):
     from mtrbench.formats.run import format_run, run_tag
 
@@ -108,8 +126,22 @@ def test_score_title_wraps_within_80_columns(columns_80, tmp_path, capsys):
     deep.mkdir(parents=True)
     (deep / "run.trec").write_text(format_run({"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0, "d": 0.5}}, "t"))
     (deep / "q.qrels").write_text(format_qrels({"q1": {"b": 1}, "q2": {"c": 1}}))
-    assert main(["score", "--run", str(deep / "run.trec"), "--qrels", str(deep / "q.qrels"), "--k", "1,2",
-                 "--metrics", "recall"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(deep / "run.trec"),
+                "--qrels",
+                str(deep / "q.qrels"),
+                "--k",
+                "1,2",
+                "--metrics",
+                "recall",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in _lines(out)), max(map(len, _lines(out)))
     recall_1 = next(line for line in _lines(out) if line.split()[:1] == ["Recall@1"])
@@ -153,6 +185,7 @@ def test_verify_fits_80_columns_with_entry_ids_whole(columns_80, tmp_path, monke
 
 # ---------------------------------------------------------------- numbers whole, one style, no ANSI codes
 
+
 def _tokens(text: str) -> set[str]:
     return set(text.split())
 
@@ -190,8 +223,10 @@ def test_rad_bench_table_keeps_every_number_whole(width):
     from mtrbench.judge.report import print_rad_table
 
     categories = ["academic", "customer", "education", "finance", "news", "travel"]
-    data = {f"{name}-model-with-a-long-name": {c: 8.1667 - n * 0.5 - k * 0.0101 for k, c in enumerate(categories)}
-            for n, name in enumerate(["GPT-4o-mini", "Llama3.1-405B", "Mistral-Large"])}
+    data = {
+        f"{name}-model-with-a-long-name": {c: 8.1667 - n * 0.5 - k * 0.0101 for k, c in enumerate(categories)}
+        for n, name in enumerate(["GPT-4o-mini", "Llama3.1-405B", "Mistral-Large"])
+    }
     for scores in data.values():
         scores["average"] = sum(scores.values()) / len(categories)
     console = Console(file=io.StringIO(), width=width, force_terminal=False)
@@ -209,8 +244,11 @@ def test_rad_bench_table_keeps_every_number_whole(width):
 def _plain_env():
     import os
 
-    return {k: v for k, v in os.environ.items()
-            if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "CLICOLOR_FORCE", "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "CLICOLOR_FORCE", "NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING")
+    }
 
 
 def test_no_ansi_codes_when_output_is_not_a_terminal(tmp_path):
@@ -219,9 +257,17 @@ def test_no_ansi_codes_when_output_is_not_a_terminal(tmp_path):
     import sys
 
     output = tmp_path / "lb.json"
-    for command in (["leaderboard", "show", "sample"], ["leaderboard", "build", "sample", "reported", "-o", str(output)]):
-        proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", *command], capture_output=True, text=True,
-                              env={**_plain_env(), "TERM": "xterm-256color"}, timeout=120)
+    for command in (
+        ["leaderboard", "show", "sample"],
+        ["leaderboard", "build", "sample", "reported", "-o", str(output)],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mtrbench.cli", *command],
+            capture_output=True,
+            text=True,
+            env={**_plain_env(), "TERM": "xterm-256color"},
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         assert "\x1b[" not in proc.stdout + proc.stderr, command
 
@@ -232,13 +278,21 @@ def test_numba_warnings_carry_no_ansi_codes_under_the_cli():
     import subprocess
     import sys
 
-    code = ("import {first}from numba.core.errors import NumbaTypeSafetyWarning; "
-            "print(repr(str(NumbaTypeSafetyWarning('unsafe cast from uint64 to int64'))))")
-    plain = subprocess.run([sys.executable, "-c", code.format(first="mtrbench.cli.common; ")], capture_output=True,
-                           text=True, env=_plain_env(), timeout=120)
+    code = (
+        "import {first}from numba.core.errors import NumbaTypeSafetyWarning; "
+        "print(repr(str(NumbaTypeSafetyWarning('unsafe cast from uint64 to int64'))))"
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", code.format(first="mtrbench.cli.common; ")],
+        capture_output=True,
+        text=True,
+        env=_plain_env(),
+        timeout=120,
+    )
     assert plain.stdout.strip() == repr("unsafe cast from uint64 to int64"), plain.stderr
-    raw = subprocess.run([sys.executable, "-c", code.format(first="os; ")], capture_output=True, text=True,
-                         env=_plain_env(), timeout=120)
+    raw = subprocess.run(
+        [sys.executable, "-c", code.format(first="os; ")], capture_output=True, text=True, env=_plain_env(), timeout=120
+    )
     assert "\\x1b[" in raw.stdout  # without it numba would write the codes: the test would catch a regression
 
 
@@ -257,13 +311,18 @@ def test_fusion_filters_numba_cast_warning_even_with_ansi_codes(monkeypatch, rec
     def noisy_fuse(*args, **kwargs):
         import warnings
 
-        warnings.warn("\x1b[1m\x1b[1munsafe cast from uint64 to int64. Precision may be lost.\x1b[0m\x1b[0m",
-                      NumbaTypeSafetyWarning)
+        warnings.warn(
+            "\x1b[1m\x1b[1munsafe cast from uint64 to int64. Precision may be lost.\x1b[0m\x1b[0m",
+            NumbaTypeSafetyWarning,
+            stacklevel=2,
+        )
         return Fused()
 
     monkeypatch.setattr(ranx, "fuse", noisy_fuse)
-    fused = fuse_runs([{"q1": {"a": 2.0, "b": 1.0}}, {"q1": {"b": 2.0, "c": 1.0}}],
-                      FusionOptions(method="rrf", weights=None, norm=None, rrf_k=60, top_k=None))
+    fused = fuse_runs(
+        [{"q1": {"a": 2.0, "b": 1.0}}, {"q1": {"b": 2.0, "c": 1.0}}],
+        FusionOptions(method="rrf", weights=None, norm=None, rrf_k=60, top_k=None),
+    )
     assert set(fused["q1"]) == {"a", "b", "c"}
     assert not [w for w in recwarn if "unsafe cast" in str(w.message)]
 

@@ -49,8 +49,11 @@ def check_against_raw(task, raw_rows, corpus_ids, original):
 
 
 def holes(task) -> dict[str, set[str]]:
-    return {qid: set(docs) - set(task.extra_qrels["original"].get(qid, {}))
-            for qid, docs in task.extra_qrels["refined"].items() if set(docs) - set(task.extra_qrels["original"].get(qid, {}))}
+    return {
+        qid: set(docs) - set(task.extra_qrels["original"].get(qid, {}))
+        for qid, docs in task.extra_qrels["refined"].items()
+        if set(docs) - set(task.extra_qrels["original"].get(qid, {}))
+    }
 
 
 def test_msmarco_fixture(bridge):
@@ -81,11 +84,16 @@ def test_lifestyle_fixture(bridge):
     assert dict(task.warnings) == {}
 
 
-@pytest.mark.parametrize("name,corpus", [("bridge-msmarco", "sources/beir_msmarco"),
-                                         ("bridge-msmarco", "sources"),
-                                         ("bridge-msmarco", "sources/beir_msmarco/corpus.jsonl"),
-                                         ("bridge-lifestyle", "sources/robustqa"),
-                                         ("bridge-lifestyle", "sources/robustqa/lifestyle/test")])
+@pytest.mark.parametrize(
+    "name,corpus",
+    [
+        ("bridge-msmarco", "sources/beir_msmarco"),
+        ("bridge-msmarco", "sources"),
+        ("bridge-msmarco", "sources/beir_msmarco/corpus.jsonl"),
+        ("bridge-lifestyle", "sources/robustqa"),
+        ("bridge-lifestyle", "sources/robustqa/lifestyle/test"),
+    ],
+)
 def test_bridge_folder_plus_corpus_option(bridge, name, corpus):
     """--data-dir the BRIDGE copy, --corpus the source dataset: same task as the combined layout."""
     combined = load_task(name, data_dir=bridge)
@@ -114,18 +122,27 @@ def _nq_layout(tmp_path: Path) -> tuple[Path, Path]:
     """A Hub-style BRIDGE copy (README configs, shard not named after the subset) and a BEIR nq folder."""
     data = tmp_path / "BRIDGE"
     (data / "data").mkdir(parents=True)
-    (data / "README.md").write_text("---\nconfigs:\n- config_name: NQ\n  data_files:\n  - split: test\n"
-                                    "    path: data/test-00000-of-00001.jsonl\n---\n")
-    rows = [{"q_id": "test0", "query": "how deep is lake varnholm", "doc_id": [1, 2], "answers": ["212 metres"]},
-            {"q_id": "test1", "query": "who designed the orrin bridge", "doc_id": [], "answers": []},
-            {"q_id": "test2", "query": "which comet did quint find", "doc_id": [3], "answers": ["Quint-Halvey"]}]
+    (data / "README.md").write_text(
+        "---\nconfigs:\n- config_name: NQ\n  data_files:\n  - split: test\n"
+        "    path: data/test-00000-of-00001.jsonl\n---\n"
+    )
+    rows = [
+        {"q_id": "test0", "query": "how deep is lake varnholm", "doc_id": [1, 2], "answers": ["212 metres"]},
+        {"q_id": "test1", "query": "who designed the orrin bridge", "doc_id": [], "answers": []},
+        {"q_id": "test2", "query": "which comet did quint find", "doc_id": [3], "answers": ["Quint-Halvey"]},
+    ]
     (data / "data/test-00000-of-00001.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     beir = tmp_path / "nq"
     (beir / "qrels").mkdir(parents=True)
-    docs = {"doc1": "Lake Varnholm is 212 metres deep.", "doc2": "Lake Varnholm is the deepest lake of the valley.",
-            "doc3": "Marisol Quint discovered Comet Quint-Halvey.", "doc4": "Hedda Lorne designed the Orrin bridge."}
-    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n"
-                                               for k, v in docs.items()))
+    docs = {
+        "doc1": "Lake Varnholm is 212 metres deep.",
+        "doc2": "Lake Varnholm is the deepest lake of the valley.",
+        "doc3": "Marisol Quint discovered Comet Quint-Halvey.",
+        "doc4": "Hedda Lorne designed the Orrin bridge.",
+    }
+    (beir / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items())
+    )
     (beir / "qrels/test.tsv").write_text("query-id\tcorpus-id\tscore\ntest0\tdoc1\t1\ntest1\tdoc4\t1\ntest2\tdoc3\t1\n")
     return data, beir
 
@@ -152,12 +169,18 @@ def _broken_copy(bridge: Path, tmp_path: Path, line: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("line,needle", [
-    ('{"q_id": "1100002", "query": "x?", "doc_id": "1", "answers": []}', r"record 1 \(1100002\): 'doc_id' must be a list"),
-    ('{"query": "x?", "doc_id": ["1"], "answers": []}', r"record 1: missing 'q_id'"),
-    ('{"q_id": "1100002", "query": 7, "doc_id": ["1"]}', r"record 1 \(1100002\): 'query' must be a string"),
-    ('{"q_id": "1100002", "query": "x?", "doc_id": ["1"], ', r"record 1: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        (
+            '{"q_id": "1100002", "query": "x?", "doc_id": "1", "answers": []}',
+            r"record 1 \(1100002\): 'doc_id' must be a list",
+        ),
+        ('{"query": "x?", "doc_id": ["1"], "answers": []}', r"record 1: missing 'q_id'"),
+        ('{"q_id": "1100002", "query": 7, "doc_id": ["1"]}', r"record 1 \(1100002\): 'query' must be a string"),
+        ('{"q_id": "1100002", "query": "x?", "doc_id": ["1"], ', r"record 1: not valid JSON"),
+    ],
+)
 def test_malformed_bridge_rows_name_file_and_record(bridge, tmp_path, line, needle):
     folder = _broken_copy(bridge, tmp_path, line)
     with pytest.raises(MtrbenchError, match=r"DISLab-BRIDGE/msmarco_test\.jsonl " + needle):
@@ -182,12 +205,34 @@ def _result(out: Path, task: str) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,args", [("bridge-msmarco", ["--data-dir", "."]),
-                                       ("bridge-lifestyle", ["--data-dir", "DISLab-BRIDGE", "--corpus", "sources/robustqa"])])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("bridge-msmarco", ["--data-dir", "."]),
+        ("bridge-lifestyle", ["--data-dir", "DISLab-BRIDGE", "--corpus", "sources/robustqa"]),
+    ],
+)
 def test_eval_end_to_end(bridge, tmp_path, name, args):
     args = [str(bridge / a) if i % 2 else a for i, a in enumerate(args)]
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", name, *args, "--model", "minilm",
-                           "--quiet", "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            name,
+            *args,
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = _result(tmp_path, name)
     assert doc["task_name"] == name
@@ -213,12 +258,32 @@ def test_eval_end_to_end_other_subsets(tmp_path, subset, capsys):
         folder.mkdir(parents=True)
         texts = [json.loads(line)["text"] for line in (beir / "corpus.jsonl").read_text().splitlines()]
         texts.insert(0, "An unrelated forum answer about tea.")
-        folder.joinpath("documents.jsonl").write_text("".join(
-            json.dumps({"doc_id": str(i), "title": "", "text": t, "metadata": {}}) + "\n" for i, t in enumerate(texts)))
-        folder.joinpath("annotations.jsonl").write_text(json.dumps(
-            {"qid": "test0", "question": rows[0]["query"], "documents": [{"answers": [], "doc_id": "1"}]}) + "\n")
-    code = cli_main(["eval", "--task", f"bridge-{subset}", "--data-dir", str(data), "--corpus", str(source),
-                     "--model", "minilm", "--quiet", "--output-dir", str(tmp_path / "out")])
+        folder.joinpath("documents.jsonl").write_text(
+            "".join(
+                json.dumps({"doc_id": str(i), "title": "", "text": t, "metadata": {}}) + "\n"
+                for i, t in enumerate(texts)
+            )
+        )
+        folder.joinpath("annotations.jsonl").write_text(
+            json.dumps({"qid": "test0", "question": rows[0]["query"], "documents": [{"answers": [], "doc_id": "1"}]})
+            + "\n"
+        )
+    code = cli_main(
+        [
+            "eval",
+            "--task",
+            f"bridge-{subset}",
+            "--data-dir",
+            str(data),
+            "--corpus",
+            str(source),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     doc = _result(tmp_path / "out", f"bridge-{subset}")
     assert doc["mtrbench"]["queries"] == {"total": 3, "evaluated": 2, "excluded_without_positives": 1}

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mtrbench.data import load_task
-from mtrbench.data.loaders.chatrag import chunk_id
 from mtrbench.data.cards import get_card
+from mtrbench.data.loaders.chatrag import chunk_id
 from mtrbench.infra.errors import MtrbenchError
 
 DOC_SUBSETS = ("doc2dial", "quac", "qrecc")
@@ -89,7 +89,7 @@ def test_per_document_subsets_match_raw_files(root, subset):
         assert q.answers == tuple(item["answers"])
         assert q.gold_rewrite is None
         document = item["document"]
-        assert q.qrels == {chunk_id(document, item['ground_truth_ctx']['index']): 1}
+        assert q.qrels == {chunk_id(document, item["ground_truth_ctx"]["index"]): 1}
         assert q.candidate_doc_ids == tuple(chunk_id(document, i) for i in range(len(documents[document])))
         assert q.meta == {"subset": subset, "item_index": n, "document": document}
 
@@ -206,8 +206,9 @@ def test_conversations_split_on_document_change(root, tmp_path):
     path = folder / "data/doc2dial/test.json"
     items = _json(path)
     # an item whose messages extend the previous item's but that belongs to another document
-    items.insert(1, {**items[1], "document": "Cedar Hollow Library Visitor Guide",
-                     "ground_truth_ctx": {"index": 0, "ctx": "x"}})
+    items.insert(
+        1, {**items[1], "document": "Cedar Hollow Library Visitor Guide", "ground_truth_ctx": {"index": 0, "ctx": "x"}}
+    )
     path.write_text(json.dumps(items))
     task = load_task("chatrag-doc2dial", data_dir=folder)
     assert [q.qid for q in task.queries[:3]] == ["0_1", "1_2", "2_2"]
@@ -229,6 +230,7 @@ def test_hub_source_offline_is_one_clear_error(monkeypatch):
 
 # ---------------------------------------------------------------------------- malformed records
 
+
 def _break(root: Path, tmp_path: Path, subset: str, edit) -> tuple[Path, Path]:
     folder = _writable_copy(root, tmp_path / "chatrag")
     split = "test" if subset in DOC_SUBSETS else "dev"
@@ -239,22 +241,47 @@ def _break(root: Path, tmp_path: Path, subset: str, edit) -> tuple[Path, Path]:
     return folder, path
 
 
-@pytest.mark.parametrize("subset,edit,message", [
-    ("doc2dial", lambda items: items[2]["messages"].pop(), r"record 2: 'messages' must end with the current user question"),
-    ("doc2dial", lambda items: items[4]["ground_truth_ctx"].update(index=17),
-     r"record 4: ground_truth_ctx index 17 is out of range for document 'Fennick Protocol Specification'"),
-    ("quac", lambda items: items[3].update(document="Tomas Halvey"), r"record 3: document 'Tomas Halvey' is not in"),
-    ("qrecc", lambda items: items[1].update(ground_truth_ctx=None), r"record 1: no 'ground_truth_ctx'"),
-    ("qrecc", lambda items: items[0]["messages"][0].update(role="narrator"), r"record 0: message 0 has unknown role"),
-    ("topiocqa", lambda items: items[2]["ground_truth_ctx"].update(ctx=None),
-     r"record 2: ground_truth_ctx has neither 'index' nor 'ctx'"),
-    ("inscit", lambda items: items[1].update(messages=[]), r"record 1: 'messages' must be a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "subset,edit,message",
+    [
+        (
+            "doc2dial",
+            lambda items: items[2]["messages"].pop(),
+            r"record 2: 'messages' must end with the current user question",
+        ),
+        (
+            "doc2dial",
+            lambda items: items[4]["ground_truth_ctx"].update(index=17),
+            r"record 4: ground_truth_ctx index 17 is out of range for document 'Fennick Protocol Specification'",
+        ),
+        (
+            "quac",
+            lambda items: items[3].update(document="Tomas Halvey"),
+            r"record 3: document 'Tomas Halvey' is not in",
+        ),
+        ("qrecc", lambda items: items[1].update(ground_truth_ctx=None), r"record 1: no 'ground_truth_ctx'"),
+        (
+            "qrecc",
+            lambda items: items[0]["messages"][0].update(role="narrator"),
+            r"record 0: message 0 has unknown role",
+        ),
+        (
+            "topiocqa",
+            lambda items: items[2]["ground_truth_ctx"].update(ctx=None),
+            r"record 2: ground_truth_ctx has neither 'index' nor 'ctx'",
+        ),
+        ("inscit", lambda items: items[1].update(messages=[]), r"record 1: 'messages' must be a non-empty list"),
+    ],
+)
 def test_malformed_item_names_file_and_record(root, tmp_path, tsv, subset, edit, message):
     folder, path = _break(root, tmp_path, subset, edit)
     with pytest.raises(MtrbenchError, match=message) as info:
-        load_task(f"chatrag-{subset}", data_dir=folder, corpus_path=tsv if subset == "topiocqa" else None,
-                  require_corpus=subset != "inscit")
+        load_task(
+            f"chatrag-{subset}",
+            data_dir=folder,
+            corpus_path=tsv if subset == "topiocqa" else None,
+            require_corpus=subset != "inscit",
+        )
     assert str(path) in str(info.value)
 
 
@@ -263,6 +290,7 @@ def test_single_item_type_errors_name_the_record(root, tmp_path):
     def answers_not_strings(items):
         for item in items:
             item["answers"] = {"text": item["answers"][0]}
+
     folder, path = _break(root, tmp_path, "quac", answers_not_strings)
     with pytest.raises(MtrbenchError, match=rf"{path} record 0: 'answers' must be a list of strings"):
         load_task("chatrag-quac", data_dir=folder)
@@ -297,9 +325,27 @@ def e2e_runs(root, tsv, tmp_path_factory):
         out.mkdir()
         extra = ["--corpus", str(tsv)] if subset in ("topiocqa", "inscit") else []
         log = (out / "stderr.txt").open("w")
-        proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", "eval", "--task", f"chatrag-{subset}",
-                                 "--data-dir", str(root), "--model", "minilm", "--quiet", "--output-dir", str(out),
-                                 *extra], stdout=subprocess.DEVNULL, stderr=log, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mtrbench.cli",
+                "eval",
+                "--task",
+                f"chatrag-{subset}",
+                "--data-dir",
+                str(root),
+                "--model",
+                "minilm",
+                "--quiet",
+                "--output-dir",
+                str(out),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=env,
+        )
         runs[subset] = (proc, out, log)
     yield runs
     for proc, _, log in runs.values():

@@ -20,8 +20,10 @@ from mtrbench.data.cards import card_from_dict, get_card
 from mtrbench.data.loaders.coral import PIDS_DIFFER, UNKNOWN_QRELS
 from mtrbench.infra.errors import MtrbenchError
 
-SPLITS = {"test": ("test/new_test_conversation.json", "test/new_test_qrel.trec"),
-          "train": ("train/new_train_conversation.json", "train/new_train_qrel.trec")}
+SPLITS = {
+    "test": ("test/new_test_conversation.json", "test/new_test_qrel.trec"),
+    "train": ("train/new_train_conversation.json", "train/new_train_qrel.trec"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +49,37 @@ def _expected(coral: Path, split: str, strip: bool = True) -> list[dict]:
         history = []
         for turn in conv["turns"]:
             qid = f"{conv['conv_id']}_{turn['turn_id']}"
-            out.append({"qid": qid, "conversation_id": conv["conv_id"], "turn_id": turn["turn_id"],
-                        "history": list(history), "query": turn["question"], "gold_rewrite": turn["golden_rewrite"],
-                        "answers": (turn["response"],), "qrels": qrels[qid]})
+            out.append(
+                {
+                    "qid": qid,
+                    "conversation_id": conv["conv_id"],
+                    "turn_id": turn["turn_id"],
+                    "history": list(history),
+                    "query": turn["question"],
+                    "gold_rewrite": turn["golden_rewrite"],
+                    "answers": (turn["response"],),
+                    "qrels": qrels[qid],
+                }
+            )
             response = re.sub(r"\s*\[\d+\]", "", turn["response"]) if strip else turn["response"]
             history += [("user", turn["question"]), ("assistant", response)]
     return out
 
 
 def _as_dicts(task) -> list[dict]:
-    return [{"qid": q.qid, "conversation_id": q.conversation_id, "turn_id": q.turn_id,
-             "history": [(m.role, m.content) for m in q.history], "query": q.query, "gold_rewrite": q.gold_rewrite,
-             "answers": q.answers, "qrels": q.qrels} for q in task.queries]
+    return [
+        {
+            "qid": q.qid,
+            "conversation_id": q.conversation_id,
+            "turn_id": q.turn_id,
+            "history": [(m.role, m.content) for m in q.history],
+            "query": q.query,
+            "gold_rewrite": q.gold_rewrite,
+            "answers": q.answers,
+            "qrels": q.qrels,
+        }
+        for q in task.queries
+    ]
 
 
 @pytest.mark.parametrize("split", ["test", "train"])
@@ -74,8 +95,17 @@ def test_splits_match_raw_files(coral, split):
 
 def test_test_split_by_hand(coral):
     task = load_task("coral", data_dir=coral)
-    assert [q.qid for q in task.queries] == ["Test_a_1_1", "Test_a_1_2", "Test_a_1_3", "Test_a_1_4",
-                                             "Test_d_1_1", "Test_d_1_2", "Test_d_1_3", "Test_d_1_4", "Test_d_1_5"]
+    assert [q.qid for q in task.queries] == [
+        "Test_a_1_1",
+        "Test_a_1_2",
+        "Test_a_1_3",
+        "Test_a_1_4",
+        "Test_d_1_1",
+        "Test_d_1_2",
+        "Test_d_1_3",
+        "Test_d_1_4",
+        "Test_d_1_5",
+    ]
     q = task.queries[1]
     assert q.query == "Which comet did she discover?" and q.turn_id == 2
     assert q.gold_rewrite == "Which comet did Marisol Quint discover?"
@@ -84,8 +114,12 @@ def test_test_split_by_hand(coral):
     assert q.answers == ("She discovered Comet Quint-Halvey on photographic plates in March 1964 [18][24].",)
     assert [(m.role, m.content) for m in q.history] == [
         ("user", "Who was Marisol Quint?"),
-        ("assistant", "Marisol Quint (1931-2008) was an astronomer who specialised in comets and other small "
-                      "bodies of the outer solar system.")]
+        (
+            "assistant",
+            "Marisol Quint (1931-2008) was an astronomer who specialised in comets and other small "
+            "bodies of the outer solar system.",
+        ),
+    ]
     assert q.meta == {"conversation_type": "a", "sampling": "LDS"}
     last = task.queries[-1]
     assert last.qid == "Test_d_1_5" and len(last.history) == 8 and last.qrels == {"11": 1}
@@ -146,14 +180,21 @@ def _edit_conversations(root: Path, fn) -> None:
 CONV = r"test/new_test_conversation\.json"
 
 
-@pytest.mark.parametrize("fn,needle", [
-    (lambda d: d[1]["turns"][2].update(turn_id=4),
-     CONV + r" record 1 \(Test_d_1_4\): turn 3 of the conversation has turn_id 4"),
-    (lambda d: d[0]["turns"][1].update(question=" "),
-     CONV + r" record 0 \(Test_a_1_2\): needs a non-empty string 'question'"),
-    (lambda d: d[1].update(turns=[]), CONV + r" record 1 \(Test_d_1\): 'turns' must be a non-empty list"),
-    (lambda d: d[0].update(conv_id=""), CONV + r" record 0 \(\): needs a string 'conv_id'"),
-])
+@pytest.mark.parametrize(
+    "fn,needle",
+    [
+        (
+            lambda d: d[1]["turns"][2].update(turn_id=4),
+            CONV + r" record 1 \(Test_d_1_4\): turn 3 of the conversation has turn_id 4",
+        ),
+        (
+            lambda d: d[0]["turns"][1].update(question=" "),
+            CONV + r" record 0 \(Test_a_1_2\): needs a non-empty string 'question'",
+        ),
+        (lambda d: d[1].update(turns=[]), CONV + r" record 1 \(Test_d_1\): 'turns' must be a non-empty list"),
+        (lambda d: d[0].update(conv_id=""), CONV + r" record 0 \(\): needs a string 'conv_id'"),
+    ],
+)
 def test_malformed_conversations(coral, tmp_path, fn, needle):
     root = _copy(coral, tmp_path)
     _edit_conversations(root, fn)
@@ -167,7 +208,9 @@ def test_malformed_trec_line(coral, tmp_path):
     lines = path.read_text().splitlines()
     lines[3] = "Test_a_1_3 0 19"
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MtrbenchError, match=r"test/new_test_qrel\.trec record 3: a qrels line needs 'qid iter docid grade', got 3"):
+    with pytest.raises(
+        MtrbenchError, match=r"test/new_test_qrel\.trec record 3: a qrels line needs 'qid iter docid grade', got 3"
+    ):
         load_task("coral", data_dir=root)
     lines[3] = "Test_a_1_3 0 19 yes"
     path.write_text("\n".join(lines) + "\n")
@@ -220,9 +263,26 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
 # ----------------------------------------------------------------------------------- end to end
 @pytest.mark.slow
 def test_cli_eval(coral, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "coral", "--data-dir", str(coral),
-                           "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            "coral",
+            "--data-dir",
+            str(coral),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next(tmp_path.rglob("coral.json")).read_text())
     scores = doc["scores"]["test"][0]

@@ -44,21 +44,42 @@ def _expected_12turn(rows: list[dict], split: str) -> list[dict]:
         if row["turn"] == 1:
             conv += 1
         msgs = [(m["role"], m["content"]) for m in row["messages"]]
-        meta = {"switch_turn": row["switch_turn"], "cluster_idx": row["cluster_idx"],
-                "ctxs_doc_ids": [str(c["document_idx"]) for c in row["ctxs"]]}
+        meta = {
+            "switch_turn": row["switch_turn"],
+            "cluster_idx": row["cluster_idx"],
+            "ctxs_doc_ids": [str(c["document_idx"]) for c in row["ctxs"]],
+        }
         if row["switch_turn"] > 0:
             meta["after_switch"] = row["turn"] > row["switch_turn"]
-        out.append({"qid": f"{split}-{conv}_{row['turn']}", "conversation_id": f"{split}-{conv}",
-                    "turn_id": row["turn"],
-                    "history": msgs[:-2], "query": msgs[-2][1], "answers": (msgs[-1][1],),
-                    "qrels": {str(row["ground_truth_document_idx"]): 1}, "meta": meta})
+        out.append(
+            {
+                "qid": f"{split}-{conv}_{row['turn']}",
+                "conversation_id": f"{split}-{conv}",
+                "turn_id": row["turn"],
+                "history": msgs[:-2],
+                "query": msgs[-2][1],
+                "answers": (msgs[-1][1],),
+                "qrels": {str(row["ground_truth_document_idx"]): 1},
+                "meta": meta,
+            }
+        )
     return out
 
 
 def _as_dicts(task) -> list[dict]:
-    return [{"qid": q.qid, "conversation_id": q.conversation_id, "turn_id": q.turn_id,
-             "history": [(m.role, m.content) for m in q.history], "query": q.query, "answers": q.answers,
-             "qrels": q.qrels, "meta": q.meta} for q in task.queries]
+    return [
+        {
+            "qid": q.qid,
+            "conversation_id": q.conversation_id,
+            "turn_id": q.turn_id,
+            "history": [(m.role, m.content) for m in q.history],
+            "query": q.query,
+            "answers": q.answers,
+            "qrels": q.qrels,
+            "meta": q.meta,
+        }
+        for q in task.queries
+    ]
 
 
 # ------------------------------------------------------------------------------------ 12-turn
@@ -156,10 +177,13 @@ def test_12turn_without_turn_or_switch_columns_groups_by_twelve(mtr, tmp_path):
     shutil.copytree(mtr, root, copy_function=shutil.copyfile)
     path = root / TWELVE / "data/test-00000-of-00001.jsonl"
     rows = _jsonl(path)
-    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k not in ("turn", "switch_turn")}) + "\n"
-                            for r in rows), encoding="utf-8")
-    (root / TWELVE / "README.md").write_text("---\nconfigs:\n- config_name: default\n  data_files:\n"
-                                            "  - split: test\n    path: data/test-*\n---\n")
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k not in ("turn", "switch_turn")}) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+    (root / TWELVE / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: data/test-*\n---\n"
+    )
     task = load_task("mtr-bench", data_dir=root / TWELVE)
     expected = _expected_12turn(rows, "test")
     for row in expected:
@@ -181,6 +205,7 @@ def _broken(mtr: Path, tmp_path: Path, folder: str, split: str, mutate) -> Path:
 def _edit(index, fn):
     def mutate(rows):
         fn(rows[index])
+
     return mutate
 
 
@@ -188,25 +213,45 @@ FILE_12 = r"mtr-qwen35-fp8-12turn/data/test-00000-of-00001\.jsonl"
 FILE_8 = r"MTR-BENCH/data/train-00000-of-00001\.jsonl"
 
 
-@pytest.mark.parametrize("mutate,needle", [
-    (_edit(3, lambda r: r["messages"][2].update(content="something else entirely")),
-     FILE_12 + r" record 3 \(test-0_4\): messages do not extend the previous row of conversation test-0 \(record 2\): "
-               r"message 2 differs"),
-    (_edit(5, lambda r: r.update(turn=7)), FILE_12 + r" record 5: turn 7 where 6 or 1"),
-    (_edit(0, lambda r: r.update(turn=2)), FILE_12 + r" record 0: turn 2 where 1 was expected"),
-    (_edit(12, lambda r: r.update(turn=13)), FILE_12 + r" record 12: turn 13 exceeds the 12 turns"),
-    (_edit(4, lambda r: r.update(messages=r["messages"][:-2])),
-     FILE_12 + r" record 4 \(test-0_5\): 8 messages, expected 10"),
-    (_edit(2, lambda r: r.update(switch_turn=3)), FILE_12 + r" record 2 \(test-0_3\): switch_turn 3 differs from 6"),
-    (_edit(1, lambda r: r.update(ground_truth_document_idx=-1)),
-     FILE_12 + r" record 1 \(test-0_2\): 'ground_truth_document_idx' must be a non-negative integer"),
-    (_edit(1, lambda r: r["ground_truth_ctx"].update(document_idx=3)),
-     FILE_12 + r" record 1 \(test-0_2\): ground_truth_document_idx 26 disagrees with ground_truth_ctx.document_idx 3"),
-    (_edit(0, lambda r: r["messages"][0].update(role="assistant")),
-     FILE_12 + r" record 0 \(test-0_1\): message 0 has role 'assistant', expected 'user'"),
-    (_edit(0, lambda r: r["messages"][0].update(content="  ")),
-     FILE_12 + r" record 0 \(test-0_1\): empty current question"),
-])
+@pytest.mark.parametrize(
+    "mutate,needle",
+    [
+        (
+            _edit(3, lambda r: r["messages"][2].update(content="something else entirely")),
+            FILE_12
+            + r" record 3 \(test-0_4\): messages do not extend the previous row of conversation test-0 \(record 2\): "
+            r"message 2 differs",
+        ),
+        (_edit(5, lambda r: r.update(turn=7)), FILE_12 + r" record 5: turn 7 where 6 or 1"),
+        (_edit(0, lambda r: r.update(turn=2)), FILE_12 + r" record 0: turn 2 where 1 was expected"),
+        (_edit(12, lambda r: r.update(turn=13)), FILE_12 + r" record 12: turn 13 exceeds the 12 turns"),
+        (
+            _edit(4, lambda r: r.update(messages=r["messages"][:-2])),
+            FILE_12 + r" record 4 \(test-0_5\): 8 messages, expected 10",
+        ),
+        (
+            _edit(2, lambda r: r.update(switch_turn=3)),
+            FILE_12 + r" record 2 \(test-0_3\): switch_turn 3 differs from 6",
+        ),
+        (
+            _edit(1, lambda r: r.update(ground_truth_document_idx=-1)),
+            FILE_12 + r" record 1 \(test-0_2\): 'ground_truth_document_idx' must be a non-negative integer",
+        ),
+        (
+            _edit(1, lambda r: r["ground_truth_ctx"].update(document_idx=3)),
+            FILE_12
+            + r" record 1 \(test-0_2\): ground_truth_document_idx 26 disagrees with ground_truth_ctx.document_idx 3",
+        ),
+        (
+            _edit(0, lambda r: r["messages"][0].update(role="assistant")),
+            FILE_12 + r" record 0 \(test-0_1\): message 0 has role 'assistant', expected 'user'",
+        ),
+        (
+            _edit(0, lambda r: r["messages"][0].update(content="  ")),
+            FILE_12 + r" record 0 \(test-0_1\): empty current question",
+        ),
+    ],
+)
 def test_malformed_12turn(mtr, tmp_path, mutate, needle):
     folder = _broken(mtr, tmp_path, TWELVE, "test", mutate)
     with pytest.raises(MtrbenchError, match=needle):
@@ -236,6 +281,7 @@ def test_card_without_turns_or_grouping(mtr):
 def test_corpus_problems(mtr, tmp_path):
     def null_text(rows):
         rows[7]["text"] = None
+
     folder = _broken(mtr, tmp_path, DOCS, "train", null_text)
     needle = r"MTR-DOCUMENT/data/train-00000-of-00001\.jsonl record 7 \(7\): corpus 'text'"
     with pytest.raises(MtrbenchError, match=needle):
@@ -245,6 +291,7 @@ def test_corpus_problems(mtr, tmp_path):
 def test_gold_text_mismatch_and_unknown_gold_are_counted(mtr, tmp_path):
     def edit_corpus(rows):
         rows[27]["text"] = "A different passage now sits at row 27."
+
     _broken(mtr, tmp_path, DOCS, "train", edit_corpus)
     path = tmp_path / "mtr" / TWELVE / "data/test-00000-of-00001.jsonl"
     rows = _jsonl(path)
@@ -268,13 +315,30 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
 
 # ----------------------------------------------------------------------------------- end to end
 @pytest.mark.slow
-@pytest.mark.parametrize("task,folder,split,n", [("mtr-bench", TWELVE, "test", 24),
-                                                 ("mtr-bench-8turn", LEGACY, "train", 16)])
+@pytest.mark.parametrize(
+    "task,folder,split,n", [("mtr-bench", TWELVE, "test", 24), ("mtr-bench-8turn", LEGACY, "train", 16)]
+)
 def test_cli_eval(mtr, tmp_path, task, folder, split, n):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", task,
-                           "--data-dir", str(mtr / folder), "--model", "minilm", "--quiet",
-                           "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            task,
+            "--data-dir",
+            str(mtr / folder),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next(tmp_path.rglob(f"{task}.json")).read_text())
     scores = doc["scores"][split][0]

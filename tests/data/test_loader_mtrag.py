@@ -21,8 +21,12 @@ from mtrbench.infra.errors import MtrbenchError
 DOMAINS = ["clapnq", "cloud", "fiqa", "govt"]
 # SCHEMAS §7: clapnq 822086267_7384-8758-0-1374, cloud ibmcld_00474-7885-8455, fiqa 471123-0-798,
 # govt c8db6e06ff46669e-50302-52227
-CORPUS_ID_FORM = {"clapnq": r"\d+_\d+-\d+-\d+-\d+", "cloud": r"ibmcld_\d+-\d+-\d+", "fiqa": r"\d+-\d+-\d+",
-                  "govt": r"[0-9a-f]{16}-\d+-\d+"}
+CORPUS_ID_FORM = {
+    "clapnq": r"\d+_\d+-\d+-\d+-\d+",
+    "cloud": r"ibmcld_\d+-\d+-\d+",
+    "fiqa": r"\d+-\d+-\d+",
+    "govt": r"[0-9a-f]{16}-\d+-\d+",
+}
 PREFIX = "|user|: "
 
 
@@ -52,7 +56,7 @@ def tsv_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 def unprefix(text: str) -> str:
     assert text.startswith("|user|:")
-    return text[len("|user|:"):].strip()
+    return text[len("|user|:") :].strip()
 
 
 def expected_from_files(folder: Path, domain: str) -> list[dict]:
@@ -65,9 +69,18 @@ def expected_from_files(folder: Path, domain: str) -> list[dict]:
     for r in last:
         conv, turn = r["_id"].split("<::>")
         lines = questions[r["_id"]].split("\n")
-        out.append({"qid": r["_id"], "conversation_id": conv, "turn_id": int(turn), "query": unprefix(r["text"]),
-                    "gold_rewrite": unprefix(rewrite[r["_id"]]), "history": [unprefix(x) for x in lines[:-1]],
-                    "last_in_questions": unprefix(lines[-1]), "qrels": qrels.get(r["_id"], {})})
+        out.append(
+            {
+                "qid": r["_id"],
+                "conversation_id": conv,
+                "turn_id": int(turn),
+                "query": unprefix(r["text"]),
+                "gold_rewrite": unprefix(rewrite[r["_id"]]),
+                "history": [unprefix(x) for x in lines[:-1]],
+                "last_in_questions": unprefix(lines[-1]),
+                "qrels": qrels.get(r["_id"], {}),
+            }
+        )
     return out
 
 
@@ -86,8 +99,12 @@ def test_real_retrieval_tasks(real, domain):
     expected = expected_from_files(folder, domain)
     assert [q.qid for q in task.queries] == [e["qid"] for e in expected]
     for q, e in zip(task.queries, expected):
-        assert (q.conversation_id, q.turn_id, q.query, q.gold_rewrite) == \
-            (e["conversation_id"], e["turn_id"], e["query"], e["gold_rewrite"])
+        assert (q.conversation_id, q.turn_id, q.query, q.gold_rewrite) == (
+            e["conversation_id"],
+            e["turn_id"],
+            e["query"],
+            e["gold_rewrite"],
+        )
         assert [m.content for m in q.history] == e["history"] and {m.role for m in q.history} <= {"user"}
         assert e["last_in_questions"] == e["query"]
         assert q.qrels == e["qrels"]  # kept although no corpus is loaded
@@ -102,8 +119,11 @@ def test_real_retrieval_tasks(real, domain):
 
 def test_real_counts_by_hand(real):
     """Published sizes (wc -l of the lastturn files, qrels rows without header)."""
-    sizes = {d: (len(t.queries), sum(len(q.qrels) for q in t.queries)) for d in DOMAINS
-             for t in [load_task(f"mtrag-{d}", data_dir=real / "retrieval_tasks", require_corpus=False)]}
+    sizes = {
+        d: (len(t.queries), sum(len(q.qrels) for q in t.queries))
+        for d in DOMAINS
+        for t in [load_task(f"mtrag-{d}", data_dir=real / "retrieval_tasks", require_corpus=False)]
+    }
     assert sizes == {"clapnq": (208, 578), "cloud": (188, 494), "fiqa": (180, 535), "govt": (201, 521)}
 
 
@@ -115,15 +135,17 @@ def test_fixture_with_corpus(fixture):
     assert task.corpus.titles[0] == passages[0]["title"] and task.corpus.texts[0] == passages[0]["text"]
     folder = fixture / "mtrag-human/retrieval_tasks/clapnq"
     expected = expected_from_files(folder, "clapnq")
-    assert [(q.qid, q.turn_id, q.query, q.gold_rewrite, [m.content for m in q.history], q.qrels)
-            for q in task.queries] == \
-        [(e["qid"], e["turn_id"], e["query"], e["gold_rewrite"], e["history"], e["qrels"]) for e in expected]
+    assert [
+        (q.qid, q.turn_id, q.query, q.gold_rewrite, [m.content for m in q.history], q.qrels) for q in task.queries
+    ] == [(e["qid"], e["turn_id"], e["query"], e["gold_rewrite"], e["history"], e["qrels"]) for e in expected]
     assert dict(task.warnings) == {}
     # hand-read: turn 2 (unanswerable) is not a query, but its question is in turn 3's history
     q3 = task.queries[1]
     assert q3.qid == "5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>3" and q3.turn_id == 3
-    assert [m.content for m in q3.history] == ["Who designed the Orrin Suspension Bridge?",
-                                               "Who is the current mayor of Calder?"]
+    assert [m.content for m in q3.history] == [
+        "Who designed the Orrin Suspension Bridge?",
+        "Who is the current mayor of Calder?",
+    ]
     assert q3.query == "When did it open to traffic?"
     assert q3.gold_rewrite == "When did the Orrin Suspension Bridge open to traffic?"
     assert q3.qrels == {"700000295_379-583-0-204": 1}
@@ -185,17 +207,41 @@ def _edit(folder: Path, name: str, index: int, change) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.parametrize("name,index,change,needle", [
-    ("clapnq_lastturn.jsonl", 2, lambda r: r.update(_id="5f3a0c9e2b7d4e18a6c1f0b9d2e47a31::4"),
-     r"clapnq_lastturn\.jsonl record 2 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31::4\): _id must be"),
-    ("clapnq_questions.jsonl", 2, lambda r: r.update(text=r["text"].rsplit("\n", 1)[0]),
-     r"clapnq_questions\.jsonl record 2 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>4\): its last user turn"),
-    ("clapnq_questions.jsonl", 3, lambda r: r.update(text=r["text"].replace("|user|: ", "", 1)),
-     r"clapnq_questions\.jsonl record 3 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>5\): a flattened conversation"),
-    ("clapnq_rewrite.jsonl", 1, lambda r: r.update(_id="nope<::>1"),
-     r"clapnq_lastturn\.jsonl record 1 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>3\): no record with this _id in .*clapnq_rewrite"),
-    ("clapnq_rewrite.jsonl", 0, lambda r: r.pop("text"), r"clapnq_rewrite\.jsonl record 0: needs '_id' and a string 'text'"),
-])
+@pytest.mark.parametrize(
+    "name,index,change,needle",
+    [
+        (
+            "clapnq_lastturn.jsonl",
+            2,
+            lambda r: r.update(_id="5f3a0c9e2b7d4e18a6c1f0b9d2e47a31::4"),
+            r"clapnq_lastturn\.jsonl record 2 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31::4\): _id must be",
+        ),
+        (
+            "clapnq_questions.jsonl",
+            2,
+            lambda r: r.update(text=r["text"].rsplit("\n", 1)[0]),
+            r"clapnq_questions\.jsonl record 2 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>4\): its last user turn",
+        ),
+        (
+            "clapnq_questions.jsonl",
+            3,
+            lambda r: r.update(text=r["text"].replace("|user|: ", "", 1)),
+            r"clapnq_questions\.jsonl record 3 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>5\): a flattened conversation",
+        ),
+        (
+            "clapnq_rewrite.jsonl",
+            1,
+            lambda r: r.update(_id="nope<::>1"),
+            r"clapnq_lastturn\.jsonl record 1 \(5f3a0c9e2b7d4e18a6c1f0b9d2e47a31<::>3\): no record with this _id in .*clapnq_rewrite",
+        ),
+        (
+            "clapnq_rewrite.jsonl",
+            0,
+            lambda r: r.pop("text"),
+            r"clapnq_rewrite\.jsonl record 0: needs '_id' and a string 'text'",
+        ),
+    ],
+)
 def test_malformed_records_name_file_and_record(fixture, tmp_path, name, index, change, needle):
     folder = _copy(fixture, tmp_path)
     _edit(folder, name, index, change)
@@ -209,15 +255,35 @@ def test_incomplete_qrels_row_names_file_and_record(fixture, tmp_path):
     lines = path.read_text().splitlines()
     lines[3] = lines[3].rsplit("\t", 1)[0]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MtrbenchError, match=r"qrels/dev\.tsv record 3: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got 2 fields"):
+    with pytest.raises(
+        MtrbenchError,
+        match=r"qrels/dev\.tsv record 3: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got 2 fields",
+    ):
         load_task("mtrag-clapnq", data_dir=folder)
 
 
 @pytest.mark.slow
 def test_eval_end_to_end_clapnq(fixture, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "mtrag-clapnq", "--data-dir",
-                           str(fixture), "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            "mtrag-clapnq",
+            "--data-dir",
+            str(fixture),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     files = list(tmp_path.rglob("mtrag-clapnq.json"))
     doc = json.loads(files[0].read_text())
@@ -237,16 +303,34 @@ def test_eval_end_to_end_real_queries(real, tmp_path, domain, capsys):
         rows = [r for r in jsonl(source / f"{domain}_{kind}.jsonl") if r["_id"] in keep]
         (folder / f"{domain}_{kind}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     qrels = {q: d for q, d in tsv_qrels(source / "qrels/dev.tsv").items() if q in keep}
-    (folder / "qrels/dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t{s}\n" for q, docs in qrels.items() for d, s in docs.items()))
+    (folder / "qrels/dev.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t{s}\n" for q, docs in qrels.items() for d, s in docs.items())
+    )
     rewrites = {r["_id"]: unprefix(r["text"]) for r in jsonl(folder / f"{domain}_rewrite.jsonl")}
     passages = {d: rewrites[q] for q, docs in qrels.items() for d in docs}
     corpus = tmp_path / f"{domain}.jsonl.zip"
     with zipfile.ZipFile(corpus, "w") as z:
-        z.writestr(f"{domain}.jsonl", "".join(json.dumps({"_id": d, "title": "", "text": t, "url": ""}) + "\n"
-                                               for d, t in passages.items()))
-    code = cli_main(["eval", "--task", f"mtrag-{domain}", "--data-dir", str(tmp_path), "--corpus", str(corpus),
-                     "--model", "minilm", "--quiet", "--output-dir", str(tmp_path / "out")])
+        z.writestr(
+            f"{domain}.jsonl",
+            "".join(json.dumps({"_id": d, "title": "", "text": t, "url": ""}) + "\n" for d, t in passages.items()),
+        )
+    code = cli_main(
+        [
+            "eval",
+            "--task",
+            f"mtrag-{domain}",
+            "--data-dir",
+            str(tmp_path),
+            "--corpus",
+            str(corpus),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     doc = json.loads(next((tmp_path / "out").rglob(f"mtrag-{domain}.json")).read_text())
     assert doc["mtrbench"]["queries"]["total"] == 12 and doc["mtrbench"]["corpus_size"] == len(passages)

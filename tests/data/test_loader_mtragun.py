@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,8 @@ def test_a_task_becomes_its_last_user_turn_with_the_history_before_it(tasks, row
     assert query.conversation_id == row["conversation_id"] and query.turn_id == int(row["turn"]) == 7
     assert query.query == row["input"][-1]["text"].strip()
     assert [(m.role, m.content) for m in query.history] == [
-        (USER if t["speaker"] == "user" else ASSISTANT, t["text"].strip()) for t in row["input"][:-1]]
+        (USER if t["speaker"] == "user" else ASSISTANT, t["text"].strip()) for t in row["input"][:-1]
+    ]
     assert len(query.history) == 12 and query.answers == (row["targets"][0]["text"],)
     assert query.meta["answerability"] == ["ANSWERABLE"] and query.meta["question_type"] == ["Opinion", "Summarization"]
     assert query.meta["collection"] == "mt-rag-fiqa-beir-elser-512-100-20240501"

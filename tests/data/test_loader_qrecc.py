@@ -33,8 +33,12 @@ def _turns(root: Path, split: str) -> list[dict]:
 
 
 def _passages(collection: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted(collection.rglob("*.jsonl"))
-            for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line)
+        for path in sorted(collection.rglob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def _with_options(**options):
@@ -47,8 +51,11 @@ def _expected_qrels(turn: dict, passages: list[dict], same_page_only: bool) -> d
     if not turn["Answer"]:
         return {}
     page = "http://web.archive.org/web/20191127093041id_/" + turn["Answer_URL"]
-    return {p["id"]: 1 for p in passages
-            if turn["Answer"] in p["contents"] and (not same_page_only or p["id"].rsplit("_p", 1)[0] == page)}
+    return {
+        p["id"]: 1
+        for p in passages
+        if turn["Answer"] in p["contents"] and (not same_page_only or p["id"].rsplit("_p", 1)[0] == page)
+    }
 
 
 @pytest.mark.parametrize("split", ["test", "train"])
@@ -67,8 +74,7 @@ def test_turns_match_raw_zip(root, collection, split):
         assert q.query == t["Question"] and q.gold_rewrite == t["Rewrite"]
         assert q.answers == ((t["Answer"],) if t["Answer"] else ())
         assert q.qrels == _expected_qrels(t, passages, same_page_only=True)
-        assert q.meta == {"conversation_source": t["Conversation_source"],
-                          "answer_urls": t["Answer_URL"].split()}
+        assert q.meta == {"conversation_source": t["Conversation_source"], "answer_urls": t["Answer_URL"].split()}
 
 
 def test_test_split_by_hand(root, collection):
@@ -79,7 +85,11 @@ def test_test_split_by_hand(root, collection):
     assert task.queries[1].qrels == {wayback + "Lake_Varnholm_p2": 1}
     assert task.queries[5].qrels == {wayback + "Orrin_Suspension_Bridge_p2": 1}
     unanswered = task.queries[6]
-    assert unanswered.answers == () and unanswered.qrels == {} and unanswered.history[2].content == "When did it open to traffic?"
+    assert (
+        unanswered.answers == ()
+        and unanswered.qrels == {}
+        and unanswered.history[2].content == "When did it open to traffic?"
+    )
     assert task.warnings == {"turns without an answer (no qrels, as in the official evaluation)": 1}
 
 
@@ -102,7 +112,9 @@ def test_data_dir_variants(root, collection, tmp_path):
 
 
 def test_missing_corpus_explains_the_collection(root):
-    with pytest.raises(MtrbenchError, match=r"passage collection, which is not distributed.*apple/ml-qrecc.*--corpus PATH"):
+    with pytest.raises(
+        MtrbenchError, match=r"passage collection, which is not distributed.*apple/ml-qrecc.*--corpus PATH"
+    ):
         load_task("qrecc", data_dir=root)
     task = load_task("qrecc", data_dir=root, require_corpus=False)
     assert len(task.corpus) == 0 and len(task.queries) == 7 and all(q.qrels == {} for q in task.queries)
@@ -123,12 +135,15 @@ def test_missing_data_points_to_github(root, tmp_path):
         load_task("qrecc", data_dir=tmp_path)
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda t: t.update(Turn_no="two"), r"record 0: needs integer Conversation_no and Turn_no"),
-    (lambda t: t.update(Context=["only a question"]), r"record 0 \(74_2\): 'Context' has 1 strings"),
-    (lambda t: t.update(Question="  "), r"record 0 \(74_2\): 'Question' must be a non-empty string"),
-    (lambda t: t.update(Context="How deep is it?"), r"record 0 \(74_2\): 'Context' must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda t: t.update(Turn_no="two"), r"record 0: needs integer Conversation_no and Turn_no"),
+        (lambda t: t.update(Context=["only a question"]), r"record 0 \(74_2\): 'Context' has 1 strings"),
+        (lambda t: t.update(Question="  "), r"record 0 \(74_2\): 'Question' must be a non-empty string"),
+        (lambda t: t.update(Context="How deep is it?"), r"record 0 \(74_2\): 'Context' must be a list of strings"),
+    ],
+)
 def test_malformed_turn_names_file_and_record(root, tmp_path, edit, message):
     turn = dict(_turns(root, "test")[1])
     edit(turn)
@@ -158,20 +173,42 @@ def test_context_length_mismatch_is_counted(root, tmp_path):
 def test_official_relevance_heuristic():
     passage = "The Orrin Suspension Bridge opened to traffic on 14 May 1931, after four years of work."
     assert closest_span_f1(normalize_answer(passage), "It opened to traffic on 14 May 1931.") == pytest.approx(
-        2 * (7 / 8) / (1 + 7 / 8))  # span "opened to traffic on 14 may 1931": P = 7/7, R = 7/8 answer tokens
+        2 * (7 / 8) / (1 + 7 / 8)
+    )  # span "opened to traffic on 14 may 1931": P = 7/7, R = 7/8 answer tokens
     assert is_relevant(passage, "opened to traffic on 14 May 1931")
     assert not is_relevant(passage, "Heavy trucks were banned from the bridge in 1998.")
     assert is_relevant("Concatenated", "cat")  # the official test matches normalised substrings, even inside words
     assert not is_relevant(passage, "The.")  # no words left: never relevant (the official script would say always)
     assert normalize_url("http://web.archive.org/web/2019id_/https://www.Example.org/a/b/#x") == "example.org/a/b"
-    assert normalize_url("https://en.wikipedia.org/wiki/Lake_Varnholm#Geography") == "en.wikipedia.org/wiki/Lake_Varnholm"
+    assert (
+        normalize_url("https://en.wikipedia.org/wiki/Lake_Varnholm#Geography") == "en.wikipedia.org/wiki/Lake_Varnholm"
+    )
 
 
 @pytest.mark.slow
 def test_eval_end_to_end(root, collection, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "qrecc", "--data-dir", str(root),
-                           "--corpus", str(collection), "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            "qrecc",
+            "--data-dir",
+            str(root),
+            "--corpus",
+            str(collection),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results = list(tmp_path.glob("*/*/qrecc.json"))
     assert len(results) == 1

@@ -40,7 +40,9 @@ def paper_scores(judgments: list[dict]) -> dict[str, dict[str, float]]:
             rows = [j for j in judgments if j["model"] == model and f"_{category}_" in j["question_id"]]
             if rows:
                 per_category[category] = statistics.mean(
-                    statistics.mean(j["score"] for j in rows if j["turn"] == t) for t in sorted({j["turn"] for j in rows}))
+                    statistics.mean(j["score"] for j in rows if j["turn"] == t)
+                    for t in sorted({j["turn"] for j in rows})
+                )
         out[model] = {**per_category, "average": statistics.mean(per_category.values())}
     return out
 
@@ -50,8 +52,11 @@ def test_fixture_files(fixture):
     data = fixture / "data"
     assert isinstance(bench, RadBench) and bench.path == data
     questions = jsonl(data / "questions.jsonl")
-    assert list(bench.questions) == [q["question_id"] for q in questions] == ["RS_academic_00", "RR_customer_00",
-                                                                              "TR_travel_00"]
+    assert (
+        list(bench.questions)
+        == [q["question_id"] for q in questions]
+        == ["RS_academic_00", "RR_customer_00", "TR_travel_00"]
+    )
     for raw in questions:
         q = bench.questions[raw["question_id"]]
         assert q.turns == tuple(raw["turns"]) and len(q.turns) == 3
@@ -62,17 +67,20 @@ def test_fixture_files(fixture):
     assert len(bench.questions["RS_academic_00"].contexts[0]) == 2  # a list context
     assert bench.questions["TR_travel_00"].contexts[0][0].strip()  # a plain string context
     refs = jsonl(data / "reference_answer/reference_ans_model.jsonl")
-    assert {k: v.turns for k, v in bench.reference_answers.items()} == {r["question_id"]: tuple(r["choices"][0]["turns"])
-                                                                         for r in refs}
+    assert {k: v.turns for k, v in bench.reference_answers.items()} == {
+        r["question_id"]: tuple(r["choices"][0]["turns"]) for r in refs
+    }
     assert sorted(bench.model_answers) == ["model-a", "model-b"]
     for model in bench.model_answers:
         raw = jsonl(data / f"model_answer/{model}.jsonl")
-        assert {k: (v.answer_id, v.turns) for k, v in bench.model_answers[model].items()} == \
-            {r["question_id"]: (r["answer_id"], tuple(r["choices"][0]["turns"])) for r in raw}
+        assert {k: (v.answer_id, v.turns) for k, v in bench.model_answers[model].items()} == {
+            r["question_id"]: (r["answer_id"], tuple(r["choices"][0]["turns"])) for r in raw
+        }
     judgments = jsonl(data / "model_judgment/gpt-4o.jsonl")
     assert len(bench.judgments) == len(judgments) == 18
-    assert [(j.question_id, j.model, j.turn, j.score, j.judge) for j in bench.judgments] == \
-        [(j["question_id"], j["model"], j["turn"], j["score"], tuple(j["judge"])) for j in judgments]
+    assert [(j.question_id, j.model, j.turn, j.score, j.judge) for j in bench.judgments] == [
+        (j["question_id"], j["model"], j["turn"], j["score"], tuple(j["judge"])) for j in judgments
+    ]
     assert bench.judgment_sources == ["gpt-4o.jsonl"]
     prompts = jsonl(data / "judge_prompts.jsonl")
     assert list(bench.judge_prompts) == [p["name"] for p in prompts] and len(prompts) == 9
@@ -95,11 +103,15 @@ def test_real_judgment_sample(real):
     bench = load_rad_bench(real)
     raw = jsonl(real / "model_judgment_sample.jsonl")
     assert len(bench.judgments) == len(raw) == 60
-    assert {j.question_id for j in bench.judgments} == {r["question_id"] for r in raw} == \
-        {"RS_academic_00", "RS_academic_01", "RS_academic_02"}
+    assert (
+        {j.question_id for j in bench.judgments}
+        == {r["question_id"] for r in raw}
+        == {"RS_academic_00", "RS_academic_01", "RS_academic_02"}
+    )
     assert sorted({j.model for j in bench.judgments}) == sorted({r["model"] for r in raw})
-    assert [(j.question_id, j.model, j.turn, j.score, j.type) for j in bench.judgments] == \
-        [(r["question_id"], r["model"], r["turn"], r["score"], r["type"]) for r in raw]
+    assert [(j.question_id, j.model, j.turn, j.score, j.type) for j in bench.judgments] == [
+        (r["question_id"], r["model"], r["turn"], r["score"], r["type"]) for r in raw
+    ]
     prompts = jsonl(real / "judge_prompts.jsonl")
     assert list(bench.judge_prompts) == [p["name"] for p in prompts]
     assert {"RS-1-turn", "RR-3-turn", "TR-2-turn"} <= set(bench.judge_prompts)
@@ -122,14 +134,42 @@ def _rewrite(path: Path, index: int, change) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.parametrize("file,index,change,needle", [
-    ("model_judgment/gpt-4o.jsonl", 4, lambda r: r.pop("turn"), r"gpt-4o\.jsonl record 4 \(RR_customer_00\): 'turn'"),
-    ("model_judgment/gpt-4o.jsonl", 2, lambda r: r.update(type="XX"), r"gpt-4o\.jsonl record 2 \(RS_academic_00\): 'type'"),
-    ("questions.jsonl", 1, lambda r: r["contexts"].pop(), r"questions\.jsonl record 1 \(RR_customer_00\): 'contexts'"),
-    ("questions.jsonl", 2, lambda r: r["contexts"].__setitem__(0, 7), r"questions\.jsonl record 2 \(TR_travel_00\): contexts\[0\]"),
-    ("model_answer/model-b.jsonl", 0, lambda r: r.pop("choices"), r"model-b\.jsonl record 0 \(RS_academic_00\): needs 'choices'"),
-    ("judge_prompts.jsonl", 3, lambda r: r.pop("prompt_template"), r"judge_prompts\.jsonl record 3 \(TR-1-turn\)"),
-])
+@pytest.mark.parametrize(
+    "file,index,change,needle",
+    [
+        (
+            "model_judgment/gpt-4o.jsonl",
+            4,
+            lambda r: r.pop("turn"),
+            r"gpt-4o\.jsonl record 4 \(RR_customer_00\): 'turn'",
+        ),
+        (
+            "model_judgment/gpt-4o.jsonl",
+            2,
+            lambda r: r.update(type="XX"),
+            r"gpt-4o\.jsonl record 2 \(RS_academic_00\): 'type'",
+        ),
+        (
+            "questions.jsonl",
+            1,
+            lambda r: r["contexts"].pop(),
+            r"questions\.jsonl record 1 \(RR_customer_00\): 'contexts'",
+        ),
+        (
+            "questions.jsonl",
+            2,
+            lambda r: r["contexts"].__setitem__(0, 7),
+            r"questions\.jsonl record 2 \(TR_travel_00\): contexts\[0\]",
+        ),
+        (
+            "model_answer/model-b.jsonl",
+            0,
+            lambda r: r.pop("choices"),
+            r"model-b\.jsonl record 0 \(RS_academic_00\): needs 'choices'",
+        ),
+        ("judge_prompts.jsonl", 3, lambda r: r.pop("prompt_template"), r"judge_prompts\.jsonl record 3 \(TR-1-turn\)"),
+    ],
+)
 def test_malformed_records_name_file_and_record(fixture, tmp_path, file, index, change, needle):
     data = _copy(fixture, tmp_path)
     _rewrite(data / file, index, change)
@@ -172,12 +212,31 @@ def test_card_and_task_loader():
 @pytest.mark.slow
 def test_cli_end_to_end():
     """The card lists and shows; `eval` refuses it with one clear line instead of a traceback."""
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "tasks", "show", "rad-bench"], capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", "tasks", "show", "rad-bench"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0 and "type: generation" in proc.stdout
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "rad-bench", "--model", "minilm",
-                           "--quiet", "--output-dir", "/nonexistent-never-written"], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            "rad-bench",
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            "/nonexistent-never-written",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     # evaluate.py rejects a generation task before any loading; load_task itself names load_rad_bench

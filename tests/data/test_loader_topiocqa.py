@@ -91,17 +91,30 @@ def test_single_split_of_another_name_is_used(root, tmp_path):
     """mteb's rule: the requested split if present, else the only one."""
     folder = _writable_copy(root, tmp_path / "topiocqa")
     readme = folder / "README.md"
-    readme.write_text(readme.read_text().replace("split: validation\n    path: corpus/", "split: train\n    path: corpus/"))
+    readme.write_text(
+        readme.read_text().replace("split: validation\n    path: corpus/", "split: train\n    path: corpus/")
+    )
     assert len(load_task("topiocqa", data_dir=folder).corpus) == 40
 
 
-@pytest.mark.parametrize("config,edit,message", [
-    ("queries", lambda rows: rows[2].update(_id="1_3"), r"queries.* record 2 \(1_3\): query id must be '<conversation>-<turn>'"),
-    ("queries", lambda rows: rows[1]["text"].pop(), r"queries.* record 1 \(1-2\): 'text' has 2 strings"),
-    ("queries", lambda rows: rows[4].update(text=[]), r"queries.* record 4 \(1-5\): 'text' must be a non-empty list"),
-    ("corpus", lambda rows: rows[3].update(_id=None), r"corpus.* record 3: no '_id'"),
-    ("corpus", lambda rows: rows.append(dict(rows[0])), r"corpus.*duplicate document id.*'wiki:1'"),
-])
+@pytest.mark.parametrize(
+    "config,edit,message",
+    [
+        (
+            "queries",
+            lambda rows: rows[2].update(_id="1_3"),
+            r"queries.* record 2 \(1_3\): query id must be '<conversation>-<turn>'",
+        ),
+        ("queries", lambda rows: rows[1]["text"].pop(), r"queries.* record 1 \(1-2\): 'text' has 2 strings"),
+        (
+            "queries",
+            lambda rows: rows[4].update(text=[]),
+            r"queries.* record 4 \(1-5\): 'text' must be a non-empty list",
+        ),
+        ("corpus", lambda rows: rows[3].update(_id=None), r"corpus.* record 3: no '_id'"),
+        ("corpus", lambda rows: rows.append(dict(rows[0])), r"corpus.*duplicate document id.*'wiki:1'"),
+    ],
+)
 def test_malformed_records_name_config_and_record(root, tmp_path, config, edit, message):
     folder = _writable_copy(root, tmp_path / "topiocqa")
     path = folder / config / SHARD
@@ -133,9 +146,26 @@ def test_hub_source_offline_is_one_clear_error(monkeypatch):
 
 @pytest.mark.slow
 def test_eval_end_to_end(root, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", "topiocqa", "--data-dir", str(root),
-                           "--model", "minilm", "--quiet", "--output-dir", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            "topiocqa",
+            "--data-dir",
+            str(root),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results = list(tmp_path.glob("*/*/topiocqa.json"))
     assert len(results) == 1

@@ -35,9 +35,16 @@ def expected_turns(topics: list[dict]) -> list[dict]:
     for topic in topics:
         previous = []
         for turn in topic["turn"]:
-            out.append({"qid": f"{topic['number']}_{turn['number']}", "conversation_id": str(topic["number"]),
-                        "turn_id": turn["number"], "query": turn["raw_utterance"].strip(), "history": list(previous),
-                        "turn": turn})
+            out.append(
+                {
+                    "qid": f"{topic['number']}_{turn['number']}",
+                    "conversation_id": str(topic["number"]),
+                    "turn_id": turn["number"],
+                    "query": turn["raw_utterance"].strip(),
+                    "history": list(previous),
+                    "turn": turn,
+                }
+            )
             previous.append(turn["raw_utterance"].strip())
     return out
 
@@ -52,7 +59,12 @@ def test_cast_2019_real_files(cast):
     expected = expected_turns(topics)
     assert len(task.queries) == len(expected) == sum(len(t["turn"]) for t in topics) == 479
     for q, e in zip(task.queries, expected):
-        assert (q.qid, q.conversation_id, q.turn_id, q.query) == (e["qid"], e["conversation_id"], e["turn_id"], e["query"])
+        assert (q.qid, q.conversation_id, q.turn_id, q.query) == (
+            e["qid"],
+            e["conversation_id"],
+            e["turn_id"],
+            e["query"],
+        )
         assert [m.content for m in q.history] == e["history"] and {m.role for m in q.history} <= {"user"}
         assert q.gold_rewrite == rewrites[q.qid].strip()
         assert q.qrels == qrels.get(q.qid, {})
@@ -72,14 +84,20 @@ def test_cast_2020_real_files(cast):
     task = load_task("trec-cast-2020", data_dir=cast / "2020", require_corpus=False)
     manual = json.loads((folder / "2020_manual_evaluation_topics_v1.0.json").read_text())
     automatic = json.loads((folder / "2020_automatic_evaluation_topics_v1.0.json").read_text())
-    auto_ids = {f"{t['number']}_{u['number']}": u["automatic_canonical_result_id"] for t in automatic for u in t["turn"]}
+    auto_ids = {
+        f"{t['number']}_{u['number']}": u["automatic_canonical_result_id"] for t in automatic for u in t["turn"]
+    }
     qrels = read_qrels(folder / "2020qrels.txt")
     expected = expected_turns(manual)
     assert len(task.queries) == len(expected) == 216
     for q, e in zip(task.queries, expected):
         turn = e["turn"]
-        assert (q.qid, q.turn_id, q.query, [m.content for m in q.history]) == \
-            (e["qid"], e["turn_id"], e["query"], e["history"])  # no corpus: canonical responses left out
+        assert (q.qid, q.turn_id, q.query, [m.content for m in q.history]) == (
+            e["qid"],
+            e["turn_id"],
+            e["query"],
+            e["history"],
+        )  # no corpus: canonical responses left out
         assert q.gold_rewrite == turn["manual_rewritten_utterance"]
         assert q.meta["automatic_rewrite"] == turn["automatic_rewritten_utterance"]
         assert q.meta["manual_canonical_result_id"] == turn["manual_canonical_result_id"]
@@ -89,7 +107,8 @@ def test_cast_2020_real_files(cast):
     n_topics = len(manual)
     assert dict(task.warnings) == {
         "turns without qrels (kept, excluded from metrics)": 216 - 208,
-        "canonical responses left out of histories (no corpus, or passage not in it)": 216 - n_topics}
+        "canonical responses left out of histories (no corpus, or passage not in it)": 216 - n_topics,
+    }
 
 
 def _topic81_corpus(cast: Path, path: Path, skip: set[str] = frozenset()) -> dict[str, str]:
@@ -107,11 +126,15 @@ def _topic81_corpus(cast: Path, path: Path, skip: set[str] = frozenset()) -> dic
 @pytest.mark.parametrize("mode", ["automatic", "manual", "none"])
 def test_cast_2020_canonical_responses_from_the_corpus(cast, tmp_path, mode):
     texts = _topic81_corpus(cast, tmp_path / "corpus.tsv")
-    card = card_from_dict({**get_card("trec-cast-2020").to_dict(),
-                           "loader_options": {"year": 2020, "canonical_responses": mode}}, "x.yaml")
+    card = card_from_dict(
+        {**get_card("trec-cast-2020").to_dict(), "loader_options": {"year": 2020, "canonical_responses": mode}},
+        "x.yaml",
+    )
     task = load_task(card, data_dir=cast / "2020", corpus_path=tmp_path / "corpus.tsv")
     assert len(task.corpus) == len(texts)
-    topics = json.loads((cast / f"2020/2020_{'manual' if mode == 'none' else mode}_evaluation_topics_v1.0.json").read_text())
+    topics = json.loads(
+        (cast / f"2020/2020_{'manual' if mode == 'none' else mode}_evaluation_topics_v1.0.json").read_text()
+    )
     turns = topics[0]["turn"]
     q = next(q for q in task.queries if q.qid == "81_3")
     expected = []
@@ -132,8 +155,9 @@ def test_cast_beir_corpus_and_missing_canonical_passage(cast, tmp_path):
     auto = json.loads((cast / "2020/2020_automatic_evaluation_topics_v1.0.json").read_text())
     missing = auto[0]["turn"][0]["automatic_canonical_result_id"]
     texts = _topic81_corpus(cast, tmp_path / "unused.tsv", skip={missing})
-    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "T", "text": t}) + "\n"
-                                                 for d, t in texts.items()))
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "T", "text": t}) + "\n" for d, t in texts.items())
+    )
     task = load_task("trec-cast-2020", data_dir=cast / "2020", corpus_path=folder)
     q = next(q for q in task.queries if q.qid == "81_2")
     assert [m.role for m in q.history] == ["user"]  # turn 1's canonical passage is not in this corpus
@@ -163,8 +187,11 @@ def test_malformed_topic_turn_names_file_and_record(cast, tmp_path):
     del topics[2]["turn"][1]["raw_utterance"]
     path.write_text(json.dumps(topics, indent=2))
     number = topics[2]["number"]
-    with pytest.raises(MtrbenchError, match=rf"evaluation_topics_v1\.0\.json record 2 \({number}_2\): turn 1 needs "
-                                            r"a string 'raw_utterance'"):
+    with pytest.raises(
+        MtrbenchError,
+        match=rf"evaluation_topics_v1\.0\.json record 2 \({number}_2\): turn 1 needs "
+        r"a string 'raw_utterance'",
+    ):
         load_task("trec-cast-2019", data_dir=folder, require_corpus=False)
 
 
@@ -198,8 +225,11 @@ def _trimmed(cast: Path, tmp_path: Path, year: int) -> tuple[Path, Path]:
     """The first topic, up to 30 positive judgments of each of its first three turns, a stand-in corpus of those ids."""
     src, out = cast / str(year), tmp_path / f"cast{year}"
     out.mkdir()
-    names = (["evaluation_topics_v1.0.json", "evaluation_topics_annotated_resolved_v1.0.tsv"] if year == 2019 else
-             ["2020_manual_evaluation_topics_v1.0.json", "2020_automatic_evaluation_topics_v1.0.json"])
+    names = (
+        ["evaluation_topics_v1.0.json", "evaluation_topics_annotated_resolved_v1.0.tsv"]
+        if year == 2019
+        else ["2020_manual_evaluation_topics_v1.0.json", "2020_automatic_evaluation_topics_v1.0.json"]
+    )
     first = None
     for name in names:
         if name.endswith(".json"):
@@ -227,9 +257,28 @@ def _trimmed(cast: Path, tmp_path: Path, year: int) -> tuple[Path, Path]:
 def test_eval_end_to_end(cast, tmp_path, year):
     data, corpus = _trimmed(cast, tmp_path, year)
     name = f"trec-cast-{year}"
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "eval", "--task", name, "--data-dir", str(data),
-                           "--corpus", str(corpus), "--model", "minilm", "--quiet", "--output-dir",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "eval",
+            "--task",
+            name,
+            "--data-dir",
+            str(data),
+            "--corpus",
+            str(corpus),
+            "--model",
+            "minilm",
+            "--quiet",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next((tmp_path / "out").rglob(f"{name}.json")).read_text())
     topics = json.loads(next(data.glob("*.json")).read_text())

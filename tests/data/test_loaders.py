@@ -44,16 +44,27 @@ def test_beir_fixture(shared):
 def _beir_folder(tmp_path, queries, qrels="query-id\tcorpus-id\tscore\nq1\t1\t1\n"):
     (tmp_path / "qrels").mkdir(parents=True, exist_ok=True)
     (tmp_path / "corpus.jsonl").write_text(
-        json.dumps({"_id": 1, "title": "A", "text": "alpha"}) + "\n" + json.dumps({"_id": "2", "text": "beta"}) + "\n")
+        json.dumps({"_id": 1, "title": "A", "text": "alpha"}) + "\n" + json.dumps({"_id": "2", "text": "beta"}) + "\n"
+    )
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     (tmp_path / "qrels/test.tsv").write_text(qrels)
     return tmp_path
 
 
 def test_beir_conversational_query_text(tmp_path):
-    folder = _beir_folder(tmp_path, [{"_id": "q1", "text": [
-        {"role": "user", "content": "tell me about alpha"}, {"role": "assistant", "content": "it is a letter"},
-        {"role": "user", "content": "and its successor?"}]}])
+    folder = _beir_folder(
+        tmp_path,
+        [
+            {
+                "_id": "q1",
+                "text": [
+                    {"role": "user", "content": "tell me about alpha"},
+                    {"role": "assistant", "content": "it is a letter"},
+                    {"role": "user", "content": "and its successor?"},
+                ],
+            }
+        ],
+    )
     task = load_task(str(folder))
     q = task.queries[0]
     assert q.query == "and its successor?" and q.turn_id == 2
@@ -62,8 +73,11 @@ def test_beir_conversational_query_text(tmp_path):
 
 
 def test_qrels_naming_unknown_docs_are_counted(tmp_path):
-    folder = _beir_folder(tmp_path, [{"_id": "q1", "text": "alpha?"}],
-                          qrels="query-id\tcorpus-id\tscore\nq1\t1\t1\nq1\tnope\t1\nq1\tnada\t2\n")
+    folder = _beir_folder(
+        tmp_path,
+        [{"_id": "q1", "text": "alpha?"}],
+        qrels="query-id\tcorpus-id\tscore\nq1\t1\t1\nq1\tnope\t1\nq1\tnada\t2\n",
+    )
     task = load_task(str(folder))
     assert task.queries[0].qrels == {"1": 1}
     assert task.warnings["qrels naming unknown documents (dropped)"] == 2
@@ -103,11 +117,30 @@ def test_cards_load_and_validate():
     cards = all_cards()
     assert "mtrbench-sample" in cards
     with pytest.raises(MtrbenchError, match="unknown task card field"):
-        card_from_dict({"name": "x", "description": "", "format": "beir", "source": {"path": "."},
-                        "splits": ["test"], "eval_split": "test", "colour": "red"}, "x.yaml")
+        card_from_dict(
+            {
+                "name": "x",
+                "description": "",
+                "format": "beir",
+                "source": {"path": "."},
+                "splits": ["test"],
+                "eval_split": "test",
+                "colour": "red",
+            },
+            "x.yaml",
+        )
     with pytest.raises(MtrbenchError, match="eval_split 'dev'"):
-        card_from_dict({"name": "x", "description": "", "format": "beir", "source": {"path": "."},
-                        "splits": ["test"], "eval_split": "dev"}, "x.yaml")
+        card_from_dict(
+            {
+                "name": "x",
+                "description": "",
+                "format": "beir",
+                "source": {"path": "."},
+                "splits": ["test"],
+                "eval_split": "dev",
+            },
+            "x.yaml",
+        )
     with pytest.raises(MtrbenchError, match="Did you mean: mtrbench-sample"):
         get_card("mtrbench-sampel")
 
@@ -117,24 +150,45 @@ def test_hub_source_offline_is_one_clear_error(monkeypatch):
     import mtrbench.data.hub as hub
 
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
-    card = card_from_dict({"name": "remote", "description": "", "format": "mtrbench",
-                           "source": {"hub": "someorg/some-dataset", "revision": "0123456789abcdef"},
-                           "splits": ["test"], "eval_split": "test"}, "remote.yaml")
+    card = card_from_dict(
+        {
+            "name": "remote",
+            "description": "",
+            "format": "mtrbench",
+            "source": {"hub": "someorg/some-dataset", "revision": "0123456789abcdef"},
+            "splits": ["test"],
+            "eval_split": "test",
+        },
+        "remote.yaml",
+    )
     with pytest.raises(MtrbenchError, match=r"someorg/some-dataset@0123456789abcdef.*--data-dir"):
         load_task(card)
 
 
-ROWS = [{"_id": 7, "title": "Lake", "text": "deep water"}, {"_id": 8, "title": None, "text": "a bridge"},
-        {"_id": 9, "text": "twelve"}]  # integer ids (Arrow keeps a column's type), a null title, a missing one
+ROWS = [
+    {"_id": 7, "title": "Lake", "text": "deep water"},
+    {"_id": 8, "title": None, "text": "a bridge"},
+    {"_id": 9, "text": "twelve"},
+]  # integer ids (Arrow keeps a column's type), a null title, a missing one
 
 
-@pytest.mark.parametrize("rows, by_rows, by_columns", [
-    ([{"_id": "a", "text": "x"}, {"_id": None, "text": "y"}], "corpus record 1 has no '_id'", " record 1: no '_id'"),
-    ([{"_id": "a", "text": "x"}, {"_id": "b", "text": None}], "corpus record 'b' has no 'text'",
-     " record 1 (b): no 'text'"),
-    ([{"doc": "a", "text": "x"}], "corpus record 0 has no '_id'", ": corpus needs column(s) ['_id']"),
-    ([{"_id": "a", "body": "x"}], "corpus record 'a' has no 'text'", ": corpus needs column(s) ['text']"),
-])
+@pytest.mark.parametrize(
+    "rows, by_rows, by_columns",
+    [
+        (
+            [{"_id": "a", "text": "x"}, {"_id": None, "text": "y"}],
+            "corpus record 1 has no '_id'",
+            " record 1: no '_id'",
+        ),
+        (
+            [{"_id": "a", "text": "x"}, {"_id": "b", "text": None}],
+            "corpus record 'b' has no 'text'",
+            " record 1 (b): no 'text'",
+        ),
+        ([{"doc": "a", "text": "x"}], "corpus record 0 has no '_id'", ": corpus needs column(s) ['_id']"),
+        ([{"_id": "a", "body": "x"}], "corpus record 'a' has no 'text'", ": corpus needs column(s) ['text']"),
+    ],
+)
 def test_corpus_from_a_dataset_is_read_by_column_with_the_same_checks(rows, by_rows, by_columns):
     """A datasets.Dataset takes the column path (a million rows in seconds, not a minute); it must give the
     corpus the row-by-row path gives, and refuse the same records, naming the file, record and field."""
@@ -150,7 +204,10 @@ def test_corpus_from_a_dataset_is_read_by_column_with_the_same_checks(rows, by_r
     assert error(iter(rows)) == f"corpus.jsonl: {by_rows}"
     assert error(Dataset.from_list(rows)).startswith(f"corpus.jsonl{by_columns}")
     by_rows, by_columns = corpus_from_rows(iter(ROWS), "c"), corpus_from_rows(Dataset.from_list(ROWS), "c")
-    assert (by_columns.ids, by_columns.titles, by_columns.texts) == (["7", "8", "9"], ["Lake", "", ""],
-                                                                     ["deep water", "a bridge", "twelve"])
+    assert (by_columns.ids, by_columns.titles, by_columns.texts) == (
+        ["7", "8", "9"],
+        ["Lake", "", ""],
+        ["deep water", "a bridge", "twelve"],
+    )
     assert (by_rows.ids, by_rows.titles, by_rows.texts) == (by_columns.ids, by_columns.titles, by_columns.texts)
     assert len(corpus_from_rows(Dataset.from_list([{"_id": "a", "text": "x"}]).select([]), "c")) == 0

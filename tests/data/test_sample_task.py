@@ -51,13 +51,18 @@ def sample_results(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("results")
     config = EvalConfig(histories=["current", "questions", "rewrite"], output_dir=out)
-    return {r.history: r for r in run_eval("minilm", "mtrbench-sample", config,
-                                           RetrieverOptions.of(device="cpu", show_progress=False))}
+    return {
+        r.history: r
+        for r in run_eval("minilm", "mtrbench-sample", config, RetrieverOptions.of(device="cpu", show_progress=False))
+    }
 
 
 def _follow_ups(result, task, after_switch: bool):
-    qids = [q.qid for q in task.queries
-            if q.turn_id not in (1, q.meta["switch_turn"] + 1) and q.meta["after_switch"] == after_switch]
+    qids = [
+        q.qid
+        for q in task.queries
+        if q.turn_id not in (1, q.meta["switch_turn"] + 1) and q.meta["after_switch"] == after_switch
+    ]
     values = result.per_query_values()
     kept = [values[qid]["ndcg_at_10"] for qid in qids if qid in values]
     return sum(kept) / len(kept)

@@ -15,8 +15,11 @@ from mtrbench.data import load_task
 
 
 def test_stats_of_native_mini(native_mini):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "tasks", "show", str(native_mini), "--stats"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", "tasks", "show", str(native_mini), "--stats"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     stats = yaml.safe_load(proc.stdout)["stats"]  # the card's YAML followed by a `stats:` mapping
     assert stats["conversations"] == 1 and stats["turns"] == 5 and stats["corpus_size"] == 4
@@ -29,8 +32,23 @@ def test_stats_of_native_mini(native_mini):
 
 def test_export_beir_round_trip(native_mini, tmp_path):
     original = load_task(str(native_mini))
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "beir",
-                           "--out", str(tmp_path / "beir"), "--truncate", "none"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "export",
+            str(native_mini),
+            "--format",
+            "beir",
+            "--out",
+            str(tmp_path / "beir"),
+            "--truncate",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     lines = (tmp_path / "beir/qrels/test.tsv").read_text().splitlines()
     assert lines[0] == "query-id\tcorpus-id\tscore" and "c1_4\torrin-design\t1" in lines
@@ -43,21 +61,44 @@ def test_export_beir_round_trip(native_mini, tmp_path):
             continue
         r = by_qid[q.qid]
         assert (r.conversation_id, r.turn_id, r.history, r.query, r.gold_rewrite, r.answers, r.qrels) == (
-            q.conversation_id, q.turn_id, q.history, q.query, q.gold_rewrite, q.answers, q.qrels)
+            q.conversation_id,
+            q.turn_id,
+            q.history,
+            q.query,
+            q.gold_rewrite,
+            q.answers,
+            q.qrels,
+        )
     # without the sidecar the query is its text: the conversation serialized as eval's default (full) does
     (tmp_path / "beir/conversations.jsonl").unlink()
     plain = {q.qid: q for q in load_task(str(tmp_path / "beir")).queries}
     assert plain["c1_4"].history == () and plain["c1_4"].query == (
         "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?\n"
         "Agent: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\n"
-        "User: when did it open?")
+        "User: when did it open?"
+    )
     assert plain["c1_1"].query == "How deep is Lake Varnholm?"
 
 
 def test_export_hf(native_mini, tmp_path):
     original = load_task(str(native_mini))
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "hf",
-                           "--out", str(tmp_path / "hf"), "--truncate", "none"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "export",
+            str(native_mini),
+            "--format",
+            "hf",
+            "--out",
+            str(tmp_path / "hf"),
+            "--truncate",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     folder = str(tmp_path / "hf")
     conversations = datasets.load_dataset(folder, "conversations", split="test")
@@ -67,7 +108,9 @@ def test_export_hf(native_mini, tmp_path):
     row = conversations[3]
     assert row["_id"] == "c1_4" and row["query"] == "when did it open?"
     assert {d: g for q, d, g in zip(qrels["query-id"], qrels["corpus-id"], qrels["score"]) if q == "c1_4"} == {
-        "orrin-open": 2, "orrin-design": 1}
+        "orrin-open": 2,
+        "orrin-design": 1,
+    }
     assert row["meta"]["switch_turn"] == 2
 
 
@@ -78,13 +121,40 @@ def test_hf_re_export_to_the_same_folder_never_loads_stale_rows(native_mini, tmp
     changed = tmp_path / "changed"
     shutil.copytree(native_mini, changed)
     with (changed / "conversations" / "test.jsonl").open("a") as handle:
-        handle.write(json.dumps({"conversation_id": "c2", "messages": [
-            {"role": "user", "content": "When did the Orrin bridge open?", "qrels": [{"doc_id": "orrin-open", "score": 1}]}]})
-            + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "conversation_id": "c2",
+                    "messages": [
+                        {
+                            "role": "user",
+                            "content": "When did the Orrin bridge open?",
+                            "qrels": [{"doc_id": "orrin-open", "score": 1}],
+                        }
+                    ],
+                }
+            )
+            + "\n"
+        )
     out = tmp_path / "hf"
     for source, expected in ((native_mini, 5), (changed, 6)):
-        proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(source), "--format", "hf",
-                               "--out", str(out), "--truncate", "none"], capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mtrbench.cli",
+                "export",
+                str(source),
+                "--format",
+                "hf",
+                "--out",
+                str(out),
+                "--truncate",
+                "none",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
         assert len(datasets.load_dataset(str(out), "conversations", split="test")) == expected
     assert len(list((out / "conversations").glob("*.parquet"))) == 1  # the older file is gone

@@ -27,8 +27,9 @@ def workdir(tmp_path, native_mini, monkeypatch):
 
 
 def mtrbench(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 @pytest.mark.parametrize("name", ["trec-cast-2019", "qrecc"])
@@ -72,8 +73,9 @@ def test_paths_and_card_files(workdir):
 @pytest.mark.slow
 def test_tasks_show_with_data_dir_uses_the_registered_card(workdir, shared):
     """Before: the empty ./trec-cast-2019 took over the name and this failed with "cannot tell the format"."""
-    proc = mtrbench("tasks", "show", "trec-cast-2019", "--data-dir", str(shared / "datasets/real/trec-cast"),
-                    "--stats", cwd=workdir)
+    proc = mtrbench(
+        "tasks", "show", "trec-cast-2019", "--data-dir", str(shared / "datasets/real/trec-cast"), "--stats", cwd=workdir
+    )
     assert proc.returncode == 0, proc.stderr
     shown = yaml.safe_load(proc.stdout)
     assert shown["name"] == "trec-cast-2019" and shown["stats"]

@@ -33,8 +33,17 @@ N_TEXTS = 30
 
 def make_key(n: int = N_TEXTS, dtype: str = "fp32") -> tuple[CacheKey, list[str]]:
     texts = [f"text {i}" for i in range(n)]
-    key = CacheKey(model="m", revision="r", prompt="", pipeline={}, normalize=False, max_length=8, dtype=dtype,
-                   corpus=corpus_fingerprint([str(i) for i in range(n)], texts), n_docs=n)
+    key = CacheKey(
+        model="m",
+        revision="r",
+        prompt="",
+        pipeline={},
+        normalize=False,
+        max_length=8,
+        dtype=dtype,
+        corpus=corpus_fingerprint([str(i) for i in range(n)], texts),
+        n_docs=n,
+    )
     return key, texts
 
 
@@ -42,8 +51,13 @@ class FakeEncoder:
     """Row i's embedding is (i, i + 0.5, -i); records the chunk sizes of each call; can advance a fake
     clock per block, stop after some blocks, or wait on an event."""
 
-    def __init__(self, clock: list[float] | None = None, tick: float = 1.0, die_after: int | None = None,
-                 gate: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        clock: list[float] | None = None,
+        tick: float = 1.0,
+        die_after: int | None = None,
+        gate: threading.Event | None = None,
+    ) -> None:
         self.clock, self.tick, self.die_after, self.gate = clock, tick, die_after, gate
         self.calls: list[list[int]] = []
         self.started = threading.Event()
@@ -59,7 +73,7 @@ class FakeEncoder:
                 raise KeyboardInterrupt
             if self.clock is not None:
                 self.clock[0] += self.tick
-            rows = [int(t.split()[1]) for t in todo[start:start + size]]
+            rows = [int(t.split()[1]) for t in todo[start : start + size]]
             on_chunk(i, torch.tensor([[r, r + 0.5, -r] for r in rows], dtype=torch.float32))
             start += size
 
@@ -102,8 +116,9 @@ def test_a_shard_closes_at_its_byte_limit_whichever_comes_first(tmp_path, fake_c
     cache.load_or_encode(key, texts, FakeEncoder(fake_clock, tick=1.0))
     assert layout(cache, key) == [(0, 8), (8, 16), (16, 24), (24, 30)]  # bytes first (2 s < 3.5 s)
 
-    slower = EmbeddingCache(tmp_path / "slower", ShardLimits(seconds=3.5, bytes=10 * block_bytes, block=4),
-                            lock_wait_s=0)
+    slower = EmbeddingCache(
+        tmp_path / "slower", ShardLimits(seconds=3.5, bytes=10 * block_bytes, block=4), lock_wait_s=0
+    )
     slower.load_or_encode(key, texts, FakeEncoder(fake_clock, tick=2.0))
     assert layout(slower, key) == [(0, 8), (8, 16), (16, 24), (24, 30)]  # time first (4 s >= 3.5 s)
 
@@ -116,16 +131,21 @@ def test_manifest_records_layout_hashes_and_limits(tmp_path):
     assert manifest["format"] == 2 and manifest["complete"] is True and manifest["dim"] == 3
     assert manifest["limits"] == {"seconds": 0, "bytes": 256 * 2**20, "texts": None, "block": 8}
     assert [(s["file"], s["start"], s["end"]) for s in manifest["shards"]] == [
-        ("shard-00000.safetensors", 0, 8), ("shard-00001.safetensors", 8, 16),
-        ("shard-00002.safetensors", 16, 24), ("shard-00003.safetensors", 24, 30)]
+        ("shard-00000.safetensors", 0, 8),
+        ("shard-00001.safetensors", 8, 16),
+        ("shard-00002.safetensors", 16, 24),
+        ("shard-00003.safetensors", 24, 30),
+    ]
     from safetensors.torch import load_file
 
     for shard in manifest["shards"]:
         tensor = load_file(str(cache.root / key.digest() / shard["file"]))["embeddings"]
         assert shard["sha256"] == tensor_sha256(tensor)
-        assert torch.equal(tensor, expected_rows()[shard["start"]:shard["end"]])
+        assert torch.equal(tensor, expected_rows()[shard["start"] : shard["end"]])
     assert sorted(p.name for p in (cache.root / key.digest()).iterdir()) == [
-        "manifest.json", *(s["file"] for s in manifest["shards"])]  # no lock or temporary file left
+        "manifest.json",
+        *(s["file"] for s in manifest["shards"]),
+    ]  # no lock or temporary file left
 
 
 def test_resume_continues_at_the_first_missing_text_on_the_block_grid(tmp_path):
@@ -155,7 +175,8 @@ def test_a_shard_overwritten_with_other_finite_values_is_caught_by_its_hash(tmp_
     encoder = FakeEncoder()
     healed, report = cache.load_or_encode(key, texts, encoder)
     assert report.corrupt == 1 and report.messages == [
-        "shard 1: content differs from the sha256 recorded when it was written"]
+        "shard 1: content differs from the sha256 recorded when it was written"
+    ]
     assert encoder.calls == [[8]] and (report.texts_encoded, report.texts_loaded) == (8, 22)
     assert torch.equal(healed, clean)
     assert not (folder / "shard-00001.safetensors").exists()  # replaced by a new file, the old one removed
@@ -166,8 +187,9 @@ def test_a_shard_overwritten_with_other_finite_values_is_caught_by_its_hash(tmp_
 def plant_lock(folder: Path, pid: int, host: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / ".lock"
-    path.write_text(json.dumps({"pid": pid, "host": host, "started": "2030-01-01T00:00:00+00:00",
-                                "token": "someone-else"}))
+    path.write_text(
+        json.dumps({"pid": pid, "host": host, "started": "2030-01-01T00:00:00+00:00", "token": "someone-else"})
+    )
     return path
 
 
@@ -237,7 +259,8 @@ def test_a_second_concurrent_run_waits_and_reuses_the_first_runs_work(tmp_path):
 
     def first():
         results["first"] = EmbeddingCache(tmp_path, ShardLimits(seconds=0, block=8), lock_wait_s=0).load_or_encode(
-            key, texts, slow)
+            key, texts, slow
+        )
 
     thread = threading.Thread(target=first)
     thread.start()
@@ -245,7 +268,8 @@ def test_a_second_concurrent_run_waits_and_reuses_the_first_runs_work(tmp_path):
     threading.Timer(0.5, gate.set).start()
     second = FakeEncoder()
     embeddings, report = EmbeddingCache(tmp_path, ShardLimits(seconds=0, block=8), lock_wait_s=30).load_or_encode(
-        key, texts, second)
+        key, texts, second
+    )
     thread.join()
     assert second.calls == [] and report.hit and report.texts_loaded == N_TEXTS and report.lock_wait_s > 0
     assert torch.equal(embeddings, results["first"][0])
@@ -278,18 +302,32 @@ def test_an_old_format_entry_is_listed_and_encoded_again_in_place(tmp_path, caps
     key, texts = make_key()
     folder = tmp_path / key.digest()
     folder.mkdir()
-    (folder / "manifest.json").write_text(json.dumps({"format": 1, "key": key.digest(), "fields": {
-        "model": "m", "n_docs": N_TEXTS, "dtype": "fp32"}, "shard_docs": 50_000, "n_shards": 1, "dim": 3,
-        "complete": True}))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "format": 1,
+                "key": key.digest(),
+                "fields": {"model": "m", "n_docs": N_TEXTS, "dtype": "fp32"},
+                "shard_docs": 50_000,
+                "n_shards": 1,
+                "dim": 3,
+                "complete": True,
+            }
+        )
+    )
     from safetensors.torch import save_file
 
-    save_file({"embeddings": torch.zeros(N_TEXTS, 3)}, str(folder / "shard-00000.safetensors"),
-              metadata={"key": key.digest(), "shard": "0"})  # no hash to check it against
+    save_file(
+        {"embeddings": torch.zeros(N_TEXTS, 3)},
+        str(folder / "shard-00000.safetensors"),
+        metadata={"key": key.digest(), "shard": "0"},
+    )  # no hash to check it against
     assert main(["cache", "ls", "--cache-dir", str(tmp_path)]) == 0
     assert "old format" in capsys.readouterr().out
     encoder = FakeEncoder()
     embeddings, report = EmbeddingCache(tmp_path, ShardLimits(seconds=0, block=8), lock_wait_s=0).load_or_encode(
-        key, texts, encoder)
+        key, texts, encoder
+    )
     assert report.texts_encoded == N_TEXTS and torch.equal(embeddings, expected_rows())
     assert manifest_of(EmbeddingCache(tmp_path), key)["format"] == 2
 
@@ -329,8 +367,10 @@ def test_limits_from_the_environment(monkeypatch):
 N_PASSAGES = 3000
 BLOCK = 250  # 12 blocks; with a 0 s time limit each is its own shard, however fast the machine encodes
 LIMITS = {"MTRBENCH_CACHE_SHARD_SECONDS": "0", "MTRBENCH_CACHE_BLOCK_TEXTS": str(BLOCK)}
-WORDS = ("lake glacier bridge river moraine trough gneiss meltwater basin highland province ridge valley "
-         "harbour ferry tunnel quarry granite delta estuary marsh canal lock weir mill forge tower").split()
+WORDS = (
+    "lake glacier bridge river moraine trough gneiss meltwater basin highland province ridge valley "
+    "harbour ferry tunnel quarry granite delta estuary marsh canal lock weir mill forge tower"
+).split()
 
 
 def write_task(folder: Path) -> Path:
@@ -345,18 +385,40 @@ def write_task(folder: Path) -> Path:
     with (folder / "conversations" / "test.jsonl").open("w") as handle:
         for c in range(4):
             messages = []
-            for t in range(3):
+            for _t in range(3):
                 question = " ".join(rng.choice(WORDS) for _ in range(3))
-                messages += [{"role": "user", "content": question, "rewrite": question,
-                              "qrels": [{"doc_id": f"d{rng.randrange(N_PASSAGES):04d}", "score": 1}]},
-                             {"role": "assistant", "content": "noted"}]
+                messages += [
+                    {
+                        "role": "user",
+                        "content": question,
+                        "rewrite": question,
+                        "qrels": [{"doc_id": f"d{rng.randrange(N_PASSAGES):04d}", "score": 1}],
+                    },
+                    {"role": "assistant", "content": "noted"},
+                ]
             handle.write(json.dumps({"conversation_id": f"c{c}", "switch_turn": -1, "messages": messages}) + "\n")
     return folder
 
 
 def eval_args(task: Path, cache: Path, out: Path) -> list[str]:
-    return ["eval", "--model", "minilm", "--task", str(task), "--device", "cpu", "--max-length", "12",
-            "--history", "rewrite", "--cache-dir", str(cache), "--output-dir", str(out), "--quiet"]
+    return [
+        "eval",
+        "--model",
+        "minilm",
+        "--task",
+        str(task),
+        "--device",
+        "cpu",
+        "--max-length",
+        "12",
+        "--history",
+        "rewrite",
+        "--cache-dir",
+        str(cache),
+        "--output-dir",
+        str(out),
+        "--quiet",
+    ]
 
 
 def outputs(out: Path) -> tuple[bytes, dict]:
@@ -400,8 +462,12 @@ def test_eval_killed_mid_encoding_resumes_and_writes_the_same_run(clean_run, tmp
     task, _, clean_bytes, _, _ = clean_run
     cache, out = tmp_path / "cache", tmp_path / "out"
     env = {**os.environ, **LIMITS, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *eval_args(task, cache, tmp_path / "killed")],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mtrbench.cli", *eval_args(task, cache, tmp_path / "killed")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
@@ -436,8 +502,7 @@ def test_eval_killed_mid_encoding_resumes_and_writes_the_same_run(clean_run, tmp
 
 
 @pytest.mark.slow
-def test_eval_with_an_overwritten_shard_re_encodes_it_and_writes_the_same_run(clean_run, tmp_path, monkeypatch,
-                                                                                caplog):
+def test_eval_with_an_overwritten_shard_re_encodes_it_and_writes_the_same_run(clean_run, tmp_path, monkeypatch, caplog):
     task, clean_cache, clean_bytes, _, _ = clean_run
     cache = tmp_path / "cache"
     shutil.copytree(clean_cache, cache)

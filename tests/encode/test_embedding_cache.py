@@ -114,11 +114,26 @@ def test_one_changed_passage_or_prompt_or_max_length_re_encodes(minilm, corpus, 
 
 
 def test_key_covers_every_field():
-    key = CacheKey(model="m", revision="r", prompt="", pipeline={"pooling": "cls"}, normalize=True, max_length=256,
-                   dtype="fp32", corpus=corpus_fingerprint(["a"], ["x"]), n_docs=1)
-    variants = [replace(key, model="m2"), replace(key, revision="r2"), replace(key, prompt="p"),
-                replace(key, pipeline={"pooling": "mean"}), replace(key, normalize=False),
-                replace(key, max_length=128), replace(key, dtype="bf16")]
+    key = CacheKey(
+        model="m",
+        revision="r",
+        prompt="",
+        pipeline={"pooling": "cls"},
+        normalize=True,
+        max_length=256,
+        dtype="fp32",
+        corpus=corpus_fingerprint(["a"], ["x"]),
+        n_docs=1,
+    )
+    variants = [
+        replace(key, model="m2"),
+        replace(key, revision="r2"),
+        replace(key, prompt="p"),
+        replace(key, pipeline={"pooling": "mean"}),
+        replace(key, normalize=False),
+        replace(key, max_length=128),
+        replace(key, dtype="bf16"),
+    ]
     assert len({key.digest(), *(v.digest() for v in variants)}) == 8
     assert key.digest() == replace(key).digest()
 
@@ -190,10 +205,20 @@ def test_no_cache_writes_nothing(minilm, corpus, tmp_path, monkeypatch):
 def fill(cache: EmbeddingCache, model: str, prompt: str, n_docs: int = 6) -> str:
     """A complete cache entry made without a model (ls/rm only read manifests and files)."""
     texts = [f"text {i}" for i in range(n_docs)]
-    key = CacheKey(model=model, revision="r", prompt=prompt, pipeline={}, normalize=True, max_length=8,
-                   dtype="fp32", corpus=corpus_fingerprint([str(i) for i in range(n_docs)], texts), n_docs=n_docs)
-    cache.load_or_encode(key, texts, lambda todo, sizes, on_chunk: [on_chunk(i, torch.ones(s, 4))
-                                                                     for i, s in enumerate(sizes)])
+    key = CacheKey(
+        model=model,
+        revision="r",
+        prompt=prompt,
+        pipeline={},
+        normalize=True,
+        max_length=8,
+        dtype="fp32",
+        corpus=corpus_fingerprint([str(i) for i in range(n_docs)], texts),
+        n_docs=n_docs,
+    )
+    cache.load_or_encode(
+        key, texts, lambda todo, sizes, on_chunk: [on_chunk(i, torch.ones(s, 4)) for i, s in enumerate(sizes)]
+    )
     return key.digest()
 
 
@@ -231,15 +256,24 @@ def test_shards_with_non_finite_values_are_re_encoded(tmp_path, dtype, bad):
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     cache = EmbeddingCache(tmp_path, shard_docs=4)
     texts = [f"text {i}" for i in range(10)]
-    key = CacheKey(model="m", revision="r", prompt="", pipeline={}, normalize=False, max_length=8, dtype=dtype,
-                   corpus=corpus_fingerprint([str(i) for i in range(10)], texts), n_docs=10)
+    key = CacheKey(
+        model="m",
+        revision="r",
+        prompt="",
+        pipeline={},
+        normalize=False,
+        max_length=8,
+        dtype=dtype,
+        corpus=corpus_fingerprint([str(i) for i in range(10)], texts),
+        n_docs=10,
+    )
     calls = []
 
     def encode(todo, sizes, on_chunk):
         calls.append(list(todo))
         start = 0
         for i, size in enumerate(sizes):
-            rows = [int(t.split()[1]) for t in todo[start:start + size]]
+            rows = [int(t.split()[1]) for t in todo[start : start + size]]
             on_chunk(i, torch.tensor([[r, r + 0.5, -r] for r in rows], dtype=torch_dtype))
             start += size
 

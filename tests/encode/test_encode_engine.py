@@ -33,8 +33,14 @@ def st_reference(model, texts, prompt):
     """sentence-transformers' own encode (memoized: several tests compare against the same inputs)."""
     key = (tuple(texts), prompt)
     if key not in _REFERENCES:
-        _REFERENCES[key] = model.encode(texts, prompt=prompt or None, convert_to_tensor=True,
-                                        normalize_embeddings=True, batch_size=32, show_progress_bar=False).float()
+        _REFERENCES[key] = model.encode(
+            texts,
+            prompt=prompt or None,
+            convert_to_tensor=True,
+            normalize_embeddings=True,
+            batch_size=32,
+            show_progress_bar=False,
+        ).float()
     return _REFERENCES[key]
 
 
@@ -49,11 +55,14 @@ def model(minilm):
     return minilm.model
 
 
-@pytest.mark.parametrize("prompt,options", [
-    ("", EngineOptions()),
-    ("", EngineOptions(token_budget=300)),  # a tiny budget: many batches of different shapes
-    ("query: ", EngineOptions(max_batch_size=3)),
-])
+@pytest.mark.parametrize(
+    "prompt,options",
+    [
+        ("", EngineOptions()),
+        ("", EngineOptions(token_budget=300)),  # a tiny budget: many batches of different shapes
+        ("query: ", EngineOptions(max_batch_size=3)),
+    ],
+)
 def test_engine_equals_sentence_transformers(minilm, model, prompt, options):
     ours = EncodingEngine(minilm.doc_engine.tower, options).encode(TEXTS, prompt=prompt, normalize=True)
     assert_same_vectors(ours, st_reference(model, TEXTS, prompt))
@@ -90,8 +99,9 @@ def test_packed_batches_equal_padded(minilm, model):
     try:
         engine = EncodingEngine(tower, EngineOptions(unpad="on", token_budget=700))
         assert engine.packed and engine.settings()["attention"] == "reference"
-        assert_same_vectors(engine.encode(TEXTS, prompt="query: ", normalize=True),
-                            st_reference(model, TEXTS, "query: "))
+        assert_same_vectors(
+            engine.encode(TEXTS, prompt="query: ", normalize=True), st_reference(model, TEXTS, "query: ")
+        )
     finally:
         model[0].auto_model.set_attn_implementation("sdpa")
 
@@ -100,8 +110,9 @@ def test_empty_input_and_chunk_callbacks(minilm):
     engine = minilm.doc_engine
     assert engine.encode([]).shape == (0, 384)
     seen = []
-    out = engine.encode(TEXTS, normalize=True, chunk_sizes=[3, 0, 5],
-                        on_chunk=lambda i, emb: seen.append((i, emb.clone())))
+    out = engine.encode(
+        TEXTS, normalize=True, chunk_sizes=[3, 0, 5], on_chunk=lambda i, emb: seen.append((i, emb.clone()))
+    )
     assert [i for i, _ in seen] == [0, 1, 2]
     torch.testing.assert_close(seen[0][1], out[:3])
     assert seen[1][1].shape[0] == 0
@@ -185,7 +196,7 @@ def test_padded_arrays_equal_the_tokenizer(minilm):
     np.testing.assert_array_equal(mask, reference["attention_mask"])
     left_ids, left_mask = padded_arrays(tokens, np.array([0, 2]), 0, padding_side="left")
     assert left_mask[0].tolist() == [0] * (len(ids[2]) - len(ids[0])) + [1] * len(ids[0])
-    assert left_ids[0, -len(ids[0]):].tolist() == ids[0]
+    assert left_ids[0, -len(ids[0]) :].tolist() == ids[0]
 
 
 def test_packed_arrays():
@@ -222,8 +233,9 @@ def test_threaded_tokenization_equals_one_thread(minilm):
     with ThreadPoolExecutor(3) as executor:
         threaded = tower.tokenize(texts, executor, 3)
     assert threaded == tower.tokenize(texts)
-    assert threaded == [list(ids) for ids in tower.tokenizer(texts, truncation=True, max_length=tower.max_length)[
-        "input_ids"]]
+    assert threaded == [
+        list(ids) for ids in tower.tokenizer(texts, truncation=True, max_length=tower.max_length)["input_ids"]
+    ]
 
 
 @pytest.mark.parametrize("scale", [None, 0.125, 0.3])
@@ -239,9 +251,11 @@ def test_torch_varlen_adapter_applies_the_scale_on_every_signature(scale, with_s
         return _reference(q, k, v, cu_q, kwargs.get("scale"))  # scale None: SDPA's 1/sqrt(head_dim)
 
     if with_scale_argument:
+
         def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None, scale=None):
             return kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale=scale)
     else:
+
         def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, is_causal=False, return_aux=None):
             return kernel(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k)
 
@@ -250,8 +264,9 @@ def test_torch_varlen_adapter_applies_the_scale_on_every_signature(scale, with_s
     cu = torch.tensor([0, *np.cumsum(lengths)], dtype=torch.int32)
     q, k, v = (torch.randn(sum(lengths), 4, 16) for _ in range(3))
     ours = adapt_torch_varlen(varlen_attn)(q, k, v, cu, max(lengths), scale)
-    wanted = scale if scale is not None else 16 ** -0.5
+    wanted = scale if scale is not None else 16**-0.5
     for start, end in zip(cu[:-1].tolist(), cu[1:].tolist()):
-        expected = torch.softmax(q[start:end].transpose(0, 1) @ k[start:end].transpose(0, 1).transpose(1, 2) * wanted,
-                                 dim=-1) @ v[start:end].transpose(0, 1)
+        expected = torch.softmax(
+            q[start:end].transpose(0, 1) @ k[start:end].transpose(0, 1).transpose(1, 2) * wanted, dim=-1
+        ) @ v[start:end].transpose(0, 1)
         torch.testing.assert_close(ours[start:end], expected.transpose(0, 1), atol=1e-5, rtol=1e-5)

@@ -19,17 +19,18 @@ import torch.nn.functional as F
 
 ray = pytest.importorskip("ray")
 
+from tiny_model import make_tiny_model  # noqa: E402
+
 import mtrbench.encode.cache as cache_module  # noqa: E402
 from mtrbench.data.model import Corpus  # noqa: E402
 from mtrbench.encode.distributed import FAULT_ENV  # noqa: E402
 from mtrbench.retrieve import build_retriever  # noqa: E402
-from tiny_model import make_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow  # every test here is an end-to-end run over 10 s
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 1200
-BLOCK = 100   # 12 blocks; a 0 s shard limit makes each its own shard
+BLOCK = 100  # 12 blocks; a 0 s shard limit makes each its own shard
 LIMITS = {"MTRBENCH_CACHE_SHARD_SECONDS": "0", "MTRBENCH_CACHE_BLOCK_TEXTS": str(BLOCK)}
 WORDS = "lake glacier bridge river moraine trough gneiss meltwater basin highland ferry tunnel quarry".split()
 
@@ -79,8 +80,9 @@ def shard_tensor(folder: Path, shard: dict) -> torch.Tensor:
 
 
 def ray_retriever(model: Path, cache: Path, address: str):
-    return build_retriever(str(model), device="cpu", show_progress=False, cache_dir=str(cache), ray=address,
-                           ray_workers=2)
+    return build_retriever(
+        str(model), device="cpu", show_progress=False, cache_dir=str(cache), ray=address, ray_workers=2
+    )
 
 
 def assert_same_entry(folder: Path, reference: torch.Tensor) -> None:
@@ -94,12 +96,13 @@ def assert_same_entry(folder: Path, reference: torch.Tensor) -> None:
     assert files == sorted(s["file"] for s in data["shards"]) and len(set(files)) == len(files)
     for shard in data["shards"]:
         got = shard_tensor(folder, shard)
-        cos = F.cosine_similarity(got, reference[shard["start"]:shard["end"]], dim=1)
+        cos = F.cosine_similarity(got, reference[shard["start"] : shard["end"]], dim=1)
         assert float(cos.min()) >= 0.9999
 
 
 def test_ray_encoding_with_a_worker_killed_mid_block_writes_the_single_process_entry_and_run(
-        setup, cluster, tmp_path, monkeypatch):
+    setup, cluster, tmp_path, monkeypatch
+):
     """One run checks both: Ray's retry of a dead actor's block, and equality with the single process
     (a retried block that went missing or was written twice would show in the entry either way)."""
     model, corpus, reference, hits, base = setup
@@ -144,15 +147,21 @@ retriever.index(corpus)
 """
 
 
-def test_a_killed_driver_leaves_whole_shards_and_the_rerun_encodes_only_the_missing_ones(setup, cluster, tmp_path,
-                                                                                          monkeypatch):
+def test_a_killed_driver_leaves_whole_shards_and_the_rerun_encodes_only_the_missing_ones(
+    setup, cluster, tmp_path, monkeypatch
+):
     model, corpus, reference, _, _ = setup
     cache = tmp_path / "cache"
-    script = DRIVER.format(tests=str(ROOT / "tests"), texts=corpus.texts, model=str(model), cache=str(cache),
-                           address=cluster)
+    script = DRIVER.format(
+        tests=str(ROOT / "tests"), texts=corpus.texts, model=str(model), cache=str(cache), address=cluster
+    )
     # each block sleeps 0.5 s in its actor: the driver is killed with work in flight
-    env = {**os.environ, **LIMITS, FAULT_ENV: "sleep=0.5",
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        **LIMITS,
+        FAULT_ENV: "sleep=0.5",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 240
     try:

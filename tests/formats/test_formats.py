@@ -5,12 +5,12 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from mtrbench.infra.atomic import atomic_write_bytes
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.lines import at_line, at_record
 from mtrbench.formats.qrels import BEIR, TREC, format_qrels, parse_qrels, read_qrels
 from mtrbench.formats.run import format_run, ranked, read_run
+from mtrbench.infra.atomic import atomic_write_bytes
+from mtrbench.infra.errors import MtrbenchError
 
 
 def test_trec_qrels_any_white_space_blank_lines_and_float_grades():
@@ -20,19 +20,26 @@ def test_trec_qrels_any_white_space_blank_lines_and_float_grades():
 
 def test_trec_qrels_duplicates_keep_the_later_grade_and_are_reported():
     heard = []
-    qrels = parse_qrels(["q1 0 d1 1", "q1 0 d2 1", "q1 0 d1 3"], at_line("x"), TREC,
-                        on_duplicate=lambda qid, doc: heard.append((qid, doc)))
+    qrels = parse_qrels(
+        ["q1 0 d1 1", "q1 0 d2 1", "q1 0 d1 3"],
+        at_line("x"),
+        TREC,
+        on_duplicate=lambda qid, doc: heard.append((qid, doc)),
+    )
     assert qrels == {"q1": {"d1": 3, "d2": 1}}
     assert heard == [("q1", "d1")]
 
 
-@pytest.mark.parametrize("line, message", [
-    ("q1 0 d1", r"^x\.qrels:2: a qrels line needs 'qid iter docid grade', got 3 fields$"),
-    ("q1", r"^x\.qrels:2: a qrels line needs 'qid iter docid grade', got 1 field$"),
-    ("q1 0 d1 yes", r"^x\.qrels:2 \(q1\): grade 'yes' is not an integer$"),
-    ("q1 0 d1 1.5", r"^x\.qrels:2 \(q1\): grade '1\.5' is not an integer$"),
-    ("q1 0 d1 nan", r"^x\.qrels:2 \(q1\): grade 'nan' is not an integer$"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("q1 0 d1", r"^x\.qrels:2: a qrels line needs 'qid iter docid grade', got 3 fields$"),
+        ("q1", r"^x\.qrels:2: a qrels line needs 'qid iter docid grade', got 1 field$"),
+        ("q1 0 d1 yes", r"^x\.qrels:2 \(q1\): grade 'yes' is not an integer$"),
+        ("q1 0 d1 1.5", r"^x\.qrels:2 \(q1\): grade '1\.5' is not an integer$"),
+        ("q1 0 d1 nan", r"^x\.qrels:2 \(q1\): grade 'nan' is not an integer$"),
+    ],
+)
 def test_trec_qrels_errors_name_file_and_line(line, message):
     with pytest.raises(MtrbenchError, match=message):
         parse_qrels(["q0 0 d0 1", line], at_line("x.qrels"))
@@ -48,15 +55,22 @@ def test_beir_qrels_tab_separated_after_the_header():
     assert parse_qrels(lines, at_line("t.tsv"), BEIR) == {"q1": {"doc one": 1, "d2": 0}, "q2": {"d3": 2}}
 
 
-@pytest.mark.parametrize("lines, message", [
-    (["q1\td1\t1"], r"^t\.tsv:1: qrels need the header 'query-id<TAB>corpus-id<TAB>score'$"),
-    ([], r"^t\.tsv:1: qrels need the header"),
-    (["query-id\tcorpus-id\tscore", "q1\td1"],
-     r"^t\.tsv:2: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got 2 fields$"),
-    (["query-id\tcorpus-id\tscore", "\td1\t1"],
-     r"^t\.tsv:2: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got an empty query-id$"),
-    (["query-id\tcorpus-id\tscore", "q1\td1\tyes"], r"^t\.tsv:2 \(q1\): score 'yes' is not an integer$"),
-])
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (["q1\td1\t1"], r"^t\.tsv:1: qrels need the header 'query-id<TAB>corpus-id<TAB>score'$"),
+        ([], r"^t\.tsv:1: qrels need the header"),
+        (
+            ["query-id\tcorpus-id\tscore", "q1\td1"],
+            r"^t\.tsv:2: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got 2 fields$",
+        ),
+        (
+            ["query-id\tcorpus-id\tscore", "\td1\t1"],
+            r"^t\.tsv:2: a qrels line needs 'query-id<TAB>corpus-id<TAB>score', got an empty query-id$",
+        ),
+        (["query-id\tcorpus-id\tscore", "q1\td1\tyes"], r"^t\.tsv:2 \(q1\): score 'yes' is not an integer$"),
+    ],
+)
 def test_beir_qrels_errors(lines, message):
     with pytest.raises(MtrbenchError, match=message):
         parse_qrels(lines, at_line("t.tsv"), BEIR)
@@ -121,8 +135,9 @@ def test_beir_folder_paths_and_what_is_missing(tmp_path):
 
 
 def test_qrels_from_hub_rows():
-    rows = datasets.Dataset.from_dict({"query-id": ["q1", "q1", "q2"], "corpus-id": ["d1", "d2", "d3"],
-                                       "score": [1, 0, 2]})
+    rows = datasets.Dataset.from_dict(
+        {"query-id": ["q1", "q1", "q2"], "corpus-id": ["d1", "d2", "d3"], "score": [1, 0, 2]}
+    )
     assert qrels_from_rows(rows, "hub") == {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
     floats = datasets.Dataset.from_dict({"query-id": [7], "corpus-id": [8], "score": [2.0]})
     assert qrels_from_rows(floats, "hub") == {"7": {"8": 2}}

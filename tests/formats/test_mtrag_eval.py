@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mtrbench.formats.mtrag_eval import check_predictions, read_tasks, task_from_record, task_record, write_tasks
+from mtrbench.formats.mtrag_eval import check_predictions, read_tasks, task_from_record, write_tasks
 from mtrbench.infra.errors import DataError
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mtrag_eval"
@@ -38,11 +38,15 @@ def test_released_records_are_read_with_their_labels_and_round_trip(tmp_path):
 def test_answerability_is_read_from_each_place_the_repository_keeps_it():
     base = {"task_id": "t::1", "input": [{"speaker": "user", "text": "q"}]}
     assert task_from_record({**base, "answerability": ["PARTIAL"]}, "x").answerability == "PARTIAL"
-    in_turn = {"task_id": "t::1", "input": [{"speaker": "user", "text": "q",
-                                              "enrichments": {"answerability": ["UNANSWERABLE"]}}]}
+    in_turn = {
+        "task_id": "t::1",
+        "input": [{"speaker": "user", "text": "q", "enrichments": {"answerability": ["UNANSWERABLE"]}}],
+    }
     assert task_from_record(in_turn, "x").answerability == "UNANSWERABLE"
-    assert task_from_record({**base, "enrichments": {"answerability": ["CONVERSATIONAL"]}}, "x").answerability \
+    assert (
+        task_from_record({**base, "enrichments": {"answerability": ["CONVERSATIONAL"]}}, "x").answerability
         == "CONVERSATIONAL"
+    )
     assert task_from_record(base, "x").answerability is None
 
 
@@ -56,14 +60,30 @@ def test_a_malformed_record_names_file_and_line(tmp_path):
 @pytest.fixture(scope="module")
 def constructed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("check")
-    good = {"task_id": "a::1", "Collection": "c", "input": [{"speaker": "user", "text": "q"}],
-            "contexts": [{"document_id": "d1", "score": 1.5, "text": "t"}], "predictions": [{"text": "ans"}]}
-    records = [good,
-               {"task_id": 1, "input": "q", "contexts": [{"document_id": 5}, "x"],
-                "predictions": [{"txt": "a"}, {"text": 3}, "p"]},
-               {"task_id": "a::3", "Collection": "c", "input": [],
-                "contexts": [{"document_id": "d", "score": "high"}] * 11, "predictions": [{"text": "a"}]},
-               {"task_id": "a::4", "Collection": "c", "input": [], "contexts": [], "predictions": []}]
+    good = {
+        "task_id": "a::1",
+        "Collection": "c",
+        "input": [{"speaker": "user", "text": "q"}],
+        "contexts": [{"document_id": "d1", "score": 1.5, "text": "t"}],
+        "predictions": [{"text": "ans"}],
+    }
+    records = [
+        good,
+        {
+            "task_id": 1,
+            "input": "q",
+            "contexts": [{"document_id": 5}, "x"],
+            "predictions": [{"txt": "a"}, {"text": 3}, "p"],
+        },
+        {
+            "task_id": "a::3",
+            "Collection": "c",
+            "input": [],
+            "contexts": [{"document_id": "d", "score": "high"}] * 11,
+            "predictions": [{"text": "a"}],
+        },
+        {"task_id": "a::4", "Collection": "c", "input": [], "contexts": [], "predictions": []},
+    ]
     pred = folder / "pred.jsonl"
     pred.write_text("".join(json.dumps(r) + "\n" for r in records) + "{not json\n")
     inputs = folder / "inp.jsonl"

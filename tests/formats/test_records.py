@@ -2,8 +2,8 @@
 
 import pytest
 
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.records import read_records
+from mtrbench.infra.errors import MtrbenchError
 
 
 def test_jsonl_and_csv_records_name_their_lines(tmp_path):
@@ -12,15 +12,20 @@ def test_jsonl_and_csv_records_name_their_lines(tmp_path):
     assert read_records(jsonl) == [(f"{jsonl} line 1", {"qid": "q1"}), (f"{jsonl} line 3", {"qid": "q2", "label": 1})]
     csv_path = tmp_path / "b.csv"
     csv_path.write_text("qid,doc_id\nq1,d1\nq2,d2\n")
-    assert read_records(csv_path, {"qid", "doc_id"}) == [(f"{csv_path} line 2", {"qid": "q1", "doc_id": "d1"}),
-                                                         (f"{csv_path} line 3", {"qid": "q2", "doc_id": "d2"})]
+    assert read_records(csv_path, {"qid", "doc_id"}) == [
+        (f"{csv_path} line 2", {"qid": "q1", "doc_id": "d1"}),
+        (f"{csv_path} line 3", {"qid": "q2", "doc_id": "d2"}),
+    ]
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("bad.jsonl", '{"qid": 1}\n{oops\n', "bad.jsonl line 2: not valid JSON"),
-    ("list.jsonl", "[1, 2]\n", "list.jsonl line 1: a record must be a JSON object, got list"),
-    ("cols.csv", "qid,label\nq1,1\n", "cols.csv: the CSV header lacks the column"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("bad.jsonl", '{"qid": 1}\n{oops\n', "bad.jsonl line 2: not valid JSON"),
+        ("list.jsonl", "[1, 2]\n", "list.jsonl line 1: a record must be a JSON object, got list"),
+        ("cols.csv", "qid,label\nq1,1\n", "cols.csv: the CSV header lacks the column"),
+    ],
+)
 def test_malformed_record_files(tmp_path, name, text, message):
     path = tmp_path / name
     path.write_text(text)

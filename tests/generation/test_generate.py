@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 
 SECRET = "sk-test-GENERATE-0123456789abcdef"
@@ -40,10 +40,20 @@ c1_4 Q0 orrin-open 2 4.0 t
 c1_4 Q0 varn-fish 3 3.0 t
 c1_5 Q0 varn-depth 1 1.0 t
 """
-TOP2 = {"c1_1": ["varn-depth", "varn-fish"], "c1_2": ["varn-fish", "varn-depth"], "c1_3": ["orrin-design"],
-        "c1_4": ["orrin-design", "orrin-open"], "c1_5": ["varn-depth"]}
-QUESTIONS = {"How deep is Lake Varnholm?": "c1_1", "any fish in it?": "c1_2",
-             "Who designed the Orrin Suspension Bridge?": "c1_3", "when did it open?": "c1_4", "thanks!": "c1_5"}
+TOP2 = {
+    "c1_1": ["varn-depth", "varn-fish"],
+    "c1_2": ["varn-fish", "varn-depth"],
+    "c1_3": ["orrin-design"],
+    "c1_4": ["orrin-design", "orrin-open"],
+    "c1_5": ["varn-depth"],
+}
+QUESTIONS = {
+    "How deep is Lake Varnholm?": "c1_1",
+    "any fish in it?": "c1_2",
+    "Who designed the Orrin Suspension Bridge?": "c1_3",
+    "when did it open?": "c1_4",
+    "thanks!": "c1_5",
+}
 
 
 def corpus_texts(native_mini: Path) -> dict[str, str]:
@@ -89,8 +99,20 @@ def write_run(tmp_path: Path) -> Path:
 
 
 def generate_args(native_mini: Path, server: ScriptedChatServer, *extra: str) -> list[str]:
-    return ["generate", "--task", str(native_mini), "--model", "gen-model", "--base-url", server.base_url,
-            "--api-key-env", KEY_ENV, "--yes", "--quiet", *extra]
+    return [
+        "generate",
+        "--task",
+        str(native_mini),
+        "--model",
+        "gen-model",
+        "--base-url",
+        server.base_url,
+        "--api-key-env",
+        KEY_ENV,
+        "--yes",
+        "--quiet",
+        *extra,
+    ]
 
 
 def test_generate_from_a_run_writes_the_contract_and_records_failures(native_mini, tmp_path, monkeypatch, capsys):
@@ -121,7 +143,10 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
         assert record["passages"] == TOP2[qid]
         assert record["answer"] == f"Answer to {qid}, see [1]."
         assert {k: record[k] for k in ("generator", "history", "source")} == {
-            "generator": "gen-model", "history": "full", "source": "run"}
+            "generator": "gen-model",
+            "history": "full",
+            "source": "run",
+        }
         assert record["turn"] == int(qid[-1]) and record["conversation_id"] == "c1"
         prompt = generator.prompts[qid][-1]
         block = prompt.split("Passages:\n", 1)[1].split("\n\nCurrent question:", 1)[0]
@@ -130,9 +155,11 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
     assert all(r["question"] == question_of[r["qid"]] for r in records)
     # full history: every earlier message, in order, before the passages
     c1_4 = generator.prompts["c1_4"][-1]
-    assert ("Conversation history:\nUser: How deep is Lake Varnholm?\nAssistant: It is 212 metres deep.\n"
-            "User: any fish in it?\nAssistant: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension "
-            "Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in c1_4
+    assert (
+        "Conversation history:\nUser: How deep is Lake Varnholm?\nAssistant: It is 212 metres deep.\n"
+        "User: any fish in it?\nAssistant: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension "
+        "Bridge?\nAssistant: Hedda Lorne.\n\nPassages:"
+    ) in c1_4
     assert "Conversation history" not in generator.prompts["c1_1"][-1]  # first turn: no history
     failures = {f["qid"]: f for f in read_jsonl(run.parent / "mini.gen-model.full.generations.failures.jsonl")}
     assert set(failures) == {"c1_3", "c1_5"}
@@ -149,8 +176,9 @@ def test_generate_from_a_run_writes_the_contract_and_records_failures(native_min
 
     # a rerun asks only for the two failed turns (the cache holds only replies that parsed)
     with ScriptedChatServer(ScriptedGenerator()) as server:
-        assert main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--llm-cache",
-                                  str(cache))) == 0
+        assert (
+            main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--llm-cache", str(cache))) == 0
+        )
         assert server.request_count == 2
     records = read_jsonl(out)
     assert sorted(r["qid"] for r in records) == ["c1_1", "c1_2", "c1_3", "c1_4", "c1_5"]
@@ -162,24 +190,48 @@ def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatc
     generator = ScriptedGenerator()
     out = tmp_path / "oracle.jsonl"
     with ScriptedChatServer(generator) as server:
-        assert main(generate_args(native_mini, server, "--oracle", "--history", "last-response", "--output",
-                                  str(out), "--no-llm-cache")) == 0
+        assert (
+            main(
+                generate_args(
+                    native_mini,
+                    server,
+                    "--oracle",
+                    "--history",
+                    "last-response",
+                    "--output",
+                    str(out),
+                    "--no-llm-cache",
+                )
+            )
+            == 0
+        )
     records = {r["qid"]: r for r in read_jsonl(out)}
     # gold passages, highest grade first; c1_5 has none and is skipped (counted)
     assert {q: r["passages"] for q, r in records.items()} == {
-        "c1_1": ["varn-depth"], "c1_2": ["varn-fish"], "c1_3": ["orrin-design"],
-        "c1_4": ["orrin-open", "orrin-design"]}
+        "c1_1": ["varn-depth"],
+        "c1_2": ["varn-fish"],
+        "c1_3": ["orrin-design"],
+        "c1_4": ["orrin-open", "orrin-design"],
+    }
     assert all(r["source"] == "oracle" and r["history"] == "last-response" for r in records.values())
     assert "warning: 1 turns without gold passages (oracle)" in capsys.readouterr().out
     # CORAL's last response: all earlier questions, then only the last answer
-    assert ("Conversation history:\nUser: How deep is Lake Varnholm?\nUser: any fish in it?\nUser: Who designed "
-            "the Orrin Suspension Bridge?\nAssistant: Hedda Lorne.\n\nPassages:") in generator.prompts["c1_4"][0]
+    assert (
+        "Conversation history:\nUser: How deep is Lake Varnholm?\nUser: any fish in it?\nUser: Who designed "
+        "the Orrin Suspension Bridge?\nAssistant: Hedda Lorne.\n\nPassages:"
+    ) in generator.prompts["c1_4"][0]
 
     # gold rewrite: the stand-alone question replaces the history; the record keeps the raw question
     with ScriptedChatServer(lambda body: Reply("ok [1]")) as server:
         out2 = tmp_path / "rewrite.jsonl"
-        assert main(generate_args(native_mini, server, "--oracle", "--history", "rewrite", "--output", str(out2),
-                                  "--no-llm-cache")) == 0
+        assert (
+            main(
+                generate_args(
+                    native_mini, server, "--oracle", "--history", "rewrite", "--output", str(out2), "--no-llm-cache"
+                )
+            )
+            == 0
+        )
         prompts = [b["messages"][-1]["content"] for b in server.requests]
     c1_4 = next(p for p in prompts if p.endswith("Current question: When did the Orrin Suspension Bridge open?"))
     assert "Conversation history" not in c1_4
@@ -189,8 +241,14 @@ def test_oracle_last_response_and_gold_rewrite(native_mini, tmp_path, monkeypatc
 
     # the same file cannot take generations made with other settings (the old flag name "raw" is "full")
     with ScriptedChatServer(lambda body: Reply("ok [1]")) as server:
-        assert main(generate_args(native_mini, server, "--oracle", "--history", "raw", "--output", str(out2),
-                                  "--no-llm-cache")) == 2
+        assert (
+            main(
+                generate_args(
+                    native_mini, server, "--oracle", "--history", "raw", "--output", str(out2), "--no-llm-cache"
+                )
+            )
+            == 2
+        )
         assert server.request_count == 0
     err = capsys.readouterr().err
     assert "generated with other settings" in err and "history 'rewrite' (now 'full')" in err
@@ -210,9 +268,25 @@ def test_summary_history_is_written_by_the_rewriter_then_used(native_mini, tmp_p
 
     out = tmp_path / "summary.jsonl"
     with ScriptedChatServer(respond) as server:
-        assert main(generate_args(native_mini, server, "--oracle", "--history", "summary:llm", "--output", str(out),
-                                  "--no-llm-cache", "--rewriter-model", "sum-model", "--rewriter-base-url",
-                                  server.base_url)) == 0
+        assert (
+            main(
+                generate_args(
+                    native_mini,
+                    server,
+                    "--oracle",
+                    "--history",
+                    "summary:llm",
+                    "--output",
+                    str(out),
+                    "--no-llm-cache",
+                    "--rewriter-model",
+                    "sum-model",
+                    "--rewriter-base-url",
+                    server.base_url,
+                )
+            )
+            == 0
+        )
         prompts = [b["messages"][-1]["content"] for b in server.requests if b["model"] == "gen-model"]
     # 3 summaries (c1_1 has no history, c1_5 no gold), then 4 answers
     assert seen.count("sum-model") == 3 and seen.count("gen-model") == 4
@@ -242,9 +316,24 @@ def test_a_failed_rewrite_keeps_its_malformed_replies_redacted(native_mini, tmp_
 
     out = tmp_path / "rw.jsonl"
     with ScriptedChatServer(respond) as server:
-        code = main(generate_args(native_mini, server, "--oracle", "--history", "rewrite:llm", "--output", str(out),
-                                  "--no-llm-cache", "--rewriter-model", "rw-model", "--rewriter-base-url",
-                                  server.base_url, "--max-failure-rate", "0.5"))
+        code = main(
+            generate_args(
+                native_mini,
+                server,
+                "--oracle",
+                "--history",
+                "rewrite:llm",
+                "--output",
+                str(out),
+                "--no-llm-cache",
+                "--rewriter-model",
+                "rw-model",
+                "--rewriter-base-url",
+                server.base_url,
+                "--max-failure-rate",
+                "0.5",
+            )
+        )
     assert code == 0, capsys.readouterr().err
     assert asked["rw-model:c1_3"] == 3 and "gen-model:c1_3" not in asked  # 1 + 2 re-asks, then no answer asked
     [failure] = read_jsonl(tmp_path / "rw.failures.jsonl")
@@ -269,8 +358,13 @@ def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_p
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{KEY_ENV: SECRET})
     with ScriptedChatServer(ScriptedGenerator(hang_after=2)) as server:
         args = generate_args(native_mini, server, "--run", str(run), "--no-llm-cache", "--concurrency", "1")
-        proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *args], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mtrbench.cli", *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while server.request_count < 3 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -286,9 +380,18 @@ def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_p
 
     generator = ScriptedGenerator()
     with ScriptedChatServer(generator) as server:
-        result = subprocess.run([sys.executable, "-m", "mtrbench.cli",
-                                 *generate_args(native_mini, server, "--run", str(run), "--no-llm-cache")],
-                                env=env, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mtrbench.cli",
+                *generate_args(native_mini, server, "--run", str(run), "--no-llm-cache"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         assert server.request_count == 3
         assert set(generator.prompts) == {"c1_1", "c1_2", "c1_3", "c1_4", "c1_5"} - done
@@ -312,11 +415,25 @@ def test_dry_run_sends_nothing(native_mini, tmp_path, monkeypatch, capsys):
 
 # What the version before eval's --history names wrote for c1_1 and c1_2 of RUN with --history raw --top-k 2
 # (its answer prompt for "raw" hashed to dd3b9a4cb6dd; the rule's text is unchanged under the name "full").
-LEGACY_RAW = [{"qid": qid, "conversation_id": "c1", "turn": turn, "question": question, "answer": f"old {qid} [1].",
-               "passages": TOP2[qid], "generator": "gen-model", "history": "raw", "source": "run",
-               "history_source": "task", "top_k": 2, "prompt_hash": "dd3b9a4cb6dd", "cached": False,
-               "time": "2024-05-01T10:00:00Z"}
-              for qid, turn, question in (("c1_1", 1, "How deep is Lake Varnholm?"), ("c1_2", 2, "any fish in it?"))]
+LEGACY_RAW = [
+    {
+        "qid": qid,
+        "conversation_id": "c1",
+        "turn": turn,
+        "question": question,
+        "answer": f"old {qid} [1].",
+        "passages": TOP2[qid],
+        "generator": "gen-model",
+        "history": "raw",
+        "source": "run",
+        "history_source": "task",
+        "top_k": 2,
+        "prompt_hash": "dd3b9a4cb6dd",
+        "cached": False,
+        "time": "2024-05-01T10:00:00Z",
+    }
+    for qid, turn, question in (("c1_1", 1, "How deep is Lake Varnholm?"), ("c1_2", 2, "any fish in it?"))
+]
 
 
 @pytest.mark.parametrize("flag", [[], ["--history", "full"], ["--history", "raw"]])
@@ -331,8 +448,7 @@ def test_a_file_written_with_the_old_history_name_resumes(native_mini, tmp_path,
     legacy.write_text("".join(json.dumps(r) + "\n" for r in LEGACY_RAW))
     generator = ScriptedGenerator()
     with ScriptedChatServer(generator) as server:
-        assert main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--no-llm-cache",
-                                  *flag)) == 0
+        assert main(generate_args(native_mini, server, "--run", str(run), "--top-k", "2", "--no-llm-cache", *flag)) == 0
         assert server.request_count == 3
     assert set(generator.prompts) == {"c1_3", "c1_4", "c1_5"}
     out = capsys.readouterr().out
@@ -351,7 +467,11 @@ def test_generation_takes_evals_history_names():
     assert all(get_strategy(name).name == name for name in GENERATION_HISTORIES)
     assert set(MODEL_STRATEGIES) <= set(GENERATION_HISTORIES)
     assert [generation_history(old) for old in ("raw", "summary", "full", "rewrite:llm")] == [
-        "full", "summary:llm", "full", "rewrite:llm"]
+        "full",
+        "summary:llm",
+        "full",
+        "rewrite:llm",
+    ]
 
 
 def test_old_summary_and_model_rewrite_records_read_as_the_new_names(tmp_path):
@@ -359,13 +479,19 @@ def test_old_summary_and_model_rewrite_records_read_as_the_new_names(tmp_path):
     from mtrbench.generation.store import GenerationStore
 
     path = tmp_path / "old.jsonl"
-    rows = [{"qid": "a", "answer": "x", "history": "summary", "history_source": "llm:m"},
-            {"qid": "b", "answer": "x", "history": "rewrite", "history_source": "llm:m"},
-            {"qid": "c", "answer": "x", "history": "rewrite", "history_source": "gold"},
-            {"qid": "d", "answer": "x", "history": "last-response", "history_source": "task"}]
+    rows = [
+        {"qid": "a", "answer": "x", "history": "summary", "history_source": "llm:m"},
+        {"qid": "b", "answer": "x", "history": "rewrite", "history_source": "llm:m"},
+        {"qid": "c", "answer": "x", "history": "rewrite", "history_source": "gold"},
+        {"qid": "d", "answer": "x", "history": "last-response", "history_source": "task"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert {q: g.history for q, g in read_generations(path).items()} == {
-        "a": "summary:llm", "b": "rewrite:llm", "c": "rewrite", "d": "last-response"}
+        "a": "summary:llm",
+        "b": "rewrite:llm",
+        "c": "rewrite",
+        "d": "last-response",
+    }
     # the resume check compares the current names: an old summary file resumes under summary:llm
     summary = tmp_path / "summary.jsonl"
     summary.write_text(json.dumps(rows[0]) + "\n")
@@ -373,16 +499,35 @@ def test_old_summary_and_model_rewrite_records_read_as_the_new_names(tmp_path):
     assert set(stored.done) == {"a"} and stored.done["a"]["history"] == "summary:llm"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--oracle", "--top-k", "0"], "--top-k must be at least 1"),
-    (["--oracle", "--history", "questions"], "--history must be one of full, last-response, rewrite, rewrite:llm, "
-                                             "summary:llm for generation, got 'questions'"),
-    (["--run", "missing.trec"], "not found"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--oracle", "--top-k", "0"], "--top-k must be at least 1"),
+        (
+            ["--oracle", "--history", "questions"],
+            "--history must be one of full, last-response, rewrite, rewrite:llm, "
+            "summary:llm for generation, got 'questions'",
+        ),
+        (["--run", "missing.trec"], "not found"),
+    ],
+)
 def test_bad_input_is_one_error_line(native_mini, tmp_path, monkeypatch, capsys, args, message):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(KEY_ENV, SECRET)
-    code = main(["generate", "--task", str(native_mini), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                 "--api-key-env", KEY_ENV, "--yes", *args])
+    code = main(
+        [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--api-key-env",
+            KEY_ENV,
+            "--yes",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: ") and message in err and err.count("\n") == 1

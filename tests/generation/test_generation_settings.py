@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 from mtrbench.generation.prompts import answer_prompt_hash
 
@@ -41,13 +42,35 @@ class Server:
 
 
 def rag(server: ScriptedChatServer, out: Path, mini: Path, max_tokens: int) -> list[str]:
-    return ["rag", "--model", "bm25", "--task", str(mini), "--output-dir", str(out), "--generator-model", "gen-m",
-            "--generator-base-url", server.base_url, "--judge", "none", "--measures", "token_f1", "--passages", "2",
-            "--max-tokens", str(max_tokens), "--api-key-env", KEY_ENV, "--no-llm-cache", "--yes", "--quiet"]
+    return [
+        "rag",
+        "--model",
+        "bm25",
+        "--task",
+        str(mini),
+        "--output-dir",
+        str(out),
+        "--generator-model",
+        "gen-m",
+        "--generator-base-url",
+        server.base_url,
+        "--judge",
+        "none",
+        "--measures",
+        "token_f1",
+        "--passages",
+        "2",
+        "--max-tokens",
+        str(max_tokens),
+        "--api-key-env",
+        KEY_ENV,
+        "--no-llm-cache",
+        "--yes",
+        "--quiet",
+    ]
 
 
-def test_rag_regenerates_under_other_max_tokens_and_reuses_under_the_same(native_mini, tmp_path, monkeypatch,
-                                                                           capsys):
+def test_rag_regenerates_under_other_max_tokens_and_reuses_under_the_same(native_mini, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "results"
@@ -70,8 +93,13 @@ def test_rag_regenerates_under_other_max_tokens_and_reuses_under_the_same(native
     assert len(notes) == 2 and all("max_tokens 96 (now 64)" in n for n in notes)
     record = read_jsonl(other)[0]
     assert {k: record[k] for k in ("generator", "temperature", "seed", "top_k", "max_passage_chars", "history")} == {
-        "generator": "gen-m", "temperature": 0.0, "seed": None, "top_k": 2, "max_passage_chars": None,
-        "history": "full"}
+        "generator": "gen-m",
+        "temperature": 0.0,
+        "seed": None,
+        "top_k": 2,
+        "max_passage_chars": None,
+        "history": "full",
+    }
     assert record["endpoint"].startswith("http://127.0.0.1:") and len(record["prompt_hash"]) == 12
     for path in out.rglob("*"):
         if path.is_file():
@@ -79,7 +107,8 @@ def test_rag_regenerates_under_other_max_tokens_and_reuses_under_the_same(native
 
 
 def test_a_file_without_recorded_settings_is_reused_with_a_note_and_checked_on_what_it_records(
-        native_mini, tmp_path, monkeypatch, capsys):
+    native_mini, tmp_path, monkeypatch, capsys
+):
     """Written before max tokens, temperature, seed, passage cut and endpoint were recorded: reused with a note
     naming what was not recorded (the documented choice in mtrbench/generation/settings.py), nothing asked; a
     setting it does record (top-k) still differing sends every turn to a new file."""
@@ -88,19 +117,49 @@ def test_a_file_without_recorded_settings_is_reused_with_a_note_and_checked_on_w
     folder = tmp_path / "results" / "generations" / "native-mini" / "oracle"
     folder.mkdir(parents=True)
     old = folder / "gen-m.full.generations.jsonl"
-    old_lines = "".join(json.dumps({"qid": f"c1_{t}", "answer": "old [1]", "passages": ["varn-depth"],
-                                    "generator": "gen-m", "history": "full", "source": "oracle",
-                                    "history_source": "task", "top_k": 5,
-                                    "prompt_hash": answer_prompt_hash("full")}) + "\n"
-                        for t in range(1, TURNS_WITH_GOLD + 1))
+    old_lines = "".join(
+        json.dumps(
+            {
+                "qid": f"c1_{t}",
+                "answer": "old [1]",
+                "passages": ["varn-depth"],
+                "generator": "gen-m",
+                "history": "full",
+                "source": "oracle",
+                "history_source": "task",
+                "top_k": 5,
+                "prompt_hash": answer_prompt_hash("full"),
+            }
+        )
+        + "\n"
+        for t in range(1, TURNS_WITH_GOLD + 1)
+    )
     old.write_text(old_lines)
     asked = []
     for top_k in ("5", "3"):
         state = Server()
         with ScriptedChatServer(state) as server:
-            code = main(["generate", "--task", str(native_mini), "--oracle", "--model", "gen-m", "--base-url",
-                         server.base_url, "--api-key-env", KEY_ENV, "--no-llm-cache", "--yes", "--quiet",
-                         "--max-tokens", "80", "--top-k", top_k])
+            code = main(
+                [
+                    "generate",
+                    "--task",
+                    str(native_mini),
+                    "--oracle",
+                    "--model",
+                    "gen-m",
+                    "--base-url",
+                    server.base_url,
+                    "--api-key-env",
+                    KEY_ENV,
+                    "--no-llm-cache",
+                    "--yes",
+                    "--quiet",
+                    "--max-tokens",
+                    "80",
+                    "--top-k",
+                    top_k,
+                ]
+            )
         assert code == 0
         asked.append(state.generation_max_tokens)
     err = capsys.readouterr().err
@@ -115,24 +174,61 @@ def test_a_file_without_recorded_settings_is_reused_with_a_note_and_checked_on_w
     assert {r["top_k"] for r in read_jsonl(new)} == {3}
 
 
-def test_judge_verdicts_carry_settings_and_another_temperature_asks_again(tmp_path, native_mini, monkeypatch,
-                                                                          capsys):
+def test_judge_verdicts_carry_settings_and_another_temperature_asks_again(tmp_path, native_mini, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.chdir(tmp_path)
     answers = tmp_path / "answers.jsonl"
-    answers.write_text("".join(json.dumps({"qid": f"c1_{t}", "answer": f"answer {t} [1]", "passages": ["varn-depth"],
-                                           "generator": "g"}) + "\n" for t in range(1, TURNS + 1)))
+    answers.write_text(
+        "".join(
+            json.dumps({"qid": f"c1_{t}", "answer": f"answer {t} [1]", "passages": ["varn-depth"], "generator": "g"})
+            + "\n"
+            for t in range(1, TURNS + 1)
+        )
+    )
     out = tmp_path / "judge"
     asked = []
     for temperature in (0.0, 0.0, 0.5):
         state = Server()
         with ScriptedChatServer(state) as server:
             judges = tmp_path / "judges.json"
-            judges.write_text(json.dumps({"judges": [{"name": "j", "model": "judge-m", "base_url": server.base_url,
-                                                      "api_key_env": KEY_ENV, "temperature": temperature}]}))
-            assert main(["judge", "run", str(answers), "--task", str(native_mini), "--judge", "verdict",
-                         "--measures", "", "--judges", str(judges), "--output-dir", str(out), "--no-llm-cache",
-                         "--yes", "--quiet"]) == 0
+            judges.write_text(
+                json.dumps(
+                    {
+                        "judges": [
+                            {
+                                "name": "j",
+                                "model": "judge-m",
+                                "base_url": server.base_url,
+                                "api_key_env": KEY_ENV,
+                                "temperature": temperature,
+                            }
+                        ]
+                    }
+                )
+            )
+            assert (
+                main(
+                    [
+                        "judge",
+                        "run",
+                        str(answers),
+                        "--task",
+                        str(native_mini),
+                        "--judge",
+                        "verdict",
+                        "--measures",
+                        "",
+                        "--judges",
+                        str(judges),
+                        "--output-dir",
+                        str(out),
+                        "--no-llm-cache",
+                        "--yes",
+                        "--quiet",
+                    ]
+                )
+                == 0
+            )
         asked.append(state.judge_temperatures)
     err = capsys.readouterr().err
     assert asked == [[0.0] * TURNS, [], [0.5] * TURNS]
@@ -159,8 +255,24 @@ def test_generator_temperature_and_seed_are_sent_recorded_and_compared(native_mi
         return Reply("From the first passage [1].")
 
     def args(*sampling: str, output: Path = out) -> list[str]:
-        return ["generate", "--task", str(native_mini), "--oracle", "--model", "gen", "--base-url", server.base_url,
-                "--api-key-env", KEY_ENV, "--output", str(output), "--no-llm-cache", "--yes", "--quiet", *sampling]
+        return [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--oracle",
+            "--model",
+            "gen",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            KEY_ENV,
+            "--output",
+            str(output),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+            *sampling,
+        ]
 
     with ScriptedChatServer(respond) as server:
         assert main(args("--temperature", "0.7", "--seed", "3")) == 0
@@ -190,15 +302,34 @@ def test_rewriter_temperature_is_sent_and_names_its_own_result(native_mini, tmp_
         return Reply("Rewrite: " + body["messages"][-1]["content"].rsplit("Last question: ", 1)[-1])
 
     with ScriptedChatServer(respond) as server:
-        base = ["eval", "--task", str(native_mini), "--model", "bm25", "--history", "rewrite:llm", "--output-dir",
-                str(tmp_path / "results"), "--rewriter-model", "rw", "--rewriter-base-url", server.base_url,
-                "--api-key-env", KEY_ENV, "--no-llm-cache", "--yes", "--quiet"]
+        base = [
+            "eval",
+            "--task",
+            str(native_mini),
+            "--model",
+            "bm25",
+            "--history",
+            "rewrite:llm",
+            "--output-dir",
+            str(tmp_path / "results"),
+            "--rewriter-model",
+            "rw",
+            "--rewriter-base-url",
+            server.base_url,
+            "--api-key-env",
+            KEY_ENV,
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+        ]
         assert main([*base, "--rewriter-temperature", "0.2"]) == 0
         assert main([*base, "--rewriter-temperature", "0.2"]) == 0  # finished: nothing asked
         assert main(base) == 0
     assert temperatures == [0.2] * 4 + [0.0] * 4  # 4 turns with history (c1_1 has none)
     results = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "results").rglob("native-mini.json")}
     assert len(results) == 2
-    recorded = {name.split("rewriter=")[1]: r["mtrbench"]["settings"]["rewriter"].get("temperature")
-                for name, r in results.items()}
+    recorded = {
+        name.split("rewriter=")[1]: r["mtrbench"]["settings"]["rewriter"].get("temperature")
+        for name, r in results.items()
+    }
     assert recorded == {"rw_t0.2": 0.2, "rw": None}  # 0 is not recorded: results from before read as made at 0

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 from mtrbench.formats.mtrag_eval import check_predictions
 
@@ -36,8 +36,11 @@ def cloud_tasks() -> list[dict]:
 def corpus(cloud_tasks, tmp_path) -> Path:
     passages = {c["document_id"]: c for r in cloud_tasks for c in r["contexts"]}
     path = tmp_path / "cloud.jsonl"
-    path.write_text("".join(json.dumps({"_id": d, "title": c.get("title") or "", "text": c["text"]}) + "\n"
-                            for d, c in passages.items()))
+    path.write_text(
+        "".join(
+            json.dumps({"_id": d, "title": c.get("title") or "", "text": c["text"]}) + "\n" for d, c in passages.items()
+        )
+    )
     return path
 
 
@@ -53,9 +56,32 @@ def _answerer(cloud_tasks):
 
 
 def _generate(server, corpus: Path, out: Path, predictions: Path, *extra: str) -> int:
-    return main(["generate", "--task", "mtragun-cloud", "--data-dir", str(DATA), "--corpus", str(corpus),
-                 "--oracle", "--limit", str(TASKS), "--model", "gen", "--base-url", server.base_url,
-                 "--output", str(out), "--mtrag-out", str(predictions), "--yes", "--no-llm-cache", "--quiet", *extra])
+    return main(
+        [
+            "generate",
+            "--task",
+            "mtragun-cloud",
+            "--data-dir",
+            str(DATA),
+            "--corpus",
+            str(corpus),
+            "--oracle",
+            "--limit",
+            str(TASKS),
+            "--model",
+            "gen",
+            "--base-url",
+            server.base_url,
+            "--output",
+            str(out),
+            "--mtrag-out",
+            str(predictions),
+            "--yes",
+            "--no-llm-cache",
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus, tmp_path):
@@ -65,8 +91,10 @@ def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus,
         assert _generate(server, corpus, out, predictions) == 0
         assert len(server.requests) == TASKS  # the unanswerable task is asked too
         # the unanswerable task's prompt shows no passage; an answerable one shows its reference passages
-        prompts = {r["messages"][-1]["content"].rsplit("Current question: ", 1)[1].strip(): r["messages"][-1]["content"]
-                   for r in server.requests}
+        prompts = {
+            r["messages"][-1]["content"].rsplit("Current question: ", 1)[1].strip(): r["messages"][-1]["content"]
+            for r in server.requests
+        }
         assert "Passages:\n(none)" in prompts[expected[1]["input"][-1]["text"].strip()]
         assert expected[2]["contexts"][1]["text"].strip()[:60] in prompts[expected[2]["input"][-1]["text"].strip()]
 
@@ -90,14 +118,30 @@ def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus,
         before = len(server.requests)
         assert _generate(server, corpus, out, predictions) == 0
         assert len(server.requests) - before == TASKS - 2
-        assert [json.loads(line)["task_id"] for line in predictions.read_text().splitlines()] == \
-               [t["task_id"] for t in expected]
+        assert [json.loads(line)["task_id"] for line in predictions.read_text().splitlines()] == [
+            t["task_id"] for t in expected
+        ]
 
     metrics_dir = tmp_path / "metrics"
-    assert main(["judge", "mtrag", str(predictions), "--output-dir", str(metrics_dir),
-                 "--metrics", "Recall,RougeL_stemFalse,Length", "--quiet"]) == 0
-    scored = {r["task_id"]: r["metrics"] for r in
-              (json.loads(line) for line in (metrics_dir / "metrics.jsonl").read_text().splitlines())}
+    assert (
+        main(
+            [
+                "judge",
+                "mtrag",
+                str(predictions),
+                "--output-dir",
+                str(metrics_dir),
+                "--metrics",
+                "Recall,RougeL_stemFalse,Length",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    scored = {
+        r["task_id"]: r["metrics"]
+        for r in (json.loads(line) for line in (metrics_dir / "metrics.jsonl").read_text().splitlines())
+    }
     assert list(scored) == [t["task_id"] for t in expected]
     for task in expected:
         values = scored[task["task_id"]]
@@ -107,8 +151,9 @@ def test_task_b_predictions_pass_the_format_check_and_score(cloud_tasks, corpus,
     assert (metrics_dir / "summary.json").is_file()
 
 
-@pytest.mark.parametrize("name, extra, message", [("taskb.json", [], "*.jsonl"),
-                                                   ("taskb.jsonl", ["--top-k", "11"], "at most 10 contexts")])
+@pytest.mark.parametrize(
+    "name, extra, message", [("taskb.json", [], "*.jsonl"), ("taskb.jsonl", ["--top-k", "11"], "at most 10 contexts")]
+)
 def test_mtrag_out_misuse_is_refused_before_any_request(cloud_tasks, corpus, tmp_path, capsys, name, extra, message):
     with ScriptedChatServer(_answerer(cloud_tasks)) as server:
         code = _generate(server, corpus, tmp_path / "g.generations.jsonl", tmp_path / name, *extra)

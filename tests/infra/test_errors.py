@@ -11,8 +11,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 from mtrbench.infra.errors import DataError, LLMError, ModelError, MtrbenchError, UserInputError
 
@@ -62,8 +62,16 @@ def test_an_endpoint_answering_http_500_is_an_llm_error(monkeypatch):
 
     monkeypatch.setenv(KEY_ENV, "test-key")
     with ScriptedChatServer([Reply("server exploded", status=500)]) as server:
-        judge = JudgeConfig(name="j", model="m", base_url=server.base_url, api_key_env=KEY_ENV, timeout_s=5.0,
-                            max_retries=1, concurrency=1, max_failures_in_a_row=2)
+        judge = JudgeConfig(
+            name="j",
+            model="m",
+            base_url=server.base_url,
+            api_key_env=KEY_ENV,
+            timeout_s=5.0,
+            max_retries=1,
+            concurrency=1,
+            max_failures_in_a_row=2,
+        )
         client = ChatClient(judge, None, backoff_base_s=0.01, backoff_max_s=0.02)
         requests = [ChatRequest(key=f"q{i}", messages=[{"role": "user", "content": "hi"}]) for i in range(5)]
         error = raised(lambda: client.run(requests, show_progress=False))
@@ -79,19 +87,44 @@ def test_a_folder_without_a_model_is_a_model_error(tmp_path):
     empty = tmp_path / "no-model"
     empty.mkdir()
     client = make_client(JudgeConfig(name="g", model="g", base_url=f"hf://{empty}"))
-    error = raised(lambda: client.run([ChatRequest(key="q", messages=[{"role": "user", "content": "hi"}])],
-                                      show_progress=False))
+    error = raised(
+        lambda: client.run([ChatRequest(key="q", messages=[{"role": "user", "content": "hi"}])], show_progress=False)
+    )
     assert type(error) is ModelError and "cannot load a causal LM" in str(error)
 
 
 def test_every_kind_is_one_error_line_and_exit_status_2(native_mini, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code = main(["generate", "--task", "mtrbench-sampel", "--oracle", "--model", "m", "--base-url",
-                 "http://127.0.0.1:9/v1", "--yes"])
+    code = main(
+        [
+            "generate",
+            "--task",
+            "mtrbench-sampel",
+            "--oracle",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--yes",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: unknown task 'mtrbench-sampel'") and err.count("\n") == 1
-    code = main(["generate", "--task", str(native_mini), "--oracle", "--history", "window:3", "--model", "m",
-                 "--base-url", "http://127.0.0.1:9/v1", "--yes"])
+    code = main(
+        [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--oracle",
+            "--history",
+            "window:3",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--yes",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: --history must be one of") and err.count("\n") == 1
 

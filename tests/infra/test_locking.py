@@ -30,8 +30,9 @@ class Holder:
                 sys.stdin.readline()
         """)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
         assert self.proc.stdout.readline().strip() == "held"
 
     @property
@@ -51,8 +52,16 @@ def dead_pid() -> int:
 
 
 def write_lock(path: Path, pid: int, host: str | None = None) -> None:
-    path.write_text(json.dumps({"pid": pid, "host": host or socket.gethostname(), "started": "2026-01-01T00:00:00Z",
-                                "purpose": "test file"}))
+    path.write_text(
+        json.dumps(
+            {
+                "pid": pid,
+                "host": host or socket.gethostname(),
+                "started": "2026-01-01T00:00:00Z",
+                "purpose": "test file",
+            }
+        )
+    )
 
 
 def test_second_holder_is_refused_with_the_holder_named_then_gets_it_after_release(tmp_path):

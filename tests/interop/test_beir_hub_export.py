@@ -98,8 +98,9 @@ def on_sample(tmp_path_factory):
     query sets in one call (ids of the plain set prefixed), so it encodes the corpus once."""
     root = tmp_path_factory.mktemp("beir-sample")
     export, plain, both = root / "export", root / "plain", root / "both"
-    proc = mtrbench("export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm",
-                    "--out", str(export))
+    proc = mtrbench(
+        "export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm", "--out", str(export)
+    )
     assert "truncate=left" in proc.stdout
     task = load_task("mtrbench-sample")
     exported = [json.loads(line) for line in (export / "queries.jsonl").read_text().splitlines()]
@@ -110,8 +111,7 @@ def on_sample(tmp_path_factory):
     write_jsonl(plain / "queries.jsonl", [{"_id": q.qid, "text": q.query} for q in task.queries])
     (plain / "qrels/test.tsv").write_text("\n".join(qrels_lines) + "\n")
     write_jsonl(both / "queries.jsonl", [{"_id": PLAIN + q.qid, "text": q.query} for q in task.queries] + exported)
-    (both / "qrels/test.tsv").write_text("\n".join(
-        qrels_lines + [PLAIN + line for line in qrels_lines[1:]] + [""]))
+    (both / "qrels/test.tsv").write_text("\n".join(qrels_lines + [PLAIN + line for line in qrels_lines[1:]] + [""]))
     qrels, results = beir_search(both)
     return {"export": export, "plain": plain, "task": task, "qrels": qrels, "results": results}
 
@@ -121,8 +121,12 @@ def test_plain_beir_folder_scores_as_beir_does(on_sample, tmp_path):
     """Default settings (history full, left truncation) on a plain BEIR folder: a query without history is its
     bare text, as beir encodes it (with the old `User: ` prefix mtrbench scored 0.6000 against beir's 0.6281)."""
     theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=True)
-    [ours] = run_eval("minilm", str(on_sample["plain"]), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions.of(device="cpu", show_progress=False))
+    [ours] = run_eval(
+        "minilm",
+        str(on_sample["plain"]),
+        EvalConfig(output_dir=tmp_path / "results"),
+        RetrieverOptions.of(device="cpu", show_progress=False),
+    )
     assert ours.history == "full" and ours.n_evaluated == 214
     print(f"\nnDCG@10 beir {sum(theirs.values()) / len(theirs):.6f}  mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
     assert_same_ndcg(ours, theirs_rounded, theirs)
@@ -138,7 +142,8 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, sa
     original = {q.qid: q for q in task.queries}
     assert rows["geo-01_1"]["text"] == original["geo-01_1"].query  # no history, no prefix
     assert rows["geo-01_2"]["text"].startswith("User: ") and rows["geo-01_2"]["text"].endswith(
-        "\nUser: " + original["geo-01_2"].query)
+        "\nUser: " + original["geo-01_2"].query
+    )
     sidecar = {r["_id"]: r for r in map(json.loads, (export / "conversations.jsonl").read_text().splitlines())}
     assert sidecar["geo-01_3"]["query"] == original["geo-01_3"].query
     assert sidecar["geo-01_3"]["serialization"]["history"] == "full"
@@ -146,30 +151,63 @@ def test_beir_retriever_on_the_beir_export_scores_as_mtrbench_eval(on_sample, sa
     theirs_rounded, theirs = beir_ndcg10(on_sample["qrels"], on_sample["results"], plain=False)
     # `mtrbench eval --history current,full` on the sample (tests/conftest.py): its `full` result, the default
     [ours] = [r for r in map(Result.load, sample_cli_results.rglob("mtrbench-sample.json")) if r.history == "full"]
-    print(f"\nnDCG@10 beir on export {sum(theirs.values()) / len(theirs):.6f}  "
-          f"mtrbench eval {ours.scores['ndcg_at_10']:.6f}")
+    print(
+        f"\nnDCG@10 beir on export {sum(theirs.values()) / len(theirs):.6f}  "
+        f"mtrbench eval {ours.scores['ndcg_at_10']:.6f}"
+    )
     assert ours.truncation["truncated"] > 50  # the premise: truncation matters here
     assert_same_ndcg(ours, theirs_rounded, theirs)
 
 
 def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_path):
     out = tmp_path / "beir"
-    mtrbench("export", str(native_mini), "--format", "beir", "--history", "questions", "--out", str(out),
-             "--truncate", "none")
+    mtrbench(
+        "export",
+        str(native_mini),
+        "--format",
+        "beir",
+        "--history",
+        "questions",
+        "--out",
+        str(out),
+        "--truncate",
+        "none",
+    )
     text = {r["_id"]: r["text"] for r in map(json.loads, (out / "queries.jsonl").read_text().splitlines())}
     assert text["c1_1"] == "How deep is Lake Varnholm?"
     assert text["c1_2"] == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
     # BM25 on the export (sidecar removed: the text is the query) equals eval --history questions on the task
     (out / "conversations.jsonl").unlink()
-    [on_export] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions.of(show_progress=False))
-    [on_task] = run_eval("bm25", str(native_mini), EvalConfig(histories=["questions"], output_dir=tmp_path / "b"),
-                         RetrieverOptions.of(show_progress=False))
+    [on_export] = run_eval(
+        "bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions.of(show_progress=False)
+    )
+    [on_task] = run_eval(
+        "bm25",
+        str(native_mini),
+        EvalConfig(histories=["questions"], output_dir=tmp_path / "b"),
+        RetrieverOptions.of(show_progress=False),
+    )
     assert on_export.scores == pytest.approx(on_task.scores, abs=1e-12)
 
 
 def test_export_rejects_max_length_without_a_model(native_mini, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "export", str(native_mini), "--format", "beir",
-                           "--max-length", "64", "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "export",
+            str(native_mini),
+            "--format",
+            "beir",
+            "--max-length",
+            "64",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error:") and "--model" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -198,7 +236,8 @@ def test_hf_export_is_hub_ready_and_round_trips(tmp_path):
     assert corpus["_id"] == original.corpus.ids and corpus["text"] == original.corpus.texts
     assert queries["_id"] == [q.qid for q in original.queries]
     assert sorted(zip(qrels["query-id"], qrels["corpus-id"], qrels["score"])) == sorted(
-        (q.qid, d, g) for q in original.queries for d, g in q.qrels.items())
+        (q.qid, d, g) for q in original.queries for d, g in q.qrels.items()
+    )
     row = conversations[2]  # geo-01_3: meta is a struct, not a JSON string
     assert row["_id"] == "geo-01_3" and row["turn_id"] == 3 and len(row["history"]) == 4
     assert row["meta"]["switch_turn"] == original.queries[2].meta["switch_turn"]
@@ -214,9 +253,12 @@ def test_hf_export_is_hub_ready_and_round_trips(tmp_path):
     # mtrbench reads it back: same queries, same scores as the original task
     again = load_task(str(out))
     assert [(q.qid, q.history, q.query, q.gold_rewrite, q.answers, q.qrels, q.meta) for q in again.queries] == [
-        (q.qid, q.history, q.query, q.gold_rewrite, q.answers, q.qrels, q.meta) for q in original.queries]
+        (q.qid, q.history, q.query, q.gold_rewrite, q.answers, q.qrels, q.meta) for q in original.queries
+    ]
     [a] = run_eval("bm25", str(out), EvalConfig(output_dir=tmp_path / "a"), RetrieverOptions.of(show_progress=False))
-    [b] = run_eval("bm25", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "b"), RetrieverOptions.of(show_progress=False))
+    [b] = run_eval(
+        "bm25", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "b"), RetrieverOptions.of(show_progress=False)
+    )
     assert a.scores == b.scores and a.n_evaluated == b.n_evaluated == 214
 
 
@@ -237,7 +279,8 @@ def test_eval_reads_an_hf_export_through_the_cli(native_mini, tmp_path):
     proc = mtrbench("eval", "--model", "bm25", "--task", str(out), "--output-dir", str(tmp_path / "r"), "--quiet")
     [result] = (tmp_path / "r").rglob("hf.json")
     document = json.loads(result.read_text())
-    [expected] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "o"),
-                          RetrieverOptions.of(show_progress=False))
+    [expected] = run_eval(
+        "bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "o"), RetrieverOptions.of(show_progress=False)
+    )
     assert document["scores"]["test"][0]["ndcg_at_10"] == pytest.approx(expected.scores["ndcg_at_10"], abs=1e-12)
     assert proc.returncode == 0

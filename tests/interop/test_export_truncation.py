@@ -15,16 +15,23 @@ def whole_texts(task_path) -> dict[str, str]:
     """Each query as eval's defaults serialize it (history full: "User: "/"Agent: " messages, one a line, then
     the question; a first turn is the bare question), untruncated: written out here by hand."""
     prefix = {"user": "User: ", "assistant": "Agent: "}
-    return {q.qid: "\n".join([*(prefix[m.role] + m.content for m in q.history), "User: " + q.query])
-            if q.history else q.query for q in load_task(str(task_path)).queries}
+    return {
+        q.qid: "\n".join([*(prefix[m.role] + m.content for m in q.history), "User: " + q.query])
+        if q.history
+        else q.query
+        for q in load_task(str(task_path)).queries
+    }
 
 
-@pytest.mark.parametrize("extra, message", [
-    ([], "without --model it cannot truncate as `mtrbench eval` does"),
-    (["--truncate", "left"], "--truncate left needs --model"),
-    (["--max-length", "64", "--truncate", "none"], "--max-length needs --model"),
-    (["--model", "no-such-model-xyz"], "no-such-model-xyz"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "without --model it cannot truncate as `mtrbench eval` does"),
+        (["--truncate", "left"], "--truncate left needs --model"),
+        (["--max-length", "64", "--truncate", "none"], "--max-length needs --model"),
+        (["--model", "no-such-model-xyz"], "no-such-model-xyz"),
+    ],
+)
 @pytest.mark.parametrize("fmt", ["beir", "hf"])
 def test_export_without_a_model_needs_an_explicit_truncate_none(native_mini, tmp_path, capsys, fmt, extra, message):
     out = tmp_path / "out"
@@ -74,8 +81,24 @@ def test_mtr_export_follows_the_protocols_serialization(shared, tmp_path, capsys
     data = shared / "datasets/fixtures/mtr/mtr-qwen35-fp8-12turn"
     out = tmp_path / "beir"
     extra = ["--protocol", protocol] if protocol else []
-    assert main(["export", "mtr-bench", "--data-dir", str(data), "--format", "beir", "--out", str(out),
-                 "--truncate", "none", *extra]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "mtr-bench",
+                "--data-dir",
+                str(data),
+                "--format",
+                "beir",
+                "--out",
+                str(out),
+                "--truncate",
+                "none",
+                *extra,
+            ]
+        )
+        == 0
+    )
     texts = {r["_id"]: r["text"] for r in map(json.loads, (out / "queries.jsonl").read_text().splitlines())}
     queries = load_task("mtr-bench", data_dir=data).queries
     first = [q for q in queries if not q.history]
@@ -90,10 +113,40 @@ def test_mtr_export_follows_the_protocols_serialization(shared, tmp_path, capsys
 
 
 def test_an_unknown_protocol_is_one_error_line_before_loading(native_mini, tmp_path, capsys):
-    assert main(["export", str(native_mini), "--format", "beir", "--out", str(tmp_path / "o"), "--truncate", "none",
-                 "--protocol", "offical"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                str(native_mini),
+                "--format",
+                "beir",
+                "--out",
+                str(tmp_path / "o"),
+                "--truncate",
+                "none",
+                "--protocol",
+                "offical",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "offical" in err
-    assert main(["export", str(native_mini), "--format", "beir", "--out", str(tmp_path / "o"), "--truncate", "none",
-                 "--protocol", "official"]) == 2  # a task without an official protocol
+    assert (
+        main(
+            [
+                "export",
+                str(native_mini),
+                "--format",
+                "beir",
+                "--out",
+                str(tmp_path / "o"),
+                "--truncate",
+                "none",
+                "--protocol",
+                "official",
+            ]
+        )
+        == 2
+    )  # a task without an official protocol
     assert "has no official protocol" in capsys.readouterr().err

@@ -17,9 +17,9 @@ import pytrec_eval
 # mteb creates its result cache folder when imported; keep it out of the user's home.
 os.environ.setdefault("MTEB_CACHE", str(Path(tempfile.gettempdir()) / "mtrbench-tests-mteb-cache"))
 
+from mtrbench.formats.run import read_run  # noqa: E402
 from mtrbench.infra.errors import MtrbenchError  # noqa: E402
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval  # noqa: E402
-from mtrbench.formats.run import read_run  # noqa: E402
 from mtrbench.retrieve import RetrieverOptions  # noqa: E402
 
 try:
@@ -70,8 +70,9 @@ def test_missing_mteb_is_a_one_line_error(monkeypatch):
 
 
 def test_result_json_loads_as_mteb_task_result(mm, native_mini, tmp_path):
-    [result] = run_eval("bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results"),
-                        RetrieverOptions.of(show_progress=False))
+    [result] = run_eval(
+        "bm25", str(native_mini), EvalConfig(output_dir=tmp_path / "results"), RetrieverOptions.of(show_progress=False)
+    )
     path = result.path
     document = json.loads(path.read_text())
     loaded = mteb.TaskResult.from_disk(path)
@@ -109,9 +110,16 @@ def test_result_json_without_mteb_claims_a_version_its_reader_loads_as_is(monkey
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(writer.metadata, "version", not_installed)
-    document = writer.result_document(task_name="a-task-mteb-does-not-know", dataset_revision=None, split="test",
-                                      languages=["eng"], main_score_key="ndcg_at_10", scores={"ndcg_at_10": 0.25},
-                                      evaluation_time=1.0, extra={"date": "2026-01-02T03:04:05Z"})
+    document = writer.result_document(
+        task_name="a-task-mteb-does-not-know",
+        dataset_revision=None,
+        split="test",
+        languages=["eng"],
+        main_score_key="ndcg_at_10",
+        scores={"ndcg_at_10": 0.25},
+        evaluation_time=1.0,
+        extra={"date": "2026-01-02T03:04:05Z"},
+    )
     assert document["mteb_version"] == writer.MTEB_RESULT_FORMAT_VERSION
     path = tmp_path / "a-task-mteb-does-not-know.json"
     path.write_text(json.dumps(document))
@@ -128,11 +136,18 @@ def test_result_json_without_mteb_claims_a_version_its_reader_loads_as_is(monkey
 def test_tasks_exclude_queries_without_positives_like_mtrbench_eval(mm, native_mini, tmp_path):
     folder = tmp_path / "mini-plus"
     shutil.copytree(native_mini, folder)
-    extra = {"conversation_id": "c2", "messages": [
-        {"role": "user", "content": "Tell me about the bridge.", "qrels": [{"doc_id": "orrin-open", "score": 0}]},
-        {"role": "assistant", "content": "Which one?"},
-        {"role": "user", "content": "When did the Orrin bridge open?",
-         "qrels": [{"doc_id": "orrin-open", "score": 1}]}]}
+    extra = {
+        "conversation_id": "c2",
+        "messages": [
+            {"role": "user", "content": "Tell me about the bridge.", "qrels": [{"doc_id": "orrin-open", "score": 0}]},
+            {"role": "assistant", "content": "Which one?"},
+            {
+                "role": "user",
+                "content": "When did the Orrin bridge open?",
+                "qrels": [{"doc_id": "orrin-open", "score": 1}],
+            },
+        ],
+    }
     with (folder / "conversations" / "test.jsonl").open("a") as handle:
         handle.write(json.dumps(extra) + "\n")
     gold = judged(folder)
@@ -157,8 +172,9 @@ def test_tasks_exclude_queries_without_positives_like_mtrbench_eval(mm, native_m
     text = dict(zip(data["queries"]["id"], data["queries"]["text"]))["c2_2"]
     assert text == "User: Tell me about the bridge.\nUser: When did the Orrin bridge open?"
 
-    [ours] = run_eval("bm25", str(folder), EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions.of(show_progress=False))
+    [ours] = run_eval(
+        "bm25", str(folder), EvalConfig(output_dir=tmp_path / "results"), RetrieverOptions.of(show_progress=False)
+    )
     assert task.excluded_without_positives == {"test": ours.n_excluded} == {"test": 2}
 
 
@@ -173,7 +189,8 @@ def test_every_retrieval_card_makes_valid_mteb_metadata(mm):
     official_texts = {c.name for c in cards if c.official_protocol == "mtr-suite" and c.protocol == "official"}
     assert official_texts  # mtr-bench, mtr-bench-8turn
     assert [t.metadata.name for t in tasks] == [
-        card.name + ("__protocol=official" if card.name in official_texts else "") for card in cards]
+        card.name + ("__protocol=official" if card.name in official_texts else "") for card in cards
+    ]
     assert len(tasks) >= 20
     for task, card in zip(tasks, cards):
         md = task.metadata
@@ -187,8 +204,10 @@ def test_every_retrieval_card_makes_valid_mteb_metadata(mm):
 
 def test_binary_measures_use_the_cards_relevance_level(mm, native_mini, tmp_path):
     card = tmp_path / "graded.yaml"
-    card.write_text(f"name: graded\ndescription: judged at level 2\nformat: mtrbench\nsource:\n  path: {native_mini}\n"
-                    f"splits: [test]\neval_split: test\nk_values: [1, 10]\nrelevance_level: 2\n")
+    card.write_text(
+        f"name: graded\ndescription: judged at level 2\nformat: mtrbench\nsource:\n  path: {native_mini}\n"
+        f"splits: [test]\neval_split: test\nk_values: [1, 10]\nrelevance_level: 2\n"
+    )
     [task] = mm.get_tasks([str(card)], truncate="none")
     qrels = {"q": {"a": 1, "b": 2}}
     run = {"q": {"a": 0.9, "b": 0.5, "c": 0.1}}
@@ -228,8 +247,12 @@ def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     """Same model, serialization (history=full, left truncation), corpus text and qrels. Both paths run at
     64 tokens (a quarter of MiniLM's 256) to cut the encoding time on 2 CPU cores; more queries get truncated."""
     max_length = 64
-    [ours] = run_eval("minilm", "mtrbench-sample", EvalConfig(output_dir=tmp_path / "results"),
-                      RetrieverOptions.of(device="cpu", show_progress=False, max_length=max_length))
+    [ours] = run_eval(
+        "minilm",
+        "mtrbench-sample",
+        EvalConfig(output_dir=tmp_path / "results"),
+        RetrieverOptions.of(device="cpu", show_progress=False, max_length=max_length),
+    )
     document = json.loads(ours.path.read_text())
 
     model = minilm.model
@@ -237,9 +260,14 @@ def test_mteb_evaluate_gives_the_ndcg_of_mtrbench_eval(mm, minilm, tmp_path):
     model.max_seq_length = max_length  # the session fixture: restored below
     try:
         tasks = mm.get_tasks(["mtrbench-sample"], model=model, history="full", truncate="left", max_length=max_length)
-        outcome = mteb.evaluate(model, tasks, cache=None, show_progress_bar=False,
-                                encode_kwargs={"batch_size": 32, "show_progress_bar": False},
-                                prediction_folder=tmp_path / "predictions")
+        outcome = mteb.evaluate(
+            model,
+            tasks,
+            cache=None,
+            show_progress_bar=False,
+            encode_kwargs={"batch_size": 32, "show_progress_bar": False},
+            prediction_folder=tmp_path / "predictions",
+        )
     finally:
         model.max_seq_length = saved
     [theirs] = outcome.task_results

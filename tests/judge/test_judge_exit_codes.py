@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 
 # native-mini, 5 user turns, c1_5 without gold: the audit asks 5 alignment items (c1_4 has two gold
@@ -21,9 +21,20 @@ AUDIT_ITEMS = 17
 
 
 def judges_file(path: Path, base_url: str, names: list[str]) -> str:
-    judges = [{"name": n, "model": n, "base_url": base_url, "api_key_env": "MTRBENCH_EXIT_TEST_KEY",
-               "max_retries": 0, "parse_retries": 0, "max_failures_in_a_row": 1000, "concurrency": 2,
-               "timeout_s": 20} for n in names]
+    judges = [
+        {
+            "name": n,
+            "model": n,
+            "base_url": base_url,
+            "api_key_env": "MTRBENCH_EXIT_TEST_KEY",
+            "max_retries": 0,
+            "parse_retries": 0,
+            "max_failures_in_a_row": 1000,
+            "concurrency": 2,
+            "timeout_s": 20,
+        }
+        for n in names
+    ]
     path.write_text(json.dumps({"judges": judges}))
     return str(path)
 
@@ -33,8 +44,20 @@ def always(status: int):
 
 
 def audit_args(native_mini, tmp_path, judges: str, *extra: str) -> list[str]:
-    return ["audit", str(native_mini), "--judges", judges, "--negatives", "2", "--output-dir",
-            str(tmp_path / "audit"), "--no-llm-cache", "--yes", "--quiet", *extra]
+    return [
+        "audit",
+        str(native_mini),
+        "--judges",
+        judges,
+        "--negatives",
+        "2",
+        "--output-dir",
+        str(tmp_path / "audit"),
+        "--no-llm-cache",
+        "--yes",
+        "--quiet",
+        *extra,
+    ]
 
 
 def test_audit_exits_1_when_every_request_failed(native_mini, tmp_path, monkeypatch, capsys):
@@ -76,8 +99,9 @@ def test_assess_exits_1_when_every_request_failed(native_mini, tmp_path, capsys)
     import importlib.util
 
     # the assess tests' own argument builder, loaded by path: it lives in tests/assess/
-    spec = importlib.util.spec_from_file_location("assess_tests", Path(__file__).resolve().parents[1] / "assess" /
-                                                  "test_assess.py")
+    spec = importlib.util.spec_from_file_location(
+        "assess_tests", Path(__file__).resolve().parents[1] / "assess" / "test_assess.py"
+    )
     assess_tests = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(assess_tests)
     assess_args = assess_tests.assess_args
@@ -96,8 +120,17 @@ def test_assess_exits_1_when_every_request_failed(native_mini, tmp_path, capsys)
     assert "judge 'agent' failed on 16 of 16 items" in line
 
 
-@pytest.mark.parametrize("failed,total,limit,over", [(0, 8, 0.25, False), (2, 8, 0.25, False), (3, 8, 0.25, True),
-                                                     (8, 8, 1.0, False), (1, 8, 0.0, True), (0, 0, 0.0, False)])
+@pytest.mark.parametrize(
+    "failed,total,limit,over",
+    [
+        (0, 8, 0.25, False),
+        (2, 8, 0.25, False),
+        (3, 8, 0.25, True),
+        (8, 8, 1.0, False),
+        (1, 8, 0.0, True),
+        (0, 0, 0.0, False),
+    ],
+)
 def test_over_limit_means_strictly_more_than_the_share(failed, total, limit, over):
     from mtrbench.llm.failure_rate import JudgeFailures, over_limit
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from statistics import fmean
 
 import pytest
+from llm_server import Reply, ScriptedChatServer
 from scipy.stats import pointbiserialr
 
-from llm_server import Reply, ScriptedChatServer
+from mtrbench.analyses.report import ragalign_report
 from mtrbench.cli import main
 from mtrbench.data import load_task
 from mtrbench.formats.run import read_run
@@ -25,7 +26,6 @@ from mtrbench.formats.verdicts import read_generation_judgments
 from mtrbench.judge.api import ragalign_from_verdicts
 from mtrbench.judge.table import rad_bench_tables
 from mtrbench.measures import evaluate, parse
-from mtrbench.analyses.report import ragalign_report
 
 SECRET = "sk-test-JUDGE-0123456789abcdef"
 KEY_ENV = "MTRBENCH_JUDGE_TEST_KEY"
@@ -62,9 +62,24 @@ class ScriptedJudge:
 
 
 def write_judges(path: Path, base_url: str, model: str = "judge-m") -> Path:
-    path.write_text(json.dumps({"judges": [{"name": "j", "model": model, "base_url": base_url,
-                                            "api_key_env": KEY_ENV, "parse_retries": 1, "max_retries": 0,
-                                            "concurrency": 2, "timeout_s": 20}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "judges": [
+                    {
+                        "name": "j",
+                        "model": model,
+                        "base_url": base_url,
+                        "api_key_env": KEY_ENV,
+                        "parse_retries": 1,
+                        "max_retries": 0,
+                        "concurrency": 2,
+                        "timeout_s": 20,
+                    }
+                ]
+            }
+        )
+    )
     return path
 
 
@@ -89,9 +104,27 @@ def test_rating_with_malformed_replies(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     with ScriptedChatServer(judge, with_headers=False) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
-                     "--measures", "TokenF1", "--judges", str(judges), "--llm-cache", str(tmp_path / "c.sqlite"),
-                     "--output-dir", str(out), "--yes", "--quiet"])
+        code = main(
+            [
+                "judge",
+                "run",
+                str(GENERATIONS),
+                "--task",
+                "mtrbench-sample",
+                "--judge",
+                "rating",
+                "--measures",
+                "TokenF1",
+                "--judges",
+                str(judges),
+                "--llm-cache",
+                str(tmp_path / "c.sqlite"),
+                "--output-dir",
+                str(out),
+                "--yes",
+                "--quiet",
+            ]
+        )
         assert code == 0
         assert server.request_count == 1 + 2 + 2 + 1
         headers = server.headers
@@ -121,9 +154,29 @@ def test_rating_with_malformed_replies(tmp_path, monkeypatch, capsys):
     judge.script[a["geo-01_3"]] = ["Rating: [[5]]"]
     with ScriptedChatServer(judge) as server:
         write_judges(tmp_path / "judges.json", server.base_url)
-        assert main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
-                     "--measures", "", "--judges", str(judges), "--no-llm-cache", "--output-dir", str(out),
-                     "--yes", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "run",
+                    str(GENERATIONS),
+                    "--task",
+                    "mtrbench-sample",
+                    "--judge",
+                    "rating",
+                    "--measures",
+                    "",
+                    "--judges",
+                    str(judges),
+                    "--no-llm-cache",
+                    "--output-dir",
+                    str(out),
+                    "--yes",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert server.request_count == 1
     assert {r["qid"]: r["rating"] for r in read_jsonl(out / "ratings.jsonl")} == {**ratings, "geo-01_3": 5}
 
@@ -132,8 +185,25 @@ def test_dry_run_sends_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_ENV, SECRET)
     with ScriptedChatServer(["Rating: [[5]]"]) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        assert main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "verdict",
-                     "--judges", str(judges), "--output-dir", str(tmp_path / "o"), "--dry-run"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "run",
+                    str(GENERATIONS),
+                    "--task",
+                    "mtrbench-sample",
+                    "--judge",
+                    "verdict",
+                    "--judges",
+                    str(judges),
+                    "--output-dir",
+                    str(tmp_path / "o"),
+                    "--dry-run",
+                ]
+            )
+            == 0
+        )
         assert server.request_count == 0
     assert "dry run: 4 requests" in capsys.readouterr().out
 
@@ -142,23 +212,50 @@ def test_verdicts_feed_ragalign_like_the_file_path(tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, SECRET)
     a = answers()
     intended = {"geo-01_1": 1, "geo-01_2": 0, "geo-01_4": 1}
-    script = {a[q]: [f"Checked against the reference.\nVerdict: [[{'CORRECT' if v else 'INCORRECT'}]]"]
-              for q, v in intended.items()}
+    script = {
+        a[q]: [f"Checked against the reference.\nVerdict: [[{'CORRECT' if v else 'INCORRECT'}]]"]
+        for q, v in intended.items()
+    }
     script[a["geo-01_2"]].insert(0, "Hard to say; partly right.")  # unreadable once, then answered
     script[a["geo-01_3"]] = ["Verdict: [[CORRECT]] or maybe\nVerdict: [[INCORRECT]] [[CORRECT]]"]  # conflicting
     judge = ScriptedJudge(script)
     out = tmp_path / "out"
     # a retrieval run of its own: gold first for turn 1, second for turn 2, absent for turn 4
     run_file = tmp_path / "run.trec"
-    run_file.write_text("geo-01_1 Q0 geo-varnholm-formation 1 9 r\ngeo-01_1 Q0 geo-halvard-history 2 8 r\n"
-                        "geo-01_2 Q0 geo-halvard-history 1 9 r\ngeo-01_2 Q0 geo-varnholm-dimensions 2 8 r\n"
-                        "geo-01_4 Q0 geo-varnholm-formation 1 9 r\ngeo-01_4 Q0 geo-halvard-design 2 8 r\n")
+    run_file.write_text(
+        "geo-01_1 Q0 geo-varnholm-formation 1 9 r\ngeo-01_1 Q0 geo-halvard-history 2 8 r\n"
+        "geo-01_2 Q0 geo-halvard-history 1 9 r\ngeo-01_2 Q0 geo-varnholm-dimensions 2 8 r\n"
+        "geo-01_4 Q0 geo-varnholm-formation 1 9 r\ngeo-01_4 Q0 geo-halvard-design 2 8 r\n"
+    )
     with ScriptedChatServer(judge) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        assert main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "verdict",
-                     "--measures", "", "--ragalign", "RAGAlign@1,RAGAlign@2(of=nDCG)", "--run", str(run_file),
-                     "--judges", str(judges),
-                     "--no-llm-cache", "--output-dir", str(out), "--yes", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "run",
+                    str(GENERATIONS),
+                    "--task",
+                    "mtrbench-sample",
+                    "--judge",
+                    "verdict",
+                    "--measures",
+                    "",
+                    "--ragalign",
+                    "RAGAlign@1,RAGAlign@2(of=nDCG)",
+                    "--run",
+                    str(run_file),
+                    "--judges",
+                    str(judges),
+                    "--no-llm-cache",
+                    "--output-dir",
+                    str(out),
+                    "--yes",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
     # the file-based path reads what judge wrote
     from_file = read_generation_judgments(out / "verdicts.jsonl")
     assert from_file == intended  # the conflicting turn is a failure, absent
@@ -182,15 +279,24 @@ def test_undefined_correlation_is_not_nan():
     task = load_task("mtrbench-sample")
     qids = ["geo-01_1", "geo-01_2", "geo-01_3"]
     run = {q: {next(iter(task.qrels()[q])): 1.0} for q in qids}
-    got = ragalign_from_verdicts({"geo-01_1": 1, "geo-01_2": 0, "geo-01_3": 1}, task, run,
-                                 [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids)
+    got = ragalign_from_verdicts(
+        {"geo-01_1": 1, "geo-01_2": 0, "geo-01_3": 1},
+        task,
+        run,
+        [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")],
+        qids=qids,
+    )
     assert got["ragalign_ndcg_at_1"]["value"] is None and "constant" in got["ragalign_ndcg_at_1"]["note"]
     assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3) and got["ragalign_at_1"]["missing_generation"] == 0
     # the other constant: every verdict CORRECT (a good generator) is an undefined r too, not a refusal to score
-    run = {"geo-01_1": {next(iter(task.qrels()["geo-01_1"])): 1.0}, "geo-01_2": {"no-such-doc": 1.0},
-           "geo-01_3": {next(iter(task.qrels()["geo-01_3"])): 1.0}}
-    got = ragalign_from_verdicts({q: 1 for q in qids}, task, run,
-                                 [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids)
+    run = {
+        "geo-01_1": {next(iter(task.qrels()["geo-01_1"])): 1.0},
+        "geo-01_2": {"no-such-doc": 1.0},
+        "geo-01_3": {next(iter(task.qrels()["geo-01_3"])): 1.0},
+    }
+    got = ragalign_from_verdicts(
+        {q: 1 for q in qids}, task, run, [parse("RAGAlign@1(of=nDCG)"), parse("RAGAlign@1")], qids=qids
+    )
     assert got["ragalign_ndcg_at_1"]["value"] is None and "constant" in got["ragalign_ndcg_at_1"]["note"]
     assert got["ragalign_ndcg_at_1"]["n"] == 3 and got["ragalign_ndcg_at_1"]["p_value"] is None
     assert got["ragalign_at_1"]["value"] == pytest.approx(2 / 3)  # Hit@1 = 1, 0, 1 against 1, 1, 1
@@ -215,8 +321,24 @@ def test_rad_bench_answers_rated_and_aggregated(shared, tmp_path, monkeypatch):
     out = tmp_path / "out"
     with ScriptedChatServer(judge) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        assert main(["judge", "rad-bench", "--answers", str(data), "--judges", str(judges), "--no-llm-cache",
-                     "--output-dir", str(out), "--yes", "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "rad-bench",
+                    "--answers",
+                    str(data),
+                    "--judges",
+                    str(judges),
+                    "--no-llm-cache",
+                    "--output-dir",
+                    str(out),
+                    "--yes",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert server.request_count == len(answers_by_key)
     records = read_jsonl(out / "rad_judgments.jsonl")
     assert {(r["model"], r["question_id"], r["turn"]): r["score"] for r in records} == intended
@@ -227,25 +349,46 @@ def test_rad_bench_answers_rated_and_aggregated(shared, tmp_path, monkeypatch):
         per_category = {}
         for category in ("academic", "customer", "travel"):
             turns = sorted({k[2] for k in intended if k[0] == model and f"_{category}_" in k[1]})
-            per_category[category] = fmean(fmean(v for k, v in intended.items()
-                                                  if k[0] == model and f"_{category}_" in k[1] and k[2] == t)
-                                           for t in turns)
+            per_category[category] = fmean(
+                fmean(v for k, v in intended.items() if k[0] == model and f"_{category}_" in k[1] and k[2] == t)
+                for t in turns
+            )
         assert table[model] == pytest.approx({**per_category, "average": fmean(per_category.values())})
     # scenario prompts: travel turn 1 shows no reference, RS turn 2 shows the reference for turn 1
     travel_1 = judge.contents[(questions["TR_travel_00"][0], answers_by_key[("model-a", "TR_travel_00", 1)])]
     assert "[Reference" not in travel_1 and "travel plan" in travel_1
     rs_2 = judge.contents[(questions["RS_academic_00"][1], answers_by_key[("model-a", "RS_academic_00", 2)])]
-    refs = {r["question_id"]: r["choices"][0]["turns"]
-            for r in read_jsonl(data / "reference_answer/reference_ans_model.jsonl")}
+    refs = {
+        r["question_id"]: r["choices"][0]["turns"]
+        for r in read_jsonl(data / "reference_answer/reference_ans_model.jsonl")
+    }
     assert f"Reference answer (turn 1): {refs['RS_academic_00'][0]}" in rs_2
     assert f"[Reference knowledge points]\n{refs['RS_academic_00'][1]}" in rs_2
 
 
 def test_missing_key_for_a_remote_judge_is_one_error(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("MTRBENCH_JUDGE_ABSENT_KEY", raising=False)
-    code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
-                 "--llm-model", "gpt-4o", "--llm-base-url", "https://api.example.invalid/v1", "--api-key-env",
-                 "MTRBENCH_JUDGE_ABSENT_KEY", "--output-dir", str(tmp_path / "o"), "--yes", "--quiet"])
+    code = main(
+        [
+            "judge",
+            "run",
+            str(GENERATIONS),
+            "--task",
+            "mtrbench-sample",
+            "--judge",
+            "rating",
+            "--llm-model",
+            "gpt-4o",
+            "--llm-base-url",
+            "https://api.example.invalid/v1",
+            "--api-key-env",
+            "MTRBENCH_JUDGE_ABSENT_KEY",
+            "--output-dir",
+            str(tmp_path / "o"),
+            "--yes",
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("error: environment variable MTRBENCH_JUDGE_ABSENT_KEY is not set")
 
@@ -255,15 +398,35 @@ def test_judge_run_exits_1_past_max_failure_rate_and_still_writes_scores(tmp_pat
     written; the mean covers only the parsed rating. --max-failure-rate 0.75 accepts the same replies (exit 0)."""
     monkeypatch.setenv(KEY_ENV, SECRET)
     a = answers()
-    script = {a["geo-01_1"]: ["Rating: [[7]]"], **{a[q]: ["No rating here, sorry."] for q in
-                                                   ("geo-01_2", "geo-01_3", "geo-01_4")}}
+    script = {
+        a["geo-01_1"]: ["Rating: [[7]]"],
+        **{a[q]: ["No rating here, sorry."] for q in ("geo-01_2", "geo-01_3", "geo-01_4")},
+    }
     for limit, expected_code in ((None, 1), ("0.75", 0)):
         out = tmp_path / f"out-{limit}"
         with ScriptedChatServer(ScriptedJudge(script)) as server:
             judges = write_judges(tmp_path / "judges.json", server.base_url)
-            code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
-                         "--measures", "", "--judges", str(judges), "--no-llm-cache", "--output-dir", str(out),
-                         "--yes", "--quiet", *(["--max-failure-rate", limit] if limit else [])])
+            code = main(
+                [
+                    "judge",
+                    "run",
+                    str(GENERATIONS),
+                    "--task",
+                    "mtrbench-sample",
+                    "--judge",
+                    "rating",
+                    "--measures",
+                    "",
+                    "--judges",
+                    str(judges),
+                    "--no-llm-cache",
+                    "--output-dir",
+                    str(out),
+                    "--yes",
+                    "--quiet",
+                    *(["--max-failure-rate", limit] if limit else []),
+                ]
+            )
         printed = capsys.readouterr()
         assert code == expected_code
         errors = [line for line in printed.err.splitlines() if line.startswith("error:")]
@@ -286,9 +449,28 @@ def test_verdicts_all_failing_with_ragalign_name_the_judge_failure(tmp_path, mon
     out = tmp_path / "out"
     with ScriptedChatServer(judge) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "verdict",
-                     "--measures", "", "--ragalign", "RAGAlign@1", "--judges", str(judges), "--no-llm-cache",
-                     "--output-dir", str(out), "--yes", "--quiet"])
+        code = main(
+            [
+                "judge",
+                "run",
+                str(GENERATIONS),
+                "--task",
+                "mtrbench-sample",
+                "--judge",
+                "verdict",
+                "--measures",
+                "",
+                "--ragalign",
+                "RAGAlign@1",
+                "--judges",
+                str(judges),
+                "--no-llm-cache",
+                "--output-dir",
+                str(out),
+                "--yes",
+                "--quiet",
+            ]
+        )
     err = capsys.readouterr().err
     assert code == 1
     errors = [line for line in err.splitlines() if line.startswith("error:")]
@@ -303,11 +485,51 @@ def test_timeout_and_max_retries_flags_override_the_judges_file(tmp_path, monkey
     slow = lambda body: Reply("Rating: [[5]]", delay_s=1.5)  # noqa: E731
     with ScriptedChatServer(slow) as server:
         judges = write_judges(tmp_path / "judges.json", server.base_url)
-        code = main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating",
-                     "--measures", "", "--judges", str(judges), "--no-llm-cache", "--output-dir", str(tmp_path / "o"),
-                     "--yes", "--quiet", "--timeout", "0.3", "--max-retries", "1", "--concurrency", "4"])
+        code = main(
+            [
+                "judge",
+                "run",
+                str(GENERATIONS),
+                "--task",
+                "mtrbench-sample",
+                "--judge",
+                "rating",
+                "--measures",
+                "",
+                "--judges",
+                str(judges),
+                "--no-llm-cache",
+                "--output-dir",
+                str(tmp_path / "o"),
+                "--yes",
+                "--quiet",
+                "--timeout",
+                "0.3",
+                "--max-retries",
+                "1",
+                "--concurrency",
+                "4",
+            ]
+        )
         assert server.request_count == 2 * 4
     assert code == 1 and "failed on 4 of 4 items" in capsys.readouterr().err
-    assert main(["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judge", "rating", "--judges",
-                 str(judges), "--timeout", "0", "--dry-run"]) == 2
+    assert (
+        main(
+            [
+                "judge",
+                "run",
+                str(GENERATIONS),
+                "--task",
+                "mtrbench-sample",
+                "--judge",
+                "rating",
+                "--judges",
+                str(judges),
+                "--timeout",
+                "0",
+                "--dry-run",
+            ]
+        )
+        == 2
+    )
     assert "--timeout is seconds per request and must be positive" in capsys.readouterr().err

@@ -23,9 +23,14 @@ def hand_table(lines: list[dict], drop_unparsable: bool = False) -> dict[str, di
         for category in ["academic", "news", "education", "finance", "customer", "travel"]:
             per_turn = []
             for turn in (1, 2, 3):
-                values = [r["score"] for r in lines if r["model"] == model and r["turn"] == turn
-                          and r["question_id"].split("_")[1] == category
-                          and not (drop_unparsable and r["score"] == -1)]
+                values = [
+                    r["score"]
+                    for r in lines
+                    if r["model"] == model
+                    and r["turn"] == turn
+                    and r["question_id"].split("_")[1] == category
+                    and not (drop_unparsable and r["score"] == -1)
+                ]
                 if values:
                     per_turn.append(sum(values) / len(values))
             if per_turn:
@@ -77,16 +82,35 @@ def test_unparsable_ratings_kept_as_released_or_dropped(shared, tmp_path):
 
 def test_bad_inputs_are_one_error_line(tmp_path):
     bad = tmp_path / "judg.jsonl"
-    bad.write_text('{"question_id": "RS_academic_00", "turn": 1, "type": "RS", "score": "high", "model": "m", '
-                   '"judge": ["gpt-4o", "RS-1-turn"]}\n')
+    bad.write_text(
+        '{"question_id": "RS_academic_00", "turn": 1, "type": "RS", "score": "high", "model": "m", '
+        '"judge": ["gpt-4o", "RS-1-turn"]}\n'
+    )
     with pytest.raises(MtrbenchError, match=r"judg\.jsonl record 0 \(RS_academic_00\): 'score'"):
         rad_bench_tables(bad)
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments",
-                           str(tmp_path / "absent"), "--output", str(tmp_path / "t.json")], capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mtrbench.cli",
+            "judge",
+            "rad-bench",
+            "--judgments",
+            str(tmp_path / "absent"),
+            "--output",
+            str(tmp_path / "t.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments", str(bad)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "--output" in proc.stderr
 
 
@@ -96,8 +120,13 @@ def test_category_score_is_mean_of_turn_means_not_flat_mean():
     academic: turn 1 [10] -> 10, turn 2 [2, 4, 6] -> 4; category (10 + 4) / 2 = 7 (flat mean 22/4 = 5.5)
     news: turn 1 [8, 6] -> 7, turn 2 [3] -> 3, turn 3 [5] -> 5; category 15/3 = 5 (flat mean 22/4 = 5.5)
     average (7 + 5) / 2 = 6."""
-    ratings = {("academic", 1): [10], ("academic", 2): [2, 4, 6],
-               ("news", 1): [8, 6], ("news", 2): [3], ("news", 3): [5]}
+    ratings = {
+        ("academic", 1): [10],
+        ("academic", 2): [2, 4, 6],
+        ("news", 1): [8, 6],
+        ("news", 2): [3],
+        ("news", 3): [5],
+    }
     rows = [Rated("m", c, t, s) for (c, t), scores in ratings.items() for s in scores]
     table = scenario_table(rows)
     assert table == {"m": pytest.approx({"academic": 7.0, "news": 5.0, "average": 6.0})}

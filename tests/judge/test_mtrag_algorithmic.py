@@ -32,15 +32,22 @@ def test_rouge_l_equals_the_stored_value_for_all_477_responses(responses):
 def _idk_verdict(row) -> float:
     """The idk_eval verdict behind the stored conditional_idk (1 = the response's idk behaviour was right): on
     an unanswerable or conversational turn right means it said "I don't know"; on any other turn, that it did not."""
-    return float(row["conditional_idk"]) if row["answerability"] in NO_ANSWER_EXPECTED \
+    return (
+        float(row["conditional_idk"])
+        if row["answerability"] in NO_ANSWER_EXPECTED
         else 1.0 - float(row["conditional_idk"])
+    )
 
 
 def test_rb_agg_with_idk_conditioning_reproduces_every_stored_value(responses):
     naive_differs = 0
     for row in responses:
-        metrics = {"BertscoreR": [row["BertscoreR"]], "RougeL_stemFalse": [row["RougeL"]],
-                   "BertKPrec": [row["BertKPrec"]], "Recall": [0.0]}
+        metrics = {
+            "BertscoreR": [row["BertscoreR"]],
+            "RougeL_stemFalse": [row["RougeL"]],
+            "BertKPrec": [row["BertKPrec"]],
+            "Recall": [0.0],
+        }
         plain = rb_agg(metrics)
         conditioned = idk_conditioned(plain, row["answerability"], _idk_verdict(row))
         assert conditioned == pytest.approx(row["rb_agg"], abs=1e-12), row["task_id"]
@@ -51,11 +58,13 @@ def test_rb_agg_with_idk_conditioning_reproduces_every_stored_value(responses):
 def test_rb_agg_formula_and_its_official_fallbacks():
     a, b, c = (0.6 + 1) / 2, 0.5, (0.2 + 1) / 2
     expected = 3 * a * b * c / (a * b + a * c + b * c)
-    assert rb_agg({"BertscoreR": [0.6], "RougeL_stemFalse": [0.5], "BertKPrec": [0.1, None, 0.2]}) == \
-        pytest.approx(expected)
+    assert rb_agg({"BertscoreR": [0.6], "RougeL_stemFalse": [0.5], "BertKPrec": [0.1, None, 0.2]}) == pytest.approx(
+        expected
+    )
     # no BertscoreR: the token Recall stands in for a
-    assert rb_agg({"Recall": [0.8], "RougeL_stemFalse": [0.5], "BertKPrec": [0.2]}) == \
-        pytest.approx(harmonic_mean_of_three(0.8, 0.5, 0.6))
+    assert rb_agg({"Recall": [0.8], "RougeL_stemFalse": [0.5], "BertKPrec": [0.2]}) == pytest.approx(
+        harmonic_mean_of_three(0.8, 0.5, 0.6)
+    )
     assert rb_agg({"BertscoreR": [0.6], "RougeL_stemFalse": [0.5]}) == 0  # no passage: c = 0
     assert rb_agg({"BertscoreR": [0.6], "RougeL_stemFalse": [0.0], "BertKPrec": [0.9]}) == 0
     assert rb_agg({"BertscoreR": [-1.0], "RougeL_stemFalse": [0.4], "BertKPrec": [0.9]}) == 0  # a = (-1+1)/2
@@ -78,30 +87,36 @@ def test_extractiveness_is_one_for_a_copied_passage_else_rouge_l():
     assert length("héllo") == 5
 
 
-@pytest.mark.parametrize("answerability,idk,clarification,value,expected,expected_underspecified", [
-    ("UNANSWERABLE", 1, 0, 0.3, 1, 1),
-    ("UNANSWERABLE", 0.5, 0, 0.3, 0, 0),
-    ("CONVERSATIONAL", 0, 0, 0.3, 0, 0),
-    ("UNANSWERABLE", None, 0, 0.3, 0.3, 0.3),  # the official "unknown" matches no branch
-    ("ANSWERABLE", 1, 0, 0.3, 0, 0),
-    ("PARTIAL", 0.5, 0, 0.3, 0.3, 0.3),
-    ("ANSWERABLE", 0, 1, 0.3, 0.3, 0.3),
-    ("UNDERSPECIFIED", 0, 1, 0.3, 0.3, 1),
-    ("UNDERSPECIFIED", 1, 0.5, 0.3, 0, 0),
-])
-def test_conditioning_follows_the_official_branches(answerability, idk, clarification, value, expected,
-                                                    expected_underspecified):
+@pytest.mark.parametrize(
+    "answerability,idk,clarification,value,expected,expected_underspecified",
+    [
+        ("UNANSWERABLE", 1, 0, 0.3, 1, 1),
+        ("UNANSWERABLE", 0.5, 0, 0.3, 0, 0),
+        ("CONVERSATIONAL", 0, 0, 0.3, 0, 0),
+        ("UNANSWERABLE", None, 0, 0.3, 0.3, 0.3),  # the official "unknown" matches no branch
+        ("ANSWERABLE", 1, 0, 0.3, 0, 0),
+        ("PARTIAL", 0.5, 0, 0.3, 0.3, 0.3),
+        ("ANSWERABLE", 0, 1, 0.3, 0.3, 0.3),
+        ("UNDERSPECIFIED", 0, 1, 0.3, 0.3, 1),
+        ("UNDERSPECIFIED", 1, 0.5, 0.3, 0, 0),
+    ],
+)
+def test_conditioning_follows_the_official_branches(
+    answerability, idk, clarification, value, expected, expected_underspecified
+):
     assert idk_conditioned(value, answerability, idk) == expected
     assert idk_underspecified_conditioned(value, answerability, idk, clarification) == expected_underspecified
 
 
 def test_task_c_harmonic_mean_matches_h_rag_and_summary_groups_by_class():
     assert round(harmonic_mean([0.2488, 0.2703, 0.6508]), 4) == 0.3241  # H-RAG's reported Task C score
-    summary = summarize([
-        ("ANSWERABLE", {"RB_agg": [0.4], "RL_F": [0.5], "RB_llm": [0.8], "BertKPrec": [0.2, 0.4]}),
-        ("ANSWERABLE", {"RB_agg": [0.2], "RL_F": [math.nan], "RB_llm": [0.6], "BertKPrec": [0.0]}),
-        ("UNANSWERABLE", {"RB_agg": [0.0], "RL_F": [1.0], "RB_llm": [0.4]}),
-    ])
+    summary = summarize(
+        [
+            ("ANSWERABLE", {"RB_agg": [0.4], "RL_F": [0.5], "RB_llm": [0.8], "BertKPrec": [0.2, 0.4]}),
+            ("ANSWERABLE", {"RB_agg": [0.2], "RL_F": [math.nan], "RB_llm": [0.6], "BertKPrec": [0.0]}),
+            ("UNANSWERABLE", {"RB_agg": [0.0], "RL_F": [1.0], "RB_llm": [0.4]}),
+        ]
+    )
     assert summary["per_class_instances"] == {"ANSWERABLE": 2, "UNANSWERABLE": 1}
     assert summary["means"]["ANSWERABLE"]["RB_agg"] == pytest.approx(0.3)
     assert summary["means"]["ANSWERABLE"]["RL_F"] == pytest.approx(0.5)  # NaN left out
@@ -109,5 +124,4 @@ def test_task_c_harmonic_mean_matches_h_rag_and_summary_groups_by_class():
     assert summary["values_left_out"] == {"RL_F": 1}
     overall = summary["means"]["all"]
     assert overall["RB_agg"] == pytest.approx(0.2) and overall["RL_F"] == pytest.approx(0.75)
-    assert summary["harmonic_means"]["HM(RB_agg, RL_F, RB_llm)"] == pytest.approx(
-        3 / (1 / 0.2 + 1 / 0.75 + 1 / 0.6))
+    assert summary["harmonic_means"]["HM(RB_agg, RL_F, RB_llm)"] == pytest.approx(3 / (1 / 0.2 + 1 / 0.75 + 1 / 0.6))

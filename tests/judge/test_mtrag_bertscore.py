@@ -32,16 +32,20 @@ def tiny(tmp_path_factory):
 
 
 CANDIDATES = ["The library opens at nine on weekdays.", "Yes.", "I don't know the answer to that question."]
-REFERENCES = ["You can visit the law library from 9 am, Monday to Friday.", "Yes, you can.",
-              "The documents do not say."]
+REFERENCES = [
+    "You can visit the law library from 9 am, Monday to Friday.",
+    "Yes, you can.",
+    "The documents do not say.",
+]
 
 
 def test_batched_scores_equal_bert_score_called_pair_by_pair(tiny):
     model, baseline = tiny
     ours = BertScorer(BertScoreOptions(model=model, num_layers=1, baseline_path=baseline, batch_size=2))
     got = ours.precision_recall(CANDIDATES, REFERENCES)
-    library = bert_score.BERTScorer(model_type=model, num_layers=1, lang="en", rescale_with_baseline=True,
-                                    baseline_path=baseline)
+    library = bert_score.BERTScorer(
+        model_type=model, num_layers=1, lang="en", rescale_with_baseline=True, baseline_path=baseline
+    )
     for (precision, recall), candidate, reference in zip(got, CANDIDATES, REFERENCES):
         p, r, _ = library.score([candidate], [reference])
         assert precision == pytest.approx(float(p[0]), abs=1e-5)
@@ -51,9 +55,13 @@ def test_batched_scores_equal_bert_score_called_pair_by_pair(tiny):
 
 def test_bertkprec_is_precision_against_each_passage_and_the_last_layer_is_the_default(tiny):
     model, _ = tiny
-    task = MtragTask(task_id="t::1", input=(Message("user", "q"),), targets=(Message("agent", REFERENCES[0]),),
-                     contexts=(Context("d1", REFERENCES[1], 1.0), Context("d2", REFERENCES[2], 0.5)),
-                     predictions=(CANDIDATES[0],))
+    task = MtragTask(
+        task_id="t::1",
+        input=(Message("user", "q"),),
+        targets=(Message("agent", REFERENCES[0]),),
+        contexts=(Context("d1", REFERENCES[1], 1.0), Context("d2", REFERENCES[2], 0.5)),
+        predictions=(CANDIDATES[0],),
+    )
     scorer = BertScorer(BertScoreOptions(model=model, rescale=False))
     assert scorer.resolved_layers() == 2  # not a model bert-score knows: its last layer
     metrics = algorithmic_metrics([task], ["BertscoreP", "BertscoreR", "BertKPrec"], scorer)[0]

@@ -49,32 +49,47 @@ def test_median_over_judges_is_numpys():
     assert median([0.5, 0.9, 0.1]) == 0.5
 
 
-@pytest.mark.parametrize("reply,expected", [
-    ("Yes.", 1.0), ("  no", 0.0), ("Partial", 0.5), ("Maybe, partly", 0.5), ("NO - it answers", 0.0),
-    ("**yes**", None), ("1", None), ("", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ("Yes.", 1.0),
+        ("  no", 0.0),
+        ("Partial", 0.5),
+        ("Maybe, partly", 0.5),
+        ("NO - it answers", 0.0),
+        ("**yes**", None),
+        ("1", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_idk_reads_the_first_word(reply, expected):
     assert idk_verdict(reply) == expected
 
 
-@pytest.mark.parametrize("reply,expected", [
-    ('```json\n{"decision": "Yes", "explanation": "asks which account"}\n```', 1.0),
-    ('Here it is: {"decision": "no", "explanation": "answers"}', 0.0),
-    ('{"decision": "unsure"}', 0.5),
-    ("decision: yes", 0.5),  # no JSON object at all
-    ('{"decision": yes}', 0.5),  # not JSON
-    ('{"decision": "yes", "explanation": "path C:\\data"}', 1.0),  # a stray backslash is dropped
-    ('{"decision": true}', 0.5),
-])
+@pytest.mark.parametrize(
+    "reply,expected",
+    [
+        ('```json\n{"decision": "Yes", "explanation": "asks which account"}\n```', 1.0),
+        ('Here it is: {"decision": "no", "explanation": "answers"}', 0.0),
+        ('{"decision": "unsure"}', 0.5),
+        ("decision: yes", 0.5),  # no JSON object at all
+        ('{"decision": yes}', 0.5),  # not JSON
+        ('{"decision": "yes", "explanation": "path C:\\data"}', 1.0),  # a stray backslash is dropped
+        ('{"decision": true}', 0.5),
+    ],
+)
 def test_clarification_reads_the_json_decision(reply, expected):
     assert clarification_verdict(reply) == expected
 
 
 def test_faithfulness_is_ragas_supported_over_verdicts():
     assert parse_statements('{"statements": ["A is B.", "C is D.", " "]}') == ["A is B.", "C is D."]
-    verdicts = parse_verdicts('```json\n{"statements": [{"statement": "A", "reason": "r", "verdict": 1}, '
-                              '{"statement": "B", "reason": "r", "verdict": 0}, '
-                              '{"statement": "C", "reason": "r", "verdict": "1"}]}\n```')
+    verdicts = parse_verdicts(
+        '```json\n{"statements": [{"statement": "A", "reason": "r", "verdict": 1}, '
+        '{"statement": "B", "reason": "r", "verdict": 0}, '
+        '{"statement": "C", "reason": "r", "verdict": "1"}]}\n```'
+    )
     assert verdicts == [1, 0, 1]
     assert faithfulness_score(verdicts) == pytest.approx(2 / 3)  # ragas: sum(1 if verdict) / len(verdicts)
     assert math.isnan(faithfulness_score([])) and math.isnan(faithfulness_score(None))

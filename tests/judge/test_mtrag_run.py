@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from llm_server import Reply, ScriptedChatServer
 from rouge_score import rouge_scorer
 
-from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "mtrag_eval"
@@ -37,12 +37,22 @@ def judge(body: dict) -> Reply:
         return Reply('{"decision": "no", "explanation": "it answers"}')
     if "Break the answer below" in content:
         answer = content.split("Answer:\n", 1)[1]
-        return Reply('{"statements": []}' if answer.startswith(IDK_ANSWER) else
-                     '{"statements": ["The team played abroad.", "The moon is made of cheese."]}')
+        return Reply(
+            '{"statements": []}'
+            if answer.startswith(IDK_ANSWER)
+            else '{"statements": ["The team played abroad.", "The moon is made of cheese."]}'
+        )
     if "For each statement, decide" in content:
-        return Reply(json.dumps({"statements": [
-            {"statement": "The team played abroad.", "reason": "stated", "verdict": 1},
-            {"statement": "The moon is made of cheese.", "reason": "not stated", "verdict": 0}]}))
+        return Reply(
+            json.dumps(
+                {
+                    "statements": [
+                        {"statement": "The team played abroad.", "reason": "stated", "verdict": 1},
+                        {"statement": "The moon is made of cheese.", "reason": "not stated", "verdict": 0},
+                    ]
+                }
+            )
+        )
     return Reply("unexpected prompt", status=400)
 
 
@@ -50,8 +60,21 @@ ALL_ITEMS = TASKS * 4 + (TASKS - 1)  # four step-one questions per task, verdict
 
 
 def _argv(output: Path, url: str, *extra: str) -> list[str]:
-    return ["judge", "mtrag", str(PREDICTIONS), "--output-dir", str(output), "--llm-model", "judge-m",
-            "--llm-base-url", url, "--yes", "--no-llm-cache", "--quiet", *extra]
+    return [
+        "judge",
+        "mtrag",
+        str(PREDICTIONS),
+        "--output-dir",
+        str(output),
+        "--llm-model",
+        "judge-m",
+        "--llm-base-url",
+        url,
+        "--yes",
+        "--no-llm-cache",
+        "--quiet",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +117,24 @@ def test_every_instance_gets_every_official_metric_in_the_official_layout(full_r
         m = row["metrics"]
         assert row["predictions"] == original["predictions"] and row["targets"] == original["targets"]
         assert all(isinstance(v, list) for v in m.values())
-        assert set(m) >= {"Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "Length", "RB_agg", "RB_llm", "RL_F", "idk_eval", "underspecified_eval", "RB_agg_idk",
-                          "RL_F_idk", "RB_llm_idk", "RB_agg_idk_underspecified", "RL_F_idk_underspecified",
-                          "RB_llm_idk_underspecified"}
+        assert set(m) >= {
+            "Recall",
+            "RougeL_stemFalse",
+            "BertscoreP",
+            "BertscoreR",
+            "Length",
+            "RB_agg",
+            "RB_llm",
+            "RL_F",
+            "idk_eval",
+            "underspecified_eval",
+            "RB_agg_idk",
+            "RL_F_idk",
+            "RB_llm_idk",
+            "RB_agg_idk_underspecified",
+            "RL_F_idk_underspecified",
+            "RB_llm_idk_underspecified",
+        }
         # one value per passage; a task without passages has no key, as officially
         assert len(m.get("BertKPrec", [])) == len(m.get("Extractiveness_RougeL", [])) == len(original["contexts"])
         answer, target = original["predictions"][0]["text"], original["targets"][0]["text"]
@@ -182,13 +220,19 @@ def test_llm_metrics_without_a_judge_and_bad_predictions_are_one_error_line(tmp_
 
 def test_format_check_prints_one_error_line_per_problem(tmp_path, capsys):
     bad = tmp_path / "p.jsonl"
-    bad.write_text('{"task_id": "a::1", "input": [], "contexts": [{"document_id": "d"}], "predictions": []}\n'
-                   '{"task_id": 2, "input": [], "contexts": [], "predictions": [{"text": 1}]}\n')
+    bad.write_text(
+        '{"task_id": "a::1", "input": [], "contexts": [{"document_id": "d"}], "predictions": []}\n'
+        '{"task_id": 2, "input": [], "contexts": [], "predictions": [{"text": 1}]}\n'
+    )
     assert main(["judge", "mtrag", str(bad), "--check-format", "generation_taskb"]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
     assert len(err) == 3  # score missing on line 1; task_id type and prediction text type on line 2
-    assert main(["judge", "mtrag", str(PREDICTIONS), "--check-format", "generation_taskb",
-                 "--input-file", str(PREDICTIONS)]) == 0
+    assert (
+        main(
+            ["judge", "mtrag", str(PREDICTIONS), "--check-format", "generation_taskb", "--input-file", str(PREDICTIONS)]
+        )
+        == 0
+    )
 
 
 def test_rb_llm_is_the_median_over_judges_and_the_other_judges_ask_the_first(tmp_path):
@@ -201,10 +245,28 @@ def test_rb_llm_is_the_median_over_judges_and_the_other_judges_ask_the_first(tmp
 
     with ScriptedChatServer(by_model) as server:
         judges = tmp_path / "judges.json"
-        judges.write_text(json.dumps({"judges": [{"name": m, "model": m, "base_url": server.base_url}
-                                                 for m in ratings]}))
-        assert main(["judge", "mtrag", str(PREDICTIONS), "--output-dir", str(tmp_path), "--judges", str(judges),
-                     "--metrics", "RB_llm,idk_eval", "--yes", "--no-llm-cache", "--quiet"]) == 0
+        judges.write_text(
+            json.dumps({"judges": [{"name": m, "model": m, "base_url": server.base_url} for m in ratings]})
+        )
+        assert (
+            main(
+                [
+                    "judge",
+                    "mtrag",
+                    str(PREDICTIONS),
+                    "--output-dir",
+                    str(tmp_path),
+                    "--judges",
+                    str(judges),
+                    "--metrics",
+                    "RB_llm,idk_eval",
+                    "--yes",
+                    "--no-llm-cache",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         asked = [(b["model"], "Rating: [[score]]" in b["messages"][-1]["content"]) for b in server.requests]
     assert sorted(asked) == sorted([(m, True) for m in ratings] * TASKS + [("judge-a", False)] * TASKS)
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
@@ -230,19 +292,53 @@ def test_rl_f_equals_ragas_on_the_same_scripted_replies(tmp_path):
             return Reply(RAGAS_CASES[content.split("Answer:\n", 1)[1].strip()][0])
         statements = json.loads(content.split("Statements:\n", 1)[1])
         verdicts = next(c[2] for c in RAGAS_CASES.values() if c[1] == statements)
-        return Reply(json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": v}
-                                                for s, v in zip(statements, verdicts)]}))
+        return Reply(
+            json.dumps(
+                {"statements": [{"statement": s, "reason": "r", "verdict": v} for s, v in zip(statements, verdicts)]}
+            )
+        )
 
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text("".join(json.dumps({
-        "task_id": f"c::{i}", "input": [{"speaker": "user", "text": "q"}], "answerability": ["ANSWERABLE"],
-        "contexts": [{"document_id": "d1", "text": "ctx one", "score": 1.0}, {"document_id": "d2", "text": "ctx two",
-                                                                               "score": 0.5}],
-        "predictions": [{"text": answer}]}) + "\n" for i, answer in enumerate(RAGAS_CASES)))
+    predictions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": f"c::{i}",
+                    "input": [{"speaker": "user", "text": "q"}],
+                    "answerability": ["ANSWERABLE"],
+                    "contexts": [
+                        {"document_id": "d1", "text": "ctx one", "score": 1.0},
+                        {"document_id": "d2", "text": "ctx two", "score": 0.5},
+                    ],
+                    "predictions": [{"text": answer}],
+                }
+            )
+            + "\n"
+            for i, answer in enumerate(RAGAS_CASES)
+        )
+    )
     with ScriptedChatServer(respond) as server:
-        assert main(["judge", "mtrag", str(predictions), "--output-dir", str(tmp_path / "out"), "--metrics", "RL_F",
-                     "--llm-model", "m", "--llm-base-url", server.base_url, "--yes", "--no-llm-cache",
-                     "--quiet"]) == 0
+        assert (
+            main(
+                [
+                    "judge",
+                    "mtrag",
+                    str(predictions),
+                    "--output-dir",
+                    str(tmp_path / "out"),
+                    "--metrics",
+                    "RL_F",
+                    "--llm-model",
+                    "m",
+                    "--llm-base-url",
+                    server.base_url,
+                    "--yes",
+                    "--no-llm-cache",
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         assert server.request_count == 7
     rows = [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()]
     for row, (_, _, _, expected) in zip(rows, RAGAS_CASES.values()):

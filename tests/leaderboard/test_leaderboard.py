@@ -21,41 +21,90 @@ ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 
 # ------------------------------------------------------------------ hand-made entries
 
-def run_entry(model: str, task: str, ndcg: float, *, recall: float = 0.5, history: str = "full",
-              truncate: str = "left", dataset_revision: str = "d1", max_length: int | None = 256,
-              date: str = "2026-01-01T00:00:00Z", entry_id: str | None = None) -> dict:
+
+def run_entry(
+    model: str,
+    task: str,
+    ndcg: float,
+    *,
+    recall: float = 0.5,
+    history: str = "full",
+    truncate: str = "left",
+    dataset_revision: str = "d1",
+    max_length: int | None = 256,
+    date: str = "2026-01-01T00:00:00Z",
+    entry_id: str | None = None,
+) -> dict:
     return {
         "id": entry_id or f"{model}__{task}__{history}__{truncate}__{dataset_revision}",
-        "label": "run", "model": model, "model_revision": "r1", "task": task, "split": "test",
-        "dataset_revision": dataset_revision, "main_score": "ndcg_at_10",
+        "label": "run",
+        "model": model,
+        "model_revision": "r1",
+        "task": task,
+        "split": "test",
+        "dataset_revision": dataset_revision,
+        "main_score": "ndcg_at_10",
         "scores": {"ndcg_at_10": ndcg, "recall_at_10": recall},
-        "settings": {"history": history, "truncate": truncate, "max_length": max_length, "top_k": 100,
-                     "query_format": {"user_prefix": "User: "}, "retriever": {"kind": "dense", "device": "cpu"}},
-        "harness": {"name": "mtrbench", "version": "0.1.0"}, "date": date, "hardware": {"cpu_count": 2},
-        "wall_time_s": 1.5, "command": None, "source": {"result_file": f"results/{model}/{task}.json"},
+        "settings": {
+            "history": history,
+            "truncate": truncate,
+            "max_length": max_length,
+            "top_k": 100,
+            "query_format": {"user_prefix": "User: "},
+            "retriever": {"kind": "dense", "device": "cpu"},
+        },
+        "harness": {"name": "mtrbench", "version": "0.1.0"},
+        "date": date,
+        "hardware": {"cpu_count": 2},
+        "wall_time_s": 1.5,
+        "command": None,
+        "source": {"result_file": f"results/{model}/{task}.json"},
     }
 
 
 def reported_entry(model: str, task: str, ndcg: float, history: str = "full") -> dict:
     return {
-        "id": f"paper__{model}__{task}", "label": "reported", "model": model, "model_revision": None, "task": task,
-        "split": None, "dataset_revision": None, "main_score": "ndcg_at_10", "scores": {"ndcg_at_10": ndcg},
-        "settings": {"history": history, "truncate": None}, "harness": {"name": "paper", "version": None},
-        "date": "2025-03", "hardware": None, "wall_time_s": None, "command": None,
-        "source": {"citation": "Some Paper (Someone et al., 2025)", "table": "Table 2", "row": model,
-                   "published_value": str(round(ndcg * 100, 1)), "published_scale": "percent"},
+        "id": f"paper__{model}__{task}",
+        "label": "reported",
+        "model": model,
+        "model_revision": None,
+        "task": task,
+        "split": None,
+        "dataset_revision": None,
+        "main_score": "ndcg_at_10",
+        "scores": {"ndcg_at_10": ndcg},
+        "settings": {"history": history, "truncate": None},
+        "harness": {"name": "paper", "version": None},
+        "date": "2025-03",
+        "hardware": None,
+        "wall_time_s": None,
+        "command": None,
+        "source": {
+            "citation": "Some Paper (Someone et al., 2025)",
+            "table": "Table 2",
+            "row": model,
+            "published_value": str(round(ndcg * 100, 1)),
+            "published_scale": "percent",
+        },
     }
 
 
 def leaderboard(entries: list[dict], with_groups: bool = True) -> dict:
-    document = {"schema_version": 1, "name": "hand", "description": "hand-made", "created": "2026-01-01T00:00:00Z",
-                "generator": "test", "entries": entries}
+    document = {
+        "schema_version": 1,
+        "name": "hand",
+        "description": "hand-made",
+        "created": "2026-01-01T00:00:00Z",
+        "generator": "test",
+        "entries": entries,
+    }
     if with_groups:
         document["groups"], document["separations"] = group_entries(entries)
     return document
 
 
 # ------------------------------------------------------------------ schema
+
 
 def test_schema_accepts_valid_leaderboards():
     entries = [run_entry("A", "t1", 0.5), run_entry("B", "t1", 0.4), reported_entry("A", "t1", 0.45)]
@@ -97,12 +146,19 @@ def _mutations():
     def unknown_top_level_key(d):
         d["extra"] = 1
 
-    return [(drop_model, "'model' is a required property"), (wrong_type, "entries/0/wall_time_s"),
-            (score_string, "entries/0/scores/ndcg_at_10"), (percent_scale, "45.3 is greater than the maximum"),
-            (duplicate_id, "duplicate id"), (main_not_in_scores, "main_score 'mrr_at_10' is not among its scores"),
-            (bad_label, "entries/0/label"), (reported_without_citation, "'citation' is a required property"),
-            (created_not_iso, "created"), (unknown_entry_in_group, "unknown entry 'nobody'"),
-            (unknown_top_level_key, "'extra' was unexpected")]
+    return [
+        (drop_model, "'model' is a required property"),
+        (wrong_type, "entries/0/wall_time_s"),
+        (score_string, "entries/0/scores/ndcg_at_10"),
+        (percent_scale, "45.3 is greater than the maximum"),
+        (duplicate_id, "duplicate id"),
+        (main_not_in_scores, "main_score 'mrr_at_10' is not among its scores"),
+        (bad_label, "entries/0/label"),
+        (reported_without_citation, "'citation' is a required property"),
+        (created_not_iso, "created"),
+        (unknown_entry_in_group, "unknown entry 'nobody'"),
+        (unknown_top_level_key, "'extra' was unexpected"),
+    ]
 
 
 @pytest.mark.parametrize("mutate,needle", _mutations(), ids=lambda v: getattr(v, "__name__", ""))
@@ -124,14 +180,19 @@ def test_every_shipped_leaderboard_validates():
 
 # ------------------------------------------------------------------ grouping, ranks, averages
 
+
 def test_ties_share_the_better_rank():
     assert competition_ranks({"a": 0.5, "b": 0.7, "c": 0.5, "d": 0.1}) == {"b": 1, "a": 2, "c": 2, "d": 4}
 
 
 def test_ranks_and_averages_equal_hand_computation():
-    entries = [run_entry("A", "t1", 0.5, recall=0.9), run_entry("A", "t2", 0.3, recall=0.6),
-               run_entry("B", "t1", 0.6, recall=0.8), run_entry("B", "t2", 0.1, recall=0.2),
-               run_entry("C", "t1", 0.5, recall=0.7)]
+    entries = [
+        run_entry("A", "t1", 0.5, recall=0.9),
+        run_entry("A", "t2", 0.3, recall=0.6),
+        run_entry("B", "t1", 0.6, recall=0.8),
+        run_entry("B", "t2", 0.1, recall=0.2),
+        run_entry("C", "t1", 0.5, recall=0.7),
+    ]
     groups, separations = group_entries(entries)
     assert len(groups) == 1
     group = groups[0]
@@ -200,14 +261,21 @@ def test_a_result_missing_queries_after_rewriter_failures_ranks_apart(tmp_path):
     assert "queries left out (rewriter failures) differs (unknown vs 3)" in text
     assert "scoring protocol differs (unknown vs official:mtrag)" in text
 
-    document = {"task_name": "t1", "dataset_revision": None, "mteb_version": "1.12.48", "evaluation_time": 1.0,
-                "kg_co2_emissions": None, "scores": {"test": [{"ndcg_at_10": 0.6, "main_score": 0.6,
-                                                                "hf_subset": "default", "languages": ["eng-Latn"]}]},
-                "mtrbench": {"version": "0.1.0", "model": {"name": "m", "revision": "r", "requested": "m"},
-                             "settings": {"history": "rewrite:llm", "truncate": "left", "retriever": {}},
-                             "main_score_key": "ndcg_at_10",
-                             "queries": {"total": 10, "evaluated": 6, "excluded_without_positives": 1,
-                                         "excluded_rewriter_failed": 3}}}
+    document = {
+        "task_name": "t1",
+        "dataset_revision": None,
+        "mteb_version": "1.12.48",
+        "evaluation_time": 1.0,
+        "kg_co2_emissions": None,
+        "scores": {"test": [{"ndcg_at_10": 0.6, "main_score": 0.6, "hf_subset": "default", "languages": ["eng-Latn"]}]},
+        "mtrbench": {
+            "version": "0.1.0",
+            "model": {"name": "m", "revision": "r", "requested": "m"},
+            "settings": {"history": "rewrite:llm", "truncate": "left", "retriever": {}},
+            "main_score_key": "ndcg_at_10",
+            "queries": {"total": 10, "evaluated": 6, "excluded_without_positives": 1, "excluded_rewriter_failed": 3},
+        },
+    }
     entry = entry_from_result(tmp_path / "r.json", document)
     assert entry["settings"]["queries_left_out"] == 3
     document["mtrbench"]["queries"].pop("excluded_rewriter_failed")
@@ -218,8 +286,9 @@ def test_retriever_without_token_limit_joins_every_truncation():
     bm25 = run_entry("bm25", "t1", 0.3, truncate="none", max_length=None)
     left, right = run_entry("A", "t1", 0.5), run_entry("A", "t1", 0.6, truncate="right")
     groups, _ = group_entries([left, right, bm25])
-    assert sorted(sorted(g["entries"]) for g in groups) == sorted([sorted([left["id"], bm25["id"]]),
-                                                                   sorted([right["id"], bm25["id"]])])
+    assert sorted(sorted(g["entries"]) for g in groups) == sorted(
+        [sorted([left["id"], bm25["id"]]), sorted([right["id"], bm25["id"]])]
+    )
     left_group = next(g for g in groups if left["id"] in g["entries"])
     assert left_group["ranks"]["t1"] == {left["id"]: 1, bm25["id"]: 2}
 
@@ -235,8 +304,9 @@ def test_duplicates_are_an_error_naming_both_files_or_the_newest_wins():
     assert [e["id"] for e in document["entries"]] == ["new"]
     assert len(report.warnings) == 1 and "kept runs2/a.json" in report.warnings[0]
     # The same result reached twice (same scores and date) is kept once, silently.
-    again = build_document([SourcedEntry(old, "a.json"), SourcedEntry(copy.deepcopy(old), "b.json")], name="x",
-                           description="")
+    again = build_document(
+        [SourcedEntry(old, "a.json"), SourcedEntry(copy.deepcopy(old), "b.json")], name="x", description=""
+    )
     assert len(again["entries"]) == 1
 
 
@@ -248,9 +318,12 @@ def test_averages_reproduce_the_published_average_columns():
         pytest.skip("leaderboards/reported.json not present")
     document = build_document(load_leaderboard_entries(path), name="r", description="")
     by_id = {e["id"]: e for e in document["entries"]}
-    published = {(g["comparability"]["reported_in"][:-len(" (Average column)")], by_id[i]["model"]): by_id[i]
-                 for g in document["groups"] if (g["comparability"]["reported_in"] or "").endswith("(Average column)")
-                 for i in g["entries"]}
+    published = {
+        (g["comparability"]["reported_in"][: -len(" (Average column)")], by_id[i]["model"]): by_id[i]
+        for g in document["groups"]
+        if (g["comparability"]["reported_in"] or "").endswith("(Average column)")
+        for i in g["entries"]
+    }
     if not published:
         pytest.skip("reported.json has no Average-column entries")
     checked, mismatched = 0, []
@@ -264,11 +337,14 @@ def test_averages_reproduce_the_published_average_columns():
                 if abs(averages[metric] - value) > 1e-4 + 1e-9:  # printed with 2 decimals in percent
                     mismatched.append((group["comparability"]["reported_in"], name, metric))
     assert checked >= 20
-    assert mismatched == [("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "mrr_at_20"),
-                          ("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "ndcg_at_20")]
+    assert mismatched == [
+        ("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "mrr_at_20"),
+        ("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "ndcg_at_20"),
+    ]
 
 
 # ------------------------------------------------------------------ from real result files
+
 
 @pytest.fixture(scope="session")
 def sample_results(sample_cli_results) -> Path:
@@ -355,9 +431,19 @@ def test_show_renders_each_group(built, capsys):
 
 def test_show_groups_a_leaderboard_written_without_groups(tmp_path, capsys):
     path = tmp_path / "hand.json"
-    path.write_text(json.dumps(leaderboard([run_entry("A", "t1", 0.5), run_entry("B", "t1", 0.61),
-                                            run_entry("A", "t2", 0.2), run_entry("B", "t2", 0.1)],
-                                           with_groups=False)))
+    path.write_text(
+        json.dumps(
+            leaderboard(
+                [
+                    run_entry("A", "t1", 0.5),
+                    run_entry("B", "t1", 0.61),
+                    run_entry("A", "t2", 0.2),
+                    run_entry("B", "t2", 0.1),
+                ],
+                with_groups=False,
+            )
+        )
+    )
     capsys.readouterr()
     assert main(["leaderboard", "show", str(path)]) == 0
     out = capsys.readouterr().out
@@ -396,18 +482,25 @@ def leaderboard_with_commands(tmp_path: Path, commands: dict[str, str | None], k
 
 
 def test_verify_skips_what_cannot_run_here_and_refuses_what_is_not_checked(tmp_path, capsys):
-    path = leaderboard_with_commands(tmp_path, {
-        "no-command": None, "not-mtrbench": "rm -rf /tmp/x",
-        "task-folder": "mtrbench eval --model bm25 --task /nonexistent/task-folder",
-        "user-error": "mtrbench eval --query-model org/query-tower"})  # eval itself refuses: exit 2
+    path = leaderboard_with_commands(
+        tmp_path,
+        {
+            "no-command": None,
+            "not-mtrbench": "rm -rf /tmp/x",
+            "task-folder": "mtrbench eval --model bm25 --task /nonexistent/task-folder",
+            "user-error": "mtrbench eval --query-model org/query-tower",
+        },
+    )  # eval itself refuses: exit 2
     capsys.readouterr()
     assert main(["leaderboard", "verify", str(path)]) == 1  # a refusal is not a pass
     captured = capsys.readouterr()
     out = " ".join(captured.out.split())  # the notes under the table wrap at the terminal's width
     assert "0 OK, 0 FAIL, 2 SKIP, 2 REFUSED" in out
     assert "no command recorded" in out
-    for refusal in ("not-mtrbench: refused: only `mtrbench eval` commands are re-run",
-                    "task-folder: refused: --task '/nonexistent/task-folder' is not a registered task name"):
+    for refusal in (
+        "not-mtrbench: refused: only `mtrbench eval` commands are re-run",
+        "task-folder: refused: --task '/nonexistent/task-folder' is not a registered task name",
+    ):
         assert any(refusal in line for line in captured.err.splitlines())  # as it happened, whole
         assert refusal.split(": refused: ")[0] + ": refused: " in out  # and in the notes under the table
     assert "not runnable here: error: --query-model and --doc-model go together" in out
@@ -422,21 +515,30 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
     payload = f"open({str(marker)!r}, 'w').write('the model folder ran code')\n"
     for name in ("configuration_evil.py", "modeling_evil.py", "__init__.py"):
         (evil / name).write_text(payload + "class EvilConfig: pass\nclass EvilModel: pass\n")
-    (evil / "config.json").write_text(json.dumps({
-        "model_type": "evil", "auto_map": {"AutoConfig": "configuration_evil.EvilConfig",
-                                           "AutoModel": "modeling_evil.EvilModel"}}))
+    (evil / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "evil",
+                "auto_map": {"AutoConfig": "configuration_evil.EvilConfig", "AutoModel": "modeling_evil.EvilModel"},
+            }
+        )
+    )
     their_cache, their_output = tmp_path / "their-cache", tmp_path / "their-output"
     _, sample = load("sample")
     bm25 = [e for e in sample["entries"] if e["model"] == "bm25"]
-    path = leaderboard_with_commands(tmp_path, {
-        "evil-everything": f"mtrbench eval --trust-remote-code --model {evil} --cache-dir {their_cache} "
-                           f"--output-dir {their_output}",
-        "evil-abbreviated": f"mtrbench eval --model BAAI/bge-small-en-v1.5 --trust --cache-dir={their_cache}",
-        "evil-local-model": f"mtrbench eval --model {evil} --device cpu",
-        "evil-cache": f"mtrbench eval --model bm25 --history current,full --cache-dir {their_cache}",
-        "evil-output": f"mtrbench eval --model bm25 --history current,full --output-dir={their_output}",
-        "evil-value": "mtrbench eval --model bm25 --user-prefix --trust-remote-code",
-    }, keep=bm25)
+    path = leaderboard_with_commands(
+        tmp_path,
+        {
+            "evil-everything": f"mtrbench eval --trust-remote-code --model {evil} --cache-dir {their_cache} "
+            f"--output-dir {their_output}",
+            "evil-abbreviated": f"mtrbench eval --model BAAI/bge-small-en-v1.5 --trust --cache-dir={their_cache}",
+            "evil-local-model": f"mtrbench eval --model {evil} --device cpu",
+            "evil-cache": f"mtrbench eval --model bm25 --history current,full --cache-dir {their_cache}",
+            "evil-output": f"mtrbench eval --model bm25 --history current,full --output-dir={their_output}",
+            "evil-value": "mtrbench eval --model bm25 --user-prefix --trust-remote-code",
+        },
+        keep=bm25,
+    )
     monkeypatch.chdir(tmp_path)
     (tmp_path / "mtrbench-sample").mkdir()  # same name as the task: re-runs must not read it as a task folder
     mine, work = tmp_path / "my-cache", tmp_path / "work"
@@ -447,36 +549,81 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
     assert code == 1
     assert "2 OK, 0 FAIL, 0 SKIP, 6 REFUSED" in out
     assert not marker.exists() and not their_cache.exists() and not their_output.exists()
-    reasons = {"evil-everything": "--trust-remote-code would run code from the model's repository",
-               "evil-abbreviated": "--trust-remote-code would run code",
-               "evil-local-model": f"--model '{evil}' is neither a registered model alias",
-               "evil-cache": "--cache-dir names a folder to write",
-               "evil-output": "--output-dir names a folder to write",
-               "evil-value": "--user-prefix has no value"}
+    reasons = {
+        "evil-everything": "--trust-remote-code would run code from the model's repository",
+        "evil-abbreviated": "--trust-remote-code would run code",
+        "evil-local-model": f"--model '{evil}' is neither a registered model alias",
+        "evil-cache": "--cache-dir names a folder to write",
+        "evil-output": "--output-dir names a folder to write",
+        "evil-value": "--user-prefix has no value",
+    }
     for entry_id, reason in reasons.items():
         [line] = [line for line in err.splitlines() if line.startswith(f"{entry_id}: refused: ")]
         assert reason in line, line
     # the one safe command, printed before it ran, with the user's cache folder and verify's work folder
     [shown] = [line for line in err.splitlines() if line.startswith("re-running")]
-    assert shown == "re-running 1/1: " + shlex.join([
-        "mtrbench", "eval", "--model", "bm25", "--history", "current,full", f"--cache-dir={mine.resolve()}",
-        f"--output-dir={(work / 'run-1').resolve()}", "--quiet"])
+    assert shown == "re-running 1/1: " + shlex.join(
+        [
+            "mtrbench",
+            "eval",
+            "--model",
+            "bm25",
+            "--history",
+            "current,full",
+            f"--cache-dir={mine.resolve()}",
+            f"--output-dir={(work / 'run-1').resolve()}",
+            "--quiet",
+        ]
+    )
     assert [p.name for p in work.iterdir()] == ["run-1"]
-    assert sorted(p.name for p in (work / "run-1").rglob("*.json") if p.name != "model_meta.json") == \
-        ["mtrbench-sample.json"] * 2
+    assert (
+        sorted(p.name for p in (work / "run-1").rglob("*.json") if p.name != "model_meta.json")
+        == ["mtrbench-sample.json"] * 2
+    )
 
 
-@pytest.mark.parametrize("command,expected", [
-    ("mtrbench eval --model bm25 --history current,full", ["eval", "--model", "bm25", "--history", "current,full"]),
-    ("mtrbench eval --mod BAAI/bge-small-en-v1.5 --revision refs/pr/1 --k 1,5 --metrics ndcg,hit --top-k 50 --quiet",
-     ["eval", "--model", "BAAI/bge-small-en-v1.5", "--revision", "refs/pr/1", "--k", "1,5", "--metrics", "ndcg,hit",
-      "--top-k", "50"]),
-    ("mtrbench eval --query-model org/q --doc-model org/d --pooling cls --dtype fp16 --split test",
-     ["eval", "--query-model", "org/q", "--doc-model", "org/d", "--pooling", "cls", "--dtype", "fp16", "--split",
-      "test"]),
-    ("mtrbench eval --user-prefix=--trust-remote-code --separator '\\n\\n' --history window:3",
-     ["eval", "--user-prefix=--trust-remote-code", "--separator", "\\n\\n", "--history", "window:3"]),
-])
+@pytest.mark.parametrize(
+    "command,expected",
+    [
+        ("mtrbench eval --model bm25 --history current,full", ["eval", "--model", "bm25", "--history", "current,full"]),
+        (
+            "mtrbench eval --mod BAAI/bge-small-en-v1.5 --revision refs/pr/1 --k 1,5 --metrics ndcg,hit --top-k 50 --quiet",
+            [
+                "eval",
+                "--model",
+                "BAAI/bge-small-en-v1.5",
+                "--revision",
+                "refs/pr/1",
+                "--k",
+                "1,5",
+                "--metrics",
+                "ndcg,hit",
+                "--top-k",
+                "50",
+            ],
+        ),
+        (
+            "mtrbench eval --query-model org/q --doc-model org/d --pooling cls --dtype fp16 --split test",
+            [
+                "eval",
+                "--query-model",
+                "org/q",
+                "--doc-model",
+                "org/d",
+                "--pooling",
+                "cls",
+                "--dtype",
+                "fp16",
+                "--split",
+                "test",
+            ],
+        ),
+        (
+            "mtrbench eval --user-prefix=--trust-remote-code --separator '\\n\\n' --history window:3",
+            ["eval", "--user-prefix=--trust-remote-code", "--separator", "\\n\\n", "--history", "window:3"],
+        ),
+    ],
+)
 def test_screened_commands_are_rebuilt_from_checked_options(command, expected):
     from mtrbench.cli import build_parser
     from mtrbench.cli.screen import screen_command
@@ -489,34 +636,37 @@ def test_screened_commands_are_rebuilt_from_checked_options(command, expected):
     assert (parsed.cache_dir, parsed.data_dir, parsed.corpus, parsed.refined_qrels) == (None, None, None, None)
 
 
-@pytest.mark.parametrize("command,reason", [
-    ("mtrbench eval --model ./folder", "local folders are never re-run"),
-    ("mtrbench eval --model ~/models/x", "local folders are never re-run"),
-    ("mtrbench eval --model ../org/name", "local folders are never re-run"),
-    ("mtrbench eval --model 'org/a|./b'", "local folders are never re-run"),
-    ("mtrbench eval --query-model /abs/q --doc-model org/d", "local folders are never re-run"),
-    ("mtrbench eval --task tasks/custom.yaml", "is not a registered task name"),
-    ("mtrbench eval --data-dir /data", "--data-dir names a local folder"),
-    ("mtrbench eval --corpus c.jsonl", "--corpus names a local file"),
-    ("mtrbench eval --refined-qrels q.trec", "--refined-qrels names a local file"),
-    ("mtrbench eval --trust-remote-code", "--trust-remote-code would run code"),
-    ("mtrbench eval --model bm25 --trus", "--trust-remote-code would run code"),  # argparse would take the prefix
-    ("mtrbench eval --history current,bogus", "names 'bogus', not a history strategy"),
-    ("mtrbench eval --k 1,x", "is not a comma list of positive integers"),
-    ("mtrbench eval --metrics ndcg,evil", "names an unknown metric"),
-    ("mtrbench eval --top-k 0", "must be positive"),
-    ("mtrbench eval --truncate middle", "is not one of left, right, none"),
-    ("mtrbench eval --device 'cuda; rm -rf /'", "is not auto, cpu, mps, cuda or cuda:N"),
-    ("mtrbench eval --split ../../etc", "is not a split name"),
-    ("mtrbench eval --split dev", "has no such split"),
-    ("mtrbench eval --no-cache=1", "takes no value"),
-    ("mtrbench eval --help", "is not among the settings verify re-runs"),
-    ("mtrbench eval --m bm25", "is ambiguous"),
-    ("mtrbench eval --model bm25 positional", "unexpected argument 'positional'"),
-    ("mtrbench eval --model 'unclosed", "cannot be parsed"),
-    ("python -m mtrbench.cli eval", "only `mtrbench eval` commands are re-run"),
-    ("mtrbench score --run r --qrels q", "only `mtrbench eval` commands are re-run"),
-])
+@pytest.mark.parametrize(
+    "command,reason",
+    [
+        ("mtrbench eval --model ./folder", "local folders are never re-run"),
+        ("mtrbench eval --model ~/models/x", "local folders are never re-run"),
+        ("mtrbench eval --model ../org/name", "local folders are never re-run"),
+        ("mtrbench eval --model 'org/a|./b'", "local folders are never re-run"),
+        ("mtrbench eval --query-model /abs/q --doc-model org/d", "local folders are never re-run"),
+        ("mtrbench eval --task tasks/custom.yaml", "is not a registered task name"),
+        ("mtrbench eval --data-dir /data", "--data-dir names a local folder"),
+        ("mtrbench eval --corpus c.jsonl", "--corpus names a local file"),
+        ("mtrbench eval --refined-qrels q.trec", "--refined-qrels names a local file"),
+        ("mtrbench eval --trust-remote-code", "--trust-remote-code would run code"),
+        ("mtrbench eval --model bm25 --trus", "--trust-remote-code would run code"),  # argparse would take the prefix
+        ("mtrbench eval --history current,bogus", "names 'bogus', not a history strategy"),
+        ("mtrbench eval --k 1,x", "is not a comma list of positive integers"),
+        ("mtrbench eval --metrics ndcg,evil", "names an unknown metric"),
+        ("mtrbench eval --top-k 0", "must be positive"),
+        ("mtrbench eval --truncate middle", "is not one of left, right, none"),
+        ("mtrbench eval --device 'cuda; rm -rf /'", "is not auto, cpu, mps, cuda or cuda:N"),
+        ("mtrbench eval --split ../../etc", "is not a split name"),
+        ("mtrbench eval --split dev", "has no such split"),
+        ("mtrbench eval --no-cache=1", "takes no value"),
+        ("mtrbench eval --help", "is not among the settings verify re-runs"),
+        ("mtrbench eval --m bm25", "is ambiguous"),
+        ("mtrbench eval --model bm25 positional", "unexpected argument 'positional'"),
+        ("mtrbench eval --model 'unclosed", "cannot be parsed"),
+        ("python -m mtrbench.cli eval", "only `mtrbench eval` commands are re-run"),
+        ("mtrbench score --run r --qrels q", "only `mtrbench eval` commands are re-run"),
+    ],
+)
 def test_screen_refuses_paths_code_and_unchecked_values(command, reason):
     from mtrbench.cli.screen import screen_command
 
@@ -528,8 +678,13 @@ def test_screen_refuses_paths_code_and_unchecked_values(command, reason):
 @pytest.mark.slow
 def test_build_merges_reported_entries_and_refuses_bad_inputs(built, tmp_path):
     reported = tmp_path / "reported.json"
-    reported.write_text(json.dumps(leaderboard([reported_entry("sentence-transformers/all-MiniLM-L6-v2",
-                                                               "mtrbench-sample", 0.5)], with_groups=False)))
+    reported.write_text(
+        json.dumps(
+            leaderboard(
+                [reported_entry("sentence-transformers/all-MiniLM-L6-v2", "mtrbench-sample", 0.5)], with_groups=False
+            )
+        )
+    )
     output = tmp_path / "merged.json"
     assert main(["leaderboard", "build", str(built), str(reported), "-o", str(output)]) == 0
     document = json.loads(output.read_text())
@@ -537,8 +692,9 @@ def test_build_merges_reported_entries_and_refuses_bad_inputs(built, tmp_path):
     assert any("label differs (run vs reported)" in s for s in document["separations"])
     by_name = tmp_path / "by-name.json"  # a bare NAME is a shipped leaderboard
     assert main(["leaderboard", "build", str(built), "sample", "-o", str(by_name), "--keep-newest"]) == 0
-    assert {e["id"] for e in json.loads(by_name.read_text())["entries"]} >= {e["id"] for e in load("sample")[1]["entries"]
-                                                                             if e["model"] == "bm25"}
+    assert {e["id"] for e in json.loads(by_name.read_text())["entries"]} >= {
+        e["id"] for e in load("sample")[1]["entries"] if e["model"] == "bm25"
+    }
     not_a_result = tmp_path / "other.json"
     not_a_result.write_text("{}")
     assert main(["leaderboard", "build", str(not_a_result), "-o", str(tmp_path / "x.json")]) == 2
@@ -554,8 +710,10 @@ def test_plot_writes_valid_pngs(sample_results, built, tmp_path):
     assert main(["plot", str(sample_results), "-o", str(out), "--leaderboard", str(built)]) == 0
     pngs = sorted(p.name for p in out.glob("*.png"))
     # one figure per table of the page (the two history strategies share one), named after what it shows
-    assert pngs == ["minilm__mtrbench-runs-mtrbench-sample-by-history-strategy.png",
-                    "mtrbench-sample__all-MiniLM-L6-v2__turns_at_10.png"]
+    assert pngs == [
+        "minilm__mtrbench-runs-mtrbench-sample-by-history-strategy.png",
+        "mtrbench-sample__all-MiniLM-L6-v2__turns_at_10.png",
+    ]
     for name in pngs:
         with Image.open(out / name) as image:
             image.verify()
@@ -566,16 +724,21 @@ def test_plot_writes_valid_pngs(sample_results, built, tmp_path):
     assert main(["plot", "-o", str(out)]) == 2
 
 
-
-@pytest.mark.parametrize("command, accepted", [
-    ("mtrbench eval --model hybrid:minilm+bm25 --alpha 0.5,0.7 --candidate-k 30 --chunking sentences:3:2 "
-     "--rank-parents", True),
-    ("mtrbench eval --model bm25 --rerank cross-encoder/ms-marco-MiniLM-L6-v2 --rerank-k 50", True),
-    ("mtrbench eval --model hybrid:./folder+bm25", False),
-    ("mtrbench eval --model bm25 --rerank ./local-cross-encoder", False),
-    ("mtrbench eval --model hybrid:minilm+bm25 --alpha 1.5", False),
-    ("mtrbench eval --model bm25 --chunking tokens:128", False),
-])
+@pytest.mark.parametrize(
+    "command, accepted",
+    [
+        (
+            "mtrbench eval --model hybrid:minilm+bm25 --alpha 0.5,0.7 --candidate-k 30 --chunking sentences:3:2 "
+            "--rank-parents",
+            True,
+        ),
+        ("mtrbench eval --model bm25 --rerank cross-encoder/ms-marco-MiniLM-L6-v2 --rerank-k 50", True),
+        ("mtrbench eval --model hybrid:./folder+bm25", False),
+        ("mtrbench eval --model bm25 --rerank ./local-cross-encoder", False),
+        ("mtrbench eval --model hybrid:minilm+bm25 --alpha 1.5", False),
+        ("mtrbench eval --model bm25 --chunking tokens:128", False),
+    ],
+)
 def test_screen_pipeline_options(command, accepted):
     from mtrbench.cli.screen import screen_command
 

@@ -18,8 +18,16 @@ from mtrbench.leaderboard.entries import load_leaderboard_entries
 from mtrbench.leaderboard.schema import leaderboards_dir
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(os.environ.get("MTRBENCH_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "artifacts"))
 
 
@@ -54,8 +62,9 @@ def document(results):
     published numbers (when present): several groups, each with its own metrics."""
     from mtrbench.leaderboard.entries import results_in
 
-    sourced = results_in(results) + [s for s in load_leaderboard_entries(leaderboards_dir() / "sample.json")
-                                     if s.entry["model"] != "bm25"]
+    sourced = results_in(results) + [
+        s for s in load_leaderboard_entries(leaderboards_dir() / "sample.json") if s.entry["model"] != "bm25"
+    ]
     reported = leaderboards_dir() / "reported.json"
     if reported.is_file():
         sourced += load_leaderboard_entries(reported)
@@ -118,8 +127,13 @@ class _Page(HTMLParser):
         elif tag == "section" and "group" in (a.get("class") or ""):
             self.sections.append(a["id"])
         elif tag == "table" and "board" in (a.get("class") or ""):
-            self._table = {"group": a["data-group"], "task": a["data-task"], "main": a["data-main"], "rows": [],
-                           "headers": []}
+            self._table = {
+                "group": a["data-group"],
+                "task": a["data-task"],
+                "main": a["data-main"],
+                "rows": [],
+                "headers": [],
+            }
             self.tables.append(self._table)
         elif tag == "th" and self._table is not None:
             self._table["headers"].append(a.get("data-key"))
@@ -178,7 +192,7 @@ def test_page_structure_groups_ordering_and_missing_values(parsed, document):
         values = [by_id[r["id"]]["scores"].get(main_metric) for r in table["rows"]]
         present = [v for v in values if v is not None]
         assert present == sorted(present, reverse=True)  # best first, by this group's own main score
-        assert values[len(present):] == [None] * (len(values) - len(present))  # entries without it last
+        assert values[len(present) :] == [None] * (len(values) - len(present))  # entries without it last
         for row in table["rows"]:
             entry = by_id[row["id"]]
             name = next(c for c in row["cells"] if "entry" in c["class"])["text"]
@@ -256,8 +270,12 @@ def browser(tmp_path_factory):
     sync_playwright = _browser_or_skip()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 1000})
+            str(tmp_path_factory.mktemp("profile")),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 1000},
+        )
         try:
             yield context
         finally:
@@ -278,14 +296,17 @@ def test_page_in_headless_chromium(browser, server, document, tmp_path):
         assert page.evaluate("window.leaderboard.entries.length") == len(document["entries"])
 
         # Per group and task, rows are in the order of that group's main score (read from the DOM).
-        tables = page.eval_on_selector_all("table.board", """ts => ts.map(t => ({group: t.dataset.group,
+        tables = page.eval_on_selector_all(
+            "table.board",
+            """ts => ts.map(t => ({group: t.dataset.group,
             task: t.dataset.task, values: Array.from(t.tBodies[0].rows).map(r =>
-            r.querySelector('td.main').getAttribute('data-sort'))}))""")
+            r.querySelector('td.main').getAttribute('data-sort'))}))""",
+        )
         assert len(tables) == sum(len(g["tasks"]) for g in document["groups"])
         for table in tables:
             present = [float(v) for v in table["values"] if v]
             assert present == sorted(present, reverse=True), table
-            assert table["values"][len(present):] == [""] * (len(table["values"]) - len(present))
+            assert table["values"][len(present) :] == [""] * (len(table["values"]) - len(present))
 
         # The detail is closed until asked for; a header click then re-sorts one of its tables: ascending,
         # then descending; missing values stay last.
@@ -298,7 +319,7 @@ def test_page_in_headless_chromium(browser, server, document, tmp_path):
         assert header.get_attribute("aria-sort") == "ascending"
         values = board.locator("tbody td.main").evaluate_all("cs => cs.map(c => c.getAttribute('data-sort'))")
         present = [float(v) for v in values if v]
-        assert present == sorted(present) and values[len(present):] == [""] * (len(values) - len(present))
+        assert present == sorted(present) and values[len(present) :] == [""] * (len(values) - len(present))
         header.click()
         assert header.get_attribute("aria-sort") == "descending"
 

@@ -35,8 +35,12 @@ class _Pivots(HTMLParser):
             self._row = {"label": None, "cells": []}
             self.tables[-1]["rows"].append(self._row)
         elif tag == "td" and self._row is not None:
-            self._cell = {"class": a.get("class", ""), "entry": a.get("data-entry"), "sort": a.get("data-sort"),
-                          "text": ""}
+            self._cell = {
+                "class": a.get("class", ""),
+                "entry": a.get("data-entry"),
+                "sort": a.get("data-sort"),
+                "text": "",
+            }
             self._row["cells"].append(self._cell)
 
     def handle_endtag(self, tag):
@@ -72,8 +76,11 @@ def test_every_entry_main_score_is_in_its_group_pivot_column(board):
     """Independently: for each group and entry, scores[main_scores[task]], and the rank the JSON gives it."""
     document, tables, _ = board
     by_id = {e["id"]: e for e in document["entries"]}
-    expected = {(g["id"], i): (by_id[i]["scores"].get(g["main_scores"][by_id[i]["task"]]),
-                               g["ranks"][by_id[i]["task"]].get(i)) for g in _groups(document) for i in g["entries"]}
+    expected = {
+        (g["id"], i): (by_id[i]["scores"].get(g["main_scores"][by_id[i]["task"]]), g["ranks"][by_id[i]["task"]].get(i))
+        for g in _groups(document)
+        for i in g["entries"]
+    }
     shown = {}
     for table in tables:
         for row in table["rows"]:
@@ -114,8 +121,11 @@ def test_means_and_ranks_are_worked_out_from_the_cells(board):
     for table in (t for t in tables if "mean" in t["keys"]):
         means = {}
         for n, row in enumerate(table["rows"]):
-            values = [float(c["sort"]) if c["sort"] else None for c in row["cells"]
-                      if "bar" in c["class"] and "mean" not in c["class"]]
+            values = [
+                float(c["sort"]) if c["sort"] else None
+                for c in row["cells"]
+                if "bar" in c["class"] and "mean" not in c["class"]
+            ]
             mean_cell = next(c for c in row["cells"] if "mean" in c["class"])
             if None in values:
                 assert mean_cell["sort"] == ""
@@ -146,8 +156,16 @@ def test_no_raw_metric_key_reaches_the_reader(board):
         assert key not in text.split(), key
 
 
-@pytest.mark.parametrize("key, name", [("judge_score_academic", "Academic (judge 1-10)"),
-                                       ("judge_score_average", "Average (judge 1-10)"), ("ndcg_at_10", "nDCG@10"),
-                                       ("mrr", "MRR"), ("map", "MAP"), ("recall_at_1000", "Recall@1000")])
+@pytest.mark.parametrize(
+    "key, name",
+    [
+        ("judge_score_academic", "Academic (judge 1-10)"),
+        ("judge_score_average", "Average (judge 1-10)"),
+        ("ndcg_at_10", "nDCG@10"),
+        ("mrr", "MRR"),
+        ("map", "MAP"),
+        ("recall_at_1000", "Recall@1000"),
+    ],
+)
 def test_metric_names(key, name):
     assert metric_name(key) == name

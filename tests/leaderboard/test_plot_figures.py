@@ -24,8 +24,8 @@ def six_strategies():
 
 
 def test_figure_names_say_what_each_figure_shows():
-    from mtrbench.leaderboard.plot import figure_names
     from mtrbench.leaderboard.pivot import pivots
+    from mtrbench.leaderboard.plot import figure_names
     from mtrbench.leaderboard.render import groups_of
 
     document = json.loads((leaderboards_dir() / "reported.json").read_text())
@@ -50,8 +50,9 @@ def test_intervals_are_conversation_bootstrap_of_the_entry_score(six_strategies)
         metric = entry["main_score"]
         low, high = intervals[entry["id"]][metric]
         folder = entry["settings"]["history"].replace(":", "-")  # window:5 is stored as window-5
-        rows = [json.loads(line) for line in
-                (COMPARE / folder / "mtrbench-sample.per_query.jsonl").read_text().splitlines()]
+        rows = [
+            json.loads(line) for line in (COMPARE / folder / "mtrbench-sample.per_query.jsonl").read_text().splitlines()
+        ]
         values = [r[metric] for r in rows]
         assert np.mean(values) == pytest.approx(entry["scores"][metric])
         assert low <= entry["scores"][metric] <= high

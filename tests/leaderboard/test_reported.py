@@ -24,9 +24,24 @@ MTRAG = "shared/datasets/real/mtrag/retrieval_tasks/README.upstream.md"
 HRAG = "shared/seeds/h-rag-mtrageval.txt"
 RAD = "shared/seeds/rad-bench.txt"
 
-CONTRACT_ENTRY_FIELDS = {"id", "label", "model", "model_revision", "task", "split", "dataset_revision",
-                         "main_score", "scores", "settings", "harness", "date", "hardware", "wall_time_s",
-                         "command", "source"}
+CONTRACT_ENTRY_FIELDS = {
+    "id",
+    "label",
+    "model",
+    "model_revision",
+    "task",
+    "split",
+    "dataset_revision",
+    "main_score",
+    "scores",
+    "settings",
+    "harness",
+    "date",
+    "hardware",
+    "wall_time_s",
+    "command",
+    "source",
+}
 CONTRACT_SOURCE_FIELDS = {"citation", "table", "row", "column", "published_value", "published_scale", "file"}
 NUMBER = re.compile(r"\d+(\.\d+)?")
 
@@ -45,19 +60,23 @@ def entries(reported) -> list[dict]:
 def seeds(seed_papers, shared) -> dict[str, str]:
     # source.file is written relative to the folder holding shared/; the papers and the data may live apart
     def path(rel: str) -> Path:
-        return seed_papers / rel.removeprefix("shared/seeds/") if rel.startswith("shared/seeds/") \
+        return (
+            seed_papers / rel.removeprefix("shared/seeds/")
+            if rel.startswith("shared/seeds/")
             else shared / rel.removeprefix("shared/")
-    return {rel: path(rel).read_text(encoding="utf-8")
-            for rel in (MTR, CORAL, MTRAG, HRAG, RAD)}
+        )
+
+    return {rel: path(rel).read_text(encoding="utf-8") for rel in (MTR, CORAL, MTRAG, HRAG, RAD)}
 
 
 # ----------------------------------------------------------------------------------------------- seed readers
+
 
 def _block_before(text: str, caption: str) -> list[str]:
     """Lines between the previous 'Table N:' caption and ``caption`` (the table sits above its caption)."""
     end = text.index("\n" + caption)
     starts = [m.end() for m in re.finditer(r"\nTable \d+:[^\n]*", text[:end])]
-    return text[starts[-1] if starts else 0:end].splitlines()
+    return text[starts[-1] if starts else 0 : end].splitlines()
 
 
 def _only_row(lines: list[list[str]], label: str, label_col: int = 0) -> list[str]:
@@ -99,8 +118,11 @@ def simple_tab_cell(text: str, caption: str, header_first: str, row: str, column
 
 
 def mtrag_cell(text: str, row: str, column: str) -> str:
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
-            for line in text.split("## Results", 1)[1].splitlines() if "|" in line]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.split("## Results", 1)[1].splitlines()
+        if "|" in line
+    ]
     header = rows[0]
     retriever, setup = (part.strip() for part in row.split("|"))
     found = [cells for cells in rows if cells[:2] == [retriever, setup]]
@@ -121,14 +143,24 @@ def hrag_ablation_cell(text: str, row: str, column: str) -> str:
 # Section 5.1 of H-RAG states Task A results in prose; each (row, column) has its own sentence pattern.
 HRAG_TEXT_PATTERNS = {
     ("H-RAG (final submission dataset)", "nDCG@5"): (r"nDCG@5 score of (\S+) on the final submission dataset", 1),
-    ("H-RAG (baseline dataset)", "nDCG@5"): (r"achieves an nDCG@5 score of (\S+) and Recall@5 of (\S+) on the "
-                                             r"baseline dataset", 1),
-    ("H-RAG (baseline dataset)", "Recall@5"): (r"achieves an nDCG@5 score of (\S+) and Recall@5 of (\S+) on the "
-                                               r"baseline dataset", 2),
-    ("baseline model", "nDCG@5"): (r"baseline model reports an nDCG@5 score of (\S+) and Recall@5 of ([\d.]+?)\.?\s",
-                                   1),
-    ("baseline model", "Recall@5"): (r"baseline model reports an nDCG@5 score of (\S+) and Recall@5 of ([\d.]+?)\.?\s",
-                                     2),
+    ("H-RAG (baseline dataset)", "nDCG@5"): (
+        r"achieves an nDCG@5 score of (\S+) and Recall@5 of (\S+) on the "
+        r"baseline dataset",
+        1,
+    ),
+    ("H-RAG (baseline dataset)", "Recall@5"): (
+        r"achieves an nDCG@5 score of (\S+) and Recall@5 of (\S+) on the "
+        r"baseline dataset",
+        2,
+    ),
+    ("baseline model", "nDCG@5"): (
+        r"baseline model reports an nDCG@5 score of (\S+) and Recall@5 of ([\d.]+?)\.?\s",
+        1,
+    ),
+    ("baseline model", "Recall@5"): (
+        r"baseline model reports an nDCG@5 score of (\S+) and Recall@5 of ([\d.]+?)\.?\s",
+        2,
+    ),
 }
 
 
@@ -145,11 +177,11 @@ def rad_cell(text: str, row: str, column: str) -> str:
     lines = [line.strip() for line in _block_before(text, "Table 2: Evaluated models in RAD-Bench")]
     start = max(i for i, line in enumerate(lines) if line == "Model")
     header_end = lines.index("Length", start)
-    columns = lines[header_end + 1:lines.index("Close", header_end)]
+    columns = lines[header_end + 1 : lines.index("Close", header_end)]
     assert columns == ["Academic", "News", "Education", "Finance", "Customer", "Travel", "Average"]
     at = [i for i, line in enumerate(lines) if i > header_end and line == row]
     assert len(at) == 1, row
-    values = lines[at[0] + 3:at[0] + 3 + len(columns)]
+    values = lines[at[0] + 3 : at[0] + 3 + len(columns)]
     assert all(NUMBER.fullmatch(v) for v in values), (row, values)
     return values[columns.index(column)]
 
@@ -190,6 +222,7 @@ def published_cells(entries: list[dict]):
 
 
 # ------------------------------------------------------------------------------------------------ the tests
+
 
 def test_schema_validation(reported):
     """Valid against leaderboards/schema.json, through mtrbench's validator when it is importable."""
@@ -239,9 +272,11 @@ def test_every_value_parses_and_scales(entries):
 
 def test_every_cell_matches_the_seed(entries, seeds):
     """Each printed value equals the value the seed text shows at that row and column."""
-    wrong = [(e["id"], column, printed, seed_value(seeds, file, table, row, column))
-             for e, _, file, table, row, column, printed in published_cells(entries)
-             if seed_value(seeds, file, table, row, column) != printed]
+    wrong = [
+        (e["id"], column, printed, seed_value(seeds, file, table, row, column))
+        for e, _, file, table, row, column, printed in published_cells(entries)
+        if seed_value(seeds, file, table, row, column) != printed
+    ]
     assert not wrong
 
 
@@ -261,8 +296,13 @@ def test_tables_transcribed_completely(entries, seeds):
 
 
 PAPER_METRIC = {"R": "recall", "Recall": "recall", "M": "mrr", "N": "ndcg", "nDCG": "ndcg", "NDCG": "ndcg"}
-MTR_TASK = {"QReCC": "chatrag-qrecc", "QuAC": "chatrag-quac", "Doc2Dial": "chatrag-doc2dial",
-            "TopiOCQA": "chatrag-topiocqa", "MTR-BENCH": "mtr-bench-8turn"}
+MTR_TASK = {
+    "QReCC": "chatrag-qrecc",
+    "QuAC": "chatrag-quac",
+    "Doc2Dial": "chatrag-doc2dial",
+    "TopiOCQA": "chatrag-topiocqa",
+    "MTR-BENCH": "mtr-bench-8turn",
+}
 
 
 def test_column_metric_and_task_mapping(entries):
@@ -285,16 +325,23 @@ def test_column_metric_and_task_mapping(entries):
             assert e["settings"]["history"].startswith("full ("), e["id"]
         if file == MTRAG:
             setup = row.split("|")[1].strip()
-            assert e["settings"]["history"] == {"Last Turn": "current (paper: Last Turn)",
-                                                "Query Rewrite": "rewrite (paper: Query Rewrite)"}[setup]
+            assert (
+                e["settings"]["history"]
+                == {"Last Turn": "current (paper: Last Turn)", "Query Rewrite": "rewrite (paper: Query Rewrite)"}[setup]
+            )
 
 
 def test_one_entry_per_system_and_task_within_a_table(entries):
     """The builder ranks one entry per system and task inside a (citation, table) group."""
     seen = set()
     for e in entries:
-        key = (e["source"]["citation"], e["source"]["table"], e["task"], e["model"],
-               json.dumps(e["settings"], sort_keys=True))
+        key = (
+            e["source"]["citation"],
+            e["source"]["table"],
+            e["task"],
+            e["model"],
+            json.dumps(e["settings"], sort_keys=True),
+        )
         assert key not in seen, e["id"]
         seen.add(key)
 
@@ -324,8 +371,11 @@ SPOT_CHECKS = [
 ]
 
 
-@pytest.mark.parametrize("file,table,row,column,printed,key", SPOT_CHECKS,
-                         ids=[f"{Path(c[0]).stem}|{c[1]}|{c[2]}|{c[3]}" for c in SPOT_CHECKS])
+@pytest.mark.parametrize(
+    "file,table,row,column,printed,key",
+    SPOT_CHECKS,
+    ids=[f"{Path(c[0]).stem}|{c[1]}|{c[2]}|{c[3]}" for c in SPOT_CHECKS],
+)
 def test_spot_check(entries, seeds, file, table, row, column, printed, key):
     assert seed_value(seeds, file, table, row, column) == printed
     wanted = (file, table, row, column)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 
 SECRET = "sk-test-FAILEXIT-7c1d0e9b5a3f"
@@ -47,8 +47,17 @@ FAILURES: dict[str, Reply] = {
 TURNS, TURNS_WITH_GOLD, TURNS_WITH_HISTORY = 5, 4, 4
 AUDIT_ALIGNMENT_ITEMS = 5  # one per (turn, gold document): c1_4 has two gold documents, c1_5 none
 SYNTH_CONVERSATIONS = 2
-SYNTH_CLUSTERING = ["--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", "--embedding-model",
-                    "./encoder"]  # relative: the copied work folder is the working directory
+SYNTH_CLUSTERING = [
+    "--quiet",
+    "--device",
+    "cpu",
+    "--cluster-size",
+    "4",
+    "--neighbours",
+    "4",
+    "--embedding-model",
+    "./encoder",
+]  # relative: the copied work folder is the working directory
 
 
 @dataclass
@@ -65,8 +74,17 @@ class Case:
 def _llm_flags(url: str, work: Path) -> list[str]:
     # --timeout 0.3 in the too-slow case only (tests run on busy machines: elsewhere a slow start is no failure)
     timeout = TIMEOUT if (work / SLOW_MARK).exists() else "30"
-    return ["--api-key-env", KEY_ENV, "--llm-cache", str(work / "llm.sqlite"), "--timeout", timeout,
-            "--max-retries", "0", "--yes"]
+    return [
+        "--api-key-env",
+        KEY_ENV,
+        "--llm-cache",
+        str(work / "llm.sqlite"),
+        "--timeout",
+        timeout,
+        "--max-retries",
+        "0",
+        "--yes",
+    ]
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -75,9 +93,22 @@ def _jsonl(path: Path) -> list[dict]:
 
 # --- generate -------------------------------------------------------------------------------------------------
 
+
 def _generate(work: Path, url: str, mini: Path) -> list[str]:
-    return ["generate", "--task", str(mini), "--oracle", "--model", "gen-m", "--base-url", url, "--quiet",
-            "--output", str(work / "gen.jsonl"), *_llm_flags(url, work)]
+    return [
+        "generate",
+        "--task",
+        str(mini),
+        "--oracle",
+        "--model",
+        "gen-m",
+        "--base-url",
+        url,
+        "--quiet",
+        "--output",
+        str(work / "gen.jsonl"),
+        *_llm_flags(url, work),
+    ]
 
 
 def _generate_outputs(work: Path) -> None:
@@ -87,14 +118,44 @@ def _generate_outputs(work: Path) -> None:
 
 # --- judge run ------------------------------------------------------------------------------------------------
 
+
 def _judge(work: Path, url: str, mini: Path) -> list[str]:
     generations = work / "answers.jsonl"
-    generations.write_text("".join(json.dumps({"qid": f"c1_{t}", "answer": f"An answer to turn {t} [1].",
-                                               "passages": ["varn-depth"], "generator": "g"}) + "\n"
-                                   for t in range(1, TURNS + 1)))
-    return ["judge", "run", str(generations), "--task", str(mini), "--judge", "verdict", "--ragalign", "RAGAlign@10",
-            "--measures", "", "--llm-model", "judge-m", "--llm-base-url", url, "--output-dir", str(work / "judge"),
-            "--quiet", *_llm_flags(url, work)]
+    generations.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": f"c1_{t}",
+                    "answer": f"An answer to turn {t} [1].",
+                    "passages": ["varn-depth"],
+                    "generator": "g",
+                }
+            )
+            + "\n"
+            for t in range(1, TURNS + 1)
+        )
+    )
+    return [
+        "judge",
+        "run",
+        str(generations),
+        "--task",
+        str(mini),
+        "--judge",
+        "verdict",
+        "--ragalign",
+        "RAGAlign@10",
+        "--measures",
+        "",
+        "--llm-model",
+        "judge-m",
+        "--llm-base-url",
+        url,
+        "--output-dir",
+        str(work / "judge"),
+        "--quiet",
+        *_llm_flags(url, work),
+    ]
 
 
 def _judge_outputs(work: Path) -> None:
@@ -107,10 +168,27 @@ def _judge_outputs(work: Path) -> None:
 
 # --- rag ------------------------------------------------------------------------------------------------------
 
+
 def _rag(work: Path, url: str, mini: Path) -> list[str]:
-    return ["rag", "--model", "bm25", "--task", str(mini), "--output-dir", str(work / "results"),
-            "--generator-model", "gen-m", "--generator-base-url", url, "--judge-model", "judge-m", "--passages", "2",
-            "--quiet", *_llm_flags(url, work)]
+    return [
+        "rag",
+        "--model",
+        "bm25",
+        "--task",
+        str(mini),
+        "--output-dir",
+        str(work / "results"),
+        "--generator-model",
+        "gen-m",
+        "--generator-base-url",
+        url,
+        "--judge-model",
+        "judge-m",
+        "--passages",
+        "2",
+        "--quiet",
+        *_llm_flags(url, work),
+    ]
 
 
 class RagServer:
@@ -138,10 +216,12 @@ def _rag_outputs(stage: str) -> Callable[[Path], None]:
         else:
             assert document["judge"]["accuracy"] is None
             assert all(row.get("verdict") is None for row in document["per_turn"].values())
+
     return check
 
 
 # --- synthesize -----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def clustered(tmp_path_factory) -> Path:
@@ -153,20 +233,50 @@ def clustered(tmp_path_factory) -> Path:
     make_tiny_model(folder / "encoder")
     config = folder / "encoder" / "sentence_bert_config.json"  # the tiny encoder has 128 positions
     config.write_text(json.dumps({**json.loads(config.read_text()), "max_seq_length": 128}))
-    corpus_lines = (Path(__file__).resolve().parents[2] / "tasks" / "mtrbench-sample" /
-                    "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:24]
+    corpus_lines = (
+        (Path(__file__).resolve().parents[2] / "tasks" / "mtrbench-sample" / "corpus.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()[:24]
+    )
     (folder / "corpus.jsonl").write_text("\n".join(corpus_lines) + "\n", encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main(["synthesize", str(folder / "corpus.jsonl"), "--out", str(folder / "work"), "--stage", "cluster",
-                     *SYNTH_CLUSTERING]) == 0
+        assert (
+            main(
+                [
+                    "synthesize",
+                    str(folder / "corpus.jsonl"),
+                    "--out",
+                    str(folder / "work"),
+                    "--stage",
+                    "cluster",
+                    *SYNTH_CLUSTERING,
+                ]
+            )
+            == 0
+        )
     return folder
 
 
 def _synthesize(work: Path, url: str, mini: Path) -> list[str]:
-    return ["synthesize", str(work / "corpus.jsonl"), "--out", str(work / "work"), "--llm-model", "agent-m",
-            "--base-url", url, *SYNTH_CLUSTERING, "--conversations", str(SYNTH_CONVERSATIONS), "--turns", "2", "--concurrency", "2",
-            *[a for a in _llm_flags(url, work) if a != "--yes"]]
+    return [
+        "synthesize",
+        str(work / "corpus.jsonl"),
+        "--out",
+        str(work / "work"),
+        "--llm-model",
+        "agent-m",
+        "--base-url",
+        url,
+        *SYNTH_CLUSTERING,
+        "--conversations",
+        str(SYNTH_CONVERSATIONS),
+        "--turns",
+        "2",
+        "--concurrency",
+        "2",
+        *[a for a in _llm_flags(url, work) if a != "--yes"],
+    ]
 
 
 def _synthesize_outputs(work: Path) -> None:
@@ -177,9 +287,22 @@ def _synthesize_outputs(work: Path) -> None:
 
 # --- audit ----------------------------------------------------------------------------------------------------
 
+
 def _audit(work: Path, url: str, mini: Path) -> list[str]:
-    return ["audit", str(mini), "--dimensions", "alignment", "--llm-model", "judge-m", "--llm-base-url", url,
-            "--output-dir", str(work / "audit"), "--quiet", *_llm_flags(url, work)]
+    return [
+        "audit",
+        str(mini),
+        "--dimensions",
+        "alignment",
+        "--llm-model",
+        "judge-m",
+        "--llm-base-url",
+        url,
+        "--output-dir",
+        str(work / "audit"),
+        "--quiet",
+        *_llm_flags(url, work),
+    ]
 
 
 def _audit_outputs(work: Path) -> None:
@@ -190,11 +313,27 @@ def _audit_outputs(work: Path) -> None:
 
 # --- eval with a model-written history ------------------------------------------------------------------------
 
+
 def _eval(history: str) -> Callable[[Path, str, Path], list[str]]:
     def args(work: Path, url: str, mini: Path) -> list[str]:
-        return ["eval", "--task", str(mini), "--model", "bm25", "--history", history, "--output-dir",
-                str(work / "results"), "--rewriter-model", "rw-m", "--rewriter-base-url", url, "--quiet",
-                *_llm_flags(url, work)]
+        return [
+            "eval",
+            "--task",
+            str(mini),
+            "--model",
+            "bm25",
+            "--history",
+            history,
+            "--output-dir",
+            str(work / "results"),
+            "--rewriter-model",
+            "rw-m",
+            "--rewriter-base-url",
+            url,
+            "--quiet",
+            *_llm_flags(url, work),
+        ]
+
     return args
 
 
@@ -204,17 +343,35 @@ def _eval_outputs(work: Path) -> None:
 
 
 CASES = [
-    Case("generate", _generate, f"failed on {TURNS_WITH_GOLD} of {TURNS_WITH_GOLD} turns", _generate_outputs,
-         free_text=True),
+    Case(
+        "generate",
+        _generate,
+        f"failed on {TURNS_WITH_GOLD} of {TURNS_WITH_GOLD} turns",
+        _generate_outputs,
+        free_text=True,
+    ),
     Case("judge run", _judge, f"failed on {TURNS} of {TURNS} items", _judge_outputs),
     Case("rag", _rag, f"failed on {TURNS} of {TURNS}", _rag_outputs("generation")),
-    Case("synthesize", _synthesize, f"failed on {SYNTH_CONVERSATIONS} of {SYNTH_CONVERSATIONS} conversations",
-         _synthesize_outputs),
+    Case(
+        "synthesize",
+        _synthesize,
+        f"failed on {SYNTH_CONVERSATIONS} of {SYNTH_CONVERSATIONS} conversations",
+        _synthesize_outputs,
+    ),
     Case("audit", _audit, f"failed on {AUDIT_ALIGNMENT_ITEMS} of {AUDIT_ALIGNMENT_ITEMS} items", _audit_outputs),
-    Case("eval rewrite:llm", _eval("rewrite:llm"),
-         f"failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests", _eval_outputs),
-    Case("eval summary:llm", _eval("summary:llm"),
-         f"failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests", _eval_outputs, free_text=True),
+    Case(
+        "eval rewrite:llm",
+        _eval("rewrite:llm"),
+        f"failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests",
+        _eval_outputs,
+    ),
+    Case(
+        "eval summary:llm",
+        _eval("summary:llm"),
+        f"failed on {TURNS_WITH_HISTORY} of {TURNS_WITH_HISTORY} requests",
+        _eval_outputs,
+        free_text=True,
+    ),
 ]
 
 
@@ -227,8 +384,9 @@ def _params():
 
 
 @pytest.mark.parametrize("case, failure", list(_params()))
-def test_every_llm_command_exits_1_naming_the_failures(case: Case, failure: str, native_mini, tmp_path, monkeypatch,
-                                                       capsys, request):
+def test_every_llm_command_exits_1_naming_the_failures(
+    case: Case, failure: str, native_mini, tmp_path, monkeypatch, capsys, request
+):
     monkeypatch.setenv(KEY_ENV, SECRET)
     work = tmp_path / "work-case"
     work.mkdir()
@@ -267,8 +425,15 @@ def test_rag_names_the_retrieval_stage_when_its_rewriter_fails(native_mini, tmp_
     monkeypatch.setenv(KEY_ENV, SECRET)
     monkeypatch.chdir(tmp_path)
     with ScriptedChatServer(lambda body: FAILURES["http-500"]) as server:
-        args = [*_rag(tmp_path, server.base_url, native_mini), "--history", "rewrite:llm", "--rewriter-model", "rw-m",
-                "--rewriter-base-url", server.base_url]
+        args = [
+            *_rag(tmp_path, server.base_url, native_mini),
+            "--history",
+            "rewrite:llm",
+            "--rewriter-model",
+            "rw-m",
+            "--rewriter-base-url",
+            server.base_url,
+        ]
         assert main([*args, "--dry-run"]) == 0
         assert server.request_count == 0
         code = main(args)
@@ -305,8 +470,9 @@ def test_failures_within_the_share_are_a_warning_and_past_it_exit_1(native_mini,
 
 
 @pytest.mark.parametrize("reasks", [0, 1])
-def test_parse_retries_sets_how_often_an_unreadable_reply_is_asked_again(reasks, native_mini, tmp_path, monkeypatch,
-                                                                          capsys):
+def test_parse_retries_sets_how_often_an_unreadable_reply_is_asked_again(
+    reasks, native_mini, tmp_path, monkeypatch, capsys
+):
     """judge run against off-format replies: each of the 5 items is asked 1 + --parse-retries times (counted at
     the server), whatever the default (2) is."""
     monkeypatch.setenv(KEY_ENV, SECRET)

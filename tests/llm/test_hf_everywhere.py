@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_model import make_tiny_chat_model
 
 from mtrbench.infra.errors import ModelError
-from tiny_model import make_tiny_chat_model
 from mtrbench.llm.client import ChatRequest
 from mtrbench.llm.config import JudgeConfig, load_judges
 from mtrbench.llm.hf import HFChatClient, _Rows, forget_loaded_models, make_client
 from mtrbench.llm.hf_async import AsyncHFClient, make_async_client
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
@@ -26,13 +27,16 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 def judge(folder: Path, **overrides) -> JudgeConfig:
-    return JudgeConfig(**{"name": "j", "model": "tiny", "base_url": f"hf://{folder}", "max_tokens": 4,
-                          "concurrency": 2, **overrides})
+    return JudgeConfig(
+        **{"name": "j", "model": "tiny", "base_url": f"hf://{folder}", "max_tokens": 4, "concurrency": 2, **overrides}
+    )
 
 
 def requests(n: int) -> list[ChatRequest]:
-    return [ChatRequest(key=f"q{i}", messages=[{"role": "user", "content": f"question number {i} " * (i + 1)}])
-            for i in range(n)]
+    return [
+        ChatRequest(key=f"q{i}", messages=[{"role": "user", "content": f"question number {i} " * (i + 1)}])
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -61,8 +65,10 @@ def test_clients_of_one_model_share_one_load(tiny_model, loads):
 
 def test_a_judges_file_of_hf_judges_runs_in_process(tiny_model, tmp_path, loads):
     path = tmp_path / "judges.yaml"
-    path.write_text(f"judges:\n  - {{name: a, model: tiny, base_url: 'hf://{tiny_model}', max_tokens: 3}}\n"
-                    f"  - {{name: b, model: tiny, base_url: 'hf://{tiny_model}', temperature: 0.7, max_tokens: 3}}\n")
+    path.write_text(
+        f"judges:\n  - {{name: a, model: tiny, base_url: 'hf://{tiny_model}', max_tokens: 3}}\n"
+        f"  - {{name: b, model: tiny, base_url: 'hf://{tiny_model}', temperature: 0.7, max_tokens: 3}}\n"
+    )
     ensemble = load_judges(path)
     clients = [make_client(j) for j in ensemble]
     assert [type(c) for c in clients] == [HFChatClient, HFChatClient]
@@ -76,8 +82,9 @@ def test_a_judges_file_of_hf_judges_runs_in_process(tiny_model, tmp_path, loads)
 def test_async_adapter_answers_each_caller_with_its_own_reply(tiny_model, loads, monkeypatch):
     """Five callers at once, batches of at most two: each gets the reply the synchronous backend gives for
     its own request (greedy decoding), in at most three batches."""
-    expected = {r.key: r.text for r in HFChatClient(judge(tiny_model), device="cpu").run(requests(5),
-                                                                                           show_progress=False)}
+    expected = {
+        r.key: r.text for r in HFChatClient(judge(tiny_model), device="cpu").run(requests(5), show_progress=False)
+    }
     batches: list[int] = []
     original = HFChatClient.generate_ids
 

@@ -68,8 +68,13 @@ def sampling(monkeypatch) -> list[dict]:
     original = transformers.LlamaForCausalLM.generate
 
     def recording(self, *args, **kwargs):
-        seen.append({"do_sample": kwargs.get("do_sample"), "temperature": kwargs.get("temperature"),
-                     "seed": torch.initial_seed()})
+        seen.append(
+            {
+                "do_sample": kwargs.get("do_sample"),
+                "temperature": kwargs.get("temperature"),
+                "seed": torch.initial_seed(),
+            }
+        )
         return original(self, *args, **kwargs)
 
     monkeypatch.setattr(transformers.LlamaForCausalLM, "generate", recording)
@@ -77,7 +82,8 @@ def sampling(monkeypatch) -> list[dict]:
 
 
 def test_a_malformed_reply_is_asked_again_with_a_repair_turn_and_the_success_cached_under_the_original(
-        tiny_model, tmp_path, batches):
+    tiny_model, tmp_path, batches
+):
     """Would fail if the re-ask repeated the identical request, quoted another text, lost the first reply from
     ``malformed``, counted attempts other than generations, or cached the reply under the re-ask's key."""
     cache = ResponseCache(tmp_path / "cache.sqlite")
@@ -127,8 +133,9 @@ def test_sampling_is_seeded_by_the_requests_seed_and_leaves_the_global_state_alo
     client = HFChatClient(judge(tiny_model, temperature=1.0, max_tokens=8), device="cpu")
 
     def sample(seed: int) -> list[int]:
-        (ids,) = client.generate_ids([ChatRequest(key="q", messages=[{"role": "user", "content": "x"}],
-                                                  params={"seed": seed})])
+        (ids,) = client.generate_ids(
+            [ChatRequest(key="q", messages=[{"role": "user", "content": "x"}], params={"seed": seed})]
+        )
         return ids
 
     torch.manual_seed(1234)
@@ -149,8 +156,7 @@ def test_parse_retries_0_is_one_attempt(tiny_model, batches):
     assert (client.usage.requests, client.usage.items, client.usage.failures) == (1, 1, 1)
 
 
-def test_only_the_failed_rows_of_a_batch_are_asked_again_and_their_reasks_are_batched(tiny_model, batches,
-                                                                                        monkeypatch):
+def test_only_the_failed_rows_of_a_batch_are_asked_again_and_their_reasks_are_batched(tiny_model, batches, monkeypatch):
     """Four requests in one batch: two parse at once, one on its first re-ask, one never (parse_retries 2). Would
     fail if a parsed row were generated again, if re-asks went one by one, if an item were counted (results, bar,
     usage) more or less than once, or if a re-asked item's generations were not all counted."""
@@ -172,9 +178,12 @@ def test_only_the_failed_rows_of_a_batch_are_asked_again_and_their_reasks_are_ba
 
     monkeypatch.setattr("mtrbench.llm.hf.tqdm", Bar)
     client = HFChatClient(judge(tiny_model, concurrency=4, parse_retries=2), device="cpu")
-    requests = [request("ok1", "first question", failing(0)), request("once", "second question here", failing(1)),
-                request("ok2", "third question, longer", failing(0)),
-                request("never", "fourth question, the longest one", failing(99, "still no rating"))]
+    requests = [
+        request("ok1", "first question", failing(0)),
+        request("once", "second question here", failing(1)),
+        request("ok2", "third question, longer", failing(0)),
+        request("never", "fourth question, the longest one", failing(99, "still no rating")),
+    ]
     finished: list[str] = []
     results = client.run(requests, show_progress=True, on_result=lambda r: finished.append(r.key))
     per_key = Counter(r.key for batch in batches for r in batch)
@@ -196,8 +205,9 @@ def test_the_async_adapter_hands_each_caller_its_reasked_result(tiny_model, batc
     client = AsyncHFClient(judge(tiny_model, concurrency=2))
 
     async def ask():
-        return await asyncio.gather(client.acomplete(request("a", "one", failing(1))),
-                                    client.acomplete(request("b", "two", failing(0))))
+        return await asyncio.gather(
+            client.acomplete(request("a", "one", failing(1))), client.acomplete(request("b", "two", failing(0)))
+        )
 
     first, second = asyncio.run(ask())
     assert (first.key, first.ok, first.attempts, second.key, second.ok, second.attempts) == ("a", True, 2, "b", True, 1)
@@ -244,10 +254,12 @@ def test_a_row_still_running_when_the_time_runs_out_fails_and_is_not_asked_again
     second generation (parse_retries 2 notwithstanding). Would fail if the timeout were not enforced (the run
     would take 8 s and pass the 40-token texts off as replies), if a timed-out row were re-asked or if a finished
     row lost its reply with the batch."""
-    client = HFChatClient(judge(tiny_model, timeout_s=1.0, max_tokens=40, concurrency=3, parse_retries=2),
-                          device="cpu")
-    requests = [request("slow1", "a longer question here", failing(0)), request("fast", "hi", failing(0)),
-                request("slow2", "the longest question of the three", failing(0))]
+    client = HFChatClient(judge(tiny_model, timeout_s=1.0, max_tokens=40, concurrency=3, parse_retries=2), device="cpu")
+    requests = [
+        request("slow1", "a longer question here", failing(0)),
+        request("fast", "hi", failing(0)),
+        request("slow2", "the longest question of the three", failing(0)),
+    ]
     started = time.monotonic()
     results = client.run(requests, show_progress=False)
     assert time.monotonic() - started < 4
@@ -257,8 +269,10 @@ def test_a_row_still_running_when_the_time_runs_out_fails_and_is_not_asked_again
         failed = by_key[key]
         assert not failed.ok and failed.text is None and failed.value is None and failed.malformed == []
         assert failed.attempts == 1
-        assert failed.error == ("timeout: generation passed --timeout 1 s (in-process, not retried); raise --timeout "
-                                "(timeout_s in a judges file)")
+        assert failed.error == (
+            "timeout: generation passed --timeout 1 s (in-process, not retried); raise --timeout "
+            "(timeout_s in a judges file)"
+        )
     assert len(batches) == 1
     assert (client.usage.requests, client.usage.items, client.usage.failures) == (3, 3, 2)
 

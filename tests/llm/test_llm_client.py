@@ -11,12 +11,23 @@ import threading
 import time
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer, sequence
-from mtrbench.infra.errors import MtrbenchError
-from mtrbench.llm import (ChatClient, ChatRequest, JudgeConfig, ResponseCache, Usage, confirm_cost,
-                          estimate_cost, extract_rating, extract_yes_no, load_judges, print_dry_run)
+
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, judges_from_args
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.llm import (
+    ChatClient,
+    ChatRequest,
+    JudgeConfig,
+    ResponseCache,
+    Usage,
+    confirm_cost,
+    estimate_cost,
+    extract_rating,
+    extract_yes_no,
+    load_judges,
+    print_dry_run,
+)
 
 KEY_ENV = "MTRBENCH_TEST_LLM_KEY"
 SECRET = "mtrbench-secret-4f9c2a71e0d85b3c"  # no "sk-" prefix: the exact-key redaction is what is tested
@@ -29,8 +40,16 @@ def api_key(monkeypatch):
 
 
 def make_judge(server: ScriptedChatServer, **overrides) -> JudgeConfig:
-    settings = dict(name="judge-a", model="test-model", base_url=server.base_url, api_key_env=KEY_ENV,
-                    timeout_s=5.0, max_retries=3, parse_retries=2, concurrency=4)
+    settings = dict(
+        name="judge-a",
+        model="test-model",
+        base_url=server.base_url,
+        api_key_env=KEY_ENV,
+        timeout_s=5.0,
+        max_retries=3,
+        parse_retries=2,
+        concurrency=4,
+    )
     settings.update(overrides)
     return JudgeConfig(**settings)
 
@@ -40,9 +59,14 @@ def make_client(judge: JudgeConfig, cache: ResponseCache | None = None) -> ChatC
 
 
 def rating_request(key: str, text: str = "Rate this answer.") -> ChatRequest:
-    return ChatRequest(key=key, messages=[{"role": "system", "content": "You are a strict judge."},
-                                          {"role": "user", "content": f"{text} ({key})"}],
-                       parse=lambda reply: extract_rating(reply, 1, 10))
+    return ChatRequest(
+        key=key,
+        messages=[
+            {"role": "system", "content": "You are a strict judge."},
+            {"role": "user", "content": f"{text} ({key})"},
+        ],
+        parse=lambda reply: extract_rating(reply, 1, 10),
+    )
 
 
 def first_user_message(body: dict) -> str:
@@ -56,8 +80,9 @@ def run_one(client: ChatClient, request: ChatRequest):
 
 
 def test_well_formed_reply_is_parsed_and_counted():
-    with ScriptedChatServer([Reply("Covers 3 of 4 points.\nRating: [[7]]", prompt_tokens=13, completion_tokens=5)]) \
-            as server:
+    with ScriptedChatServer(
+        [Reply("Covers 3 of 4 points.\nRating: [[7]]", prompt_tokens=13, completion_tokens=5)]
+    ) as server:
         client = make_client(make_judge(server, max_tokens=300, temperature=0.2, extra_body={"seed": 0}))
         result = run_one(client, rating_request("q1"))
     assert (result.ok, result.value, result.error, result.attempts, result.cached) == (True, 7.0, None, 1, False)
@@ -74,8 +99,9 @@ def test_malformed_json_is_requested_again():
     replies = ['{"reason": "the dates differ", "response": ', '{"reason": "the dates differ", "response": "no"}']
     with ScriptedChatServer(replies) as server:
         client = make_client(make_judge(server))
-        result = run_one(client, ChatRequest("q1", [{"role": "user", "content": "relevant?"}],
-                                             parse=extract_yes_no, want_json=True))
+        result = run_one(
+            client, ChatRequest("q1", [{"role": "user", "content": "relevant?"}], parse=extract_yes_no, want_json=True)
+        )
     assert (result.ok, result.value, result.attempts) == (True, False, 2)
     assert server.request_count == 2 and client.usage.requests == 2
     assert server.requests[0]["response_format"] == {"type": "json_object"}
@@ -257,8 +283,12 @@ def test_dry_run_prints_prompts_and_count_without_requests(capsys):
 
 def test_cost_estimate_by_hand(tmp_path, capsys, monkeypatch):
     # 3 requests of 400 + 400 characters -> 200 prompt tokens each; 200 completion tokens each (default)
-    requests = [ChatRequest(f"q{i}", [{"role": "system", "content": "s" * 400},
-                                      {"role": "user", "content": "u" * 399 + str(i)}]) for i in range(3)]
+    requests = [
+        ChatRequest(
+            f"q{i}", [{"role": "system", "content": "s" * 400}, {"role": "user", "content": "u" * 399 + str(i)}]
+        )
+        for i in range(3)
+    ]
     judge = JudgeConfig(name="gpt", model="gpt-4o", api_key_env=KEY_ENV)
     estimate = estimate_cost(requests, judge)
     assert (estimate.n_requests, estimate.cached) == (3, 0)
@@ -290,11 +320,13 @@ def test_usage_cost():
 def test_api_key_never_leaks(tmp_path, caplog, capsys):
     caplog.set_level(logging.DEBUG)
     cache_path = tmp_path / "llm.sqlite"
-    scripts = {"ok": sequence([Reply(status=500), "Rating: [[6]]"]),
-               "bad": sequence([Reply("no rating here")]),
-               # a server that echoes the key back in an error message must not make us log or store it
-               "echo": sequence([Reply(status=401, content=f"Incorrect API key provided: {SECRET}")]),
-               "slow": sequence([Reply("Rating: [[2]]", delay_s=1.0)])}
+    scripts = {
+        "ok": sequence([Reply(status=500), "Rating: [[6]]"]),
+        "bad": sequence([Reply("no rating here")]),
+        # a server that echoes the key back in an error message must not make us log or store it
+        "echo": sequence([Reply(status=401, content=f"Incorrect API key provided: {SECRET}")]),
+        "slow": sequence([Reply("Rating: [[2]]", delay_s=1.0)]),
+    }
 
     def responder(body):
         return scripts[first_user_message(body).split("(")[1].rstrip(")")](body)
@@ -311,9 +343,15 @@ def test_api_key_never_leaks(tmp_path, caplog, capsys):
     assert "[redacted]" in results[2].error
     captured = capsys.readouterr()
     files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("llm.sqlite"))
-    places = {"logs": caplog.text, "stdout": captured.out, "stderr": captured.err,
-              "cache": files.decode("latin-1"), "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]),
-              "repr": repr(client) + repr(judge), "request bodies": json.dumps(server.requests)}
+    places = {
+        "logs": caplog.text,
+        "stdout": captured.out,
+        "stderr": captured.err,
+        "cache": files.decode("latin-1"),
+        "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]),
+        "repr": repr(client) + repr(judge),
+        "request bodies": json.dumps(server.requests),
+    }
     assert caplog.text and captured.err  # something was logged and a progress bar drawn
     for place, text in places.items():
         assert SECRET not in text, place
@@ -331,9 +369,14 @@ URL_BASE64 = base64.b64encode(f"{URL_USER}:{URL_PASSWORD}".encode()).decode()
 
 def url_secrets() -> dict[str, str]:
     """Every form of the URL credentials that must never be shown or stored."""
-    return {"password": URL_PASSWORD, "encoded password": "pw-7Hq2%40ZX91%2Fk", "user:password":
-            f"{URL_USER}:{URL_PASSWORD}", "userinfo": URL_USERINFO, "base64": URL_BASE64,
-            "base64 unpadded": URL_BASE64.rstrip("=")}
+    return {
+        "password": URL_PASSWORD,
+        "encoded password": "pw-7Hq2%40ZX91%2Fk",
+        "user:password": f"{URL_USER}:{URL_PASSWORD}",
+        "userinfo": URL_USERINFO,
+        "base64": URL_BASE64,
+        "base64 unpadded": URL_BASE64.rstrip("="),
+    }
 
 
 def echo_authorization(body: dict, headers: dict) -> Reply:
@@ -368,9 +411,15 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth_and_never_shown(tmp_
     assert judge.base_url_auth is not None and repr(judge.base_url_auth).endswith("password=***)")
     captured = capsys.readouterr()
     files = b"".join(p.read_bytes() for p in tmp_path.iterdir())
-    places = {"logs": caplog.text, "stdout": captured.out, "stderr": captured.err, "cache": files.decode("latin-1"),
-              "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]), "repr": repr(client) + repr(judge),
-              "request bodies": json.dumps(server.requests)}
+    places = {
+        "logs": caplog.text,
+        "stdout": captured.out,
+        "stderr": captured.err,
+        "cache": files.decode("latin-1"),
+        "results": repr(results) + json.dumps([dataclasses.asdict(r) for r in results]),
+        "repr": repr(client) + repr(judge),
+        "request bodies": json.dumps(server.requests),
+    }
     assert caplog.text and captured.err
     for place, text in places.items():
         for form, secret in url_secrets().items():
@@ -432,29 +481,37 @@ def test_load_judges_yaml_and_json(tmp_path):
         "    json_mode: false\n"
         "    extra_body: {seed: 0}\n"
         "prices:\n"
-        "  gpt-4o: [3.0, 12.0]\n")
+        "  gpt-4o: [3.0, 12.0]\n"
+    )
     big, local = load_judges(yaml_file)
     assert (big.name, big.model, big.concurrency, big.base_url) == ("big", "gpt-4o", 4, None)
     assert (big.price_input_per_mtok, big.price_output_per_mtok) == (3.0, 12.0)  # the file overrides the table
     assert (local.base_url, local.json_mode, local.extra_body, local.max_retries) == (
-        "http://127.0.0.1:8000/v1", False, {"seed": 0}, 5)
+        "http://127.0.0.1:8000/v1",
+        False,
+        {"seed": 0},
+        5,
+    )
     json_file = tmp_path / "judges.json"
     json_file.write_text(json.dumps({"judges": [{"model": "deepseek-chat", "api_key_env": "DEEPSEEK_API_KEY"}]}))
     [deepseek] = load_judges(json_file)
     assert (deepseek.name, deepseek.api_key_env) == ("deepseek-chat", "DEEPSEEK_API_KEY")
 
 
-@pytest.mark.parametrize("content, message", [
-    ("judges:\n  - {modle: gpt-4o}\n", r"judges\[0\]: unknown field 'modle'. Did you mean: model"),
-    ("judges:\n  - {name: x}\n", r"judges\[0\]: missing required field 'model'"),
-    ("judges:\n  - {model: a}\n  - {model: b, concurrency: 0}\n", r"judges\[1\]: field 'concurrency' must be >= 1"),
-    ("judges:\n  - {model: a, timeout_s: fast}\n", r"judges\[0\]: field 'timeout_s' must be a number"),
-    ("judges:\n  - {model: a, api_key: sk-123}\n", r"judges\[0\]\.api_key: keys are never read from files"),
-    ("judges:\n  - {model: a}\n  - {model: a}\n", r"judges\[1\]\.name 'a' is used twice"),
-    ("judges: []\n", "'judges' must be a non-empty list"),
-    ("judges:\n  - {model: a\n", "invalid YAML at line"),
-    ("judges:\n  - {model: a}\nprices:\n  a: [1]\n", r"prices\.a must be \[input, output\]"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("judges:\n  - {modle: gpt-4o}\n", r"judges\[0\]: unknown field 'modle'. Did you mean: model"),
+        ("judges:\n  - {name: x}\n", r"judges\[0\]: missing required field 'model'"),
+        ("judges:\n  - {model: a}\n  - {model: b, concurrency: 0}\n", r"judges\[1\]: field 'concurrency' must be >= 1"),
+        ("judges:\n  - {model: a, timeout_s: fast}\n", r"judges\[0\]: field 'timeout_s' must be a number"),
+        ("judges:\n  - {model: a, api_key: sk-123}\n", r"judges\[0\]\.api_key: keys are never read from files"),
+        ("judges:\n  - {model: a}\n  - {model: a}\n", r"judges\[1\]\.name 'a' is used twice"),
+        ("judges: []\n", "'judges' must be a non-empty list"),
+        ("judges:\n  - {model: a\n", "invalid YAML at line"),
+        ("judges:\n  - {model: a}\nprices:\n  a: [1]\n", r"prices\.a must be \[input, output\]"),
+    ],
+)
 def test_malformed_judges_file_names_file_and_field(tmp_path, content, message):
     path = tmp_path / "judges.yaml"
     path.write_text(content)
@@ -466,11 +523,26 @@ def test_malformed_judges_file_names_file_and_field(tmp_path, content, message):
 def test_command_line_flags(tmp_path):
     parser = argparse.ArgumentParser()
     add_llm_arguments(parser)
-    args = parser.parse_args(["--llm-model", "m", "--llm-base-url", "http://127.0.0.1:8000/v1", "--concurrency", "3",
-                              "--llm-cache", str(tmp_path / "x.sqlite")])
+    args = parser.parse_args(
+        [
+            "--llm-model",
+            "m",
+            "--llm-base-url",
+            "http://127.0.0.1:8000/v1",
+            "--concurrency",
+            "3",
+            "--llm-cache",
+            str(tmp_path / "x.sqlite"),
+        ]
+    )
     [judge] = judges_from_args(args)
     assert (judge.name, judge.model, judge.base_url, judge.concurrency, judge.api_key_env) == (
-        "m", "m", "http://127.0.0.1:8000/v1", 3, "OPENAI_API_KEY")
+        "m",
+        "m",
+        "http://127.0.0.1:8000/v1",
+        3,
+        "OPENAI_API_KEY",
+    )
     assert cache_from_args(args).path == tmp_path / "x.sqlite"
     assert cache_from_args(parser.parse_args(["--llm-model", "m", "--no-llm-cache"])) is None
     for bad in ([], ["--llm-model", "m", "--judges", "j.yaml"], ["--llm-model", "m", "--concurrency", "0"]):
@@ -514,8 +586,13 @@ def test_cache_is_safe_across_threads_and_instances(tmp_path):
     assert errors == []
     reopened = ResponseCache(path)
     assert len(reopened) == 160
-    assert reopened.get("w3-39") == {"text": "reply 3 39", "model": "", "prompt_tokens": 39, "completion_tokens": 0,
-                                     "created": reopened.get("w3-39")["created"]}
+    assert reopened.get("w3-39") == {
+        "text": "reply 3 39",
+        "model": "",
+        "prompt_tokens": 39,
+        "completion_tokens": 0,
+        "created": reopened.get("w3-39")["created"],
+    }
     assert reopened.get("missing") is None
 
 
@@ -535,11 +612,17 @@ def test_a_dead_server_stops_the_run_after_max_failures_in_a_row():
 
 def test_failures_between_replies_do_not_stop_the_run():
     """Failures that alternate with replies (even malformed ones) never reach the limit."""
-    script = [Reply(status=404, content="no"), "Rating: [[3]]", Reply(status=404, content="no"), "no rating here",
-              Reply(status=404, content="no"), "Rating: [[5]]", Reply(status=404, content="no")]
+    script = [
+        Reply(status=404, content="no"),
+        "Rating: [[3]]",
+        Reply(status=404, content="no"),
+        "no rating here",
+        Reply(status=404, content="no"),
+        "Rating: [[5]]",
+        Reply(status=404, content="no"),
+    ]
     with ScriptedChatServer(sequence(script)) as server:
-        client = make_client(make_judge(server, max_retries=0, parse_retries=0, concurrency=1,
-                                        max_failures_in_a_row=2))
+        client = make_client(make_judge(server, max_retries=0, parse_retries=0, concurrency=1, max_failures_in_a_row=2))
         results = client.run([rating_request(f"q{i}") for i in range(7)], show_progress=False)
     assert [r.ok for r in results] == [False, True, False, False, False, True, False]
     assert server.request_count == 7 and client.usage.failures == 5

@@ -12,27 +12,40 @@ from pathlib import Path
 
 import pytest
 import torch
+from tiny_model import make_tiny_chat_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from mtrbench.cli import main
 from mtrbench.llm.client import ChatRequest
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.hf import HFChatClient
-from tiny_model import make_tiny_chat_model
 
-PROMPTS = ["hi", "how deep is lake varnholm in metres, and is it the deepest lake?", "who designed the bridge",
-           "a b c d e f g h i j k l m n o p"]
+PROMPTS = [
+    "hi",
+    "how deep is lake varnholm in metres, and is it the deepest lake?",
+    "who designed the bridge",
+    "a b c d e f g h i j k l m n o p",
+]
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-llama"), hidden=32, layers=2, heads=4, kv_heads=2,
-                                positions=512)
+    return make_tiny_chat_model(
+        tmp_path_factory.mktemp("tiny-llama"), hidden=32, layers=2, heads=4, kv_heads=2, positions=512
+    )
 
 
 def judge(folder: Path, **overrides) -> JudgeConfig:
-    return JudgeConfig(**{"name": "gen", "model": "tiny", "base_url": f"hf://{folder}", "max_tokens": 10,
-                          "concurrency": 4, **overrides})
+    return JudgeConfig(
+        **{
+            "name": "gen",
+            "model": "tiny",
+            "base_url": f"hf://{folder}",
+            "max_tokens": 10,
+            "concurrency": 4,
+            **overrides,
+        }
+    )
 
 
 def reference_ids(folder: Path, messages: list[dict], max_new_tokens: int) -> list[int]:
@@ -42,11 +55,16 @@ def reference_ids(folder: Path, messages: list[dict], max_new_tokens: int) -> li
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     ids = tokenizer(text, return_tensors="pt", add_special_tokens=False)["input_ids"]
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                             do_sample=False, pad_token_id=tokenizer.pad_token_id)
-    new = out[0, ids.shape[1]:].tolist()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    new = out[0, ids.shape[1] :].tolist()
     stops = {tokenizer.sep_token_id, tokenizer.pad_token_id}
-    return new[:next((i for i, t in enumerate(new) if t in stops), len(new))]
+    return new[: next((i for i, t in enumerate(new) if t in stops), len(new))]
 
 
 def test_batched_generation_equals_unbatched_token_for_token(tiny_model):
@@ -58,8 +76,15 @@ def test_batched_generation_equals_unbatched_token_for_token(tiny_model):
     assert all(len(ids) > 0 for ids in batched)
     # the prompts differ in length, so the batch really was padded
     _, tokenizer = client._load()
-    lengths = {len(tokenizer(tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False),
-                             add_special_tokens=False)["input_ids"]) for r in requests}
+    lengths = {
+        len(
+            tokenizer(
+                tokenizer.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False),
+                add_special_tokens=False,
+            )["input_ids"]
+        )
+        for r in requests
+    }
     assert len(lengths) == len(PROMPTS)
     assert single[1] == reference_ids(tiny_model, requests[1].messages, 10)
 
@@ -74,18 +99,41 @@ def test_right_padding_would_be_caught(tiny_model):
     tokenizer.padding_side = "right"
     batch = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
     with torch.no_grad():
-        out = model.generate(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], max_new_tokens=10,
-                             do_sample=False, pad_token_id=tokenizer.pad_token_id)
+        out = model.generate(
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            max_new_tokens=10,
+            do_sample=False,
+            pad_token_id=tokenizer.pad_token_id,
+        )
     tokenizer.padding_side = "left"
     width = batch["input_ids"].shape[1]
-    assert [row[:len(s)] for row, s in zip(out[:, width:].tolist(), single)] != single
+    assert [row[: len(s)] for row, s in zip(out[:, width:].tolist(), single)] != single
 
 
 def test_generate_runs_on_the_hf_backend(tiny_model, native_mini, tmp_path, capsys):
     out = tmp_path / "gen.jsonl"
-    code = main(["generate", "--task", str(native_mini), "--oracle", "--model", "tiny-llama", "--base-url",
-                 f"hf://{tiny_model}", "--max-tokens", "8", "--output", str(out), "--no-llm-cache", "--yes",
-                 "--quiet", "--concurrency", "3"])
+    code = main(
+        [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--oracle",
+            "--model",
+            "tiny-llama",
+            "--base-url",
+            f"hf://{tiny_model}",
+            "--max-tokens",
+            "8",
+            "--output",
+            str(out),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+            "--concurrency",
+            "3",
+        ]
+    )
     printed = capsys.readouterr()
     assert code == 0, printed.err
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -122,9 +170,27 @@ def test_summary_on_the_same_hf_model_loads_it_once(tiny_model, native_mini, tmp
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", counting)
     out = tmp_path / "gen.jsonl"
-    code = main(["generate", "--task", str(native_mini), "--oracle", "--history", "summary:llm", "--model", "tiny-llama",
-                 "--base-url", f"hf://{tiny_model}", "--max-tokens", "6", "--output", str(out), "--no-llm-cache",
-                 "--yes", "--quiet"])
+    code = main(
+        [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--oracle",
+            "--history",
+            "summary:llm",
+            "--model",
+            "tiny-llama",
+            "--base-url",
+            f"hf://{tiny_model}",
+            "--max-tokens",
+            "6",
+            "--output",
+            str(out),
+            "--no-llm-cache",
+            "--yes",
+            "--quiet",
+        ]
+    )
     printed = capsys.readouterr()
     assert len(loads) == 1
     records = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []

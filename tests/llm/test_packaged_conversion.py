@@ -52,8 +52,9 @@ def test_names_are_restored_when_the_conversion_fails(tmp_path):
     assert gguf.GGUFReader is reader_class
 
 
-def test_a_gguf_transformers_cannot_load_is_one_error_line_and_leaves_no_folder(native_mini, tmp_path, monkeypatch,
-                                                                                capsys):
+def test_a_gguf_transformers_cannot_load_is_one_error_line_and_leaves_no_folder(
+    native_mini, tmp_path, monkeypatch, capsys
+):
     """A GGUF file without a tokenizer (as written above): generate --base-url hf://FILE.gguf exits 2 with one
     `error:` line naming the file, and the model cache holds no (partial) converted folder afterwards."""
     from mtrbench.cli import main
@@ -62,8 +63,23 @@ def test_a_gguf_transformers_cannot_load_is_one_error_line_and_leaves_no_folder(
     monkeypatch.setenv("MTRBENCH_CACHE_DIR", str(cache))
     path = tmp_path / "tiny.gguf"
     write_tiny_gguf(path)
-    code = main(["generate", "--task", str(native_mini), "--oracle", "--model", "tiny", "--base-url", f"hf://{path}",
-                 "--output", str(tmp_path / "answers.jsonl"), "--yes", "--quiet", "--no-llm-cache"])
+    code = main(
+        [
+            "generate",
+            "--task",
+            str(native_mini),
+            "--oracle",
+            "--model",
+            "tiny",
+            "--base-url",
+            f"hf://{path}",
+            "--output",
+            str(tmp_path / "answers.jsonl"),
+            "--yes",
+            "--quiet",
+            "--no-llm-cache",
+        ]
+    )
     err = capsys.readouterr().err
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1, err

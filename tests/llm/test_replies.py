@@ -12,41 +12,48 @@ from pathlib import Path
 
 import pytest
 
-from mtrbench.assess.prompts import parse_support, parse_verdict as parse_assess_verdict
-from mtrbench.audit.prompts import choice_parser, parse_rating as parse_audit_rating
+from mtrbench.assess.prompts import parse_support
+from mtrbench.assess.prompts import parse_verdict as parse_assess_verdict
+from mtrbench.audit.prompts import parse_rating as parse_audit_rating
 from mtrbench.generation.prompts import parse_model_history
 from mtrbench.judge.prompts import parse_rating, parse_verdict
-from mtrbench.llm.replies import ExtractionError, extract_line, extract_rating, extract_verdict, extract_yes_no
+from mtrbench.llm.replies import ExtractionError, extract_line, extract_verdict, extract_yes_no
 from mtrbench.synthesize.prompts import parse_polished, parse_question
 
 REPLIES = Path(__file__).resolve().parents[1] / "data" / "llm_replies" / "smollm2_replies.jsonl"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Rating: [[7]]", 7),
-    ("**Rating:** 7", 7),
-    ("Score = 7/10", 7),
-    ("[Rating]\n7", 7),  # an MTRAG RB_llm cascade pattern
-    ("Rating: [[7/10]]", 7),  # another
-    ("Overall Rating: 7", 7),
-    ("All in all 7 out of 10.", 7),
-    ("Rating: 2\n\nThe Statue of Liberty was dedicated in 1886.", 2),  # unrelated text after a labelled value
-    ("A [[2]] would be harsh; weighing it all, Rating: [[6]]", 6),
-    ('Here is my rating: {"rating": 4}. Hope it helps', 4),
-    ('```json\n{"rating": "4"}\n```', 4),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Rating: [[7]]", 7),
+        ("**Rating:** 7", 7),
+        ("Score = 7/10", 7),
+        ("[Rating]\n7", 7),  # an MTRAG RB_llm cascade pattern
+        ("Rating: [[7/10]]", 7),  # another
+        ("Overall Rating: 7", 7),
+        ("All in all 7 out of 10.", 7),
+        ("Rating: 2\n\nThe Statue of Liberty was dedicated in 1886.", 2),  # unrelated text after a labelled value
+        ("A [[2]] would be harsh; weighing it all, Rating: [[6]]", 6),
+        ('Here is my rating: {"rating": 4}. Hope it helps', 4),
+        ('```json\n{"rating": "4"}\n```', 4),
+    ],
+)
 def test_ratings_accepted(text, expected):
     assert parse_rating(text) == expected
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("", "empty"),
-    ("Rating: [[12]]", "outside"),
-    ("The response is good.", "no rating"),
-    ("Rating: [[rating]]", "no rating"),
-    ("Compare [2] with [4]", "ambiguous"),
-    ("It scores 7 out of 20.", "no rating"),  # another scale than the one asked
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "empty"),
+        ("Rating: [[12]]", "outside"),
+        ("The response is good.", "no rating"),
+        ("Rating: [[rating]]", "no rating"),
+        ("Compare [2] with [4]", "ambiguous"),
+        ("It scores 7 out of 20.", "no rating"),  # another scale than the one asked
+    ],
+)
 def test_ratings_rejected(text, reason):
     with pytest.raises(ExtractionError, match=reason):
         parse_rating(text)
@@ -57,25 +64,37 @@ def test_a_rating_on_another_scale_is_rejected_not_clamped():
         parse_audit_rating("Rating: 7")  # audit's scale is 1-5
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Verdict: [[CORRECT]]", 1),
-    ("Verdict: [CORRECT]", 1),  # rejected before the shared policy
-    ("**Verdict:** CORRECT", 1),
-    ("[INCORRECT]", 0),
-    ('{"verdict": "incorrect"}', 0),
-    ("Correct. It says 1889, as the reference does.", 1),
-    ("Incorrect: the reference says 1889.", 0),
-    ("It could be called INCORRECT at first sight, but Verdict: [[CORRECT]]", 1),
-    ("Verdict: [[INCORRECT]]\nRating: 7", 0),
-    ("Verdict: [[CORRECT]] at first sight.\nOn reflection: Verdict: [[INCORRECT]]", 0),  # the last line settles
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Verdict: [[CORRECT]]", 1),
+        ("Verdict: [CORRECT]", 1),  # rejected before the shared policy
+        ("**Verdict:** CORRECT", 1),
+        ("[INCORRECT]", 0),
+        ('{"verdict": "incorrect"}', 0),
+        ("Correct. It says 1889, as the reference does.", 1),
+        ("Incorrect: the reference says 1889.", 0),
+        ("It could be called INCORRECT at first sight, but Verdict: [[CORRECT]]", 1),
+        ("Verdict: [[INCORRECT]]\nRating: 7", 0),
+        ("Verdict: [[CORRECT]] at first sight.\nOn reflection: Verdict: [[INCORRECT]]", 0),  # the last line settles
+    ],
+)
 def test_verdicts_accepted(text, expected):
     assert parse_verdict(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "The answer is correct.", "I think it is fine", "Verdict: maybe",
-                                  "Verdict: [[CORRECT]] or maybe\nVerdict: [[INCORRECT]] [[CORRECT]]",
-                                  "Correct or incorrect, hard to say.", '{"verdict": "partly"}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "The answer is correct.",
+        "I think it is fine",
+        "Verdict: maybe",
+        "Verdict: [[CORRECT]] or maybe\nVerdict: [[INCORRECT]] [[CORRECT]]",
+        "Correct or incorrect, hard to say.",
+        '{"verdict": "partly"}',
+    ],
+)
 def test_verdicts_rejected(text):
     with pytest.raises(ExtractionError):
         parse_verdict(text)
@@ -97,12 +116,15 @@ def test_json_replies_of_assess_accept_fences_and_prose():
         parse_support("supported")
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("Rewrite: When was the Eiffel Tower finished?", "When was the Eiffel Tower finished?"),
-    ('**Rewrite:** "When was the Eiffel Tower finished?"', "When was the Eiffel Tower finished?"),
-    ("Sure, here it is.\nRewrite: When was it finished?", "When was it finished?"),
-    ("When was the Eiffel Tower finished?", "When was the Eiffel Tower finished?"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Rewrite: When was the Eiffel Tower finished?", "When was the Eiffel Tower finished?"),
+        ('**Rewrite:** "When was the Eiffel Tower finished?"', "When was the Eiffel Tower finished?"),
+        ("Sure, here it is.\nRewrite: When was it finished?", "When was it finished?"),
+        ("When was the Eiffel Tower finished?", "When was the Eiffel Tower finished?"),
+    ],
+)
 def test_one_line_texts(text, expected):
     assert extract_line(text, "rewrite", "rewrite") == expected
     assert parse_model_history("rewrite", text) == expected  # eval's rewriter agrees
@@ -121,9 +143,13 @@ def _rows() -> list[dict]:
 
 
 def _parser(kind: str):
-    return {"rating": parse_rating, "verdict": parse_verdict,
-            "rewrite": lambda text: parse_model_history("rewrite", text),
-            "agent_questioner": lambda text: parse_question(text, 2), "agent_polisher": parse_polished}[kind]
+    return {
+        "rating": parse_rating,
+        "verdict": parse_verdict,
+        "rewrite": lambda text: parse_model_history("rewrite", text),
+        "agent_questioner": lambda text: parse_question(text, 2),
+        "agent_polisher": parse_polished,
+    }[kind]
 
 
 def test_the_fixture_names_its_model_and_prompts():

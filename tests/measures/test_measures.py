@@ -10,40 +10,45 @@ from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures import Measure, all_families, evaluate, label, measure_for_key, parse, parse_measures
 
 QRELS = {"q1": {"a": 2, "b": 1, "c": 0}, "q2": {"d": 1, "e": 2}, "q3": {"f": 1}, "q4": {"g": 0}}
-RUN = {"q1": {"b": 0.9, "a": 0.8, "x": 0.7}, "q2": {"d": 0.9, "y": 0.8, "e": 0.1}, "q3": {"z": 1.0},
-       "q9": {"a": 1.0}}
+RUN = {"q1": {"b": 0.9, "a": 0.8, "x": 0.7}, "q2": {"d": 0.9, "y": 0.8, "e": 0.1}, "q3": {"z": 1.0}, "q9": {"a": 1.0}}
 
 
-@pytest.mark.parametrize("text, measure, printed", [
-    ("nDCG@10", Measure("ndcg", 10), "nDCG@10"),
-    ("ndcg@10", Measure("ndcg", 10), "nDCG@10"),
-    ("R@100(rel=2)", Measure("recall", 100, 2), "Recall@100(rel=2)"),
-    ("Recall@5", Measure("recall", 5), "Recall@5"),
-    ("RR@10", Measure("mrr", 10), "MRR@10"),
-    ("AP@100", Measure("map", 100), "MAP@100"),
-    ("P@3(rel=1)", Measure("precision", 3, 1), "P@3(rel=1)"),
-    ("Success@1", Measure("hit", 1), "Hit@1"),
-    ("hole_beir@10", Measure("hole_beir", 10), "Hole-BEIR@10"),
-    ("hole_unjudged@10", Measure("hole_unjudged", 10), "Hole-unjudged@10"),
-    ("RAGAlign@10", Measure("ragalign", 10, None, (("of", "Hit"),)), "RAGAlign@10"),
-    ("RAGAlign@10(of=ndcg)", Measure("ragalign", 10, None, (("of", "nDCG"),)), "RAGAlign@10(of=nDCG)"),
-])
+@pytest.mark.parametrize(
+    "text, measure, printed",
+    [
+        ("nDCG@10", Measure("ndcg", 10), "nDCG@10"),
+        ("ndcg@10", Measure("ndcg", 10), "nDCG@10"),
+        ("R@100(rel=2)", Measure("recall", 100, 2), "Recall@100(rel=2)"),
+        ("Recall@5", Measure("recall", 5), "Recall@5"),
+        ("RR@10", Measure("mrr", 10), "MRR@10"),
+        ("AP@100", Measure("map", 100), "MAP@100"),
+        ("P@3(rel=1)", Measure("precision", 3, 1), "P@3(rel=1)"),
+        ("Success@1", Measure("hit", 1), "Hit@1"),
+        ("hole_beir@10", Measure("hole_beir", 10), "Hole-BEIR@10"),
+        ("hole_unjudged@10", Measure("hole_unjudged", 10), "Hole-unjudged@10"),
+        ("RAGAlign@10", Measure("ragalign", 10, None, (("of", "Hit"),)), "RAGAlign@10"),
+        ("RAGAlign@10(of=ndcg)", Measure("ragalign", 10, None, (("of", "nDCG"),)), "RAGAlign@10(of=nDCG)"),
+    ],
+)
 def test_parse_and_print(text, measure, printed):
     assert parse(text) == measure
     assert str(measure) == printed
     assert parse(printed) == measure  # printing round-trips
 
 
-@pytest.mark.parametrize("text, message", [
-    ("nDCG@10(rel=2)", "takes no relevance level"),
-    ("nDCG", "needs a cutoff"),
-    ("R@0", "positive"),
-    ("Bogus@10", "unknown measure"),
-    ("R@10(rel=x)", "rel must be a positive integer"),
-    ("R@10(depth=3)", "takes no parameter 'depth'"),
-    ("R@10)", "write a measure as"),
-    ("RAGAlign@10(of=Hole-BEIR)", "per-query retrieval measure"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("nDCG@10(rel=2)", "takes no relevance level"),
+        ("nDCG", "needs a cutoff"),
+        ("R@0", "positive"),
+        ("Bogus@10", "unknown measure"),
+        ("R@10(rel=x)", "rel must be a positive integer"),
+        ("R@10(depth=3)", "takes no parameter 'depth'"),
+        ("R@10)", "write a measure as"),
+        ("RAGAlign@10(of=Hole-BEIR)", "per-query retrieval measure"),
+    ],
+)
 def test_bad_measure_strings(text, message):
     with pytest.raises(MtrbenchError, match=message):
         parse(text)
@@ -74,7 +79,8 @@ def test_every_family_round_trips_through_its_key_and_is_documented():
 def _direct(level: int, measure: str) -> dict[str, float]:
     positives = {q: d for q, d in QRELS.items() if any(g > 0 for g in d.values())}
     scores = pytrec_eval.RelevanceEvaluator(positives, {measure}, relevance_level=level).evaluate(
-        {q: RUN.get(q, {}) for q in positives})
+        {q: RUN.get(q, {}) for q in positives}
+    )
     return {q: v[measure.replace(".", "_")] for q, v in scores.items()}
 
 
@@ -149,8 +155,24 @@ def test_score_records_the_level_and_keys_other_levels_apart(tmp_path):
     (tmp_path / "q.trec").write_text(format_qrels(QRELS))
     (tmp_path / "r.trec").write_text(format_run(RUN, "t"))
     out = tmp_path / "scores.json"
-    assert main(["score", "--run", str(tmp_path / "r.trec"), "--qrels", str(tmp_path / "q.trec"),
-                 "--relevance-level", "2", "--metrics", "R@2,R@2(rel=1)", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(tmp_path / "r.trec"),
+                "--qrels",
+                str(tmp_path / "q.trec"),
+                "--relevance-level",
+                "2",
+                "--metrics",
+                "R@2,R@2(rel=1)",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     written = json.loads(out.read_text())
     assert written["relevance_level"] == 2
     assert written["measures"] == {"recall_at_2": "Recall@2(rel=2)", "recall_at_2_rel1": "Recall@2(rel=1)"}
@@ -167,7 +189,9 @@ def test_bad_measure_on_the_command_line_is_one_error_line(tmp_path, capsys, met
 
     (tmp_path / "q.trec").write_text(format_qrels(QRELS))
     (tmp_path / "r.trec").write_text(format_run(RUN, "t"))
-    assert main(["score", "--run", str(tmp_path / "r.trec"), "--qrels", str(tmp_path / "q.trec"),
-                 "--metrics", metrics]) == 2
+    assert (
+        main(["score", "--run", str(tmp_path / "r.trec"), "--qrels", str(tmp_path / "q.trec"), "--metrics", metrics])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error:") and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -38,12 +38,18 @@ def lg(rank: int) -> float:
 
 # ------------------------------------------------------------------------------------------------ MTRAG
 # Collection A exercises every convention; collection B is a plain second collection for the "all" row.
-QRELS_A = {"q1": {"d1": 1, "d2": 1},  # its own id is retrieved first: dropped
-           "q2": {"d5": 0},  # judged, nothing relevant: kept with 0 (trec_eval protocol: excluded)
-           "q3": {"d6": 1},  # judged, not in the run: skipped (trec_eval protocol: 0)
-           "q4": {"d7": 1}}
-RUN_A = {"q1": {"q1": 0.99, "d3": 0.9, "d1": 0.8, "d2": 0.1}, "q2": {"d5": 1.0}, "q4": {"d7": 1.0},
-         "q5": {"d1": 1.0}}  # q5: a prediction without qrels; counts toward the collection's weight only
+QRELS_A = {
+    "q1": {"d1": 1, "d2": 1},  # its own id is retrieved first: dropped
+    "q2": {"d5": 0},  # judged, nothing relevant: kept with 0 (trec_eval protocol: excluded)
+    "q3": {"d6": 1},  # judged, not in the run: skipped (trec_eval protocol: 0)
+    "q4": {"d7": 1},
+}
+RUN_A = {
+    "q1": {"q1": 0.99, "d3": 0.9, "d1": 0.8, "d2": 0.1},
+    "q2": {"d5": 1.0},
+    "q4": {"d7": 1.0},
+    "q5": {"d1": 1.0},
+}  # q5: a prediction without qrels; counts toward the collection's weight only
 QRELS_B = {"r1": {"e1": 1}}
 RUN_B = {"r1": {"e2": 0.9, "e1": 0.5}}
 MTRAG_MEASURES = parse_measures(["ndcg", "recall"], [1, 3, 5])
@@ -67,8 +73,10 @@ def test_mtrag_conventions_by_hand():
 
 
 def test_mtrag_all_row_weights_collections_by_predictions():
-    rows = [CollectionRow("a", score_mtrag(QRELS_A, RUN_A, MTRAG_MEASURES, 1).scores(), len(RUN_A)),
-            CollectionRow("b", score_mtrag(QRELS_B, RUN_B, MTRAG_MEASURES, 1).scores(), len(RUN_B))]
+    rows = [
+        CollectionRow("a", score_mtrag(QRELS_A, RUN_A, MTRAG_MEASURES, 1).scores(), len(RUN_A)),
+        CollectionRow("b", score_mtrag(QRELS_B, RUN_B, MTRAG_MEASURES, 1).scores(), len(RUN_B)),
+    ]
     row = all_row(rows)
     assert row.count == 5  # 4 predictions of a (q5 unjudged included), 1 of b
     assert row.scores["ndcg_at_3"] == pytest.approx((A_NDCG3 * 4 + B_NDCG3 * 1) / 5, abs=1e-12)
@@ -82,33 +90,54 @@ def test_trec_eval_protocol_on_the_same_run_differs_as_documented():
     assert evaluation.scores()["ndcg_at_3"] == pytest.approx((q1 + 0 + 1) / 3, abs=1e-12)
 
 
-@pytest.mark.skipif(not os.environ.get("MTRAG_BENCHMARK_DIR"),
-                    reason="MTRAG_BENCHMARK_DIR (a clone of IBM/mt-rag-benchmark) not set: the official script "
-                           "is not vendored; its values are transcribed in the tests above")
+@pytest.mark.skipif(
+    not os.environ.get("MTRAG_BENCHMARK_DIR"),
+    reason="MTRAG_BENCHMARK_DIR (a clone of IBM/mt-rag-benchmark) not set: the official script "
+    "is not vendored; its values are transcribed in the tests above",
+)
 def test_official_mtrag_script_itself(tmp_path):
     pytest.importorskip("pandas")
     scripts = Path(os.environ["MTRAG_BENCHMARK_DIR"]) / "scripts" / "evaluation"
     work = tmp_path / "scripts" / "evaluation"
     shutil.copytree(scripts, work)
-    collections = {"mt-rag-clapnq-elser-512-100-20240503": ("clapnq", QRELS_A, RUN_A),
-                   "mt-rag-govt-elser-512-100-20240611": ("govt", QRELS_B, RUN_B)}
+    collections = {
+        "mt-rag-clapnq-elser-512-100-20240503": ("clapnq", QRELS_A, RUN_A),
+        "mt-rag-govt-elser-512-100-20240611": ("govt", QRELS_B, RUN_B),
+    }
     rows = []
     for name, (domain, qrels, run) in collections.items():
         folder = tmp_path / "human" / "retrieval_tasks_convid" / domain / "qrels"
         folder.mkdir(parents=True)
-        folder.joinpath("dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-            f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-        rows += [{"task_id": q, "Collection": name,
-                  "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]} for q, docs in run.items()]
+        folder.joinpath("dev.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n"
+            + "".join(f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items())
+        )
+        rows += [
+            {"task_id": q, "Collection": name, "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]}
+            for q, docs in run.items()
+        ]
     predictions = tmp_path / "predictions.jsonl"
     predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    proc = subprocess.run([sys.executable, "run_retrieval_eval.py", "--input_file", str(predictions),
-                           "--output_file", str(tmp_path / "out.jsonl")], cwd=work, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "run_retrieval_eval.py",
+            "--input_file",
+            str(predictions),
+            "--output_file",
+            str(tmp_path / "out.jsonl"),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     with open(tmp_path / "out_aggregate.csv") as handle:
         table = {r["collection"]: r for r in csv.DictReader(handle)}
-    ours = {"clapnq": score_mtrag(QRELS_A, RUN_A, MTRAG_MEASURES, 1).scores(),
-            "govt": score_mtrag(QRELS_B, RUN_B, MTRAG_MEASURES, 1).scores()}
+    ours = {
+        "clapnq": score_mtrag(QRELS_A, RUN_A, MTRAG_MEASURES, 1).scores(),
+        "govt": score_mtrag(QRELS_B, RUN_B, MTRAG_MEASURES, 1).scores(),
+    }
     mine = all_row([CollectionRow(d, ours[d], len(run)) for d, _, run in collections.values()])
     for name, (domain, _, _) in [*collections.items(), ("all", ("all", None, None))]:
         scores = mine.scores if domain == "all" else ours[domain]
@@ -119,9 +148,12 @@ def test_official_mtrag_script_itself(tmp_path):
 
 # ----------------------------------------------------------------------------------------------- BRIDGE
 BRIDGE_QRELS = {"b1": {"x1": 1, "x2": 1, "x3": 1}, "b2": {"y1": 1}, "b3": {"z1": 2, "z2": 1}, "b4": {"w1": 0}}
-BRIDGE_RUN = {"b1": {"x1": 0.9, "n1": 0.8, "x2": 0.7, "n2": 0.6, "n3": 0.5, "x3": 0.4},
-              "b2": {"y1": 0.9, "n1": 0.1},  # two retrieved: P@5 divides by 2
-              "b3": {"z2": 0.9, "z1": 0.8}, "b4": {"w1": 1.0}}
+BRIDGE_RUN = {
+    "b1": {"x1": 0.9, "n1": 0.8, "x2": 0.7, "n2": 0.6, "n3": 0.5, "x3": 0.4},
+    "b2": {"y1": 0.9, "n1": 0.1},  # two retrieved: P@5 divides by 2
+    "b3": {"z2": 0.9, "z1": 0.8},
+    "b4": {"w1": 1.0},
+}
 
 
 def test_bridge_precision_and_ndcg_by_hand():
@@ -147,8 +179,17 @@ def test_bridge_query_absent_from_run_scores_zero():
 
 # ---------------------------------------------------------------------------------------- MTR-SUITE
 def _query(history: tuple[Message, ...]) -> ConversationalQuery:
-    return ConversationalQuery(qid="c::2", conversation_id="c", turn_id=len(history) // 2 + 1, history=history,
-                               query="and its capital?", gold_rewrite=None, answers=(), qrels={"d": 1}, meta={})
+    return ConversationalQuery(
+        qid="c::2",
+        conversation_id="c",
+        turn_id=len(history) // 2 + 1,
+        history=history,
+        query="and its capital?",
+        gold_rewrite=None,
+        answers=(),
+        qrels={"d": 1},
+        meta={},
+    )
 
 
 def test_mtr_suite_first_turn_reads_user_prefixed():
@@ -158,8 +199,11 @@ def test_mtr_suite_first_turn_reads_user_prefixed():
     assert full(_query(()), fmt).text() == "and its capital?"
     assert official(_query(()), fmt).text() == "User: and its capital?"
     history = (Message(USER, "Tell me about France"), Message(ASSISTANT, "France is a country."))
-    assert official(_query(history), fmt).text() == full(_query(history), fmt).text() == (
-        "User: Tell me about France\nAgent: France is a country.\nUser: and its capital?")
+    assert (
+        official(_query(history), fmt).text()
+        == full(_query(history), fmt).text()
+        == ("User: Tell me about France\nAgent: France is a country.\nUser: and its capital?")
+    )
     current = get_strategy("current").with_first_turn_prefixed()  # unprefixed strategies stay bare
     assert current(_query(history), fmt).text() == "and its capital?"
 
@@ -188,9 +232,21 @@ def test_resolve_protocol():
 
 
 def _card(**extra):
-    return card_from_dict({"name": "x", "description": "d", "format": "mtrag", "source": {"path": "."},
-                           "splits": ["dev"], "eval_split": "dev", "main_score": "ndcg_at_5", "metrics": ["ndcg"],
-                           "k_values": [1, 5], **extra}, "x.yaml")
+    return card_from_dict(
+        {
+            "name": "x",
+            "description": "d",
+            "format": "mtrag",
+            "source": {"path": "."},
+            "splits": ["dev"],
+            "eval_split": "dev",
+            "main_score": "ndcg_at_5",
+            "metrics": ["ndcg"],
+            "k_values": [1, 5],
+            **extra,
+        },
+        "x.yaml",
+    )
 
 
 def test_card_protocol_fields_are_checked():
@@ -224,13 +280,22 @@ def _predictions_folder(tmp_path: Path) -> tuple[Path, Path]:
     for domain, qrels in (("clapnq", QRELS_A), ("govt", QRELS_B)):
         folder = tmp_path / "mtrag-human" / "retrieval_tasks" / domain / "qrels"
         folder.mkdir(parents=True)
-        folder.joinpath("dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-            f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    rows = [{"task_id": "q4", "Collection": "mt-rag-clapnq-elser-512-100-20240503",  # replaced by its later line
-             "contexts": [{"document_id": "zz", "score": 1.0}]}]
+        folder.joinpath("dev.tsv").write_text(
+            "query-id\tcorpus-id\tscore\n"
+            + "".join(f"{q}\t{d}\t{g}\n" for q, docs in qrels.items() for d, g in docs.items())
+        )
+    rows = [
+        {
+            "task_id": "q4",
+            "Collection": "mt-rag-clapnq-elser-512-100-20240503",  # replaced by its later line
+            "contexts": [{"document_id": "zz", "score": 1.0}],
+        }
+    ]
     for name, run in (("mt-rag-clapnq-elser-512-100-20240503", RUN_A), ("mt-rag-govt-elser-512-100-20240611", RUN_B)):
-        rows += [{"task_id": q, "Collection": name,
-                  "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]} for q, docs in run.items()]
+        rows += [
+            {"task_id": q, "Collection": name, "contexts": [{"document_id": d, "score": s} for d, s in docs.items()]}
+            for q, docs in run.items()
+        ]
     path = tmp_path / "predictions.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, tmp_path
@@ -241,14 +306,17 @@ def test_prediction_file_rows_and_all_row(tmp_path):
 
     path, folder = _predictions_folder(tmp_path)
     rows = score_predictions(path, folder, MTRAG_MEASURES)
-    assert [(r.collection, r.count) for r in rows] == [("mt-rag-clapnq-elser-512-100-20240503", 4),
-                                                       ("mt-rag-govt-elser-512-100-20240611", 1), ("all", 5)]
+    assert [(r.collection, r.count) for r in rows] == [
+        ("mt-rag-clapnq-elser-512-100-20240503", 4),
+        ("mt-rag-govt-elser-512-100-20240611", 1),
+        ("all", 5),
+    ]
     assert rows[0].scores["ndcg_at_3"] == A_NDCG3 and rows[1].scores["ndcg_at_3"] == B_NDCG3
     assert rows[2].scores["ndcg_at_3"] == pytest.approx((A_NDCG3 * 4 + B_NDCG3) / 5, abs=1e-12)
 
 
 def test_prediction_file_problems_are_one_line(tmp_path):
-    from mtrbench.measures.protocols.mtrag_predictions import read_predictions, qrels_file
+    from mtrbench.measures.protocols.mtrag_predictions import qrels_file, read_predictions
 
     path = tmp_path / "p.jsonl"
     path.write_text('{"task_id": "a", "Collection": "govt", "contexts": [{"document_id": "d"}]}\n')

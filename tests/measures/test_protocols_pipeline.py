@@ -24,8 +24,10 @@ def bm25():
     return assemble(resolve("bm25"), RetrieverOptions())
 
 
-@pytest.mark.parametrize("protocol,prefixed,setting,folder", [(None, True, "official:mtr-suite", True),
-                                                              ("trec_eval", False, "trec_eval", False)])
+@pytest.mark.parametrize(
+    "protocol,prefixed,setting,folder",
+    [(None, True, "official:mtr-suite", True), ("trec_eval", False, "trec_eval", False)],
+)
 def test_mtr_plan_prefixes_the_first_turn_only_under_official(bm25, tmp_path, protocol, prefixed, setting, folder):
     config = EvalConfig(histories=["full", "current"], output_dir=tmp_path, protocol=protocol)
     plan = make_plan("bm25", get_card("mtr-bench"), config, bm25, False)
@@ -41,15 +43,36 @@ def _stand_in_task(tmp_path: Path) -> Path:
     passages = {d: f"{q.query} {q.answers[0] if q.answers else ''}" for q in task.queries for d in q.qrels}
     corpus = tmp_path / "fiqa.jsonl.zip"
     with zipfile.ZipFile(corpus, "w") as z:
-        z.writestr("fiqa.jsonl", "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n"
-                                         for d, t in passages.items()))
+        z.writestr(
+            "fiqa.jsonl", "".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in passages.items())
+        )
     return corpus
 
 
 def _eval(tmp_path: Path, corpus: Path, *extra: str) -> dict:
     out = tmp_path / "out"
-    assert cli_main(["eval", "--task", "mtragun-fiqa", "--data-dir", str(MTRAGUN), "--corpus", str(corpus),
-                     "--model", "bm25", "--history", "current", "--quiet", "--output-dir", str(out), *extra]) == 0
+    assert (
+        cli_main(
+            [
+                "eval",
+                "--task",
+                "mtragun-fiqa",
+                "--data-dir",
+                str(MTRAGUN),
+                "--corpus",
+                str(corpus),
+                "--model",
+                "bm25",
+                "--history",
+                "current",
+                "--quiet",
+                "--output-dir",
+                str(out),
+                *extra,
+            ]
+        )
+        == 0
+    )
     files = sorted(out.rglob("mtragun-fiqa.json"))
     return {("official" if "protocol=official" in str(f) else "trec_eval"): json.loads(f.read_text()) for f in files}
 
@@ -82,8 +105,19 @@ def test_eval_records_the_protocol_and_keeps_results_apart(tmp_path):
 def test_score_official_mtrag_from_the_command_line(tmp_path, capsys):
     (tmp_path / "run.trec").write_text("q1 Q0 q1 1 0.99 r\nq1 Q0 d3 2 0.9 r\nq1 Q0 d1 3 0.8 r\nq2 Q0 d5 1 1.0 r\n")
     (tmp_path / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d5 0\nq3 0 d6 1\n")
-    args = ["score", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "qrels.trec"), "--metrics",
-            "ndcg", "--k", "3", "--output", str(tmp_path / "s.json")]
+    args = [
+        "score",
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(tmp_path / "qrels.trec"),
+        "--metrics",
+        "ndcg",
+        "--k",
+        "3",
+        "--output",
+        str(tmp_path / "s.json"),
+    ]
     assert cli_main([*args, "--protocol", "official:mtrag"]) == 0
     scores = json.loads((tmp_path / "s.json").read_text())
     # q1: d3, d1 after dropping q1 -> 1/log2(3) over an ideal of 1; q2 kept with 0; q3 skipped

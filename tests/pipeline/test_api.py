@@ -14,7 +14,6 @@ import pytest
 import pytrec_eval
 
 import mtrbench
-from mtrbench.formats.run import read_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,17 +67,18 @@ def test_readme_example_equals_the_cli_and_beir(tmp_path, monkeypatch, sample_cl
     assert (tmp_path / "results").is_dir()
 
     # `mtrbench eval --history current,full` (tests/conftest.py): its `full` result
-    [named] = [r for r in map(mtrbench.Result.load, sample_cli_results.rglob("mtrbench-sample.json"))
-               if r.history == "full"]
+    [named] = [
+        r for r in map(mtrbench.Result.load, sample_cli_results.rglob("mtrbench-sample.json")) if r.history == "full"
+    ]
     assert ours.main_score == pytest.approx(named.main_score, abs=1e-6)
     theirs = named.per_query_values()
     for qid, values in ours.per_query_values().items():
         assert values["ndcg_at_10"] == pytest.approx(theirs[qid]["ndcg_at_10"], abs=1e-6), qid
 
+    import torch
     from beir.datasets.data_loader import GenericDataLoader
     from beir.retrieval.evaluation import EvaluateRetrieval
     from beir.retrieval.search.dense import DenseRetrievalExactSearch
-    import torch
 
     fresh: list[str] = []
 
@@ -93,8 +93,7 @@ def test_readme_example_equals_the_cli_and_beir(tmp_path, monkeypatch, sample_cl
     export = tmp_path / "beir"
     cli("export", "mtrbench-sample", "--format", "beir", "--history", "full", "--model", "minilm", "--out", str(export))
     corpus, queries, qrels = GenericDataLoader(data_folder=str(export)).load(split="test")
-    evaluation = EvaluateRetrieval(DenseRetrievalExactSearch(model_class(), batch_size=64),
-                                   score_function="cos_sim")
+    evaluation = EvaluateRetrieval(DenseRetrievalExactSearch(model_class(), batch_size=64), score_function="cos_sim")
     found = evaluation.retrieve(corpus, queries)
     ndcg, _, _, _ = evaluation.evaluate(qrels, found, [10])
     assert round(ours.main_score, 5) == pytest.approx(ndcg["NDCG@10"], abs=1e-9)
@@ -110,12 +109,16 @@ CORPUS = {
     "d-tokyo": "Tokyo is the capital of Japan, a very large metropolis.",
 }
 CONVERSATIONS = {
-    "c1": [{"role": "user", "content": "What is the capital of France?"},
-           {"role": "assistant", "content": "The capital of France is Paris."},
-           {"role": "user", "content": "How many people live there?"}],
-    "c2": [{"role": "user", "content": "Which city is the capital of Germany?"},
-           {"role": "assistant", "content": "Berlin."},
-           {"role": "user", "content": "What is its population?"}],
+    "c1": [
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "The capital of France is Paris."},
+        {"role": "user", "content": "How many people live there?"},
+    ],
+    "c2": [
+        {"role": "user", "content": "Which city is the capital of Germany?"},
+        {"role": "assistant", "content": "Berlin."},
+        {"role": "user", "content": "What is its population?"},
+    ],
 }
 QRELS = {"c1_1": {"d-paris": 1}, "c1_2": {"d-paris-pop": 1}, "c2_1": {"d-berlin": 1}, "c2_2": {"d-berlin-pop": 1}}
 
@@ -163,14 +166,16 @@ def test_a_conversation_encoder_receives_the_turns_not_a_string(small_task, tmp_
     assert isinstance(second, mtrbench.Conversation)
     assert [(m.role, m.content) for m in second.turns] == [(m["role"], m["content"]) for m in CONVERSATIONS["c1"]]
     assert second.question == "How many people live there?" and second.previous_questions == [
-        "What is the capital of France?"]
+        "What is the capital of France?"
+    ]
     assert not hasattr(second, "qrels") and not hasattr(second, "gold_rewrite")  # no judgment reaches the model
     assert result.settings["retriever"]["kind"] == "conversation-encoder"
     # the written run is what the vectors give (cosine, by hand) and scores as pytrec_eval says
     run = result.run()
     docs = list(CORPUS)
-    doc_vectors = np.stack([hashed_bag_of_words(d["title"] + " " + d["text"] if isinstance(d, dict) else d)
-                            for d in CORPUS.values()])
+    doc_vectors = np.stack(
+        [hashed_bag_of_words(d["title"] + " " + d["text"] if isinstance(d, dict) else d) for d in CORPUS.values()]
+    )
     doc_vectors /= np.linalg.norm(doc_vectors, axis=1, keepdims=True)
     query = hashed_bag_of_words(" ".join(m["content"] for m in CONVERSATIONS["c1"]))
     expected = doc_vectors @ (query / np.linalg.norm(query))
@@ -187,7 +192,7 @@ def test_a_search_object_scores_as_mtrbench_score_on_its_run(native_mini, tmp_pa
     task = load_task(str(native_mini))
     fixed = {}
     for n, q in enumerate(task.queries):  # a deterministic run: rotate the corpus by the query's position
-        ids = task.corpus.ids[n % len(task.corpus):] + task.corpus.ids[:n % len(task.corpus)]
+        ids = task.corpus.ids[n % len(task.corpus) :] + task.corpus.ids[: n % len(task.corpus)]
         fixed[q.qid] = {doc: float(len(ids) - rank) for rank, doc in enumerate(ids[:10])}
     fixed[task.queries[0].qid]["not-in-the-corpus"] = 0.5
 
@@ -205,16 +210,29 @@ def test_a_search_object_scores_as_mtrbench_score_on_its_run(native_mini, tmp_pa
             return fixed
 
     engine = FixedRun()
-    [result] = mtrbench.evaluate(engine, str(native_mini), history="current", output_dir=tmp_path / "r",
-                                 show_progress=False)
+    [result] = mtrbench.evaluate(
+        engine, str(native_mini), history="current", output_dir=tmp_path / "r", show_progress=False
+    )
     assert set(engine.indexed) == set(task.corpus.ids) and {"title", "text"} <= set(engine.indexed[task.corpus.ids[0]])
     assert result.warnings.get("retrieved document ids not in the corpus (dropped)") == 1
     without_unknown = {q: {d: s for d, s in docs.items() if d != "not-in-the-corpus"} for q, docs in fixed.items()}
-    (tmp_path / "fixed.run").write_text("".join(f"{q} Q0 {d} {r} {s} fixed\n" for q, docs in without_unknown.items()
-                                                for r, (d, s) in enumerate(docs.items(), 1)))
+    (tmp_path / "fixed.run").write_text(
+        "".join(
+            f"{q} Q0 {d} {r} {s} fixed\n"
+            for q, docs in without_unknown.items()
+            for r, (d, s) in enumerate(docs.items(), 1)
+        )
+    )
     (tmp_path / "qrels").write_text("".join(f"{q.qid} 0 {d} {g}\n" for q in task.queries for d, g in q.qrels.items()))
-    proc = cli("score", "--run", str(tmp_path / "fixed.run"), "--qrels", str(tmp_path / "qrels"), "--output",
-               str(tmp_path / "score.json"))
+    proc = cli(
+        "score",
+        "--run",
+        str(tmp_path / "fixed.run"),
+        "--qrels",
+        str(tmp_path / "qrels"),
+        "--output",
+        str(tmp_path / "score.json"),
+    )
     scored = json.loads((tmp_path / "score.json").read_text())
     scores = scored.get("scores", scored)
     assert result.scores["ndcg_at_10"] == pytest.approx(scores["ndcg_at_10"], abs=1e-12), proc.stdout
@@ -230,13 +248,20 @@ def test_a_python_history_gives_the_builtin_run_and_is_recorded_by_name(native_m
         def rewrite(self, conversation):
             return "\n".join(f"User: {q}" for q in [*conversation.previous_questions, conversation.question])
 
-    results = mtrbench.evaluate("bm25", str(native_mini), history=["current", bare_question, "questions",
-                                                                    QuestionsRewriter()],
-                                output_dir=tmp_path, show_progress=False)
+    results = mtrbench.evaluate(
+        "bm25",
+        str(native_mini),
+        history=["current", bare_question, "questions", QuestionsRewriter()],
+        output_dir=tmp_path,
+        show_progress=False,
+    )
     current, python, questions, rewriter = results
     assert python.history.startswith("python:") and python.history.endswith("bare_question")
-    assert python.settings["rewriter"] == {"kind": "python", "name": python.history.removeprefix("python:"),
-                                           "queries": python.n_evaluated + python.n_excluded}
+    assert python.settings["rewriter"] == {
+        "kind": "python",
+        "name": python.history.removeprefix("python:"),
+        "queries": python.n_evaluated + python.n_excluded,
+    }
     assert python.run() == current.run() and python.scores == current.scores
     assert rewriter.history == "python:all-questions"
     assert rewriter.run() == questions.run() and rewriter.scores == questions.scores
@@ -247,10 +272,12 @@ def test_a_sentence_transformer_object_equals_the_alias(native_mini, tmp_path, m
     from sentence_transformers import SentenceTransformer
 
     model = minilm.model  # the offline MiniLM, loaded once per session
-    [ours] = mtrbench.evaluate(model, str(native_mini), history="full", output_dir=tmp_path / "o", device="cpu",
-                               show_progress=False)
-    [named] = mtrbench.evaluate("minilm", str(native_mini), history="full", output_dir=tmp_path / "n",
-                                device="cpu", show_progress=False)
+    [ours] = mtrbench.evaluate(
+        model, str(native_mini), history="full", output_dir=tmp_path / "o", device="cpu", show_progress=False
+    )
+    [named] = mtrbench.evaluate(
+        "minilm", str(native_mini), history="full", output_dir=tmp_path / "n", device="cpu", show_progress=False
+    )
     assert ours.settings["retriever"]["kind"] == "dense" and ours.settings["truncate"] == "left"
     assert ours.scores == pytest.approx(named.scores, abs=1e-6)
     assert isinstance(model, SentenceTransformer)
@@ -284,6 +311,7 @@ def test_objects_of_no_known_shape_and_bad_vectors_are_one_clear_error(small_tas
 def test_an_encoder_object_with_a_revision_is_cached_and_searched_streamed_as_in_memory(small_task, tmp_path):
     """The adapter is an embedding retriever like any other: with a revision its corpus embeddings go to the
     cache (the second run encodes no document) and the streamed search gives the in-memory run."""
+
     class Counting:
         name, revision = "bow", "r1"
 
@@ -299,10 +327,12 @@ def test_an_encoder_object_with_a_revision_is_cached_and_searched_streamed_as_in
 
     cache = tmp_path / "cache"
     first, second = Counting(), Counting()
-    [memory] = mtrbench.evaluate(first, small_task, output_dir=tmp_path / "a", cache_dir=str(cache),
-                                 show_progress=False)
-    [streamed] = mtrbench.evaluate(second, small_task, output_dir=tmp_path / "b", cache_dir=str(cache),
-                                   search_memory=4096, show_progress=False)
+    [memory] = mtrbench.evaluate(
+        first, small_task, output_dir=tmp_path / "a", cache_dir=str(cache), show_progress=False
+    )
+    [streamed] = mtrbench.evaluate(
+        second, small_task, output_dir=tmp_path / "b", cache_dir=str(cache), search_memory=4096, show_progress=False
+    )
     assert first.documents == len(CORPUS) and second.documents == 0
     assert streamed.settings["retriever"]["search_execution"]["mode"] == "streaming"
     run_a, run_b = memory.run(), streamed.run()

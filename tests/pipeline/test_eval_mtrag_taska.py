@@ -32,8 +32,27 @@ def _cloud_tasks() -> list[dict]:
 
 
 def _eval(out: Path, corpus: Path, taska: Path, *extra: str) -> int:
-    return main(["eval", "--model", "bm25", "--task", TASK, "--data-dir", str(DATA), "--corpus", str(corpus),
-                 "--limit", str(LIMIT), "--output-dir", str(out), "--mtrag-out", str(taska), "--quiet", *extra])
+    return main(
+        [
+            "eval",
+            "--model",
+            "bm25",
+            "--task",
+            TASK,
+            "--data-dir",
+            str(DATA),
+            "--corpus",
+            str(corpus),
+            "--limit",
+            str(LIMIT),
+            "--output-dir",
+            str(out),
+            "--mtrag-out",
+            str(taska),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def _run(out: Path) -> dict[str, list[tuple[float, str]]]:
@@ -86,8 +105,9 @@ def test_file_passes_the_taska_check_with_one_record_per_query_of_the_run(evalua
     for record, task in zip(records, released):
         assert record["Collection"] == COLLECTION
         assert record["conversation_id"] == task["conversation_id"]
-        assert [(m["speaker"], m["text"]) for m in record["input"]] == \
-            [(m["speaker"], m["text"].strip()) for m in task["input"]]
+        assert [(m["speaker"], m["text"]) for m in record["input"]] == [
+            (m["speaker"], m["text"].strip()) for m in task["input"]
+        ]
         assert 0 < len(record["contexts"]) <= MAX_CONTEXTS
 
 
@@ -101,8 +121,7 @@ def test_contexts_are_the_runs_documents_in_rank_order_with_its_scores(evaluated
     for record in _records(taska):
         top = run[record["task_id"]][:MAX_CONTEXTS]
         assert [(c["score"], c["document_id"]) for c in record["contexts"]] == top
-        assert [(c.get("title", ""), c["text"]) for c in record["contexts"]] == \
-            [corpus[1][d] for _, d in top]
+        assert [(c.get("title", ""), c["text"]) for c in record["contexts"]] == [corpus[1][d] for _, d in top]
 
 
 def test_score_predictions_gives_the_eval_results_numbers(evaluated, tmp_path, capsys):
@@ -124,8 +143,9 @@ def test_score_predictions_gives_the_eval_results_numbers(evaluated, tmp_path, c
     keys = [f"{m}_at_{k}" for m in ("ndcg", "recall") for k in (1, 3, 5, 10)]
     assert evaluated_scores["ndcg_at_5"] > 0  # a retrieval that finds something: the comparison means something
     for row in (COLLECTION, "all"):
-        assert {k: rows[row]["scores"][k] for k in keys} == pytest.approx({k: evaluated_scores[k] for k in keys},
-                                                                          abs=1e-9)
+        assert {k: rows[row]["scores"][k] for k in keys} == pytest.approx(
+            {k: evaluated_scores[k] for k in keys}, abs=1e-9
+        )
 
 
 def test_an_mtrag_card_round_trips_too(tmp_path, shared):
@@ -137,14 +157,38 @@ def test_an_mtrag_card_round_trips_too(tmp_path, shared):
     for line in (clone / "retrieval_tasks" / "govt" / "qrels" / "dev.tsv").read_text().splitlines()[1:]:
         qid, doc, _ = line.split("\t")
         judged.setdefault(doc, qid)
-    texts = {json.loads(line)["_id"]: json.loads(line)["text"]
-             for line in (clone / "retrieval_tasks" / "govt" / "govt_lastturn.jsonl").read_text().splitlines()}
+    texts = {
+        json.loads(line)["_id"]: json.loads(line)["text"]
+        for line in (clone / "retrieval_tasks" / "govt" / "govt_lastturn.jsonl").read_text().splitlines()
+    }
     corpus = tmp_path / "govt.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": d, "title": "", "text": texts.get(q, q)}) + "\n"
-                              for d, q in judged.items()))
+    corpus.write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": texts.get(q, q)}) + "\n" for d, q in judged.items())
+    )
     out, taska, scores = tmp_path / "out", tmp_path / "taska-govt.jsonl", tmp_path / "scores.json"
-    assert main(["eval", "--model", "bm25", "--task", "mtrag-govt", "--data-dir", str(clone), "--corpus", str(corpus),
-                 "--limit", "2", "--output-dir", str(out), "--mtrag-out", str(taska), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--task",
+                "mtrag-govt",
+                "--data-dir",
+                str(clone),
+                "--corpus",
+                str(corpus),
+                "--limit",
+                "2",
+                "--output-dir",
+                str(out),
+                "--mtrag-out",
+                str(taska),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     records = _records(taska)
     assert {r["Collection"] for r in records} == {"mt-rag-govt-elser-512-100-20240611"}
     assert [r["task_id"] for r in records] == list(_run(out))  # the run file lists queries in task order
@@ -181,23 +225,34 @@ def test_a_result_skipped_as_finished_still_writes_the_file(tmp_path, corpus, ca
     assert taska.read_bytes() == first
 
 
-@pytest.mark.parametrize("change, why", [
-    ({"--history": "current,full"}, "one --history"),
-    ({"--history": "all"}, "one --history"),
-    ({"--task": f"{TASK},mtragun-fiqa"}, "one --task"),
-    ({"--task": "mtrbench-sample", "--data-dir": None, "--corpus": None}, "MTRAG and MTRAG-UN tasks"),
-    ({"--mtrag-out": "taska.json"}, "*.jsonl"),
-])
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        ({"--history": "current,full"}, "one --history"),
+        ({"--history": "all"}, "one --history"),
+        ({"--task": f"{TASK},mtragun-fiqa"}, "one --task"),
+        ({"--task": "mtrbench-sample", "--data-dir": None, "--corpus": None}, "MTRAG and MTRAG-UN tasks"),
+        ({"--mtrag-out": "taska.json"}, "*.jsonl"),
+    ],
+)
 def test_refusals_are_one_error_line_and_write_nothing(tmp_path, capsys, change, why):
     """Catches: a check made after evaluating (result files written, then an error); two histories' or tasks'
     runs merged into one file (task ids twice, or two runs of a query); a Task A file for a task with no MTRAG
     collection (`score --predictions` could never read it); a name MTRAG's checker rejects; a traceback instead
     of one `error:` line."""
-    options = {"--model": "bm25", "--task": TASK, "--data-dir": str(DATA), "--corpus": str(tmp_path / "none.jsonl"),
-               "--output-dir": str(tmp_path / "out"), "--mtrag-out": "taska.jsonl", **change}
+    options = {
+        "--model": "bm25",
+        "--task": TASK,
+        "--data-dir": str(DATA),
+        "--corpus": str(tmp_path / "none.jsonl"),
+        "--output-dir": str(tmp_path / "out"),
+        "--mtrag-out": "taska.jsonl",
+        **change,
+    }
     options["--mtrag-out"] = str(tmp_path / options["--mtrag-out"])
-    argv = ["eval", "--quiet"] + [word for flag, value in options.items() if value is not None
-                                  for word in (flag, value)]
+    argv = ["eval", "--quiet"] + [
+        word for flag, value in options.items() if value is not None for word in (flag, value)
+    ]
     capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from llm_server import Reply, ScriptedChatServer
 from scipy.stats import pointbiserialr
 
-from llm_server import Reply, ScriptedChatServer
 from mtrbench.cli import main
 from mtrbench.data import load_task, resolve_card
 from mtrbench.formats.run import read_run
@@ -67,9 +67,28 @@ class GeneratorAndJudge:
 
 
 def rag_args(server: ScriptedChatServer, out: Path, *extra: str) -> list[str]:
-    return ["rag", "--model", "bm25", "--output-dir", str(out), "--generator-model", "gen-m",
-            "--generator-base-url", server.base_url, "--judge-model", "judge-m", "--api-key-env", KEY_ENV,
-            "--limit", str(CONVERSATIONS), "--passages", "3", "--yes", "--quiet", *extra]
+    return [
+        "rag",
+        "--model",
+        "bm25",
+        "--output-dir",
+        str(out),
+        "--generator-model",
+        "gen-m",
+        "--generator-base-url",
+        server.base_url,
+        "--judge-model",
+        "judge-m",
+        "--api-key-env",
+        KEY_ENV,
+        "--limit",
+        str(CONVERSATIONS),
+        "--passages",
+        "3",
+        "--yes",
+        "--quiet",
+        *extra,
+    ]
 
 
 def expected_ragalign(run_path: Path, qids: list[str], task) -> tuple[float, float]:
@@ -125,9 +144,16 @@ def test_rag_end_to_end_and_rerun_asks_nothing(tmp_path, monkeypatch, capsys):
     assert graded["value"] == pytest.approx(r, abs=1e-9)
     assert report["judge"]["accuracy"] == pytest.approx(sum(correct(q.query) for q in first) / LIMIT)
     assert {qid: row["verdict"] for qid, row in report["per_turn"].items()} == {
-        q.qid: int(correct(q.query)) for q in first}
-    assert set(report["measures"]["means"]) == {"bleu_1", "rouge_l", "cit_recall", "cit_precision", "token_f1",
-                                                "exact_match"}
+        q.qid: int(correct(q.query)) for q in first
+    }
+    assert set(report["measures"]["means"]) == {
+        "bleu_1",
+        "rouge_l",
+        "cit_recall",
+        "cit_precision",
+        "token_f1",
+        "exact_match",
+    }
 
     # a second run finds everything done: no generation request and no judge request, even without the cache
     again = GeneratorAndJudge()
@@ -152,8 +178,14 @@ def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_pat
     killed = GeneratorAndJudge(hang_after=done_before_kill)
     with ScriptedChatServer(killed) as server:
         args = rag_args(server, out, "--no-llm-cache", "--concurrency", "1")
-        proc = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *args], env=env, cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mtrbench.cli", *args],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 240
         while killed.generation_requests <= done_before_kill and time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -168,8 +200,14 @@ def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_pat
 
     resumed = GeneratorAndJudge()
     with ScriptedChatServer(resumed) as server:
-        done = subprocess.run([sys.executable, "-m", "mtrbench.cli", *rag_args(server, out, "--no-llm-cache")],
-                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "mtrbench.cli", *rag_args(server, out, "--no-llm-cache")],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     task = sample()
     first = task.queries[:LIMIT]
@@ -182,12 +220,15 @@ def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_pat
     assert report["complete"] is True and len(report["per_turn"]) == LIMIT
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--passages", "0"], "--passages must be at least 1"),
-    (["--history", "full,current"], "rag takes one --history strategy"),
-    (["--measures", "nDCG@10"], "not a generation measure"),
-    (["--ragalign", "BLEU-1"], "not a RAGAlign measure"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--passages", "0"], "--passages must be at least 1"),
+        (["--history", "full,current"], "rag takes one --history strategy"),
+        (["--measures", "nDCG@10"], "not a generation measure"),
+        (["--ragalign", "BLEU-1"], "not a RAGAlign measure"),
+    ],
+)
 def test_bad_rag_input_is_one_error_line_before_any_request(extra, message, tmp_path, capsys):
     asked = GeneratorAndJudge()
     with ScriptedChatServer(asked) as server:

@@ -12,8 +12,8 @@ import socket
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 
 KEY_ENV = "MTRBENCH_DRY_RUN_TEST_KEY"
@@ -27,9 +27,25 @@ def closed_port_url() -> str:
 
 
 def rag_args(work: Path, mini: Path, generator_url: str, *extra: str) -> list[str]:
-    return ["rag", "--model", "bm25", "--task", str(mini), "--output-dir", str(work / "results"),
-            "--generator-model", "gen-m", "--generator-base-url", generator_url, "--api-key-env", KEY_ENV,
-            "--yes", "--quiet", "--no-llm-cache", *extra]
+    return [
+        "rag",
+        "--model",
+        "bm25",
+        "--task",
+        str(mini),
+        "--output-dir",
+        str(work / "results"),
+        "--generator-model",
+        "gen-m",
+        "--generator-base-url",
+        generator_url,
+        "--api-key-env",
+        KEY_ENV,
+        "--yes",
+        "--quiet",
+        "--no-llm-cache",
+        *extra,
+    ]
 
 
 def one_error(capsys) -> str:
@@ -39,27 +55,42 @@ def one_error(capsys) -> str:
     return errors[0]
 
 
-@pytest.mark.parametrize("judge_url, expected", [
-    ("closed-port", "is unreachable"),
-    ("ftp://127.0.0.1/v1", "must be an http(s) URL or hf://"),
-    ("hf:///no/such/folder", "judge"),
-])
+@pytest.mark.parametrize(
+    "judge_url, expected",
+    [
+        ("closed-port", "is unreachable"),
+        ("ftp://127.0.0.1/v1", "must be an http(s) URL or hf://"),
+        ("hf:///no/such/folder", "judge"),
+    ],
+)
 @pytest.mark.parametrize("dry_run", [True, False])
-def test_rag_refuses_an_unusable_judge_before_retrieval(judge_url, expected, dry_run, native_mini, tmp_path,
-                                                         monkeypatch, capsys):
+def test_rag_refuses_an_unusable_judge_before_retrieval(
+    judge_url, expected, dry_run, native_mini, tmp_path, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)
     url = closed_port_url() if judge_url == "closed-port" else judge_url
     with ScriptedChatServer(lambda body: Reply("an answer [1]")) as server:
-        code = main(rag_args(tmp_path, native_mini, server.base_url, "--judge-model", "judge-m",
-                             "--judge-base-url", url, *(["--dry-run"] if dry_run else [])))
+        code = main(
+            rag_args(
+                tmp_path,
+                native_mini,
+                server.base_url,
+                "--judge-model",
+                "judge-m",
+                "--judge-base-url",
+                url,
+                *(["--dry-run"] if dry_run else []),
+            )
+        )
         sent = server.request_count
     line = one_error(capsys)
     assert code == 2 and expected in line, line
     assert sent == 0 and not (tmp_path / "results").exists()  # no request, no retrieval
 
 
-def test_rag_with_an_in_process_generator_that_holds_no_model_refuses_up_front(native_mini, tmp_path, monkeypatch,
-                                                                               capsys):
+def test_rag_with_an_in_process_generator_that_holds_no_model_refuses_up_front(
+    native_mini, tmp_path, monkeypatch, capsys
+):
     """An hf:// folder without a model: one line before retrieval, not an error after it (the judge, defaulting to
     the generator, would run in-process too; tests/llm/test_real_llm.py runs that to the end)."""
     monkeypatch.chdir(tmp_path)
@@ -81,8 +112,19 @@ def test_a_missing_hf_folder_for_the_generator_is_one_line(native_mini, tmp_path
 def test_an_environment_base_url_with_another_scheme_is_caught(native_mini, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OPENAI_BASE_URL", "ws://127.0.0.1:9/v1")  # JudgeConfig never sees it: only the preflight
-    args = ["generate", "--task", str(native_mini), "--oracle", "--model", "gen-m", "--api-key-env", KEY_ENV,
-            "--dry-run", "--output", str(tmp_path / "g.jsonl")]
+    args = [
+        "generate",
+        "--task",
+        str(native_mini),
+        "--oracle",
+        "--model",
+        "gen-m",
+        "--api-key-env",
+        KEY_ENV,
+        "--dry-run",
+        "--output",
+        str(tmp_path / "g.jsonl"),
+    ]
     assert main(args) == 2
     assert "not an http(s) URL" in one_error(capsys)
 
@@ -90,14 +132,43 @@ def test_an_environment_base_url_with_another_scheme_is_caught(native_mini, tmp_
 def test_generate_and_judge_dry_runs_check_the_endpoint(native_mini, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     url = closed_port_url()
-    generate = ["generate", "--task", str(native_mini), "--oracle", "--model", "gen-m", "--base-url", url,
-                "--api-key-env", KEY_ENV, "--dry-run", "--output", str(tmp_path / "g.jsonl")]
+    generate = [
+        "generate",
+        "--task",
+        str(native_mini),
+        "--oracle",
+        "--model",
+        "gen-m",
+        "--base-url",
+        url,
+        "--api-key-env",
+        KEY_ENV,
+        "--dry-run",
+        "--output",
+        str(tmp_path / "g.jsonl"),
+    ]
     assert main(generate) == 2
     assert "the generator (gen-m)" in one_error(capsys)
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"qid": "c1_1", "answer": "212 metres [1].", "passages": ["varn-depth"]}) + "\n")
-    judge = ["judge", "run", str(answers), "--task", str(native_mini), "--judge", "verdict", "--llm-model", "judge-m",
-             "--llm-base-url", url, "--api-key-env", KEY_ENV, "--dry-run", "--output-dir", str(tmp_path / "j")]
+    judge = [
+        "judge",
+        "run",
+        str(answers),
+        "--task",
+        str(native_mini),
+        "--judge",
+        "verdict",
+        "--llm-model",
+        "judge-m",
+        "--llm-base-url",
+        url,
+        "--api-key-env",
+        KEY_ENV,
+        "--dry-run",
+        "--output-dir",
+        str(tmp_path / "j"),
+    ]
     assert main(judge) == 2
     assert "the judge (judge-m)" in one_error(capsys) and not (tmp_path / "j").exists()
 

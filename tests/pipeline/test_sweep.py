@@ -11,9 +11,31 @@ from mtrbench.cli import main
 
 @pytest.mark.slow
 def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
-    assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
-                 "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",
-                 "--output-dir", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "hybrid:minilm+bm25",
+                "--alpha",
+                "0.5,0.9",
+                "--candidate-k",
+                "20,50",
+                "--history",
+                "current",
+                "--top-k",
+                "20",
+                "--k",
+                "1,5,10,20",
+                "--device",
+                "cpu",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     files = sorted(tmp_path.rglob("mtrbench-sample.json"))
     assert len(files) == 4
@@ -35,9 +57,31 @@ def test_sweep_writes_one_result_per_cell_and_marks_the_best(tmp_path, capsys):
     print({f"alpha={a} candk={c}": round(v, 4) for (a, c), v in sorted(cells.items())})
     # a re-run of the finished sweep evaluates nothing (no file rewritten) and still prints the whole table
     written = {path: path.stat().st_mtime_ns for path in files}
-    assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.5,0.9", "--candidate-k", "20,50",
-                 "--history", "current", "--top-k", "20", "--k", "1,5,10,20", "--device", "cpu", "--quiet",
-                 "--output-dir", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "hybrid:minilm+bm25",
+                "--alpha",
+                "0.5,0.9",
+                "--candidate-k",
+                "20,50",
+                "--history",
+                "current",
+                "--top-k",
+                "20",
+                "--k",
+                "1,5,10,20",
+                "--device",
+                "cpu",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr()
     again = printed.out
     assert "note: 4 of 4 results were finished and read back" in printed.err

@@ -15,9 +15,24 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_cpu_benchmark_smoke_run(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), "--cpu", "--repeats", "1",
-                           "--corpus-size", "24", "--conversations", "12", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "encode_throughput.py"),
+            "--cpu",
+            "--repeats",
+            "1",
+            "--corpus-size",
+            "24",
+            "--conversations",
+            "12",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [path] = list(tmp_path.glob("cpu-*.json"))
     report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
@@ -35,8 +50,12 @@ def test_cpu_benchmark_smoke_run(tmp_path):
 
 
 def _run(tmp_path, *flags):
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), *flags,
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), *flags, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
 
@@ -51,15 +70,25 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
     assert report["engine"]["packed"] is True  # --rehearse forces the packed path (reference kernel on CPU)
     for workload, texts in (("passages", 40), ("conversations", 12)):
         methods = {row["method"]: row for row in report["rows"] if row["workload"] == workload}
-        assert set(methods) == {"sentence-transformers default", "sentence-transformers bf16", "mtrbench engine",
-                                "mtrbench engine, padded"}
+        assert set(methods) == {
+            "sentence-transformers default",
+            "sentence-transformers bf16",
+            "mtrbench engine",
+            "mtrbench engine, padded",
+        }
         engine = methods["mtrbench engine"]
-        assert engine["speedup_over_st_bf16_bs256"] == engine["docs_per_s"] / methods["sentence-transformers bf16"][
-            "docs_per_s"]
+        assert (
+            engine["speedup_over_st_bf16_bs256"]
+            == engine["docs_per_s"] / methods["sentence-transformers bf16"]["docs_per_s"]
+        )
         assert report["workloads"][workload]["texts"] == texts
         assert report["workloads"][workload]["agreement_min_cosine"]["engine_vs_st_bf16"] >= 0.999
-    assert set(report["targets"]) == {"pct_of_ceiling>=60", "speedup_over_st_bf16_bs256>=2.3",
-                                      "speedup_over_st_default>=13", "agreement>=0.999"}
+    assert set(report["targets"]) == {
+        "pct_of_ceiling>=60",
+        "speedup_over_st_bf16_bs256>=2.3",
+        "speedup_over_st_default>=13",
+        "agreement>=0.999",
+    }
     assert "speeds and targets mean nothing" in proc.stdout
 
 
@@ -88,8 +117,21 @@ def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), "--rehearse", "--e2e",
-                           "--work", str(foreign), "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "encode_throughput.py"),
+            "--rehearse",
+            "--e2e",
+            "--work",
+            str(foreign),
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "not a folder this benchmark made" in proc.stderr
     assert (foreign / "keep.txt").read_text() == "mine"
 
@@ -97,10 +139,31 @@ def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path)
 def test_scale_benchmark_smoke_run(tmp_path):
     """benchmarks/scale.py at toy size: single process and Ray with 1 and 2 workers agree, and the streamed
     search gives the in-memory run within the cap's neighbourhood."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--corpus-size", "300",
-                           "--block", "100", "--search-sizes", "3000", "--dim", "32", "--queries", "8",
-                           "--search-memory", str(2**20), "--cpus", "2", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "scale.py"),
+            "--corpus-size",
+            "300",
+            "--block",
+            "100",
+            "--search-sizes",
+            "3000",
+            "--dim",
+            "32",
+            "--queries",
+            "8",
+            "--search-memory",
+            str(2**20),
+            "--cpus",
+            "2",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [path] = list(tmp_path.glob("scale-*.json"))
     report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))

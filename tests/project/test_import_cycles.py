@@ -39,7 +39,7 @@ def _imported(tree: ast.Module, module: str, is_package: bool, root: Path) -> se
         elif isinstance(stmt, ast.ImportFrom):
             if stmt.level:
                 base = module.split(".") if is_package else module.split(".")[:-1]
-                base = base[:len(base) - (stmt.level - 1)]
+                base = base[: len(base) - (stmt.level - 1)]
                 source = ".".join(base + ([stmt.module] if stmt.module else []))
             else:
                 source = stmt.module or ""
@@ -73,7 +73,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:

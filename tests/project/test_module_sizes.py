@@ -32,6 +32,9 @@ def test_no_function_over_80_lines():
 
 
 def test_no_module_over_400_lines():
-    long = [f"{p.relative_to(PACKAGE)} ({n} lines)" for p in _modules()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES]
+    long = [
+        f"{p.relative_to(PACKAGE)} ({n} lines)"
+        for p in _modules()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
     assert not long, long

@@ -1,5 +1,6 @@
 """Packages are found by setuptools: every subpackage on disk, the task cards and the leaderboards must be
 in a built wheel (an editable install hides a missing one, since the checkout is on the path)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory) -> set[str]:
     out = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(out), str(ROOT)], capture_output=True, text=True)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
     if build.returncode != 0:
         pytest.fail(f"pip wheel failed: {build.stderr[-2000:]}")
     wheel = next(out.glob("mtrbench-*.whl"))

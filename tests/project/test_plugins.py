@@ -21,7 +21,7 @@ import pytrec_eval
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "native-mini"
 
-PLUGIN_CODE = '''
+PLUGIN_CODE = """
 from mtrbench.data.cards import Source, TaskCard
 from mtrbench.formats.run import ranked
 from mtrbench.measures.base import Computed, MeasureFamily
@@ -65,9 +65,9 @@ class ClashingNDCG(RelCount):
 
 FAMILY = RelCount()
 CLASHING = ClashingNDCG()
-'''
+"""
 
-CARD = '''
+CARD = """
 name: plugin-mini
 description: the native-mini sample, shipped inside the myplugin package
 format: mtrbench
@@ -78,9 +78,9 @@ eval_split: test
 main_score: ndcg_at_10
 metrics: [ndcg, precision, relcount]
 k_values: [1, 3, 10]
-'''
+"""
 
-ENTRY_POINTS = '''
+ENTRY_POINTS = """
 [mtrbench.tasks]
 plugin-cards = myplugin:CARDS
 plugin-objects = myplugin:more_cards
@@ -91,7 +91,7 @@ plugin-models = myplugin:MODELS
 [mtrbench.measures]
 relcount = myplugin:FAMILY
 clashing = myplugin:CLASHING
-'''
+"""
 
 
 def _distribution(site: Path, name: str, version: str, entry_points: str) -> None:
@@ -115,10 +115,19 @@ def site(tmp_path) -> Path:
 
 
 def mtrbench(site: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
-           "COLUMNS": "80"}
-    return subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd or site.parent, timeout=600)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+        "COLUMNS": "80",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or site.parent,
+        timeout=600,
+    )
 
 
 def warnings(proc: subprocess.CompletedProcess) -> list[str]:
@@ -143,8 +152,10 @@ def test_listings_show_plugin_items_with_their_origin_and_clashes_are_warnings(s
     # the built-in minilm wins over the plugin's, and the clash is one warning naming both sides
     assert "all-MiniLM-L6-v2" in blocks["minilm"] and "origin: built-in" in blocks["minilm"]
     assert sum(line.startswith("minilm ") for line in models.stdout.splitlines()) == 1
-    assert warnings(models) == ["warning: plugin plugin-models (mtrbench.models = myplugin:MODELS, myplugin 0.1): "
-                                "model alias 'minilm': the name 'minilm' is built in; the built-in one is used"]
+    assert warnings(models) == [
+        "warning: plugin plugin-models (mtrbench.models = myplugin:MODELS, myplugin 0.1): "
+        "model alias 'minilm': the name 'minilm' is built in; the built-in one is used"
+    ]
     assert all(len(line) <= 80 for line in models.stdout.splitlines())
 
     metrics = mtrbench(site, "metrics")
@@ -173,8 +184,9 @@ def _blocks(out: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_eval_of_a_plugin_task_with_a_plugin_alias_scores_as_pytrec_eval_does(site, tmp_path):
     out = tmp_path / "results"
-    proc = mtrbench(site, "eval", "--task", "plugin-mini", "--model", "plugin-bm25", "--output-dir", str(out),
-                    "--quiet")
+    proc = mtrbench(
+        site, "eval", "--task", "plugin-mini", "--model", "plugin-bm25", "--output-dir", str(out), "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     # the plugin's clashes (alias minilm, measure spelling ndcg) are printed once each, however often names are
     # looked up
@@ -207,8 +219,20 @@ def test_eval_of_a_plugin_task_with_a_plugin_alias_scores_as_pytrec_eval_does(si
     # mtrbench score on the written run computes the same, the plugin measure included
     qrels_file = tmp_path / "plugin-mini.qrels"
     qrels_file.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
-    scored = mtrbench(site, "score", "--run", str(run_file), "--qrels", str(qrels_file), "--k", "10",
-                      "--metrics", "ndcg,relcount", "--output", str(tmp_path / "scores.json"))
+    scored = mtrbench(
+        site,
+        "score",
+        "--run",
+        str(run_file),
+        "--qrels",
+        str(qrels_file),
+        "--k",
+        "10",
+        "--metrics",
+        "ndcg,relcount",
+        "--output",
+        str(tmp_path / "scores.json"),
+    )
     assert scored.returncode == 0, scored.stderr
     again = json.loads((tmp_path / "scores.json").read_text())
     flat = again.get("scores", again)
@@ -230,17 +254,28 @@ def test_broken_plugins_are_one_warning_each_and_the_rest_still_works(site):
     (broken / "__init__.py").write_text("raise ImportError('needs the frobnicate backend')\n")
     other = site / "otherplugin"
     other.mkdir()
-    (other / "__init__.py").write_text(textwrap.dedent('''
+    (other / "__init__.py").write_text(
+        textwrap.dedent("""
         from mtrbench.retrieve.registry import ModelSpec
         MODELS = [ModelSpec("plugin-bm25", "sparse"), ModelSpec("other-bm25", "sparse"), "not a spec"]
         BAD_CARD = "bad.yaml"
-    '''))
-    (other / "bad.yaml").write_text("name: bad-card\ndescription: no format\nsource: {path: x}\nsplits: [test]\n"
-                                    "eval_split: test\n")
-    _distribution(site, "brokenplugin", "1.0", "[mtrbench.models]\nbroken = brokenplugin:MODELS\n"
-                                               "[mtrbench.tasks]\nbroken-tasks = brokenplugin:CARDS\n")
-    _distribution(site, "otherplugin", "2.0", "[mtrbench.models]\nother = otherplugin:MODELS\n"
-                                              "[mtrbench.tasks]\nbad = otherplugin:BAD_CARD\n")
+    """)
+    )
+    (other / "bad.yaml").write_text(
+        "name: bad-card\ndescription: no format\nsource: {path: x}\nsplits: [test]\neval_split: test\n"
+    )
+    _distribution(
+        site,
+        "brokenplugin",
+        "1.0",
+        "[mtrbench.models]\nbroken = brokenplugin:MODELS\n[mtrbench.tasks]\nbroken-tasks = brokenplugin:CARDS\n",
+    )
+    _distribution(
+        site,
+        "otherplugin",
+        "2.0",
+        "[mtrbench.models]\nother = otherplugin:MODELS\n[mtrbench.tasks]\nbad = otherplugin:BAD_CARD\n",
+    )
 
     models = mtrbench(site, "models")
     assert models.returncode == 0, models.stderr
@@ -248,10 +283,15 @@ def test_broken_plugins_are_one_warning_each_and_the_rest_still_works(site):
     lines = warnings(models)
     assert len(lines) == 4, models.stderr  # broken import, clash with myplugin, clash with built-in, not a spec
     [failed] = [line for line in lines if "brokenplugin" in line]
-    assert failed == ("warning: plugin broken (mtrbench.models = brokenplugin:MODELS, brokenplugin 1.0): cannot load "
-                      "it: ImportError: needs the frobnicate backend; skipped")
-    assert any("otherplugin 2.0" in line and "'plugin-bm25' is already registered by plugin plugin-models "
-               "(myplugin 0.1)" in line for line in lines)
+    assert failed == (
+        "warning: plugin broken (mtrbench.models = brokenplugin:MODELS, brokenplugin 1.0): cannot load "
+        "it: ImportError: needs the frobnicate backend; skipped"
+    )
+    assert any(
+        "otherplugin 2.0" in line
+        and "'plugin-bm25' is already registered by plugin plugin-models (myplugin 0.1)" in line
+        for line in lines
+    )
     assert any("str 'not a spec' is not a ModelSpec" in line for line in lines)
     assert "Traceback" not in models.stderr
 
@@ -272,8 +312,12 @@ def test_no_plugin_is_read_by_version_or_by_built_in_lookups(site):
     """Plugins load lazily: `--version` and a built-in alias never import them (a broken one stays silent)."""
     (site / "brokenplugin").mkdir()
     (site / "brokenplugin" / "__init__.py").write_text("raise ImportError('boom')\n")
-    _distribution(site, "brokenplugin", "1.0", "[mtrbench.models]\nbroken = brokenplugin:MODELS\n"
-                                               "[mtrbench.measures]\nbroken = brokenplugin:FAMILY\n")
+    _distribution(
+        site,
+        "brokenplugin",
+        "1.0",
+        "[mtrbench.models]\nbroken = brokenplugin:MODELS\n[mtrbench.measures]\nbroken = brokenplugin:FAMILY\n",
+    )
     proc = mtrbench(site, "--version")
     assert proc.returncode == 0 and proc.stderr == ""
     code = textwrap.dedent("""

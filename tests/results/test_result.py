@@ -54,8 +54,9 @@ def test_result_written_before_result_existed_loads():
 
     rows = jsonl_rows(V01 / "mtrbench-sample.per_query.jsonl")
     assert [q.as_row() for q in result.per_query] == rows
-    assert result.per_query_values() == {r["qid"]: {k: v for k, v in r.items()
-                                                     if k not in ("qid", "conversation_id", "turn_id")} for r in rows}
+    assert result.per_query_values() == {
+        r["qid"]: {k: v for k, v in r.items() if k not in ("qid", "conversation_id", "turn_id")} for r in rows
+    }
     # the aggregate is the mean of the per-query values, computed here without Result
     assert abs(statistics.mean(r["ndcg_at_10"] for r in rows) - result.scores["ndcg_at_10"]) < 1e-9
 
@@ -138,7 +139,8 @@ def test_save_to_a_new_path_writes_back_what_was_read(tmp_path):
     assert read_run(out.with_name("mtrbench-sample.run.trec")) == run
     # the per-query rows move with the result (they are read from where it was before it is written elsewhere)
     assert jsonl_rows(out.with_name("mtrbench-sample.per_query.jsonl")) == jsonl_rows(
-        V01 / "mtrbench-sample.per_query.jsonl")
+        V01 / "mtrbench-sample.per_query.jsonl"
+    )
     again = Result.load(out)
     assert again.scores == Result.load(V01_JSON).scores and again.per_query == Result.load(V01_JSON).per_query
 

@@ -13,10 +13,18 @@ from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever, child_cor
 
 
 def test_rule_based_splitter():
-    text = ('Dr. Hedda Lorne designed it. It opened in 1931! Was it "the longest"? Yes. J. S. Bach wrote 3 works, '
-            'e.g. the Mass. 1931 was a year.')
-    assert split_sentences(text) == ["Dr. Hedda Lorne designed it.", "It opened in 1931!", 'Was it "the longest"?',
-                                     "Yes.", "J. S. Bach wrote 3 works, e.g. the Mass.", "1931 was a year."]
+    text = (
+        'Dr. Hedda Lorne designed it. It opened in 1931! Was it "the longest"? Yes. J. S. Bach wrote 3 works, '
+        "e.g. the Mass. 1931 was a year."
+    )
+    assert split_sentences(text) == [
+        "Dr. Hedda Lorne designed it.",
+        "It opened in 1931!",
+        'Was it "the longest"?',
+        "Yes.",
+        "J. S. Bach wrote 3 works, e.g. the Mass.",
+        "1931 was a year.",
+    ]
 
 
 def test_windows_of_three_every_two():
@@ -68,9 +76,30 @@ def test_eval_on_parent_qrels_with_bm25_children(tmp_path):
     from mtrbench.retrieve import build_retriever
     from mtrbench.serialize.history import QueryFormat, get_strategy
 
-    assert main(["eval", "--model", "bm25", "--chunking", "sentences:3:2", "--candidate-k", "50", "--top-k", "20",
-                 "--k", "1,5,10,20", "--history", "current", "--quiet", "--output-dir", str(tmp_path)]) == 0
-    path, = tmp_path.rglob("mtrbench-sample.json")
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--chunking",
+                "sentences:3:2",
+                "--candidate-k",
+                "50",
+                "--top-k",
+                "20",
+                "--k",
+                "1,5,10,20",
+                "--history",
+                "current",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    (path,) = tmp_path.rglob("mtrbench-sample.json")
     assert "chunking=sentences-3-2" in str(path) and "candk=50" in str(path)
     doc = json.loads(path.read_text())
     settings = doc["mtrbench"]["settings"]["retriever"]
@@ -101,9 +130,31 @@ def test_rank_parents_rescores_the_candidate_parents_on_their_own_text(tmp_path)
     from mtrbench.retrieve import build_retriever
     from mtrbench.serialize.history import QueryFormat, get_strategy
 
-    assert main(["eval", "--model", "bm25", "--chunking", "sentences:3:2", "--candidate-k", "20", "--rank-parents",
-                 "--top-k", "10", "--k", "1,5,10", "--history", "current", "--quiet", "--output-dir", str(tmp_path)]) == 0
-    path, = tmp_path.rglob("mtrbench-sample.json")
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--chunking",
+                "sentences:3:2",
+                "--candidate-k",
+                "20",
+                "--rank-parents",
+                "--top-k",
+                "10",
+                "--k",
+                "1,5,10",
+                "--history",
+                "current",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    (path,) = tmp_path.rglob("mtrbench-sample.json")
     assert "rankparents=True" in str(path)
     settings = json.loads(path.read_text())["mtrbench"]["settings"]["retriever"]
     assert settings["rank_parents"] is True and "own text" in settings["aggregation"]

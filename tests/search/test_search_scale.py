@@ -67,13 +67,22 @@ def write_entry(root: Path, docs: torch.Tensor, shard_docs: int, dtype: str = "f
     """A complete cache entry of ``docs`` in shards of ``shard_docs`` rows, written by the cache itself."""
     n = docs.shape[0]
     ids = [str(i) for i in range(n)]
-    key = CacheKey(model="m", revision="r", prompt="", pipeline={}, normalize=False, max_length=8, dtype=dtype,
-                   corpus=corpus_fingerprint(ids, ids), n_docs=n)
+    key = CacheKey(
+        model="m",
+        revision="r",
+        prompt="",
+        pipeline={},
+        normalize=False,
+        max_length=8,
+        dtype=dtype,
+        corpus=corpus_fingerprint(ids, ids),
+        n_docs=n,
+    )
 
     def encode(todo, sizes, on_chunk):
         start = 0
         for i, size in enumerate(sizes):
-            on_chunk(i, docs[start:start + size])
+            on_chunk(i, docs[start : start + size])
             start += size
 
     cache = EmbeddingCache(root, limits=ShardLimits(seconds=0, block=shard_docs), lock_wait_s=0)
@@ -106,7 +115,7 @@ def test_streaming_reads_bf16_shards_exactly(tmp_path):
     assert ids.tolist() == expected
 
 
-CAP = 32 * 2**20          # --search-memory of the subprocess
+CAP = 32 * 2**20  # --search-memory of the subprocess
 # queries, results, allocator slack and the memory-mapped shard pages still resident (file-backed, counted in
 # RSS): growth measured 39-44 MiB on the idle 2-core box and 56.5 MiB once under CI's two busy workers. The cap
 # plus this stays far below the 128 MiB a search holding the whole matrix would add.
@@ -141,8 +150,13 @@ def test_streaming_search_of_four_times_the_cap_stays_under_it_and_equals_in_mem
     torch.save(queries, tmp_path / "queries.pt")  # our own file, written just above
     expected = exact_search(queries, docs, top_k=10)
     del docs
-    done = subprocess.run([sys.executable, "-c", RSS_SCRIPT, str(folder), str(tmp_path / "queries.pt"), str(CAP)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, str(folder), str(tmp_path / "queries.pt"), str(CAP)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["ids"] == [ids for ids, _ in expected]
@@ -195,8 +209,20 @@ def test_hnsw_and_ivf_pq_recall_against_exact_search():
 
 
 def test_eval_with_a_faiss_index_marks_the_results_approximate(tmp_path, native_mini, minilm):
-    args = ["eval", "--model", "minilm", "--task", str(native_mini), "--device", "cpu", "--history", "rewrite",
-            "--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    args = [
+        "eval",
+        "--model",
+        "minilm",
+        "--task",
+        str(native_mini),
+        "--device",
+        "cpu",
+        "--history",
+        "rewrite",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--quiet",
+    ]
     assert main([*args, "--index", "faiss:ivf-flat,nlist=2,nprobe=2", "--output-dir", str(tmp_path / "ivf")]) == 0
     assert main([*args, "--output-dir", str(tmp_path / "exact")]) == 0
     results = {}
@@ -204,7 +230,10 @@ def test_eval_with_a_faiss_index_marks_the_results_approximate(tmp_path, native_
         [path] = [p for p in (tmp_path / name).rglob("*.json") if p.name != "model_meta.json"]
         results[name] = json.loads(path.read_text())["mtrbench"]
     assert results["ivf"]["settings"]["retriever"]["search"] == {
-        "index": "faiss:ivf-flat", "params": {"nlist": 2, "nprobe": 2}, "approximate": True}
+        "index": "faiss:ivf-flat",
+        "params": {"nlist": 2, "nprobe": 2},
+        "approximate": True,
+    }
     assert results["exact"]["settings"]["retriever"]["search"]["approximate"] is False
     assert "index=faiss:ivf-flat,nlist=2,nprobe=2" in results["ivf"]["experiment"]
     assert "index=" not in results["exact"]["experiment"]
@@ -213,19 +242,37 @@ def test_eval_with_a_faiss_index_marks_the_results_approximate(tmp_path, native_
     assert [line.split()[:3] for line in runs["ivf"] if line] == [line.split()[:3] for line in runs["exact"] if line]
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--search-memory", "lots"], r"--search-memory takes a size like 8GB"),
-    (["--ray-workers", "2"], r"--ray-workers goes with --ray"),
-    (["--ray", "--ray-address", "auto"], r"either --ray"),
-    (["--index", "faiss:lsh"], r"unknown faiss index 'lsh'"),
-    (["--search-memory", "1GB", "--no-cache"], r"drop --no-cache"),
-    (["--index", "faiss:hnsw", "--search-memory", "1GB"], r"does not combine"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--search-memory", "lots"], r"--search-memory takes a size like 8GB"),
+        (["--ray-workers", "2"], r"--ray-workers goes with --ray"),
+        (["--ray", "--ray-address", "auto"], r"either --ray"),
+        (["--index", "faiss:lsh"], r"unknown faiss index 'lsh'"),
+        (["--search-memory", "1GB", "--no-cache"], r"drop --no-cache"),
+        (["--index", "faiss:hnsw", "--search-memory", "1GB"], r"does not combine"),
+    ],
+)
 def test_bad_scale_flags_are_one_error_line(flags, message, tmp_path, native_mini, minilm, capsys):
     import re
 
-    code = main(["eval", "--model", "minilm", "--task", str(native_mini), "--device", "cpu", "--quiet",
-                 "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), *flags])
+    code = main(
+        [
+            "eval",
+            "--model",
+            "minilm",
+            "--task",
+            str(native_mini),
+            "--device",
+            "cpu",
+            "--quiet",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--output-dir",
+            str(tmp_path / "out"),
+            *flags,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: "), err
     assert re.search(message, err), err
@@ -238,8 +285,22 @@ def test_streamed_search_is_the_same_result_for_skips_and_leaderboard_identity(t
     from mtrbench.leaderboard.keys import score_settings
 
     out = tmp_path / "results"
-    args = ["eval", "--model", "minilm", "--task", str(native_mini), "--device", "cpu", "--history", "rewrite",
-            "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(out), "--quiet"]
+    args = [
+        "eval",
+        "--model",
+        "minilm",
+        "--task",
+        str(native_mini),
+        "--device",
+        "cpu",
+        "--history",
+        "rewrite",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--output-dir",
+        str(out),
+        "--quiet",
+    ]
     assert main(args) == 0
     [exact] = [p for p in out.rglob("native-mini.json")]
     in_memory = json.loads(exact.read_text())["mtrbench"]

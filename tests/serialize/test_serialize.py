@@ -20,15 +20,21 @@ DEFAULT = QueryFormat()
 
 EXPECTED = {
     "current": "when did it open?",
-    "full": ("User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?\n"
-             "Agent: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\n"
-             "User: when did it open?"),
+    "full": (
+        "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?\n"
+        "Agent: Yes, the Varnholm char.\nUser: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\n"
+        "User: when did it open?"
+    ),
     "window:3": "User: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\nUser: when did it open?",
     "window:1": "when did it open?",  # no history kept: the bare question, as `current`
-    "questions": ("User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
-                  "User: Who designed the Orrin Suspension Bridge?\nUser: when did it open?"),
-    "last-response": ("User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
-                      "User: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\nUser: when did it open?"),
+    "questions": (
+        "User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
+        "User: Who designed the Orrin Suspension Bridge?\nUser: when did it open?"
+    ),
+    "last-response": (
+        "User: How deep is Lake Varnholm?\nUser: any fish in it?\n"
+        "User: Who designed the Orrin Suspension Bridge?\nAgent: Hedda Lorne.\nUser: when did it open?"
+    ),
     "rewrite": "When did the Orrin Suspension Bridge open?",
 }
 
@@ -41,10 +47,12 @@ def test_strategy_exact_string(turn4, name):
 def test_custom_prefixes_separator_and_current_first(turn4):
     fmt = QueryFormat(user_prefix="Q: ", assistant_prefix="A: ", separator=" | ", order="current-first")
     assert get_strategy("window:3")(turn4, fmt).text() == (
-        "Q: when did it open? | A: Hedda Lorne. | Q: Who designed the Orrin Suspension Bridge?")
+        "Q: when did it open? | A: Hedda Lorne. | Q: Who designed the Orrin Suspension Bridge?"
+    )
     fmt = QueryFormat(user_prefix="", assistant_prefix="", separator=" ")
     assert get_strategy("questions")(turn4, fmt).text() == (
-        "How deep is Lake Varnholm? any fish in it? Who designed the Orrin Suspension Bridge? when did it open?")
+        "How deep is Lake Varnholm? any fish in it? Who designed the Orrin Suspension Bridge? when did it open?"
+    )
 
 
 @pytest.mark.parametrize("name", ["current", "full", "window:3", "questions", "last-response"])
@@ -59,15 +67,23 @@ def test_first_turn_is_the_bare_question_under_every_strategy(native_mini, name)
 def test_second_turn_prefixes_every_line(native_mini):
     second = load_task(str(native_mini)).queries[1]
     assert get_strategy("full")(second, DEFAULT).text() == (
-        "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?")
-    assert get_strategy("questions")(second, DEFAULT).text() == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
+        "User: How deep is Lake Varnholm?\nAgent: It is 212 metres deep.\nUser: any fish in it?"
+    )
+    assert (
+        get_strategy("questions")(second, DEFAULT).text() == "User: How deep is Lake Varnholm?\nUser: any fish in it?"
+    )
 
 
 def test_left_truncation_that_drops_all_history_leaves_the_bare_question(minilm):
     tok = minilm.tokenizer
     question = " ".join(["bridge"] * 40) + " when?"
-    q = ConversationalQuery(qid="x_2", conversation_id="x", turn_id=2,
-                            history=(Message("user", "a very old question about the harbour"),), query=question)
+    q = ConversationalQuery(
+        qid="x_2",
+        conversation_id="x",
+        turn_id=2,
+        history=(Message("user", "a very old question about the harbour"),),
+        query=question,
+    )
     serialized = get_strategy("full")(q, DEFAULT)
     # 44 budget tokens after [CLS]/[SEP]: the question (41) fits, "User: " + question too, no history line does
     truncator = Truncator(tok, 46, side="left")
@@ -76,8 +92,9 @@ def test_left_truncation_that_drops_all_history_leaves_the_bare_question(minilm)
 
 
 def test_rewrite_missing_is_a_clear_error():
-    q = ConversationalQuery(qid="x_2", conversation_id="x", turn_id=2, history=(Message("user", "a"),), query="b",
-                            qrels={"d": 1})
+    q = ConversationalQuery(
+        qid="x_2", conversation_id="x", turn_id=2, history=(Message("user", "a"),), query="b", qrels={"d": 1}
+    )
     with pytest.raises(MtrbenchError, match="x_2.*no gold rewrite"):
         get_strategy("rewrite")(q, DEFAULT)
 
@@ -95,9 +112,14 @@ def long_query() -> ConversationalQuery:
     turns = []
     for i in range(12):
         turns.append(Message("user", f"Tell me more about the history of the old harbour district number {i}."))
-        turns.append(Message("assistant", "The old harbour district grew around the fish market, the rope works and "
-                                          "the customs house, and for two centuries its quays handled timber, grain "
-                                          f"and salted cod shipped along the coast (section {i})."))
+        turns.append(
+            Message(
+                "assistant",
+                "The old harbour district grew around the fish market, the rope works and "
+                "the customs house, and for two centuries its quays handled timber, grain "
+                f"and salted cod shipped along the coast (section {i}).",
+            )
+        )
     return ConversationalQuery(qid="long_13", conversation_id="long", turn_id=13, history=tuple(turns), query=QUESTION)
 
 

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.cli import main
 from mtrbench.data import load_task
 from mtrbench.synthesize.plan import PlanOptions, plan_conversations
@@ -84,8 +84,25 @@ def _corpus(tmp_path: Path, n: int) -> Path:
 
 
 def _args(corpus: Path, out: Path, server: ScriptedChatServer, *extra: str) -> list[str]:
-    return ["synthesize", str(corpus), "--out", str(out), "--llm-model", "scripted", "--base-url", server.base_url,
-            "--no-llm-cache", "--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", *extra]
+    return [
+        "synthesize",
+        str(corpus),
+        "--out",
+        str(out),
+        "--llm-model",
+        "scripted",
+        "--base-url",
+        server.base_url,
+        "--no-llm-cache",
+        "--quiet",
+        "--device",
+        "cpu",
+        "--cluster-size",
+        "4",
+        "--neighbours",
+        "4",
+        *extra,
+    ]
 
 
 def _log(out: Path) -> list[dict]:
@@ -120,8 +137,9 @@ def test_all_four_stages_write_a_task_whose_turns_match_what_the_agents_meant(sy
         users = [m for m in row["messages"] if m["role"] == "user"]
         answers = [m["content"] for m in row["messages"] if m["role"] == "assistant"]
         # the planned move, except a soft switch in a cluster with no unused chunk left, which drills down
-        assert all(m["switch"] == move or (move, m["switch"]) == ("soft", "drill")
-                   for m, move in zip(users, plan.moves))
+        assert all(
+            m["switch"] == move or (move, m["switch"]) == ("soft", "drill") for m, move in zip(users, plan.moves)
+        )
         cluster = plan.cluster
         hard_targets = list(plan.hard_clusters)
         previous = None
@@ -159,7 +177,8 @@ def test_table2_statistics_match_a_recount_of_the_written_files(synthesized):
     assert stats["tokens_per_question"] == pytest.approx(sum(map(count, questions)) / 12, abs=0.006)
     assert stats["tokens_per_answer"] == pytest.approx(sum(map(count, answers)) / 12, abs=0.006)
     assert stats["topics_per_conversation"] == pytest.approx(
-        sum(len({m["gold_chunk"] for m in r["messages"] if m["role"] == "user"}) for r in rows) / 3, abs=0.006)
+        sum(len({m["gold_chunk"] for m in r["messages"] if m["role"] == "user"}) for r in rows) / 3, abs=0.006
+    )
     assert stats["pipeline"]["quality_scorer"].startswith("heuristic (offline stand-in")
 
 
@@ -170,16 +189,47 @@ def test_eval_audit_export_and_stats_run_on_the_synthesized_task(synthesized, tm
     assert main(["eval", "--task", str(task), "--model", "bm25", "--output-dir", str(tmp_path / "results")]) == 0
     result_files = list((tmp_path / "results").rglob("*.json"))
     assert result_files
-    assert main(["eval", "--task", str(task / "synthesized.yaml"), "--model", "bm25",
-                 "--output-dir", str(tmp_path / "results-card")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--task",
+                str(task / "synthesized.yaml"),
+                "--model",
+                "bm25",
+                "--output-dir",
+                str(tmp_path / "results-card"),
+            ]
+        )
+        == 0
+    )
     assert main(["tasks", "show", str(task), "--stats"]) == 0
     assert "conversations: 3" in capsys.readouterr().out
     assert main(["export", str(task), "--format", "beir", "--out", str(tmp_path / "beir"), "--truncate", "none"]) == 0
     judge = ScriptedChatServer(lambda body: Reply("Document ID: [1]\nRating: [[4]]"))
     with judge:
-        assert main(["audit", str(task), "--llm-model", "judge", "--llm-base-url", judge.base_url, "--yes",
-                     "--no-llm-cache", "--negatives", "1", "--limit", "2", "--quiet",
-                     "--output-dir", str(tmp_path / "audit")]) == 0
+        assert (
+            main(
+                [
+                    "audit",
+                    str(task),
+                    "--llm-model",
+                    "judge",
+                    "--llm-base-url",
+                    judge.base_url,
+                    "--yes",
+                    "--no-llm-cache",
+                    "--negatives",
+                    "1",
+                    "--limit",
+                    "2",
+                    "--quiet",
+                    "--output-dir",
+                    str(tmp_path / "audit"),
+                ]
+            )
+            == 0
+        )
         assert judge.request_count > 0
     assert list((tmp_path / "audit").glob("*"))
 
@@ -197,15 +247,37 @@ def test_a_rerun_reuses_every_stage_and_sends_nothing(synthesized):
 def test_kill_during_generation_then_rerun_requests_only_unfinished_conversations(tmp_path):
     corpus = _corpus(tmp_path, 40)
     out = tmp_path / "work"
-    assert main(["synthesize", str(corpus), "--out", str(out), "--stage", "cluster", "--quiet", "--device", "cpu",
-                 "--cluster-size", "4", "--neighbours", "4"]) == 0
+    assert (
+        main(
+            [
+                "synthesize",
+                str(corpus),
+                "--out",
+                str(out),
+                "--stage",
+                "cluster",
+                "--quiet",
+                "--device",
+                "cpu",
+                "--cluster-size",
+                "4",
+                "--neighbours",
+                "4",
+            ]
+        )
+        == 0
+    )
     n_conversations, turns = 6, 2
     extra = ("--conversations", str(n_conversations), "--turns", str(turns), "--concurrency", "1")
     log = out / "generate" / "conversations.log.jsonl"
     with ScriptedChatServer(ScriptedAgents(delay_s=0.05)) as server:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        process = subprocess.Popen([sys.executable, "-m", "mtrbench.cli", *_args(corpus, out, server, *extra)],
-                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mtrbench.cli", *_args(corpus, out, server, *extra)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         deadline = time.time() + 240
         while time.time() < deadline and (not log.is_file() or len(log.read_text().splitlines()) < 2):
             assert process.poll() is None, process.stderr.read().decode()[-2000:]
@@ -221,7 +293,7 @@ def test_kill_during_generation_then_rerun_requests_only_unfinished_conversation
         assert server.request_count == (n_conversations - len(finished_before)) * turns * 3
     records = _log(out)
     assert sorted(r["conversation_id"] for r in records) == [f"synth-{i:05d}" for i in range(n_conversations)]
-    assert records[:len(finished_before)] == finished_before  # finished work untouched
+    assert records[: len(finished_before)] == finished_before  # finished work untouched
     task = load_task(str(out / "task"))
     assert len(task.queries) == n_conversations * turns
 
@@ -231,11 +303,31 @@ def _clustered(tmp_path):
     texts)."""
     corpus = _corpus(tmp_path, 40)
     out = tmp_path / "work"
-    assert main(["synthesize", str(corpus), "--out", str(out), "--stage", "cluster", "--quiet", "--device", "cpu",
-                 "--cluster-size", "4", "--neighbours", "4"]) == 0
+    assert (
+        main(
+            [
+                "synthesize",
+                str(corpus),
+                "--out",
+                str(out),
+                "--stage",
+                "cluster",
+                "--quiet",
+                "--device",
+                "cpu",
+                "--cluster-size",
+                "4",
+                "--neighbours",
+                "4",
+            ]
+        )
+        == 0
+    )
     clusters = [json.loads(line)["chunk_ids"] for line in (out / "cluster" / "clusters.jsonl").read_text().splitlines()]
-    chunks = {json.loads(line)["chunk_id"]: json.loads(line)["text"]
-              for line in (out / "curate" / "chunks.jsonl").read_text().splitlines()}
+    chunks = {
+        json.loads(line)["chunk_id"]: json.loads(line)["text"]
+        for line in (out / "curate" / "chunks.jsonl").read_text().splitlines()
+    }
     return corpus, out, clusters, chunks
 
 
@@ -245,8 +337,24 @@ def test_malformed_replies_are_retried_then_the_conversation_is_dropped_and_coun
     agents = ScriptedAgents(bad_docs={chunks[clusters[1][0]]})
     turns, n_conversations = 3, 4
     with ScriptedChatServer(agents) as server:
-        assert main(_args(corpus, out, server, "--conversations", str(n_conversations), "--turns", str(turns),
-                          "--hard-switches", "0", "--concurrency", "1")) == 0
+        assert (
+            main(
+                _args(
+                    corpus,
+                    out,
+                    server,
+                    "--conversations",
+                    str(n_conversations),
+                    "--turns",
+                    str(turns),
+                    "--hard-switches",
+                    "0",
+                    "--concurrency",
+                    "1",
+                )
+            )
+            == 0
+        )
         # 3 good conversations in full, and 3 questioner attempts (1 + parse_retries 2) for the bad one
         assert server.request_count == 3 * turns * 3 + 3
     printed = capsys.readouterr().out
@@ -287,8 +395,9 @@ def test_empty_corpus_is_one_error_line(tmp_path, capsys):
 
 def test_corpus_whose_chunks_are_all_filtered_is_one_error_line(tmp_path, capsys):
     short = tmp_path / "short.jsonl"
-    short.write_text("\n".join(json.dumps({"_id": f"d{i}", "text": f"Only a few words, number {i}."})
-                               for i in range(5)) + "\n")
+    short.write_text(
+        "\n".join(json.dumps({"_id": f"d{i}", "text": f"Only a few words, number {i}."}) for i in range(5)) + "\n"
+    )
     assert main(["synthesize", str(short), "--out", str(tmp_path / "o"), "--stage", "curate", "--quiet"]) == 2
     line = _error_line(capsys)
     assert "every chunk was filtered out" in line and "5 chunks shorter than min_chunk_chars" in line
@@ -324,15 +433,43 @@ def test_a_broken_jsonl_line_names_the_file_and_line(tmp_path, capsys):
 def test_hub_quality_classifier_offline_is_one_error_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     corpus = _corpus(tmp_path, 3)
-    assert main(["synthesize", str(corpus), "--out", str(tmp_path / "o"), "--stage", "curate", "--quiet",
-                 "--quality", "fineweb-edu"]) == 2
+    assert (
+        main(
+            [
+                "synthesize",
+                str(corpus),
+                "--out",
+                str(tmp_path / "o"),
+                "--stage",
+                "curate",
+                "--quiet",
+                "--quality",
+                "fineweb-edu",
+            ]
+        )
+        == 2
+    )
     assert "HuggingFaceFW/fineweb-edu-classifier could not be loaded" in _error_line(capsys)
 
 
 def test_bm25_is_refused_as_an_embedding_model(tmp_path, capsys):
     corpus = _corpus(tmp_path, 10)
-    assert main(["synthesize", str(corpus), "--out", str(tmp_path / "o"), "--stage", "cluster", "--quiet",
-                 "--embedding-model", "bm25"]) == 2
+    assert (
+        main(
+            [
+                "synthesize",
+                str(corpus),
+                "--out",
+                str(tmp_path / "o"),
+                "--stage",
+                "cluster",
+                "--quiet",
+                "--embedding-model",
+                "bm25",
+            ]
+        )
+        == 2
+    )
     assert "needs an embedding model" in _error_line(capsys)
 
 
@@ -344,26 +481,65 @@ def test_agents_file_gives_each_agent_its_model_and_a_failed_request_drops_the_c
     def respond(body: dict) -> Reply:
         last = body["messages"][-1]["content"]
         if body["messages"][0]["content"].startswith("You are the assistant") and any(
-                f"**Reference document:**\n{chunks[c]}\n\n" in last for c in refused):
+            f"**Reference document:**\n{chunks[c]}\n\n" in last for c in refused
+        ):
             return Reply("bad request", status=400)
         return agents(body)
 
     with ScriptedChatServer(respond) as server:
         agents_file = tmp_path / "agents.yaml"
-        agents_file.write_text("judges:\n" + "".join(
-            f"  - {{name: {name}, model: {name}-model, base_url: '{server.base_url}'}}\n"
-            for name in ("questioner", "responder", "polisher")))
-        assert main(["synthesize", str(corpus), "--out", str(out), "--agents", str(agents_file), "--no-llm-cache",
-                     "--quiet", "--device", "cpu", "--cluster-size", "4", "--neighbours", "4", "--conversations", "3",
-                     "--turns", "2", "--hard-switches", "0", "--max-failure-rate", "0.5"]) == 0  # 1 of 3 dropped
+        agents_file.write_text(
+            "judges:\n"
+            + "".join(
+                f"  - {{name: {name}, model: {name}-model, base_url: '{server.base_url}'}}\n"
+                for name in ("questioner", "responder", "polisher")
+            )
+        )
+        assert (
+            main(
+                [
+                    "synthesize",
+                    str(corpus),
+                    "--out",
+                    str(out),
+                    "--agents",
+                    str(agents_file),
+                    "--no-llm-cache",
+                    "--quiet",
+                    "--device",
+                    "cpu",
+                    "--cluster-size",
+                    "4",
+                    "--neighbours",
+                    "4",
+                    "--conversations",
+                    "3",
+                    "--turns",
+                    "2",
+                    "--hard-switches",
+                    "0",
+                    "--max-failure-rate",
+                    "0.5",
+                ]
+            )
+            == 0
+        )  # 1 of 3 dropped
         by_agent = {}
         for body in server.requests:
             system = body["messages"][0]["content"]
-            agent = ("questioner" if system.startswith("You play the user") else
-                     "responder" if system.startswith("You are the assistant") else "polisher")
+            agent = (
+                "questioner"
+                if system.startswith("You play the user")
+                else "responder"
+                if system.startswith("You are the assistant")
+                else "polisher"
+            )
             by_agent.setdefault(agent, set()).add(body["model"])
-    assert by_agent == {"questioner": {"questioner-model"}, "responder": {"responder-model"},
-                        "polisher": {"polisher-model"}}
+    assert by_agent == {
+        "questioner": {"questioner-model"},
+        "responder": {"responder-model"},
+        "polisher": {"polisher-model"},
+    }
     assert "dropped: 1 request failed" in capsys.readouterr().out
     dropped = [r for r in _log(out) if r["status"] == "dropped"]
     assert [r["conversation_id"] for r in dropped] == ["synth-00000"] and "HTTP 400" in dropped[0]["reason"]

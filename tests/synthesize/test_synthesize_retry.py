@@ -10,13 +10,17 @@ import json
 import threading
 
 from llm_server import Reply, ScriptedChatServer
+
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.synthesize.curate import Chunk
-from mtrbench.synthesize.generate import (DROPPED_SEED_STEP, LOG, Agents, GenerateOptions, run_generate)
+from mtrbench.synthesize.generate import DROPPED_SEED_STEP, LOG, Agents, GenerateOptions, run_generate
 from mtrbench.synthesize.plan import PlanOptions
 
-CHUNKS = [Chunk(f"{name}-{i}", f"doc-{name}", name, f"The {name} river, section {i}, flows north for {10 * i} km.")
-          for name in ("alpha", "beta") for i in range(1, 4)]
+CHUNKS = [
+    Chunk(f"{name}-{i}", f"doc-{name}", name, f"The {name} river, section {i}, flows north for {10 * i} km.")
+    for name in ("alpha", "beta")
+    for i in range(1, 4)
+]
 CLUSTERS = [[c.chunk_id for c in CHUNKS if c.title == name] for name in ("alpha", "beta")]
 
 
@@ -41,8 +45,16 @@ class Agents3:
 
 def _agents(server: ScriptedChatServer) -> Agents:
     def judge(name: str) -> JudgeConfig:
-        return JudgeConfig(name=name, model=f"{name}-model", base_url=server.base_url, api_key_env="MTRBENCH_NO_KEY",
-                           temperature=0.7, max_retries=0, parse_retries=1, concurrency=1)
+        return JudgeConfig(
+            name=name,
+            model=f"{name}-model",
+            base_url=server.base_url,
+            api_key_env="MTRBENCH_NO_KEY",
+            temperature=0.7,
+            max_retries=0,
+            parse_retries=1,
+            concurrency=1,
+        )
 
     return Agents(judge("questioner"), judge("responder"), judge("polisher"))
 
@@ -59,8 +71,11 @@ def test_a_dropped_conversation_is_retried_on_the_rerun_and_finishes(tmp_path, c
         assert (first.finished, dict(first.dropped), first.retried) == (1, {"malformed reply": 1}, 0)
         # alpha: 3 agents; beta: the questioner asked, then re-asked once (parse_retries 1), then dropped
         assert server.request_count == 3 + 2
-        [dropped] = [json.loads(line) for line in (tmp_path / LOG).read_text().splitlines()
-                     if json.loads(line)["status"] == "dropped"]
+        [dropped] = [
+            json.loads(line)
+            for line in (tmp_path / LOG).read_text().splitlines()
+            if json.loads(line)["status"] == "dropped"
+        ]
         assert [m["text"] for m in dropped["malformed"]] == ["Sure! Here is a question about the river."] * 2
         assert [m["agent"] for m in dropped["malformed"]] == ["questioner"] * 2
         script.garble = False

@@ -13,8 +13,14 @@ import numpy as np
 import pytest
 import torch
 
-from mtrbench.synthesize.cluster import (ClusterOptions, cluster_embeddings, cut, drop_adjacent_near_identical,
-                                         greedy_traversal, knn_graph)
+from mtrbench.synthesize.cluster import (
+    ClusterOptions,
+    cluster_embeddings,
+    cut,
+    drop_adjacent_near_identical,
+    greedy_traversal,
+    knn_graph,
+)
 from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import TABLE8_SEPARATORS, make_splitter, near_duplicates, shingles, strip_non_text
 from mtrbench.synthesize.plan import DRILL, HARD, SOFT, START, PlanOptions, plan_conversations
@@ -58,12 +64,15 @@ def test_cjk_text_splits_at_the_fullwidth_comma_before_the_ideographic_full_stop
 
 
 def test_strip_non_text_removes_markup_links_and_urls():
-    raw = ("<p>Lake <b>Varnholm</b> is deep.</p><script>alert(1)</script>\n\n\n\n![map](m.png) See "
-           "[the survey](http://x.org/s) or https://example.org/page &amp; more.")
+    raw = (
+        "<p>Lake <b>Varnholm</b> is deep.</p><script>alert(1)</script>\n\n\n\n![map](m.png) See "
+        "[the survey](http://x.org/s) or https://example.org/page &amp; more."
+    )
     assert strip_non_text(raw) == "Lake Varnholm is deep.\n\nSee the survey or & more."
 
 
 # ---- near-duplicates -------------------------------------------------------------------------------------
+
 
 def _paragraph(rng: random.Random, n_words: int = 120) -> str:
     vocabulary = [f"w{i}" for i in range(3000)]
@@ -85,16 +94,18 @@ def test_minhash_removes_the_near_duplicates_made_here_and_keeps_distinct_chunks
     texts = distinct[:2] + [near_0] + distinct[2:] + [near_3]
     assert _jaccard(near_0, distinct[0]) == pytest.approx(111 / 121)  # 116 - 5 shared, 116 + 5 in the union
     assert _jaccard(near_3, distinct[3]) > 0.95
-    assert max(_jaccard(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1:]) < 0.05
+    assert max(_jaccard(a, b) for i, a in enumerate(distinct) for b in distinct[i + 1 :]) < 0.05
     assert near_duplicates(texts, threshold=0.8, permutations=128, shingle_words=5) == [2, 7]
 
 
 # ---- quality scorers -------------------------------------------------------------------------------------
 
-PROSE = ("Lake Varnholm is a glacial lake in the highlands of the province. It occupies a trough carved by the "
-         "glacier that covered the region during the last glaciation, and when the ice retreated it left a ridge "
-         "of till across the southern end of the valley. Meltwater ponded behind the ridge to form the lake, "
-         "which is now one of the deepest in the country and a popular place for walking in the summer.")
+PROSE = (
+    "Lake Varnholm is a glacial lake in the highlands of the province. It occupies a trough carved by the "
+    "glacier that covered the region during the last glaciation, and when the ice retreated it left a ridge "
+    "of till across the southern end of the valley. Meltwater ponded behind the ridge to form the lake, "
+    "which is now one of the deepest in the country and a popular place for walking in the summer."
+)
 
 
 def test_heuristic_scorer_keeps_prose_and_drops_lists_tables_and_fragments():
@@ -118,9 +129,16 @@ def tiny_classifier_dirs(tmp_path_factory):
     folders = {}
     for kind, labels in (("label", {0: "High", 1: "Medium", 2: "Low"}), ("regression", {0: "LABEL_0"})):
         torch.manual_seed(3)
-        config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-                            num_attention_heads=2, intermediate_size=37, num_labels=len(labels), id2label=labels,
-                            label2id={v: k for k, v in labels.items()})
+        config = BertConfig(
+            vocab_size=tokenizer.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=37,
+            num_labels=len(labels),
+            id2label=labels,
+            label2id={v: k for k, v in labels.items()},
+        )
         model = BertForSequenceClassification(config).eval()
         if kind == "regression":  # shift the outputs so that 2.5 (rounds to 3 or not) falls between two texts
             with torch.no_grad():
@@ -253,6 +271,7 @@ def test_adjacent_near_identical_chunks_are_dropped_by_5gram_jaccard():
 
 
 # ---- plans and cost --------------------------------------------------------------------------------------
+
 
 def test_plans_are_seeded_with_one_hard_switch_after_turn_two_to_another_cluster():
     options = PlanOptions(turns=8, hard_switches=1, seed=3)

@@ -26,6 +26,7 @@ TURN_ID = re.compile(r"^(?P<conversation>.+)[_-](?P<turn>\d+)$")
 @dataclass(frozen=True)
 class SystemScores:
     """One system's per-query values of one measure, with the conversation of each query when known."""
+
     name: str
     task: str
     values: dict[str, float]  # qid -> value
@@ -36,6 +37,7 @@ class SystemScores:
 @dataclass(frozen=True)
 class ScoreMatrix:
     """``scores[i, j]``: system ``systems[i]`` on query ``queries[j]`` under ``measure`` (a result key)."""
+
     task: str
     measure: str
     systems: tuple[str, ...]
@@ -67,7 +69,7 @@ def file_label(path: str | Path) -> str:
     """``runs/org_convdr.run.gz`` -> ``org_convdr``: what tables and JSON call a run or qrels file."""
     name = Path(path).name
     for suffix in (".gz", ".run", ".trec", ".txt", ".qrels", ".qrel", ".tsv"):
-        name = name[:-len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name
+        name = name[: -len(suffix)] if name.endswith(suffix) and len(name) > len(suffix) else name
     return name
 
 
@@ -87,8 +89,10 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
         raise UserInputError(f"systems named twice: {', '.join(repeated)} (give each input once)")
     tasks = sorted({s.task for s in systems})
     if len(tasks) > 1:
-        raise UserInputError(f"systems of different tasks in one comparison: {', '.join(tasks)}; "
-                             f"give --tasks to compare tasks side by side")
+        raise UserInputError(
+            f"systems of different tasks in one comparison: {', '.join(tasks)}; "
+            f"give --tasks to compare tasks side by side"
+        )
     queries = sorted(set().union(*(s.values for s in systems)))
     if len(queries) < 2:
         raise DataError(f"{measure}: {len(queries)} query scored; a meta-analysis needs at least two")
@@ -99,10 +103,20 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
     scores = np.array([[s.values.get(q, 0.0) for q in queries] for s in systems], dtype=float)
     if not np.all(np.isfinite(scores)):
         raise DataError(f"{measure}: a per-query value is not a finite number")
-    filled = {s.name: len(queries) - len(s.values) + s.scored_absent for s in systems
-              if len(queries) - len(s.values) + s.scored_absent}
-    return ScoreMatrix(task=tasks[0], measure=measure, systems=tuple(names), queries=tuple(queries),
-                       conversations=conversations, scores=scores, filled=filled)
+    filled = {
+        s.name: len(queries) - len(s.values) + s.scored_absent
+        for s in systems
+        if len(queries) - len(s.values) + s.scored_absent
+    }
+    return ScoreMatrix(
+        task=tasks[0],
+        measure=measure,
+        systems=tuple(names),
+        queries=tuple(queries),
+        conversations=conversations,
+        scores=scores,
+        filled=filled,
+    )
 
 
 # -- eval results (read by mtrbench.results.systems) ---------------------------------------------------
@@ -124,8 +138,13 @@ def system_labels(described: Sequence[tuple[str, str | None]]) -> list[str]:
 
 
 # -- TREC runs ---------------------------------------------------------------------------------------
-def score_runs(runs: dict[str, dict[str, dict[str, float]]], qrels: dict[str, dict[str, int]], measure: str,
-               relevance_level: int, task: str) -> list[SystemScores]:
+def score_runs(
+    runs: dict[str, dict[str, dict[str, float]]],
+    qrels: dict[str, dict[str, int]],
+    measure: str,
+    relevance_level: int,
+    task: str,
+) -> list[SystemScores]:
     from mtrbench.measures import evaluate, parse
 
     parsed = parse(measure)
@@ -162,6 +181,7 @@ DEFAULT_RUN_MEASURE = "nDCG@10"
 @dataclass(frozen=True)
 class InputSpec:
     """Where the systems come from: eval results (or leaderboards), or TREC runs with their qrels."""
+
     results: tuple[str, ...] = ()
     runs: tuple[str, ...] = ()
     qrels: str | None = None
@@ -170,8 +190,10 @@ class InputSpec:
 
     def __post_init__(self) -> None:
         if bool(self.results) == bool(self.runs):
-            raise UserInputError("give the systems either as --results (eval results, per-query files, "
-                                 "leaderboards) or as --runs with --qrels, not both nor neither")
+            raise UserInputError(
+                "give the systems either as --results (eval results, per-query files, "
+                "leaderboards) or as --runs with --qrels, not both nor neither"
+            )
         if self.runs and not self.qrels:
             raise UserInputError("--runs needs --qrels")
         if self.qrels and not self.runs:

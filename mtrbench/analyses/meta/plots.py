@@ -46,8 +46,10 @@ def curve_label(report: PowerReport, several_tasks: bool) -> str:
     from mtrbench.measures import label
 
     task = f"{report.task} " if several_tasks else ""
-    return (f"{task}{label(report.measure)}, {report.unit} "
-            f"({report.significant_pairs}/{len(report.pairs)} < {report.alpha:g})")
+    return (
+        f"{task}{label(report.measure)}, {report.unit} "
+        f"({report.significant_pairs}/{len(report.pairs)} < {report.alpha:g})"
+    )
 
 
 def plot_asl_curves(reports: Sequence[PowerReport], path: str | Path) -> Path:
@@ -87,16 +89,19 @@ def plot_stability(agreement: RankAgreement, swaps: SwapReport, path: str | Path
     left.plot([low, high], [low, high], color="grey", linewidth=1, linestyle=":")
     left.set_xlabel(f"mean: {agreement.first}")
     left.set_ylabel(f"mean: {agreement.second}")
-    left.set_title(f"tau-b = {agreement.kendall_tau:.3f}, tau_AP = {agreement.tau_ap:.3f}, "
-                   f"{len(agreement.swapped)} swapped", fontsize=10)
+    left.set_title(
+        f"tau-b = {agreement.kendall_tau:.3f}, tau_AP = {agreement.tau_ap:.3f}, {len(agreement.swapped)} swapped",
+        fontsize=10,
+    )
     left.grid(alpha=0.3)
     centers = [(b.low + b.high) / 2 for b in swaps.bins]
     right.bar(centers, [b.rate for b in swaps.bins], width=swaps.bin_width * 0.9)
     right.axhline(swaps.max_swap_rate, color="grey", linestyle="--", linewidth=1)
     if swaps.mdd is not None:
         right.axvline(swaps.mdd, color="red", linewidth=1)
-        right.text(swaps.mdd, max(b.rate for b in swaps.bins) or 0.05, f" MDD {swaps.mdd:g}", color="red",
-                   fontsize=8, va="top")
+        right.text(
+            swaps.mdd, max(b.rate for b in swaps.bins) or 0.05, f" MDD {swaps.mdd:g}", color="red", fontsize=8, va="top"
+        )
     right.set_xlabel(f"|difference| on one set of {swaps.subset_size} {swaps.unit}s")
     right.set_ylabel("swap rate")
     right.set_title(f"swap method: {swaps.samples} trials, swap rate {swaps.swap_rate:.3f}", fontsize=10)
@@ -111,10 +116,13 @@ def plot_size(report: SizeReport, path: str | Path) -> Path:
     largest = max(report.paired_t.required, report.anova.required, report.current_size) * 1.3
     sizes = np.unique(np.linspace(2, max(largest, 10), 200).astype(int))
     standardized = report.delta / np.sqrt(2 * report.residual_variance)
-    effect = report.delta ** 2 / (2 * report.residual_variance)
+    effect = report.delta**2 / (2 * report.residual_variance)
     axes.plot(sizes, [t_power(int(n), report.alpha, standardized) for n in sizes], label="paired t-test")
-    axes.plot(sizes, [anova_power(int(n), report.systems, report.alpha, effect) for n in sizes],
-              label=f"one-way ANOVA, {report.systems} systems")
+    axes.plot(
+        sizes,
+        [anova_power(int(n), report.systems, report.alpha, effect) for n in sizes],
+        label=f"one-way ANOVA, {report.systems} systems",
+    )
     axes.axhline(report.power, color="grey", linestyle="--", linewidth=1)
     axes.axvline(report.current_size, color="black", linewidth=1)
     axes.text(report.current_size, 0.02, f" now: {report.current_size}", fontsize=8)
@@ -126,8 +134,9 @@ def plot_size(report: SizeReport, path: str | Path) -> Path:
     axes.set_ylim(0, 1.02)
     from mtrbench.measures import label
 
-    axes.set_title(f"Topic-set size: detect {report.delta:g} in {label(report.measure)} at alpha {report.alpha:g}",
-                   fontsize=10)
+    axes.set_title(
+        f"Topic-set size: detect {report.delta:g} in {label(report.measure)} at alpha {report.alpha:g}", fontsize=10
+    )
     axes.legend(fontsize=8, loc="lower right")
     axes.grid(alpha=0.3)
     return _save(figure, path)

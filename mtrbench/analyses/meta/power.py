@@ -61,8 +61,10 @@ def check_alpha(alpha: float) -> float:
 def check_separable(matrix: ScoreMatrix) -> None:
     """A matrix that no analysis can read: every system scores the same on every query."""
     if np.all(matrix.scores == matrix.scores[0]):
-        raise DataError(f"{matrix.task} {matrix.measure}: every system scores the same on every query; "
-                        f"there is nothing to tell apart")
+        raise DataError(
+            f"{matrix.task} {matrix.measure}: every system scores the same on every query; "
+            f"there is nothing to tell apart"
+        )
 
 
 def discriminative_power(matrix: ScoreMatrix, resampling: Resampling, alpha: float = 0.05) -> PowerReport:
@@ -71,15 +73,31 @@ def discriminative_power(matrix: ScoreMatrix, resampling: Resampling, alpha: flo
     groups = matrix.unit_groups(resampling.unit)
     units = Units.of(matrix.scores, groups)
     if units.n < 2:
-        raise DataError(f"{matrix.task}: all {len(matrix.queries)} queries are one {resampling.unit}; the tests "
-                        f"need at least two units (try --unit query)")
+        raise DataError(
+            f"{matrix.task}: all {len(matrix.queries)} queries are one {resampling.unit}; the tests "
+            f"need at least two units (try --unit query)"
+        )
     asl, exact = pair_asl(units, resampling)
     means = matrix.means
-    pairs = [PairASL(matrix.systems[i], matrix.systems[j], float(means[i]), float(means[j]),
-                     float(means[i] - means[j]), p) for (i, j), p in asl.items()]
+    pairs = [
+        PairASL(matrix.systems[i], matrix.systems[j], float(means[i]), float(means[j]), float(means[i] - means[j]), p)
+        for (i, j), p in asl.items()
+    ]
     significant = sum(pair.p < alpha for pair in pairs)
-    return PowerReport(task=matrix.task, measure=matrix.measure, test=resampling.test, unit=resampling.unit,
-                       samples=resampling.samples, seed=resampling.seed, alpha=alpha, exact=exact,
-                       systems=list(matrix.systems), queries=len(matrix.queries), units=units.n, pairs=pairs,
-                       significant_pairs=significant, discriminative_power=significant / len(pairs),
-                       filled_with_zero=dict(matrix.filled))
+    return PowerReport(
+        task=matrix.task,
+        measure=matrix.measure,
+        test=resampling.test,
+        unit=resampling.unit,
+        samples=resampling.samples,
+        seed=resampling.seed,
+        alpha=alpha,
+        exact=exact,
+        systems=list(matrix.systems),
+        queries=len(matrix.queries),
+        units=units.n,
+        pairs=pairs,
+        significant_pairs=significant,
+        discriminative_power=significant / len(pairs),
+        filled_with_zero=dict(matrix.filled),
+    )

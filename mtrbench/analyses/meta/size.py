@@ -59,16 +59,20 @@ class SizeReport:
 def residual_variance(unit_scores: np.ndarray) -> float:
     """V_E of a two-way ANOVA without replication (rows: systems, columns: units)."""
     m, n = unit_scores.shape
-    residual = (unit_scores - unit_scores.mean(axis=1, keepdims=True) - unit_scores.mean(axis=0, keepdims=True)
-                + unit_scores.mean())
-    return float((residual ** 2).sum() / ((m - 1) * (n - 1)))
+    residual = (
+        unit_scores
+        - unit_scores.mean(axis=1, keepdims=True)
+        - unit_scores.mean(axis=0, keepdims=True)
+        + unit_scores.mean()
+    )
+    return float((residual**2).sum() / ((m - 1) * (n - 1)))
 
 
 def t_closed_form(alpha: float, power: float, standardized: float) -> float:
     from scipy import stats
 
     z_alpha, z_beta = stats.norm.ppf(1 - alpha / 2), stats.norm.ppf(power)
-    return ((z_alpha + z_beta) / standardized) ** 2 + z_alpha ** 2 / 2
+    return ((z_alpha + z_beta) / standardized) ** 2 + z_alpha**2 / 2
 
 
 def t_power(n: int, alpha: float, standardized: float) -> float:
@@ -109,8 +113,7 @@ def _smallest(power_at, start: int, target: float) -> int:
     return high
 
 
-def topic_set_size(matrix: ScoreMatrix, unit: str, delta: float, alpha: float = 0.05,
-                   power: float = 0.8) -> SizeReport:
+def topic_set_size(matrix: ScoreMatrix, unit: str, delta: float, alpha: float = 0.05, power: float = 0.8) -> SizeReport:
     check_alpha(alpha)
     if not 0 < power < 1:
         raise UserInputError(f"--power must lie strictly between 0 and 1, got {power}")
@@ -123,18 +126,35 @@ def topic_set_size(matrix: ScoreMatrix, unit: str, delta: float, alpha: float = 
     unit_scores = units.sums / units.counts
     variance = residual_variance(unit_scores)
     if variance <= 0:
-        raise DataError(f"{matrix.task} {matrix.measure}: no residual variance (the systems differ by a constant "
-                        f"on every {unit}); any size detects their differences")
+        raise DataError(
+            f"{matrix.task} {matrix.measure}: no residual variance (the systems differ by a constant "
+            f"on every {unit}); any size detects their differences"
+        )
     m, n = unit_scores.shape
     standardized = delta / math.sqrt(2 * variance)
     t_start = t_closed_form(alpha, power, standardized)
-    t_design = SizeDesign(closed_form=math.ceil(t_start),
-                          required=_smallest(lambda k: t_power(k, alpha, standardized), math.ceil(t_start), power),
-                          power_now=t_power(n, alpha, standardized))
-    effect = delta ** 2 / (2 * variance)
+    t_design = SizeDesign(
+        closed_form=math.ceil(t_start),
+        required=_smallest(lambda k: t_power(k, alpha, standardized), math.ceil(t_start), power),
+        power_now=t_power(n, alpha, standardized),
+    )
+    effect = delta**2 / (2 * variance)
     a_start = anova_closed_form(m, alpha, power, effect)
-    a_design = SizeDesign(closed_form=math.ceil(a_start),
-                          required=_smallest(lambda k: anova_power(k, m, alpha, effect), math.ceil(a_start), power),
-                          power_now=anova_power(n, m, alpha, effect))
-    return SizeReport(task=matrix.task, measure=matrix.measure, unit=unit, alpha=alpha, power=power, delta=delta,
-                      systems=m, current_size=n, residual_variance=variance, paired_t=t_design, anova=a_design)
+    a_design = SizeDesign(
+        closed_form=math.ceil(a_start),
+        required=_smallest(lambda k: anova_power(k, m, alpha, effect), math.ceil(a_start), power),
+        power_now=anova_power(n, m, alpha, effect),
+    )
+    return SizeReport(
+        task=matrix.task,
+        measure=matrix.measure,
+        unit=unit,
+        alpha=alpha,
+        power=power,
+        delta=delta,
+        systems=m,
+        current_size=n,
+        residual_variance=variance,
+        paired_t=t_design,
+        anova=a_design,
+    )

@@ -70,8 +70,10 @@ def rank_agreement(first: ScoreMatrix, second: ScoreMatrix, first_label: str, se
     from scipy import stats
 
     if len(first.systems) != len(second.systems):
-        raise UserInputError(f"the two conditions have {len(first.systems)} and {len(second.systems)} systems; "
-                             f"give the same systems in the same order")
+        raise UserInputError(
+            f"the two conditions have {len(first.systems)} and {len(second.systems)} systems; "
+            f"give the same systems in the same order"
+        )
     if len(first.systems) < 3:
         raise UserInputError(f"ranking agreement needs at least three systems, got {len(first.systems)}")
     x, y = first.means, second.means
@@ -79,12 +81,23 @@ def rank_agreement(first: ScoreMatrix, second: ScoreMatrix, first_label: str, se
         if np.all(values == values[0]):
             raise DataError(f"{label}: every system has the same mean; a ranking correlation is undefined")
     result = stats.kendalltau(x, y)
-    swapped = [SwappedPair(first.systems[i], first.systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
-               for i in range(len(x)) for j in range(i + 1, len(x)) if (x[i] - x[j]) * (y[i] - y[j]) < 0]
-    return RankAgreement(first=first_label, second=second_label, systems=list(first.systems),
-                         means_first=[float(v) for v in x], means_second=[float(v) for v in y],
-                         kendall_tau=float(result.statistic), kendall_p=float(result.pvalue),
-                         tau_ap=tau_ap(x, y, list(first.systems)), swapped=swapped)
+    swapped = [
+        SwappedPair(first.systems[i], first.systems[j], float(x[i] - x[j]), float(y[i] - y[j]))
+        for i in range(len(x))
+        for j in range(i + 1, len(x))
+        if (x[i] - x[j]) * (y[i] - y[j]) < 0
+    ]
+    return RankAgreement(
+        first=first_label,
+        second=second_label,
+        systems=list(first.systems),
+        means_first=[float(v) for v in x],
+        means_second=[float(v) for v in y],
+        kendall_tau=float(result.statistic),
+        kendall_p=float(result.pvalue),
+        tau_ap=tau_ap(x, y, list(first.systems)),
+        swapped=swapped,
+    )
 
 
 @dataclass(frozen=True)
@@ -119,13 +132,20 @@ class SwapReport:
         return data
 
 
-def swap_method(matrix: ScoreMatrix, resampling: Resampling, subset_size: int | None = None,
-                bin_width: float = BIN_WIDTH, max_swap_rate: float = MAX_SWAP_RATE) -> SwapReport:
+def swap_method(
+    matrix: ScoreMatrix,
+    resampling: Resampling,
+    subset_size: int | None = None,
+    bin_width: float = BIN_WIDTH,
+    max_swap_rate: float = MAX_SWAP_RATE,
+) -> SwapReport:
     units = Units.of(matrix.scores, matrix.unit_groups(resampling.unit))
     size = units.n // 2 if subset_size is None else subset_size
     if size < 1 or 2 * size > units.n:
-        raise UserInputError(f"the swap method draws two disjoint sets of --subset-size {resampling.unit}s: "
-                             f"between 1 and {units.n // 2} here, got {size}")
+        raise UserInputError(
+            f"the swap method draws two disjoint sets of --subset-size {resampling.unit}s: "
+            f"between 1 and {units.n // 2} here, got {size}"
+        )
     if bin_width <= 0:
         raise UserInputError(f"--bin-width must be positive, got {bin_width}")
     m = units.sums.shape[0]
@@ -136,7 +156,7 @@ def swap_method(matrix: ScoreMatrix, resampling: Resampling, subset_size: int | 
     for _ in range(resampling.samples):
         order = rng.permutation(units.n)
         diffs = []
-        for chosen in (order[:size], order[size:2 * size]):
+        for chosen in (order[:size], order[size : 2 * size]):
             means = units.sums[:, chosen].sum(axis=1) / units.counts[chosen].sum()
             diffs.append((means[:, None] - means[None, :])[upper])
         first, second = diffs
@@ -145,8 +165,10 @@ def swap_method(matrix: ScoreMatrix, resampling: Resampling, subset_size: int | 
         for index, swapped in zip(bins.tolist(), swaps.tolist()):
             bin_pairs[index] = bin_pairs.get(index, 0) + 1
             bin_swaps[index] = bin_swaps.get(index, 0) + int(swapped)
-    bins = [SwapBin(round(i * bin_width, 10), round((i + 1) * bin_width, 10), bin_pairs[i], bin_swaps[i])
-            for i in sorted(bin_pairs)]
+    bins = [
+        SwapBin(round(i * bin_width, 10), round((i + 1) * bin_width, 10), bin_pairs[i], bin_swaps[i])
+        for i in sorted(bin_pairs)
+    ]
     above = [b for b in bins if b.rate > max_swap_rate]
     if not above:
         mdd: float | None = 0.0
@@ -155,7 +177,16 @@ def swap_method(matrix: ScoreMatrix, resampling: Resampling, subset_size: int | 
     else:
         mdd = above[-1].high
     total = sum(b.pairs for b in bins)
-    return SwapReport(measure=matrix.measure, unit=resampling.unit, samples=resampling.samples,
-                      seed=resampling.seed, subset_size=size, units=units.n, bin_width=bin_width,
-                      max_swap_rate=max_swap_rate, swap_rate=sum(b.swaps for b in bins) / total if total else 0.0,
-                      mdd=mdd, bins=bins)
+    return SwapReport(
+        measure=matrix.measure,
+        unit=resampling.unit,
+        samples=resampling.samples,
+        seed=resampling.seed,
+        subset_size=size,
+        units=units.n,
+        bin_width=bin_width,
+        max_swap_rate=max_swap_rate,
+        swap_rate=sum(b.swaps for b in bins) / total if total else 0.0,
+        mdd=mdd,
+        bins=bins,
+    )

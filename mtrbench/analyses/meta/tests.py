@@ -40,6 +40,7 @@ BATCH = 500  # resamples drawn at a time: memory stays batch x units, the random
 @dataclass(frozen=True)
 class Resampling:
     """How a randomized procedure draws; recorded in every JSON output."""
+
     test: str = "t"
     unit: str = "conversation"
     samples: int = 1000
@@ -59,6 +60,7 @@ class Resampling:
 @dataclass(frozen=True)
 class Units:
     """Per-unit sums of each system's scores: what every test reads."""
+
     sums: np.ndarray  # systems x units
     counts: np.ndarray  # queries per unit
 
@@ -83,7 +85,7 @@ def studentized(diff_sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, 
     mean = diff_sums.sum(axis=-1) / total
     n_units = diff_sums.shape[-1]
     residual = diff_sums - counts * mean[..., None]
-    se = np.sqrt(n_units / (n_units - 1) * (residual ** 2).sum(axis=-1)) / total
+    se = np.sqrt(n_units / (n_units - 1) * (residual**2).sum(axis=-1)) / total
     return mean, se
 
 
@@ -135,7 +137,7 @@ def tukey_hsd(units: Units, samples: int, seed: int) -> tuple[np.ndarray, bool]:
     exact = math.factorial(m) ** n <= samples
     reached = np.zeros((m, m))
     drawn = 0
-    for order in (_all_orders(m, n) if exact else _random_orders(m, n, samples, seed)):
+    for order in _all_orders(m, n) if exact else _random_orders(m, n, samples, seed):
         means = np.take_along_axis(per_unit[None, :, :], order, axis=2).sum(axis=1) / total  # batch x systems
         ranges = means.max(axis=1) - means.min(axis=1)
         reached += (ranges[:, None, None] >= observed[None] * (1 - 1e-12) - 1e-15).sum(axis=0)
@@ -173,6 +175,6 @@ def pair_asl(units: Units, resampling: Resampling) -> tuple[dict[tuple[int, int]
     if resampling.test == "t":
         return {(i, j): t_test(units, i, j) for i, j in pairs}, True
     if resampling.test == "randomization":
-        exact = 2 ** units.n <= resampling.samples
+        exact = 2**units.n <= resampling.samples
         return {(i, j): randomization(units, i, j, resampling.samples, resampling.seed) for i, j in pairs}, exact
     return {(i, j): bootstrap(units, i, j, resampling.samples, resampling.seed) for i, j in pairs}, False

@@ -19,7 +19,6 @@ from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import unknown_name
 
 
-
 @dataclass(frozen=True)
 class LoadRequest:
     split: str
@@ -54,4 +53,3 @@ def get_loader(fmt: str) -> Loader:
     if fmt not in LOADERS:
         raise unknown_name("task format", fmt, LOADERS)
     return LOADERS[fmt]
-

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
-from mtrbench.data.hub import load_split
+from mtrbench.infra.errors import DataError, MtrbenchError
 
 
 @register("beir")
@@ -37,12 +37,27 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         revision = None
     else:
         hub, revision = card.source.hub, card.source.revision
-        corpus_rows = load_split(hub, config=opts.get("corpus_config", "corpus"), split=opts.get("corpus_split", "corpus"),
-                                 revision=revision, what=f"{card.name} corpus")
-        query_rows = load_split(hub, config=opts.get("queries_config", "queries"),
-                                split=opts.get("queries_split", "queries"), revision=revision, what=f"{card.name} queries")
-        qrel_rows = load_split(hub, config=opts.get("qrels_config", "default"), split=split, revision=revision,
-                               what=f"{card.name} qrels ({split})")
+        corpus_rows = load_split(
+            hub,
+            config=opts.get("corpus_config", "corpus"),
+            split=opts.get("corpus_split", "corpus"),
+            revision=revision,
+            what=f"{card.name} corpus",
+        )
+        query_rows = load_split(
+            hub,
+            config=opts.get("queries_config", "queries"),
+            split=opts.get("queries_split", "queries"),
+            revision=revision,
+            what=f"{card.name} queries",
+        )
+        qrel_rows = load_split(
+            hub,
+            config=opts.get("qrels_config", "default"),
+            split=split,
+            revision=revision,
+            what=f"{card.name} qrels ({split})",
+        )
         qrels = qrels_from_rows(qrel_rows, f"{hub} qrels ({split})")
         sidecar = None
         origin = hub
@@ -59,8 +74,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     if not queries:
         raise DataError(f"{queries_origin}: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 def _read_local(folder: Path, split: str, opts: dict[str, Any]):
@@ -71,8 +87,13 @@ def _read_local(folder: Path, split: str, opts: dict[str, Any]):
     qrels = load_qrels(beir.qrels(split), BEIR, "qrels")
     sidecar = None
     if beir.conversations.is_file():
-        sidecar = load_split(beir.conversations, builder="json", data_files=str(beir.conversations), split="train",
-                             what="conversations sidecar")
+        sidecar = load_split(
+            beir.conversations,
+            builder="json",
+            data_files=str(beir.conversations),
+            split="train",
+            what="conversations sidecar",
+        )
     return corpus, queries, qrels, sidecar
 
 
@@ -106,27 +127,47 @@ def queries_from_rows(rows, qrels, sidecar, origin: str, warnings: Counter) -> l
                 malformed = not messages or messages[-1].role != USER or not messages[-1].content.strip()
             except MtrbenchError:
                 malformed = True
-            warnings["malformed queries without qrels (skipped)" if malformed
-                     else "queries without qrels in this split (skipped)"] += 1
+            warnings[
+                "malformed queries without qrels (skipped)"
+                if malformed
+                else "queries without qrels in this split (skipped)"
+            ] += 1
             continue
         if qid in structured:
             conv = structured[qid]
             history = tuple(parse_messages(conv.get("history") or [], where))
-            queries.append(ConversationalQuery(
-                qid=qid, conversation_id=str(conv.get("conversation_id", qid)),
-                turn_id=int(conv.get("turn_id") or 1 + sum(m.role == USER for m in history)),
-                history=history, query=str(conv["query"]), gold_rewrite=conv.get("gold_rewrite") or None,
-                answers=tuple(conv.get("answers") or ()), qrels=qrels[qid], meta=_sidecar_meta(conv, row),
-                candidate_doc_ids=tuple(conv["candidate_doc_ids"]) if conv.get("candidate_doc_ids") is not None
-                else None))
+            queries.append(
+                ConversationalQuery(
+                    qid=qid,
+                    conversation_id=str(conv.get("conversation_id", qid)),
+                    turn_id=int(conv.get("turn_id") or 1 + sum(m.role == USER for m in history)),
+                    history=history,
+                    query=str(conv["query"]),
+                    gold_rewrite=conv.get("gold_rewrite") or None,
+                    answers=tuple(conv.get("answers") or ()),
+                    qrels=qrels[qid],
+                    meta=_sidecar_meta(conv, row),
+                    candidate_doc_ids=tuple(conv["candidate_doc_ids"])
+                    if conv.get("candidate_doc_ids") is not None
+                    else None,
+                )
+            )
             continue
         messages = parse_messages(row["text"], where)
         if not messages or messages[-1].role != USER:
             raise DataError(f"{where}: a conversational query must end with the user's question")
         history = tuple(messages[:-1])
-        queries.append(ConversationalQuery(
-            qid=qid, conversation_id=qid, turn_id=1 + sum(m.role == USER for m in history), history=history,
-            query=messages[-1].content, qrels=qrels[qid], meta=dict(row.get("metadata") or {})))
+        queries.append(
+            ConversationalQuery(
+                qid=qid,
+                conversation_id=qid,
+                turn_id=1 + sum(m.role == USER for m in history),
+                history=history,
+                query=messages[-1].content,
+                qrels=qrels[qid],
+                meta=dict(row.get("metadata") or {}),
+            )
+        )
     unknown = [qid for qid in qrels if qid not in seen]
     if unknown:
         warnings["qrels for unknown queries (dropped)"] += len(unknown)

@@ -33,17 +33,16 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
-from mtrbench.data.loaders.common import corpus_from_rows
+from mtrbench.data.loaders.common import corpus_from_rows, load_qrels
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.model import ConversationalQuery, Corpus, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError, HubUnavailableError
+from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 from mtrbench.formats.beir import BeirFolder, qrels_from_rows
 from mtrbench.formats.qrels import BEIR
-from mtrbench.data.hub import load_split
-from mtrbench.data.loaders.common import load_qrels
-from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
-from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
+from mtrbench.infra.errors import DataError, HubUnavailableError
 
 BEIR_SUBSETS = {"msmarco": "dev", "nq": "test"}  # subset -> split of the BEIR qrels holding the original judgments
 LOTTE_SUBSETS = ("lifestyle", "recreation", "science", "technology", "writing")
@@ -55,8 +54,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     opts = card.loader_options
     subset = str(opts.get("subset") or "").lower()
     if subset not in BEIR_SUBSETS and subset not in LOTTE_SUBSETS:
-        raise DataError(f"{card.card_path}: loader_options.subset must be one of "
-                            f"{sorted([*BEIR_SUBSETS, *LOTTE_SUBSETS])}, got '{subset}'")
+        raise DataError(
+            f"{card.card_path}: loader_options.subset must be one of "
+            f"{sorted([*BEIR_SUBSETS, *LOTTE_SUBSETS])}, got '{subset}'"
+        )
     config = opts.get("config") or subset.capitalize()
     warnings: Counter = Counter()
 
@@ -72,8 +73,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     else:
         revision = card.source.revision
         origin = f"{card.source.hub} ({config}, test)"
-        data = load_split(card.source.hub, config=config, split="test", revision=revision,
-                          what=f"{card.name} queries")
+        data = load_split(card.source.hub, config=config, split="test", revision=revision, what=f"{card.name} queries")
         rows = list(enumerate(data))
 
     queries = _queries(rows, origin, subset, warnings)
@@ -86,8 +86,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         try:
             corpus, original = _hub_sources(opts, subset, card.name)
         except HubUnavailableError:
-            raise DataError(f"{_missing_corpus_message(card.name, subset)}; its Hub copy "
-                                f"{opts['corpus_hub']} is unreachable") from None
+            raise DataError(
+                f"{_missing_corpus_message(card.name, subset)}; its Hub copy {opts['corpus_hub']} is unreachable"
+            ) from None
     elif request.require_corpus:
         raise DataError(_missing_corpus_message(card.name, subset))
     else:
@@ -106,11 +107,19 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         extra["original"] = _original_for(queries, original, corpus, warnings)
     else:
         extra["original"] = {}
-    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries,
-                    dataset_revision=revision, warnings=warnings, extra_qrels=extra)
+    return TaskData(
+        name=card.name,
+        split=request.split,
+        corpus=corpus,
+        queries=queries,
+        dataset_revision=revision,
+        warnings=warnings,
+        extra_qrels=extra,
+    )
 
 
 # ------------------------------------------------------------------------------------------ queries
+
 
 def _local_rows(bridge_dir: Path, subset: str, config: str, task: str) -> tuple[list[tuple[int, Any]], str]:
     """The subset's rows from a local copy: ``<subset>_test.jsonl`` / ``<subset>.jsonl``, else README configs."""
@@ -126,8 +135,10 @@ def _local_rows(bridge_dir: Path, subset: str, config: str, task: str) -> tuple[
         if matches:
             return _read_jsonl(matches[0], f"{task} queries"), str(matches[0])
     if not (bridge_dir / "README.md").is_file():
-        raise DataError(f"{task}: no {wanted[0]} (or {wanted[1]}) under {bridge_dir}, and no README.md with "
-                            f"dataset configs; pass --data-dir with a copy of DISLab/BRIDGE")
+        raise DataError(
+            f"{task}: no {wanted[0]} (or {wanted[1]}) under {bridge_dir}, and no README.md with "
+            f"dataset configs; pass --data-dir with a copy of DISLab/BRIDGE"
+        )
     data = load_split(bridge_dir, config=config, split="test", what=f"{task} queries ({config})")
     return list(enumerate(data)), f"{bridge_dir} ({config}, test)"
 
@@ -148,8 +159,9 @@ def _queries(rows: list[tuple[int, Any]], origin: str, subset: str, warnings: Co
         doc_ids = row.get("doc_id")
         if doc_ids is None:
             doc_ids = []
-        if not isinstance(doc_ids, list) or not all(isinstance(d, (str, int)) and not isinstance(d, bool)
-                                                    for d in doc_ids):
+        if not isinstance(doc_ids, list) or not all(
+            isinstance(d, (str, int)) and not isinstance(d, bool) for d in doc_ids
+        ):
             raise DataError(f"{where}: 'doc_id' must be a list of document ids (strings or integers)")
         qrels: dict[str, int] = {}
         for d in doc_ids:
@@ -165,26 +177,42 @@ def _queries(rows: list[tuple[int, Any]], origin: str, subset: str, warnings: Co
             answers = [answers]
         if not isinstance(answers, list):
             raise DataError(f"{where}: 'answers' must be a list of strings")
-        queries.append(ConversationalQuery(
-            qid=qid, conversation_id=qid, turn_id=1, history=(), query=text, gold_rewrite=None,
-            answers=tuple(str(a) for a in answers), qrels=qrels, meta={"subset": subset}))
+        queries.append(
+            ConversationalQuery(
+                qid=qid,
+                conversation_id=qid,
+                turn_id=1,
+                history=(),
+                query=text,
+                gold_rewrite=None,
+                answers=tuple(str(a) for a in answers),
+                qrels=qrels,
+                meta={"subset": subset},
+            )
+        )
     return queries
 
 
 # ------------------------------------------------------------------------------------------ sources
 
-def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Counter,
-                   task: str) -> tuple[Corpus, dict[str, dict[str, int]]]:
+
+def _local_sources(
+    path: Path, subset: str, opts: dict[str, Any], warnings: Counter, task: str
+) -> tuple[Corpus, dict[str, dict[str, int]]]:
     if subset in BEIR_SUBSETS:
-        folder = _first_dir(path, [path, path / f"beir_{subset}", path / subset],
-                            lambda d: BeirFolder(d).corpus.is_file())
+        folder = _first_dir(
+            path, [path, path / f"beir_{subset}", path / subset], lambda d: BeirFolder(d).corpus.is_file()
+        )
         if folder is None:
-            raise DataError(f"{task}: no BEIR {subset} corpus.jsonl in {path} (looked in {path}, "
-                                f"{path / f'beir_{subset}'}, {path / subset}); pass --corpus with BEIR's {subset} folder")
+            raise DataError(
+                f"{task}: no BEIR {subset} corpus.jsonl in {path} (looked in {path}, "
+                f"{path / f'beir_{subset}'}, {path / subset}); pass --corpus with BEIR's {subset} folder"
+            )
         beir = BeirFolder(folder)
         corpus_file = beir.corpus
-        rows = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train",
-                          what=f"{task} corpus")
+        rows = load_split(
+            corpus_file, builder="json", data_files=str(corpus_file), split="train", what=f"{task} corpus"
+        )
         corpus = corpus_from_rows(rows, str(corpus_file))
         split = str(opts.get("original_qrels_split") or BEIR_SUBSETS[subset])
         qrels_file = beir.qrels(split)
@@ -192,12 +220,22 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
             warnings[f"original qrels file missing ({qrels_file}); extra_qrels['original'] empty"] += 1
             return corpus, {}
         return corpus, load_qrels(qrels_file, BEIR, f"{task} original qrels")
-    folder = _first_dir(path, [path, path / subset / "test", path / "robustqa" / subset / "test",
-                               path / "data" / subset / "test", path / "test"],
-                        lambda d: (d / "documents.jsonl").is_file())
+    folder = _first_dir(
+        path,
+        [
+            path,
+            path / subset / "test",
+            path / "robustqa" / subset / "test",
+            path / "data" / subset / "test",
+            path / "test",
+        ],
+        lambda d: (d / "documents.jsonl").is_file(),
+    )
     if folder is None:
-        raise DataError(f"{task}: no RobustQA documents.jsonl for '{subset}' under {path} (looked for "
-                            f"{subset}/test/documents.jsonl); pass --corpus with RobustQA's data folder")
+        raise DataError(
+            f"{task}: no RobustQA documents.jsonl for '{subset}' under {path} (looked for "
+            f"{subset}/test/documents.jsonl); pass --corpus with RobustQA's data folder"
+        )
     documents = folder / "documents.jsonl"
     rows = load_split(documents, builder="json", data_files=str(documents), split="train", what=f"{task} corpus")
     id_field = next((f for f in ("doc_id", "_id") if f in rows.column_names), None)
@@ -224,19 +262,29 @@ def _local_sources(path: Path, subset: str, opts: dict[str, Any], warnings: Coun
 
 def _hub_sources(opts: dict[str, Any], subset: str, task: str) -> tuple[Corpus, dict[str, dict[str, int]]]:
     hub = opts["corpus_hub"]
-    rows = load_split(hub, config=opts.get("corpus_config", "corpus"), split=opts.get("corpus_split", "corpus"),
-                      revision=opts.get("corpus_revision"), what=f"{task} source corpus")
+    rows = load_split(
+        hub,
+        config=opts.get("corpus_config", "corpus"),
+        split=opts.get("corpus_split", "corpus"),
+        revision=opts.get("corpus_revision"),
+        what=f"{task} source corpus",
+    )
     corpus = corpus_from_rows(rows, hub)
     original: dict[str, dict[str, int]] = {}
     if opts.get("qrels_hub"):
-        qrels = load_split(opts["qrels_hub"], split=opts.get("qrels_split", BEIR_SUBSETS[subset]),
-                           revision=opts.get("qrels_revision"), what=f"{task} original qrels")
+        qrels = load_split(
+            opts["qrels_hub"],
+            split=opts.get("qrels_split", BEIR_SUBSETS[subset]),
+            revision=opts.get("qrels_revision"),
+            what=f"{task} original qrels",
+        )
         original = qrels_from_rows(qrels, opts["qrels_hub"])
     return corpus, original
 
 
-def _original_for(queries: list[ConversationalQuery], original: dict[str, dict[str, int]], corpus: Corpus,
-                  warnings: Counter) -> dict[str, dict[str, int]]:
+def _original_for(
+    queries: list[ConversationalQuery], original: dict[str, dict[str, int]], corpus: Corpus, warnings: Counter
+) -> dict[str, dict[str, int]]:
     """Original judgments of BRIDGE's queries only, pruned to the corpus like the refined set."""
     out: dict[str, dict[str, int]] = {}
     for q in queries:
@@ -257,15 +305,20 @@ def _original_for(queries: list[ConversationalQuery], original: dict[str, dict[s
 
 def _missing_corpus_message(task: str, subset: str) -> str:
     if subset in BEIR_SUBSETS:
-        return (f"{task} needs the BEIR {subset} corpus (corpus.jsonl + qrels/{BEIR_SUBSETS[subset]}.tsv from "
-                f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{subset}.zip, as the BRIDGE "
-                f"README says): pass `--corpus PATH` (the unzipped {subset} folder)")
-    return (f"{task} needs RobustQA's LoTTE {subset} test corpus ({subset}/test/documents.jsonl + annotations.jsonl, "
-            f"built with github.com/awslabs/robustqa-acl23 as the BRIDGE README says): pass `--corpus PATH` "
-            f"(RobustQA's data folder)")
+        return (
+            f"{task} needs the BEIR {subset} corpus (corpus.jsonl + qrels/{BEIR_SUBSETS[subset]}.tsv from "
+            f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{subset}.zip, as the BRIDGE "
+            f"README says): pass `--corpus PATH` (the unzipped {subset} folder)"
+        )
+    return (
+        f"{task} needs RobustQA's LoTTE {subset} test corpus ({subset}/test/documents.jsonl + annotations.jsonl, "
+        f"built with github.com/awslabs/robustqa-acl23 as the BRIDGE README says): pass `--corpus PATH` "
+        f"(RobustQA's data folder)"
+    )
 
 
 # ------------------------------------------------------------------------------------------ helpers
+
 
 def _first_dir(path: Path, candidates: list[Path], ok) -> Path | None:
     if path.is_file():

@@ -47,14 +47,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from mtrbench.data import hub
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.infra.errors import DataError
-from mtrbench.data import hub
-from mtrbench.data.hub import load_split
 
 DOCUMENT_SUBSETS = ("doc2dial", "quac", "qrecc")
 TEXT_SUBSETS = ("topiocqa", "inscit")
@@ -73,12 +73,14 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         raise DataError(f"{card.card_path}: loader_options.subset must be one of {list(SUBSETS)}, got {subset!r}")
     gold_answer = opts.get("gold_answer")
     if gold_answer not in GOLD_ANSWER_MODES:
-        raise DataError(f"{card.card_path}: loader_options.gold_answer must be append, prepend or null, "
-                            f"got {gold_answer!r}")
+        raise DataError(
+            f"{card.card_path}: loader_options.gold_answer must be append, prepend or null, got {gold_answer!r}"
+        )
     corpus_ids = opts.get("corpus_ids", "id")
     if corpus_ids not in CORPUS_ID_MODES:
-        raise DataError(f"{card.card_path}: loader_options.corpus_ids must be one of {list(CORPUS_ID_MODES)}, "
-                            f"got {corpus_ids!r}")
+        raise DataError(
+            f"{card.card_path}: loader_options.corpus_ids must be one of {list(CORPUS_ID_MODES)}, got {corpus_ids!r}"
+        )
 
     split = request.split
     local = request.data_dir or card.local_path()
@@ -100,11 +102,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
             check_queries(queries, corpus, items_origin, warnings)
         else:
             warnings["queries without qrels: no corpus to locate gold passage texts in"] += len(queries)
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 # ----------------------------------------------------------------------------------------- reading
+
 
 def _read_items(card: TaskCard, local: Path | None, subset: str, split: str, revision: str | None):
     """The split's items through ``load_split``: a local copy by file, the Hub by config name."""
@@ -115,14 +119,16 @@ def _read_items(card: TaskCard, local: Path | None, subset: str, split: str, rev
             candidates.insert(0, local)
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
-            raise DataError(f"{card.name}: no {split} file for subset '{subset}' in {local} (expected "
-                                f"{candidates[0]}, as in a download of nvidia/ChatRAG-Bench)")
-        rows = load_split(path, builder="json", data_files=str(path), split="train",
-                          what=f"{card.name} {split} items")
+            raise DataError(
+                f"{card.name}: no {split} file for subset '{subset}' in {local} (expected "
+                f"{candidates[0]}, as in a download of nvidia/ChatRAG-Bench)"
+            )
+        rows = load_split(path, builder="json", data_files=str(path), split="train", what=f"{card.name} {split} items")
         origin = str(path)
     else:
-        rows = load_split(card.source.hub, config=subset, split=split, revision=revision,
-                          what=f"{card.name} {split} items")
+        rows = load_split(
+            card.source.hub, config=subset, split=split, revision=revision, what=f"{card.name} {split} items"
+        )
         origin = f"{card.source.hub}/data/{subset}/{split}.json"
     if "messages" not in rows.column_names:
         raise DataError(f"{origin}: items have no 'messages' field (columns: {rows.column_names})")
@@ -130,8 +136,9 @@ def _read_items(card: TaskCard, local: Path | None, subset: str, split: str, rev
     return rows.select_columns([c for c in _ITEM_COLUMNS if c in rows.column_names]), origin
 
 
-def _read_documents(card: TaskCard, request: LoadRequest, local: Path | None, subset: str,
-                    revision: str | None) -> tuple[dict[str, list[str]], str]:
+def _read_documents(
+    card: TaskCard, request: LoadRequest, local: Path | None, subset: str, revision: str | None
+) -> tuple[dict[str, list[str]], str]:
     """``documents.json``: a JSON object, which ``datasets`` cannot read as rows, so it is read whole."""
     if request.corpus_path is not None:
         path = Path(request.corpus_path)
@@ -143,11 +150,14 @@ def _read_documents(card: TaskCard, request: LoadRequest, local: Path | None, su
         candidates = [folder / "data" / subset / "documents.json", folder / "documents.json"]
         path = next((p for p in candidates if p.is_file()), candidates[0])
     else:
-        path = hub.fetch_file(card.source.hub, f"data/{subset}/documents.json", revision,
-                          what=f"{card.name} documents.json")
+        path = hub.fetch_file(
+            card.source.hub, f"data/{subset}/documents.json", revision, what=f"{card.name} documents.json"
+        )
     if not path.is_file():
-        raise DataError(f"{card.name}: {path} not found; the per-document subsets need data/{subset}/documents.json "
-                            f"from nvidia/ChatRAG-Bench (or pass `--corpus PATH` to it)")
+        raise DataError(
+            f"{card.name}: {path} not found; the per-document subsets need data/{subset}/documents.json "
+            f"from nvidia/ChatRAG-Bench (or pass `--corpus PATH` to it)"
+        )
     try:
         with path.open(encoding="utf-8") as handle:
             documents = json.load(handle)
@@ -162,6 +172,7 @@ def _read_documents(card: TaskCard, request: LoadRequest, local: Path | None, su
 
 
 # ------------------------------------------------------------------------------------------- items
+
 
 def _parse_items(rows, origin: str, subset: str, warnings: Counter) -> list[dict[str, Any]]:
     items = []
@@ -183,8 +194,14 @@ def _parse_items(rows, origin: str, subset: str, warnings: Counter) -> list[dict
             answers = [answers]
         elif not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
             raise DataError(f"{where}: 'answers' must be a list of strings")
-        item = {"n": n, "where": where, "subset": subset, "messages": messages, "answers": tuple(a for a in answers if a),
-                "gold": _gold_entries(row.get("ground_truth_ctx"), where)}
+        item = {
+            "n": n,
+            "where": where,
+            "subset": subset,
+            "messages": messages,
+            "answers": tuple(a for a in answers if a),
+            "gold": _gold_entries(row.get("ground_truth_ctx"), where),
+        }
         if subset in DOCUMENT_SUBSETS:
             document = row.get("document")
             if document is None or isinstance(document, (list, dict)):
@@ -207,8 +224,9 @@ def _gold_entries(raw: Any, where: str) -> list[tuple[int | None, str | None]]:
             out.append((None, entry))
             continue
         if not isinstance(entry, dict):
-            raise DataError(f"{where}: ground_truth_ctx must be {{index?, ctx}} or a list of them, "
-                                f"got {type(entry).__name__}")
+            raise DataError(
+                f"{where}: ground_truth_ctx must be {{index?, ctx}} or a list of them, got {type(entry).__name__}"
+            )
         index = entry.get("index")
         if index is not None:
             if isinstance(index, str) and index.strip().lstrip("-").isdigit():
@@ -219,8 +237,9 @@ def _gold_entries(raw: Any, where: str) -> list[tuple[int | None, str | None]]:
         if ctx is not None and not isinstance(ctx, str):
             raise DataError(f"{where}: ground_truth_ctx ctx must be a string")
         if index is None and ctx is None:
-            raise DataError(f"{where}: ground_truth_ctx{'' if len(entries) == 1 else f'[{j}]'} "
-                                f"has neither 'index' nor 'ctx'")
+            raise DataError(
+                f"{where}: ground_truth_ctx{'' if len(entries) == 1 else f'[{j}]'} has neither 'index' nor 'ctx'"
+            )
         out.append((index, ctx))
     return out
 
@@ -234,8 +253,12 @@ def _conversations(items: list[dict[str, Any]], key: str | None) -> list[tuple[s
     previous_key = None
     for item in items:
         messages = item["messages"]
-        continues = (previous is not None and len(messages) > len(previous)
-                     and messages[:len(previous)] == previous and (key is None or item[key] == previous_key))
+        continues = (
+            previous is not None
+            and len(messages) > len(previous)
+            and messages[: len(previous)] == previous
+            and (key is None or item[key] == previous_key)
+        )
         if not continues:
             conv += 1
         out.append((str(conv), sum(1 for m in messages if m.role == USER)))
@@ -243,19 +266,29 @@ def _conversations(items: list[dict[str, Any]], key: str | None) -> list[tuple[s
     return out
 
 
-def _query(item: dict[str, Any], conv_id: str, turn: int, qrels: dict[str, int],
-           candidates: tuple[str, ...] | None) -> ConversationalQuery:
+def _query(
+    item: dict[str, Any], conv_id: str, turn: int, qrels: dict[str, int], candidates: tuple[str, ...] | None
+) -> ConversationalQuery:
     meta: dict[str, Any] = {"subset": item["subset"], "item_index": item["n"]}
     for field in ("document", "topic"):
         if field in item:
             meta[field] = item[field]
     return ConversationalQuery(
-        qid=f"{conv_id}_{turn}", conversation_id=conv_id, turn_id=turn, history=tuple(item["messages"][:-1]),
-        query=item["messages"][-1].content, gold_rewrite=None, answers=item["answers"], qrels=qrels,
-        candidate_doc_ids=candidates, meta=meta)
+        qid=f"{conv_id}_{turn}",
+        conversation_id=conv_id,
+        turn_id=turn,
+        history=tuple(item["messages"][:-1]),
+        query=item["messages"][-1].content,
+        gold_rewrite=None,
+        answers=item["answers"],
+        qrels=qrels,
+        candidate_doc_ids=candidates,
+        meta=meta,
+    )
 
 
 # ------------------------------------------------------------------------- per-document subsets
+
 
 def chunk_id(document: str, index: int) -> str:
     """The id of a document's ``index``-th chunk, one TREC field: a name's white space (and ``%``, so
@@ -264,8 +297,9 @@ def chunk_id(document: str, index: int) -> str:
     return f"{name}::{index}"
 
 
-def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
-                   gold_answer: str | None, warnings: Counter) -> tuple[Corpus, list[ConversationalQuery]]:
+def _document_task(
+    items, documents: dict[str, list[str]], docs_origin: str, gold_answer: str | None, warnings: Counter
+) -> tuple[Corpus, list[ConversationalQuery]]:
     chunk_ids = {name: tuple(chunk_id(name, i) for i in range(len(chunks))) for name, chunks in documents.items()}
     texts = {name: list(chunks) for name, chunks in documents.items()}
     queries = []
@@ -287,8 +321,10 @@ def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
                 warnings["gold index negative: no gold chunk (no qrels)"] += 1
                 continue
             elif index >= len(chunks):
-                raise DataError(f"{item['where']}: ground_truth_ctx index {index} is out of range for "
-                                    f"document '{document}' ({len(chunks)} chunks in {docs_origin})")
+                raise DataError(
+                    f"{item['where']}: ground_truth_ctx index {index} is out of range for "
+                    f"document '{document}' ({len(chunks)} chunks in {docs_origin})"
+                )
             elif ctx is not None and ctx != chunks[index]:
                 warnings["gold ctx text differs from the documents.json chunk (index used)"] += 1
             qrels[chunk_ids[document][index]] = 1
@@ -298,8 +334,9 @@ def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
                 else:
                     answer = item["answers"][0]
                     current = texts[document][index]
-                    texts[document][index] = (f"{current} || {answer}" if gold_answer == "append"
-                                              else f"{answer} || {current}")
+                    texts[document][index] = (
+                        f"{current} || {answer}" if gold_answer == "append" else f"{answer} || {current}"
+                    )
         queries.append(_query(item, conv_id, turn, qrels, chunk_ids[document]))
     ids = [doc_id for name in documents for doc_id in chunk_ids[name]]
     corpus = Corpus(ids=ids, titles=[""] * len(ids), texts=[t for name in documents for t in texts[name]])
@@ -307,6 +344,7 @@ def _document_task(items, documents: dict[str, list[str]], docs_origin: str,
 
 
 # ------------------------------------------------------------------- text-matched subsets
+
 
 def _text_corpus(card: TaskCard, request: LoadRequest, subset: str, corpus_ids: str) -> Corpus:
     if request.corpus_path is None:
@@ -316,13 +354,15 @@ def _text_corpus(card: TaskCard, request: LoadRequest, subset: str, corpus_ids: 
             raise DataError(
                 f"{card.name} needs TopiOCQA's Wikipedia passage file {TOPIOCQA_TSV} (25.7M passages, header "
                 f"id/text/title), which ChatRAG-Bench does not ship: get it with download_data.py from "
-                f"https://github.com/McGill-NLP/topiocqa and pass `--corpus PATH` (the file or its folder)")
+                f"https://github.com/McGill-NLP/topiocqa and pass `--corpus PATH` (the file or its folder)"
+            )
         raise DataError(
             f"{card.name}: no retrieval corpus exists for INSCIT: ChatRAG-Bench ships only data/inscit/dev.json "
             f"and no INSCIT passage collection is published ready to use, so this task loads only without a "
             f"corpus (require_corpus=False: queries and gold passage texts, no qrels); to evaluate anyway, build "
             f"a passage file whose texts match ground_truth_ctx exactly (TSV id/text/title or BEIR corpus.jsonl) "
-            f"and pass `--corpus PATH`")
+            f"and pass `--corpus PATH`"
+        )
     return read_passage_file(Path(request.corpus_path), corpus_ids, what=f"{card.name} corpus")
 
 
@@ -340,14 +380,26 @@ def read_passage_file(path: Path, corpus_ids: str = "id", what: str = "corpus") 
         id_column = "_id" if "_id" in rows.column_names else "id"
     else:
         string = datasets.Value("string")
-        rows = load_split(path, builder="csv", data_files=str(path), split="train", what=what, delimiter="\t",
-                          keep_default_na=False,
-                          features=datasets.Features({"id": string, "text": string, "title": string}))
+        rows = load_split(
+            path,
+            builder="csv",
+            data_files=str(path),
+            split="train",
+            what=what,
+            delimiter="\t",
+            keep_default_na=False,
+            features=datasets.Features({"id": string, "text": string, "title": string}),
+        )
         id_column = "id"
     prefix = "wiki:" if corpus_ids == "wiki" else ""
-    return corpus_from_dataset(rows, str(path), id_column=None if corpus_ids == "row" else id_column,
-                               text_column="text", title_column="title" if "title" in rows.column_names else None,
-                               id_prefix=prefix)
+    return corpus_from_dataset(
+        rows,
+        str(path),
+        id_column=None if corpus_ids == "row" else id_column,
+        text_column="text",
+        title_column="title" if "title" in rows.column_names else None,
+        id_prefix=prefix,
+    )
 
 
 def _text_task(items, corpus: Corpus, warnings: Counter) -> list[ConversationalQuery]:

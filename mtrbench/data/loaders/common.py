@@ -8,17 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.lines import at_record
 from mtrbench.formats.qrels import Qrels, QrelsLayout, parse_qrels
+from mtrbench.infra.errors import DataError
 
 
 def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str = "_id") -> Corpus:
     """A ``Corpus`` from ``{id_field, text, title?}`` records: dicts, or a ``datasets.Dataset``, which is read
     column by column (a million rows one dict at a time took 50 s; by column, about a second)."""
     if hasattr(rows, "column_names") and hasattr(rows, "select_columns"):
-        return corpus_from_dataset(rows, origin, id_column=id_field, text_column="text",
-                                   title_column="title" if "title" in rows.column_names else None)
+        return corpus_from_dataset(
+            rows,
+            origin,
+            id_column=id_field,
+            text_column="text",
+            title_column="title" if "title" in rows.column_names else None,
+        )
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
@@ -35,8 +40,16 @@ def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str 
     return Corpus(ids=ids, titles=titles, texts=texts)
 
 
-_ROLE_ALIASES = {"user": USER, "human": USER, "question": USER, "assistant": ASSISTANT, "agent": ASSISTANT,
-                 "system": None, "bot": ASSISTANT, "model": ASSISTANT}
+_ROLE_ALIASES = {
+    "user": USER,
+    "human": USER,
+    "question": USER,
+    "assistant": ASSISTANT,
+    "agent": ASSISTANT,
+    "system": None,
+    "bot": ASSISTANT,
+    "model": ASSISTANT,
+}
 
 
 def parse_messages(raw: Any, origin: str) -> list[Message]:
@@ -61,8 +74,9 @@ def parse_messages(raw: Any, origin: str) -> list[Message]:
     return messages
 
 
-def corpus_from_dataset(ds, origin: str, *, id_column: str | None, text_column: str,
-                        title_column: str | None = None, id_prefix: str = "") -> Corpus:
+def corpus_from_dataset(
+    ds, origin: str, *, id_column: str | None, text_column: str, title_column: str | None = None, id_prefix: str = ""
+) -> Corpus:
     """A ``Corpus`` from a ``datasets.Dataset`` column-wise (millions of rows: no per-row dicts).
 
     ``id_column=None`` numbers rows from 0.
@@ -101,8 +115,9 @@ def text_lines(path: Path, what: str) -> Iterable[str]:
     return lines
 
 
-def load_qrels(path: Path, layout: QrelsLayout, what: str,
-               on_duplicate: Callable[[str, str], object] | None = None) -> Qrels:
+def load_qrels(
+    path: Path, layout: QrelsLayout, what: str, on_duplicate: Callable[[str, str], object] | None = None
+) -> Qrels:
     """A qrels file read through ``load_split``; errors name the file and record, ids a TREC run cannot
     hold included (a run written for them could not be read back)."""
     return parse_qrels(text_lines(path, what), at_record(path), layout, on_duplicate=on_duplicate, trec_ids=True)

@@ -32,8 +32,8 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import load_qrels
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import TREC
+from mtrbench.infra.errors import DataError
 
 DEFAULT_CORPUS_FILE = "passage_corpus.json"
 CITATION = re.compile(r"\s*\[\d+\]")
@@ -66,8 +66,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         return _hub_file(card.source.hub, rel, revision, required, what=f"{card.name} {rel}")
 
     conv_path = fetch(conv_rel)
-    conv_rows = hub.load_split(conv_path, builder="json", data_files=str(conv_path), split="train",
-                               what=f"{card.name} conversations ({split})")
+    conv_rows = hub.load_split(
+        conv_path, builder="json", data_files=str(conv_path), split="train", what=f"{card.name} conversations ({split})"
+    )
     trec_path = fetch(qrels_rel, required=False)
     trec = load_qrels(trec_path, TREC, f"{card.name} qrels") if trec_path is not None else None
 
@@ -93,15 +94,17 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     else:
         corpus_path = None
     if corpus_path is not None:
-        rows = hub.load_split(corpus_path, builder="json", data_files=str(corpus_path), split="train",
-                              what=f"{card.name} corpus")
+        rows = hub.load_split(
+            corpus_path, builder="json", data_files=str(corpus_path), split="train", what=f"{card.name} corpus"
+        )
         corpus = corpus_from_coral(rows, str(corpus_path))
         check_corpus(corpus, str(corpus_path))
         check_queries(queries, corpus, str(conv_path), warnings)
     else:
         corpus = Corpus(ids=[], titles=[], texts=[])
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 def _hub_file(repo: str | None, rel: str, revision: str | None, required: bool, what: str) -> Path | None:
@@ -128,8 +131,9 @@ def strip_citations(text: str) -> str:
     return CITATION.sub("", text)
 
 
-def conversations_to_queries(rows, origin: str, trec: dict[str, dict[str, int]] | None, strip: bool,
-                             warnings: Counter) -> list[ConversationalQuery]:
+def conversations_to_queries(
+    rows, origin: str, trec: dict[str, dict[str, int]] | None, strip: bool, warnings: Counter
+) -> list[ConversationalQuery]:
     queries: list[ConversationalQuery] = []
     for n, row in enumerate(rows):
         conv_id = row.get("conv_id")
@@ -147,8 +151,10 @@ def conversations_to_queries(rows, origin: str, trec: dict[str, dict[str, int]] 
             turn_id = turn.get("turn_id") if isinstance(turn, dict) else None
             where = f"{origin} record {n} ({conv_id}_{turn_id})"
             if isinstance(turn_id, bool) or turn_id != i + 1:
-                raise DataError(f"{where}: turn {i + 1} of the conversation has turn_id {turn_id!r}; turn ids "
-                                    f"must count 1, 2, ... in order")
+                raise DataError(
+                    f"{where}: turn {i + 1} of the conversation has turn_id {turn_id!r}; turn ids "
+                    f"must count 1, 2, ... in order"
+                )
             question, response = turn.get("question"), turn.get("response")
             if not isinstance(question, str) or not question.strip():
                 raise DataError(f"{where}: needs a non-empty string 'question'")
@@ -168,10 +174,19 @@ def conversations_to_queries(rows, origin: str, trec: dict[str, dict[str, int]] 
                 if set(golden) != {d for d, g in qrels.items() if g > 0}:
                     warnings[PIDS_DIFFER] += 1
             rewrite = turn.get("golden_rewrite")
-            queries.append(ConversationalQuery(
-                qid=qid, conversation_id=conv_id, turn_id=turn_id, history=tuple(history), query=question,
-                gold_rewrite=rewrite.strip() if isinstance(rewrite, str) and rewrite.strip() else None,
-                answers=(response,) if response and response.strip() else (), qrels=qrels, meta=dict(meta)))
+            queries.append(
+                ConversationalQuery(
+                    qid=qid,
+                    conversation_id=conv_id,
+                    turn_id=turn_id,
+                    history=tuple(history),
+                    query=question,
+                    gold_rewrite=rewrite.strip() if isinstance(rewrite, str) and rewrite.strip() else None,
+                    answers=(response,) if response and response.strip() else (),
+                    qrels=qrels,
+                    meta=dict(meta),
+                )
+            )
             history.append(Message(USER, question))
             if response:
                 history.append(Message(ASSISTANT, strip_citations(response) if strip else response))

@@ -21,14 +21,14 @@ from typing import Any
 import yaml
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.beir import queries_from_rows
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 from mtrbench.formats.beir import qrels_from_rows
-from mtrbench.data.hub import load_split
+from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 
 REQUIRED_CONFIGS = ("corpus", "queries", "qrels")
 
@@ -89,8 +89,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     def rows(config: str, wanted: str, what: str) -> Any:
         splits = [str(f.get("split")) for f in configs.get(config, [])] or None
-        return load_split(location, config=config, split=_one_split(location, config, wanted, splits),
-                          revision=revision, what=f"{card.name} {what}")
+        return load_split(
+            location,
+            config=config,
+            split=_one_split(location, config, wanted, splits),
+            revision=revision,
+            what=f"{card.name} {what}",
+        )
 
     corpus_rows = rows("corpus", "corpus", "corpus")
     query_rows = rows("queries", "queries", "queries")
@@ -113,5 +118,6 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     if not queries:
         raise DataError(f"{origin} queries: no query has qrels in split '{split}'")
     check_queries(queries, corpus, origin, warnings)
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.data.hub import load_split
 
 DEFAULT_CORPUS_HUB = "OkayestProgrammer/MTR-DOCUMENT"
 DEFAULT_CORPUS_DIR = "MTR-DOCUMENT"
@@ -59,16 +59,20 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         check_queries(queries, corpus, origin, warnings)
     else:
         corpus = Corpus(ids=[], titles=[], texts=[])
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 def describe(location: str | Path, split: str, revision: str | None = None) -> str:
     """The file holding ``split`` when a local folder has exactly one, else ``<where> (<split> split)``."""
     path = Path(location)
     if path.is_dir():
-        files = sorted(p for p in path.rglob(f"{split}[-.]*")
-                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+        files = sorted(
+            p
+            for p in path.rglob(f"{split}[-.]*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
         return str(files[0]) if len(files) == 1 else f"{path} ({split} split)"
     if path.is_file():
         return str(path)
@@ -90,8 +94,10 @@ def _load_corpus(card: TaskCard, request: LoadRequest, local: Path | None) -> Co
         if path.is_file():
             builder = _FILE_BUILDERS.get(path.suffix.lower())
             if builder is None:
-                raise UserInputError(f"--corpus {path}: unsupported file type (use a folder laid out like {hub} "
-                                    f"or one of {', '.join(sorted(_FILE_BUILDERS))})")
+                raise UserInputError(
+                    f"--corpus {path}: unsupported file type (use a folder laid out like {hub} "
+                    f"or one of {', '.join(sorted(_FILE_BUILDERS))})"
+                )
             rows = load_split(path, builder=builder, data_files=str(path), split="train", what=what)
         else:
             rows = load_split(path, split=corpus_split, what=what)
@@ -102,7 +108,8 @@ def _load_corpus(card: TaskCard, request: LoadRequest, local: Path | None) -> Co
             raise DataError(
                 f"{card.name} needs the MTR-DOCUMENT corpus (Hub dataset {hub}, 1,041,047 Wikipedia passages; "
                 f"document id = row position), expected next to the data at {sibling}: download it "
-                f"(`hf download {hub} --repo-type dataset --local-dir DIR`) and pass `--corpus DIR`")
+                f"(`hf download {hub} --repo-type dataset --local-dir DIR`) and pass `--corpus DIR`"
+            )
         rows = load_split(sibling, split=corpus_split, what=what)
         location, revision = sibling, None
     else:
@@ -132,16 +139,19 @@ def corpus_by_position(rows, origin: str, titles: bool = True) -> Corpus:
 
 
 # ----------------------------------------------------------------------------------------- queries
-def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
-                    corpus: Corpus | None = None) -> tuple[list[ConversationalQuery], Counter]:
+def rows_to_queries(
+    rows, split: str, origin: str, opts: dict[str, Any], corpus: Corpus | None = None
+) -> tuple[list[ConversationalQuery], Counter]:
     """Per-turn rows -> queries, checking the conversation structure row by row."""
     warnings: Counter = Counter()
     per_conv = opts.get("turns_per_conversation")
     fixed_switch = opts.get("switch_turn")
     has_turn = "turn" in rows.column_names
     if not has_turn and not per_conv:
-        raise DataError(f"{origin}: rows have no 'turn' column and the task card sets no "
-                            f"loader_options.turns_per_conversation to group them")
+        raise DataError(
+            f"{origin}: rows have no 'turn' column and the task card sets no "
+            f"loader_options.turns_per_conversation to group them"
+        )
     queries: list[ConversationalQuery] = []
     conv_index = -1
     conv_len = 0
@@ -160,11 +170,14 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
                 new_conv = False
             else:
                 expected = "1" if n == 0 else f"{prev_turn + 1} or 1 (a new conversation)"
-                raise DataError(f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
-                                    f"count 1, 2, ... within a conversation and restart at 1 for the next one")
+                raise DataError(
+                    f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
+                    f"count 1, 2, ... within a conversation and restart at 1 for the next one"
+                )
             if per_conv and turn > per_conv:
-                raise DataError(f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per "
-                                    f"conversation of this release")
+                raise DataError(
+                    f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per conversation of this release"
+                )
         else:
             turn = n % per_conv + 1
             new_conv = turn == 1
@@ -183,14 +196,18 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
 
         messages = _messages(row.get("messages"), where)
         if len(messages) != 2 * turn:
-            raise DataError(f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
-                                f"holds the conversation up to and including this turn's answer); "
-                                f"are rows missing or out of order?")
+            raise DataError(
+                f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
+                f"holds the conversation up to and including this turn's answer); "
+                f"are rows missing or out of order?"
+            )
         if messages[:-2] != prev:
             i = next(i for i, (a, b) in enumerate(zip(messages, prev)) if a != b)
-            raise DataError(f"{where}: messages do not extend the previous row of conversation {conv_id} "
-                                f"(record {n - 1}): message {i} differs; rows of one conversation must share "
-                                f"their history")
+            raise DataError(
+                f"{where}: messages do not extend the previous row of conversation {conv_id} "
+                f"(record {n - 1}): message {i} differs; rows of one conversation must share "
+                f"their history"
+            )
         prev = messages
 
         switch = row.get("switch_turn") if "switch_turn" in row else fixed_switch
@@ -199,20 +216,31 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
         if turn == 1:
             conv_switch = switch
         elif switch != conv_switch:
-            raise DataError(f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
-                                f"conversation {conv_id}")
+            raise DataError(
+                f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
+                f"conversation {conv_id}"
+            )
 
         gold = row.get("ground_truth_document_idx")
         if isinstance(gold, bool) or not isinstance(gold, int) or gold < 0:
-            raise DataError(f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
-                                f"row position), got {gold!r}")
+            raise DataError(
+                f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
+                f"row position), got {gold!r}"
+            )
         gold_ctx = row.get("ground_truth_ctx")
         if isinstance(gold_ctx, dict) and gold_ctx.get("document_idx") is not None and gold_ctx["document_idx"] != gold:
-            raise DataError(f"{where}: ground_truth_document_idx {gold} disagrees with "
-                                f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}")
+            raise DataError(
+                f"{where}: ground_truth_document_idx {gold} disagrees with "
+                f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}"
+            )
         gold_id = str(gold)
-        if corpus is not None and isinstance(gold_ctx, dict) and isinstance(gold_ctx.get("text"), str) \
-                and gold_id in corpus and corpus.texts[corpus.position(gold_id)] != gold_ctx["text"]:
+        if (
+            corpus is not None
+            and isinstance(gold_ctx, dict)
+            and isinstance(gold_ctx.get("text"), str)
+            and gold_id in corpus
+            and corpus.texts[corpus.position(gold_id)] != gold_ctx["text"]
+        ):
             warnings[GOLD_TEXT_MISMATCH] += 1
 
         query = messages[-2]["content"]
@@ -227,14 +255,23 @@ def rows_to_queries(rows, split: str, origin: str, opts: dict[str, Any],
             meta["cluster_idx"] = row["cluster_idx"]
         ctxs = row.get("ctxs")
         if isinstance(ctxs, list):
-            meta["ctxs_doc_ids"] = [str(c["document_idx"]) for c in ctxs
-                                    if isinstance(c, dict) and c.get("document_idx") is not None]
+            meta["ctxs_doc_ids"] = [
+                str(c["document_idx"]) for c in ctxs if isinstance(c, dict) and c.get("document_idx") is not None
+            ]
         answer = messages[-1]["content"]
-        queries.append(ConversationalQuery(
-            qid=qid, conversation_id=conv_id, turn_id=turn,
-            history=tuple(Message(m["role"], m["content"]) for m in messages[:-2]),
-            query=query, gold_rewrite=None, answers=(answer,) if answer.strip() else (),
-            qrels={gold_id: 1}, meta=meta))
+        queries.append(
+            ConversationalQuery(
+                qid=qid,
+                conversation_id=conv_id,
+                turn_id=turn,
+                history=tuple(Message(m["role"], m["content"]) for m in messages[:-2]),
+                query=query,
+                gold_rewrite=None,
+                answers=(answer,) if answer.strip() else (),
+                qrels={gold_id: 1},
+                meta=meta,
+            )
+        )
     if conv_index >= 0:
         conv_lengths.append(conv_len)
     if not queries:
@@ -255,7 +292,9 @@ def _messages(raw: Any, where: str) -> list[dict[str, str]]:
         if not isinstance(msg, dict) or not isinstance(msg.get("content"), str):
             raise DataError(f"{where}: message {i} needs a string 'content'")
         if msg.get("role") != expected:
-            raise DataError(f"{where}: message {i} has role {msg.get('role')!r}, expected {expected!r} "
-                                f"(messages alternate user/assistant, starting with the user)")
+            raise DataError(
+                f"{where}: message {i} has role {msg.get('role')!r}, expected {expected!r} "
+                f"(messages alternate user/assistant, starting with the user)"
+            )
         out.append({"role": msg["role"], "content": msg["content"]})
     return out

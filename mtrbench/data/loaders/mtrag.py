@@ -31,23 +31,30 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
-from mtrbench.data.loaders.common import corpus_from_rows
+from mtrbench.data.loaders.common import corpus_from_rows, load_qrels
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError
-from mtrbench.formats.qrels import BEIR
-from mtrbench.data.hub import load_split
-from mtrbench.data.loaders.common import load_qrels
-from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
+from mtrbench.formats.qrels import BEIR
+from mtrbench.infra.errors import DataError
 
 DOMAINS = ("clapnq", "cloud", "fiqa", "govt")
-COLLECTIONS = {"clapnq": "mt-rag-clapnq-elser-512-100-20240503", "cloud": "mt-rag-ibmcloud-elser-512-100-20240502",
-               "fiqa": "mt-rag-fiqa-beir-elser-512-100-20240501", "govt": "mt-rag-govt-elser-512-100-20240611"}
+COLLECTIONS = {
+    "clapnq": "mt-rag-clapnq-elser-512-100-20240503",
+    "cloud": "mt-rag-ibmcloud-elser-512-100-20240502",
+    "fiqa": "mt-rag-fiqa-beir-elser-512-100-20240501",
+    "govt": "mt-rag-govt-elser-512-100-20240611",
+}
 # The documented qrels corpus-id form of each domain (SCHEMAS §7), e.g. clapnq 822086267_7384-8758-0-1374.
-QREL_ID_PATTERNS = {"clapnq": re.compile(r"\d+_\d+-\d+-\d+-\d+"), "cloud": re.compile(r"ibmcld_\d+-\d+-\d+"),
-                    "fiqa": re.compile(r"\d+-\d+-\d+"), "govt": re.compile(r"[0-9a-f]{16}-\d+-\d+")}
+QREL_ID_PATTERNS = {
+    "clapnq": re.compile(r"\d+_\d+-\d+-\d+-\d+"),
+    "cloud": re.compile(r"ibmcld_\d+-\d+-\d+"),
+    "fiqa": re.compile(r"\d+-\d+-\d+"),
+    "govt": re.compile(r"[0-9a-f]{16}-\d+-\d+"),
+}
 SEPARATOR = "<::>"
 TURN_MARKER = re.compile(r"(?:^|\n)\|(user|agent)\|:[ ]?")
 TASK_DIRS = (".", "retrieval_tasks", "mtrag-human/retrieval_tasks", "human/retrieval_tasks")
@@ -61,9 +68,11 @@ def domain_and_clone(card: TaskCard, request: LoadRequest, benchmark: str) -> tu
         raise DataError(f"{card.card_path}: loader_options.domain must be one of {list(DOMAINS)}, got '{domain}'")
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
-        raise DataError(f"{card.name}: {benchmark} is published on GitHub, not the Hub: clone "
-                        f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
-                        f"`--data-dir CLONE`")
+        raise DataError(
+            f"{card.name}: {benchmark} is published on GitHub, not the Hub: clone "
+            f"https://github.com/IBM/mt-rag-benchmark (`git lfs pull` for the corpora) and pass "
+            f"`--data-dir CLONE`"
+        )
     return domain, Path(folder)
 
 
@@ -77,8 +86,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     qrels_file = task_dir / "qrels" / f"{request.split}.tsv"
     for path in (*files.values(), qrels_file):
         if not path.is_file():
-            raise DataError(f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
-                                f"files and qrels/{request.split}.tsv)")
+            raise DataError(
+                f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
+                f"files and qrels/{request.split}.tsv)"
+            )
     lastturn = _read_variant(files["lastturn"], card.name)
     rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
     questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], card.name)}
@@ -100,8 +111,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         qn, flattened = questions[qid]
         messages = _parse_flattened(flattened, f"{files['questions']} record {qn} ({qid})")
         if messages[-1].role != USER or messages[-1].content.strip() != current.strip():
-            raise DataError(f"{files['questions']} record {qn} ({qid}): its last user turn "
-                                f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}")
+            raise DataError(
+                f"{files['questions']} record {qn} ({qid}): its last user turn "
+                f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}"
+            )
         history = tuple(messages[:-1])
         if sum(m.role == USER for m in history) != turn - 1:
             warnings["histories whose user-turn count differs from the turn number"] += 1
@@ -116,10 +129,19 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
                 meta.update(extra)
         if qid not in qrels:
             warnings["queries without qrels (kept, excluded from metrics)"] += 1
-        queries.append(ConversationalQuery(
-            qid=qid, conversation_id=conv_id, turn_id=turn, history=history, query=current.strip(),
-            gold_rewrite=_strip_user(rewrites[qid][1]).strip() or None, answers=answers,
-            qrels=dict(qrels.get(qid, {})), meta=meta))
+        queries.append(
+            ConversationalQuery(
+                qid=qid,
+                conversation_id=conv_id,
+                turn_id=turn,
+                history=history,
+                query=current.strip(),
+                gold_rewrite=_strip_user(rewrites[qid][1]).strip() or None,
+                answers=answers,
+                qrels=dict(qrels.get(qid, {})),
+                meta=meta,
+            )
+        )
     known = {q.qid for q in queries}
     stray = [qid for qid in qrels if qid not in known]
     if stray:
@@ -127,8 +149,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     corpus_file = _corpus_file(request.corpus_path, folder, domain)
     if corpus_file is None and request.require_corpus:
-        raise DataError(f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
-                            f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`")
+        raise DataError(
+            f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
+            f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`"
+        )
     origin = str(files["lastturn"])
     if corpus_file is not None:
         corpus = _read_corpus(corpus_file, card.name)
@@ -143,14 +167,17 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 # ------------------------------------------------------------------------------------------ files
 
+
 def _task_dir(folder: Path, domain: str, task: str) -> Path:
     for sub in TASK_DIRS:
         for candidate in (folder / sub / domain, folder / sub):
             if (candidate / f"{domain}_lastturn.jsonl").is_file():
                 return candidate
-    raise DataError(f"{task}: no {domain}_lastturn.jsonl under {folder} (looked in "
-                        f"{', '.join(str(Path(s) / domain) for s in TASK_DIRS)}); pass --data-dir with an "
-                        f"IBM/mt-rag-benchmark clone or its retrieval_tasks folder")
+    raise DataError(
+        f"{task}: no {domain}_lastturn.jsonl under {folder} (looked in "
+        f"{', '.join(str(Path(s) / domain) for s in TASK_DIRS)}); pass --data-dir with an "
+        f"IBM/mt-rag-benchmark clone or its retrieval_tasks folder"
+    )
 
 
 def _corpus_file(corpus_path: Path | None, folder: Path, domain: str) -> Path | None:
@@ -168,8 +195,10 @@ def _corpus_file(corpus_path: Path | None, folder: Path, domain: str) -> Path | 
             if (place / name).is_file():
                 return place / name
     if corpus_path is not None:
-        raise DataError(f"--corpus {corpus_path}: no {names[0]} or {names[1]} in it (or in its "
-                            f"{', '.join(CORPUS_DIRS[:-1])} folders)")
+        raise DataError(
+            f"--corpus {corpus_path}: no {names[0]} or {names[1]} in it (or in its "
+            f"{', '.join(CORPUS_DIRS[:-1])} folders)"
+        )
     return None
 
 
@@ -198,8 +227,6 @@ def _read_variant(path: Path, task: str) -> list[tuple[str, int, str]]:
     return out
 
 
-
-
 def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[tuple[str, ...], dict]] | None:
     """``generation_tasks/reference.jsonl`` (if present): task_id ``conv::turn`` -> (answers, meta)."""
     candidates = [task_dir.parent.parent / "generation_tasks" / "reference.jsonl"]
@@ -216,8 +243,11 @@ def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[
             raise DataError(f"{path} record {n} ({row['task_id']}): 'targets' must be a list of objects")
         answers = tuple(str(t.get("text")) for t in targets if t.get("text"))
         meta = {}
-        for key, name in (("answerability", "answerability"), ("Question Type", "question_type"),
-                          ("Multi-Turn", "multi_turn")):
+        for key, name in (
+            ("answerability", "answerability"),
+            ("Question Type", "question_type"),
+            ("Multi-Turn", "multi_turn"),
+        ):
             value = row.get(key)
             if value is not None and value == value:  # NaN in pandas-written files
                 meta[name] = value
@@ -228,6 +258,7 @@ def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[
 
 # ------------------------------------------------------------------------------------------ parsing
 
+
 def _split_qid(qid: str, where: str) -> tuple[str, int]:
     conv, sep, turn = qid.rpartition(SEPARATOR)
     if not sep or not conv or not turn.isdigit() or int(turn) < 1:
@@ -236,7 +267,7 @@ def _split_qid(qid: str, where: str) -> tuple[str, int]:
 
 
 def _strip_user(text: str) -> str:
-    return text[len("|user|:"):].lstrip(" ") if text.startswith("|user|:") else text
+    return text[len("|user|:") :].lstrip(" ") if text.startswith("|user|:") else text
 
 
 def _parse_flattened(text: str, where: str) -> list[Message]:
@@ -248,7 +279,7 @@ def _parse_flattened(text: str, where: str) -> list[Message]:
     for i, marker in enumerate(markers):
         end = markers[i + 1].start() if i + 1 < len(markers) else len(text)
         role = USER if marker.group(1) == "user" else ASSISTANT
-        messages.append(Message(role, text[marker.end():end].strip()))
+        messages.append(Message(role, text[marker.end() : end].strip()))
     return messages
 
 

@@ -24,11 +24,16 @@ from typing import Any
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import load_qrels
-from mtrbench.data.loaders.mtrag import (COLLECTIONS, SEPARATOR, _corpus_file, _match_offset_ids,
-                                         _read_corpus, domain_and_clone)
+from mtrbench.data.loaders.mtrag import (
+    COLLECTIONS,
+    SEPARATOR,
+    _corpus_file,
+    _match_offset_ids,
+    _read_corpus,
+    domain_and_clone,
+)
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
-from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.data.validate import check_queries_without_corpus
+from mtrbench.data.validate import check_corpus, check_queries, check_queries_without_corpus
 from mtrbench.formats.qrels import BEIR
 from mtrbench.infra.errors import DataError
 
@@ -48,9 +53,11 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         raise DataError(f"{card.name}: missing {qrels_file} (MTRAG-UN's retrieval_tasks/qrels/{domain}.tsv)")
     qrels = load_qrels(qrels_file, BEIR, f"{card.name} qrels")
     warnings: Counter = Counter()
-    queries = [_query(row, n, tasks_file, domain, qrels, warnings)
-               for n, row in _records(tasks_file)
-               if _collection(row, n, tasks_file) == COLLECTION_OF_DOMAIN[domain]]
+    queries = [
+        _query(row, n, tasks_file, domain, qrels, warnings)
+        for n, row in _records(tasks_file)
+        if _collection(row, n, tasks_file) == COLLECTION_OF_DOMAIN[domain]
+    ]
     seen: set[str] = set()
     for q in queries:
         if q.qid in seen:
@@ -62,8 +69,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     corpus_file = _corpus_file(request.corpus_path, folder, domain)
     if corpus_file is None and request.require_corpus:
-        raise DataError(f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
-                        f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`")
+        raise DataError(
+            f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
+            f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`"
+        )
     if corpus_file is not None:
         corpus = _read_corpus(corpus_file, card.name)
         check_corpus(corpus, str(corpus_file))
@@ -80,8 +89,10 @@ def _reference_file(release: Path, task: str) -> Path:
         path = release / "generation_tasks" / name
         if path.is_file():
             return path
-    raise DataError(f"{task}: no generation_tasks/reference.jsonl under {release}; pass --data-dir with an "
-                    f"IBM/mt-rag-benchmark clone or its {RELEASE} folder")
+    raise DataError(
+        f"{task}: no generation_tasks/reference.jsonl under {release}; pass --data-dir with an "
+        f"IBM/mt-rag-benchmark clone or its {RELEASE} folder"
+    )
 
 
 def _records(path: Path) -> list[tuple[int, Any]]:
@@ -96,8 +107,9 @@ def _records(path: Path) -> list[tuple[int, Any]]:
                     try:
                         out.append((n, json.loads(line)))
                     except json.JSONDecodeError as exc:
-                        raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column "
-                                        f"{exc.colno})") from None
+                        raise DataError(
+                            f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})"
+                        ) from None
     except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read as UTF-8 JSON lines ({exc})") from None
     return out
@@ -109,8 +121,9 @@ def _collection(row: Any, n: int, path: Path) -> str:
     return row["Collection"]
 
 
-def _query(row: dict[str, Any], n: int, path: Path, domain: str, qrels: dict[str, dict[str, int]],
-           warnings: Counter) -> ConversationalQuery:
+def _query(
+    row: dict[str, Any], n: int, path: Path, domain: str, qrels: dict[str, dict[str, int]], warnings: Counter
+) -> ConversationalQuery:
     task_id = row.get("task_id")
     where = f"{path} record {n}"
     if not isinstance(task_id, str) or SEPARATOR not in task_id:
@@ -134,9 +147,15 @@ def _query(row: dict[str, Any], n: int, path: Path, domain: str, qrels: dict[str
     if task_id not in qrels:
         warnings["queries without qrels (kept, excluded from metrics)"] += 1
     return ConversationalQuery(
-        qid=task_id, conversation_id=conversation, turn_id=int(turn), history=tuple(messages[:-1]),
-        query=messages[-1].content, answers=tuple(str(t["text"]) for t in targets if t.get("text")),
-        qrels=dict(qrels.get(task_id, {})), meta=meta)
+        qid=task_id,
+        conversation_id=conversation,
+        turn_id=int(turn),
+        history=tuple(messages[:-1]),
+        query=messages[-1].content,
+        answers=tuple(str(t["text"]) for t in targets if t.get("text")),
+        qrels=dict(qrels.get(task_id, {})),
+        meta=meta,
+    )
 
 
 def _messages(turns: Any, where: str) -> list[Message]:

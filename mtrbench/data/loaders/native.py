@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError
 from mtrbench.formats.qrels import grade_of
 from mtrbench.formats.run import id_problem
-from mtrbench.data.hub import load_split
+from mtrbench.infra.errors import DataError
 
 
 @register("mtrbench")
@@ -42,10 +42,16 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     if local.is_dir():
         corpus_rows, conv_rows = _read_local(local, split)
     else:
-        corpus_rows = load_split(location, config="corpus", split="corpus", revision=revision,
-                                 what=f"{card.name} corpus")
-        conv_rows = load_split(location, config="conversations", split=split, revision=revision,
-                               what=f"{card.name} conversations ({split})")
+        corpus_rows = load_split(
+            location, config="corpus", split="corpus", revision=revision, what=f"{card.name} corpus"
+        )
+        conv_rows = load_split(
+            location,
+            config="conversations",
+            split=split,
+            revision=revision,
+            what=f"{card.name} conversations ({split})",
+        )
     origin = f"{location}/corpus.jsonl"
     corpus = corpus_from_rows(corpus_rows, origin)
     check_corpus(corpus, origin)
@@ -55,8 +61,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         queries.extend(conversation_to_queries(row, f"{origin} record {n}"))
     warnings: Counter = Counter()
     check_queries(queries, corpus, origin, warnings)
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries,
-                    dataset_revision=revision, warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 def _read_local(folder: Path, split: str) -> tuple[Any, Any]:
@@ -69,8 +76,9 @@ def _read_local(folder: Path, split: str) -> tuple[Any, Any]:
             extra = f" (conversation splits here: {splits})" if path == conv_file and splits else ""
             raise DataError(f"native folder {folder}: missing {path.relative_to(folder)}{extra}")
     corpus_rows = load_split(corpus_file, builder="json", data_files=str(corpus_file), split="train", what="corpus")
-    conv_rows = load_split(conv_file, builder="json", data_files=str(conv_file), split="train",
-                           what=f"conversations ({split})")
+    conv_rows = load_split(
+        conv_file, builder="json", data_files=str(conv_file), split="train", what=f"conversations ({split})"
+    )
     return corpus_rows, conv_rows
 
 
@@ -89,19 +97,25 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
     queries = []
     turn = 0
     for i, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in (USER, ASSISTANT) or not isinstance(msg.get("content"), str):
+        if (
+            not isinstance(msg, dict)
+            or msg.get("role") not in (USER, ASSISTANT)
+            or not isinstance(msg.get("content"), str)
+        ):
             raise DataError(f"{origin} ({conv_id}): message {i} needs role user/assistant and string content")
         if msg["role"] == USER:
             turn += 1
             following = messages[i + 1] if i + 1 < len(messages) else None
-            answer = following.get("content") if isinstance(following, dict) and following.get("role") == ASSISTANT \
-                else None  # a malformed answer is reported when the loop reaches it
+            answer = (
+                following.get("content") if isinstance(following, dict) and following.get("role") == ASSISTANT else None
+            )  # a malformed answer is reported when the loop reaches it
             qrels = {}
             for j, judgment in enumerate(msg.get("qrels") or []):
                 grade = grade_of(judgment.get("score")) if isinstance(judgment, dict) else None
                 if grade is None or judgment.get("doc_id") is None:
-                    raise DataError(f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score, "
-                                        f"got {judgment!r}")
+                    raise DataError(
+                        f"{origin} ({conv_id}): message {i} qrels[{j}] needs doc_id and integer score, got {judgment!r}"
+                    )
                 doc_id = str(judgment["doc_id"])
                 problem = id_problem(doc_id)
                 if problem:
@@ -110,10 +124,19 @@ def conversation_to_queries(row: dict[str, Any], origin: str) -> list[Conversati
             q_meta = dict(meta)
             if isinstance(switch_turn, int) and switch_turn > 0:
                 q_meta["after_switch"] = turn > switch_turn
-            queries.append(ConversationalQuery(
-                qid=f"{conv_id}_{turn}", conversation_id=conv_id, turn_id=turn, history=tuple(history),
-                query=msg["content"], gold_rewrite=msg.get("rewrite") or None,
-                answers=(answer,) if answer else (), qrels=qrels, meta=q_meta))
+            queries.append(
+                ConversationalQuery(
+                    qid=f"{conv_id}_{turn}",
+                    conversation_id=conv_id,
+                    turn_id=turn,
+                    history=tuple(history),
+                    query=msg["content"],
+                    gold_rewrite=msg.get("rewrite") or None,
+                    answers=(answer,) if answer else (),
+                    qrels=qrels,
+                    meta=q_meta,
+                )
+            )
         history.append(Message(msg["role"], msg["content"]))
     if not queries:
         raise DataError(f"{origin} ({conv_id}): conversation has no user message")

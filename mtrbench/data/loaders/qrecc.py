@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.infra.errors import DataError
-from mtrbench.data.hub import load_split
 
 RELEVANCE_THRESHOLD = 0.8
 QRELS_SCOPES = ("answer_url", "all")
@@ -58,8 +58,9 @@ _WAYBACK = re.compile(r"^https?://web\.archive\.org/web/[^/]*/")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
     scope = card.loader_options.get("qrels_scope", "answer_url")
     if scope not in QRELS_SCOPES:
-        raise DataError(f"{card.card_path}: loader_options.qrels_scope must be one of {list(QRELS_SCOPES)}, "
-                            f"got {scope!r}")
+        raise DataError(
+            f"{card.card_path}: loader_options.qrels_scope must be one of {list(QRELS_SCOPES)}, got {scope!r}"
+        )
     split = request.split
     rows, origin = _read_split(card, request.data_dir or card.local_path(), split)
     warnings: Counter = Counter()
@@ -71,10 +72,12 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
                 f"{card.name} needs QReCC's passage collection, which is not distributed: build it (10M web pages, "
                 f"54M passages from Common Crawl and the Wayback Machine) with the scripts in "
                 f"https://github.com/apple/ml-qrecc/tree/main/collection and pass `--corpus PATH` (the "
-                f"collection-paragraph folder or a .jsonl file of {{id, contents}} passages)")
+                f"collection-paragraph folder or a .jsonl file of {{id, contents}} passages)"
+            )
         warnings["queries without qrels: no corpus to judge passages against the answer"] += len(queries)
-        return TaskData(name=card.name, split=split, corpus=Corpus(ids=[], titles=[], texts=[]), queries=queries,
-                        warnings=warnings)
+        return TaskData(
+            name=card.name, split=split, corpus=Corpus(ids=[], titles=[], texts=[]), queries=queries, warnings=warnings
+        )
 
     corpus_origin = str(request.corpus_path)
     corpus = read_collection(Path(request.corpus_path), what=f"{card.name} passage collection")
@@ -86,13 +89,15 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 # ----------------------------------------------------------------------------------------- reading
 
+
 def _read_split(card: TaskCard, location: Path | None, split: str):
     """The split's turn records through ``load_split`` (from inside the zip when zipped)."""
     if location is None or not Path(location).exists():
         raise DataError(
             f"{card.name}: QReCC is distributed on GitHub, not on the Hugging Face Hub: clone "
             f"https://github.com/apple/ml-qrecc (with git lfs) and pass `--data-dir` to it (or to "
-            f"dataset/qrecc_data.zip){'' if location is None else f'; {location} does not exist'}")
+            f"dataset/qrecc_data.zip){'' if location is None else f'; {location} does not exist'}"
+        )
     location = Path(location)
     member = f"qrecc_{split}.json"
     if location.is_file() and location.suffix == ".json":
@@ -106,8 +111,10 @@ def _read_split(card: TaskCard, location: Path | None, split: str):
         if path.is_file():
             inner = _zip_member(path, split)
             return _load_json(path, f"zip://{inner}::{path}", split, card), f"{path}:{inner}"
-    raise DataError(f"{card.name}: no {member} or qrecc_data.zip in {location} (expected "
-                        f"dataset/qrecc_data.zip as in github.com/apple/ml-qrecc)")
+    raise DataError(
+        f"{card.name}: no {member} or qrecc_data.zip in {location} (expected "
+        f"dataset/qrecc_data.zip as in github.com/apple/ml-qrecc)"
+    )
 
 
 def _zip_member(path: Path, split: str) -> str:
@@ -127,8 +134,7 @@ def _zip_member(path: Path, split: str) -> str:
 
 
 def _load_json(location: Path, data_files: str, split: str, card: TaskCard):
-    rows = load_split(location, builder="json", data_files=data_files, split="train",
-                      what=f"{card.name} {split} turns")
+    rows = load_split(location, builder="json", data_files=data_files, split="train", what=f"{card.name} {split} turns")
     missing = [f for f in _FIELDS if f not in rows.column_names]
     if missing:
         raise DataError(f"{data_files}: turn records lack field(s) {missing} (columns: {rows.column_names})")
@@ -147,19 +153,27 @@ def read_collection(path: Path, what: str = "corpus") -> Corpus:
     columns = rows.column_names
     id_column = "id" if "id" in columns else "_id"
     text_column = "contents" if "contents" in columns else "text"
-    return corpus_from_dataset(rows, str(path), id_column=id_column, text_column=text_column,
-                               title_column="title" if "title" in columns else None)
+    return corpus_from_dataset(
+        rows,
+        str(path),
+        id_column=id_column,
+        text_column=text_column,
+        title_column="title" if "title" in columns else None,
+    )
 
 
 # ------------------------------------------------------------------------------------------- turns
+
 
 def _turn_to_query(row: dict[str, Any], where: str, warnings: Counter) -> ConversationalQuery:
     conv, turn = row.get("Conversation_no"), row.get("Turn_no")
     conv = _as_int(conv)
     turn = _as_int(turn)
     if conv is None or turn is None or turn < 1:
-        raise DataError(f"{where}: needs integer Conversation_no and Turn_no >= 1, got "
-                            f"{row.get('Conversation_no')!r}, {row.get('Turn_no')!r}")
+        raise DataError(
+            f"{where}: needs integer Conversation_no and Turn_no >= 1, got "
+            f"{row.get('Conversation_no')!r}, {row.get('Turn_no')!r}"
+        )
     qid = f"{conv}_{turn}"
     where = f"{where} ({qid})"
     question = row.get("Question")
@@ -179,9 +193,17 @@ def _turn_to_query(row: dict[str, Any], where: str, warnings: Counter) -> Conver
     rewrite = row.get("Rewrite") or None
     urls = [u for u in str(row.get("Answer_URL") or "").split() if u]
     meta = {"conversation_source": row.get("Conversation_source"), "answer_urls": urls}
-    return ConversationalQuery(qid=qid, conversation_id=str(conv), turn_id=turn, history=history, query=question,
-                               gold_rewrite=rewrite, answers=(answer,) if answer.strip() else (), qrels={},
-                               meta=meta)
+    return ConversationalQuery(
+        qid=qid,
+        conversation_id=str(conv),
+        turn_id=turn,
+        history=history,
+        query=question,
+        gold_rewrite=rewrite,
+        answers=(answer,) if answer.strip() else (),
+        qrels={},
+        meta=meta,
+    )
 
 
 def _as_int(value: Any) -> int | None:
@@ -195,6 +217,7 @@ def _as_int(value: Any) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------- qrels
+
 
 def normalize_url(url: str) -> str:
     url = _WAYBACK.sub("", url.strip()).split("#", 1)[0]
@@ -279,7 +302,7 @@ def _closest_sequence(context: str, target: str) -> str:
     matcher = SequenceMatcher()
     matcher.set_seq2(target)
     for start in range(len(words) - size + 1):
-        candidate = " ".join(words[start:start + size])
+        candidate = " ".join(words[start : start + size])
         matcher.set_seq1(candidate)
         value = matcher.quick_ratio()
         if value > best_value:
@@ -312,8 +335,9 @@ def closest_span_f1(normalized_passage: str, answer: str) -> float:
     return f1_from_tokens(gold, get_tokens(" ".join(span_tokens[best_i:best_j])))
 
 
-def is_relevant(passage: str, answer: str, cache: dict[int, tuple[str, Counter]] | None = None,
-                key: int | None = None) -> bool:
+def is_relevant(
+    passage: str, answer: str, cache: dict[int, tuple[str, Counter]] | None = None, key: int | None = None
+) -> bool:
     """Official relevance: closest-span F1 >= 0.8. A passage is only searched if it could pass: F1 >= 0.8
     needs the span to hold >= 2/3 of the answer's tokens, unless the answer occurs verbatim."""
     gold = get_tokens(answer)

@@ -33,9 +33,9 @@ from typing import Any
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders import LoadRequest, register
+from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)
 CATEGORIES = ("academic", "news", "education", "finance", "customer", "travel")  # the paper's order
@@ -117,7 +117,9 @@ class RadBench:
         rows = [j for j in self.judgments if source is None or j.source == source]
         if source is not None and not rows:
             raise UserInputError(f"{self.path}: no judgments from '{source}' (files: {sources})")
-        cells: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        cells: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(
+            lambda: defaultdict(lambda: defaultdict(list))
+        )
         for j in rows:
             cells[j.model][j.category][j.turn].append(j.score)
         out: dict[str, dict[str, float]] = {}
@@ -191,27 +193,33 @@ def load_rad_bench(path: str | Path, *, judgments: list[str | Path] | None = Non
     else:
         bench.warnings["judge_prompts.jsonl not found"] += 1
     if not (bench.questions or bench.judgments or bench.model_answers or bench.reference_answers):
-        raise DataError(f"{path}: no RAD-Bench files found (questions.jsonl, model_answer/, reference_answer/, "
-                            f"model_judgment/); pass the rad_bench/data folder of github.com/mtkresearch/RAD-Bench")
+        raise DataError(
+            f"{path}: no RAD-Bench files found (questions.jsonl, model_answer/, reference_answer/, "
+            f"model_judgment/); pass the rad_bench/data folder of github.com/mtkresearch/RAD-Bench"
+        )
     return bench
 
 
 @register("rad-bench")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
-    raise UserInputError(f"{card.name} is a generation benchmark (contexts are given, answers are judged by an LLM); "
-                        f"it has no retrieval corpus to evaluate a retriever on. Read it with "
-                        f"mtrbench.data.loaders.rad_bench.load_rad_bench(PATH)")
+    raise UserInputError(
+        f"{card.name} is a generation benchmark (contexts are given, answers are judged by an LLM); "
+        f"it has no retrieval corpus to evaluate a retriever on. Read it with "
+        f"mtrbench.data.loaders.rad_bench.load_rad_bench(PATH)"
+    )
 
 
 # ------------------------------------------------------------------------------------------ records
+
 
 def _data_dir(path: Path) -> Path:
     if not path.exists():
         raise DataError(f"RAD-Bench folder {path} does not exist")
     for candidate in (path / "rad_bench" / "data", path / "data", path):
-        if candidate.is_dir() and any((candidate / name).exists() for name in
-                                      ("questions.jsonl", "model_answer", "model_judgment", "reference_answer",
-                                       "judge_prompts.jsonl")):
+        if candidate.is_dir() and any(
+            (candidate / name).exists()
+            for name in ("questions.jsonl", "model_answer", "model_judgment", "reference_answer", "judge_prompts.jsonl")
+        ):
             return candidate
     return path
 
@@ -246,10 +254,16 @@ def _question(row: Any, where: str) -> RadQuestion:
     if not aspect or not category:
         raise DataError(f"{where}: needs 'aspect' and 'category' (or an id '<ASPECT>_<category>_<nn>')")
     known = {"question_id", "aspect", "category", "turns", "contexts", "references", "evidence_text"}
-    return RadQuestion(question_id=qid, aspect=str(aspect), category=str(category), turns=tuple(turns),
-                       contexts=tuple(normalized), references=tuple(references),
-                       evidence_text=tuple(evidence) if evidence is not None else None,
-                       extra={k: v for k, v in row.items() if k not in known})
+    return RadQuestion(
+        question_id=qid,
+        aspect=str(aspect),
+        category=str(category),
+        turns=tuple(turns),
+        contexts=tuple(normalized),
+        references=tuple(references),
+        evidence_text=tuple(evidence) if evidence is not None else None,
+        extra={k: v for k, v in row.items() if k not in known},
+    )
 
 
 def _answer(row: Any, where: str) -> RadAnswer:
@@ -257,13 +271,23 @@ def _answer(row: Any, where: str) -> RadAnswer:
         raise DataError(f"{where}: needs a string 'question_id'")
     where = f"{where} ({row['question_id']})"
     choices = row.get("choices")
-    if (not isinstance(choices, list) or not choices or not isinstance(choices[0], dict)
-            or not isinstance(choices[0].get("turns"), list) or not all(isinstance(t, str) for t in choices[0]["turns"])):
+    if (
+        not isinstance(choices, list)
+        or not choices
+        or not isinstance(choices[0], dict)
+        or not isinstance(choices[0].get("turns"), list)
+        or not all(isinstance(t, str) for t in choices[0]["turns"])
+    ):
         raise DataError(f"{where}: needs 'choices': [{{'index': 0, 'turns': [answer per turn]}}]")
     if row.get("model_id") is None:
         raise DataError(f"{where}: needs 'model_id'")
-    return RadAnswer(question_id=row["question_id"], answer_id=str(row.get("answer_id") or ""),
-                     model_id=str(row["model_id"]), turns=tuple(choices[0]["turns"]), tstamp=row.get("tstamp"))
+    return RadAnswer(
+        question_id=row["question_id"],
+        answer_id=str(row.get("answer_id") or ""),
+        model_id=str(row["model_id"]),
+        turns=tuple(choices[0]["turns"]),
+        tstamp=row.get("tstamp"),
+    )
 
 
 def _judgment(row: Any, where: str, source: str) -> RadJudgment:
@@ -283,9 +307,17 @@ def _judgment(row: Any, where: str, source: str) -> RadJudgment:
     kind = row.get("type")
     if kind not in ASPECTS:
         raise DataError(f"{where}: 'type' must be one of {list(ASPECTS)}, got {kind!r}")
-    return RadJudgment(question_id=row["question_id"], turn=turn, type=kind, score=score, model=row["model"],
-                       judge=tuple(judge), judgment=str(row.get("judgment") or ""), tstamp=row.get("tstamp"),
-                       source=source)
+    return RadJudgment(
+        question_id=row["question_id"],
+        turn=turn,
+        type=kind,
+        score=score,
+        model=row["model"],
+        judge=tuple(judge),
+        judgment=str(row.get("judgment") or ""),
+        tstamp=row.get("tstamp"),
+        source=source,
+    )
 
 
 def _prompt(row: Any, where: str) -> JudgePrompt:
@@ -294,9 +326,15 @@ def _prompt(row: Any, where: str) -> JudgePrompt:
     for key in ("type", "prompt_template"):
         if not isinstance(row.get(key), str):
             raise DataError(f"{where} ({row['name']}): needs a string '{key}'")
-    return JudgePrompt(name=row["name"], type=row["type"], system_prompt=str(row.get("system_prompt") or ""),
-                       prompt_template=row["prompt_template"], description=row.get("description"),
-                       category=row.get("category"), output_format=row.get("output_format"))
+    return JudgePrompt(
+        name=row["name"],
+        type=row["type"],
+        system_prompt=str(row.get("system_prompt") or ""),
+        prompt_template=row["prompt_template"],
+        description=row.get("description"),
+        category=row.get("category"),
+        output_format=row.get("output_format"),
+    )
 
 
 def _mean(values: list[float]) -> float:

@@ -23,13 +23,13 @@ from collections import Counter
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.formats.beir import qrels_from_rows
-from mtrbench.data.hub import load_split
+from mtrbench.infra.errors import DataError, UserInputError
 
 _QID = re.compile(r"^(.+)-(\d+)$")
 
@@ -48,8 +48,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
     corpus_rows, corpus_origin = read(opts.get("corpus_config", "corpus"), "corpus")
     id_column = "_id" if "_id" in corpus_rows.column_names else "id"
-    corpus = corpus_from_dataset(corpus_rows, corpus_origin, id_column=id_column, text_column="text",
-                                 title_column="title" if "title" in corpus_rows.column_names else None)
+    corpus = corpus_from_dataset(
+        corpus_rows,
+        corpus_origin,
+        id_column=id_column,
+        text_column="text",
+        title_column="title" if "title" in corpus_rows.column_names else None,
+    )
     check_corpus(corpus, corpus_origin)
     query_rows, query_origin = read(opts.get("queries_config", "queries"), "queries")
     qrel_rows, qrels_origin = read(opts.get("qrels_config", "default"), f"qrels ({split})")
@@ -68,8 +73,9 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     if unknown:
         warnings["qrels naming unknown queries (ignored)"] += unknown
     check_queries(queries, corpus, str(location), warnings)
-    return TaskData(name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision,
-                    warnings=warnings)
+    return TaskData(
+        name=card.name, split=split, corpus=corpus, queries=queries, dataset_revision=revision, warnings=warnings
+    )
 
 
 def _pick_split(table, split: str, origin: str):
@@ -99,8 +105,10 @@ def _to_query(row: dict[str, Any], where: str, warnings: Counter) -> Conversatio
     if not isinstance(text, list) or not text or not all(isinstance(t, str) for t in text):
         raise DataError(f"{where}: 'text' must be a non-empty list of strings (question, answer, ..., question)")
     if len(text) % 2 == 0:
-        raise DataError(f"{where}: 'text' has {len(text)} strings; alternating question/answer strings "
-                            f"ending with the current question need an odd number")
+        raise DataError(
+            f"{where}: 'text' has {len(text)} strings; alternating question/answer strings "
+            f"ending with the current question need an odd number"
+        )
     if len(text) != 2 * turn - 1:
         warnings["conversation length differs from the turn in the query id (id kept)"] += 1
     history = tuple(Message(USER if i % 2 == 0 else ASSISTANT, t) for i, t in enumerate(text[:-1]))

@@ -31,22 +31,26 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.cards import TaskCard
+from mtrbench.data.hub import load_split
 from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import corpus_from_rows, load_qrels, text_lines
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
-from mtrbench.infra.errors import DataError
-from mtrbench.formats.qrels import TREC
-from mtrbench.data.hub import load_split
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
+from mtrbench.formats.qrels import TREC
+from mtrbench.infra.errors import DataError
 
 FILES = {
-    2019: {"topics_file": "evaluation_topics_v1.0.json",
-           "rewrites_file": "evaluation_topics_annotated_resolved_v1.0.tsv",
-           "qrels_file": "2019qrels.txt"},
-    2020: {"topics_file": "2020_manual_evaluation_topics_v1.0.json",
-           "automatic_topics_file": "2020_automatic_evaluation_topics_v1.0.json",
-           "qrels_file": "2020qrels.txt"},
+    2019: {
+        "topics_file": "evaluation_topics_v1.0.json",
+        "rewrites_file": "evaluation_topics_annotated_resolved_v1.0.tsv",
+        "qrels_file": "2019qrels.txt",
+    },
+    2020: {
+        "topics_file": "2020_manual_evaluation_topics_v1.0.json",
+        "automatic_topics_file": "2020_automatic_evaluation_topics_v1.0.json",
+        "qrels_file": "2020qrels.txt",
+    },
 }
 CANONICAL = ("automatic", "manual", "none")
 RESPONSE_TEXT_FIELDS = ("canonical_response", "response", "passage")  # a response text, should a topic file carry one
@@ -65,8 +69,10 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         raise DataError(f"{card.card_path}: loader_options.canonical_responses must be one of {list(CANONICAL)}")
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
-        raise DataError(f"{card.name}: the CAsT {year} topics and qrels are not bundled: download them from "
-                            f"{SOURCE} ({year}/) and trec.nist.gov, and pass `--data-dir DIR`")
+        raise DataError(
+            f"{card.name}: the CAsT {year} topics and qrels are not bundled: download them from "
+            f"{SOURCE} ({year}/) and trec.nist.gov, and pass `--data-dir DIR`"
+        )
     folder = Path(folder)
     names = {key: str(opts.get(key) or default) for key, default in FILES[year].items()}
     warnings: Counter = Counter()
@@ -82,14 +88,20 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         auto_file = _find(folder, names["automatic_topics_file"], year, card.name)
         automatic = {qid: turn for qid, _, _, turn in _turns(_read_topics(auto_file, card.name), auto_file)}
     qrels_file = _find(folder, names["qrels_file"], year, card.name)
-    qrels = load_qrels(qrels_file, TREC, f"{card.name} qrels",
-                       on_duplicate=lambda *_: warnings.update(["duplicate qrels lines (last kept)"]))
+    qrels = load_qrels(
+        qrels_file,
+        TREC,
+        f"{card.name} qrels",
+        on_duplicate=lambda *_: warnings.update(["duplicate qrels lines (last kept)"]),
+    )
 
     corpus = _read_corpus(request.corpus_path, card.name) if request.corpus_path is not None else None
     if corpus is None and request.require_corpus:
-        raise DataError(f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
-                            f"MARCO_<pid> / CAR_<id> as in {qrels_file.name}; see treccast.ai): pass `--corpus PATH` "
-                            f"(a BEIR corpus.jsonl or a TSV 'id<TAB>text')")
+        raise DataError(
+            f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
+            f"MARCO_<pid> / CAR_<id> as in {qrels_file.name}; see treccast.ai): pass `--corpus PATH` "
+            f"(a BEIR corpus.jsonl or a TSV 'id<TAB>text')"
+        )
     resolve = _resolver(corpus, warnings) if corpus is not None else (lambda doc_id: doc_id)
 
     queries: list[ConversationalQuery] = []
@@ -124,9 +136,19 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
         judged = {resolve(d): g for d, g in qrels.get(qid, {}).items()}
         if qid not in qrels:
             warnings["turns without qrels (kept, excluded from metrics)"] += 1
-        queries.append(ConversationalQuery(
-            qid=qid, conversation_id=str(topic["number"]), turn_id=int(turn["number"]), history=tuple(history),
-            query=raw, gold_rewrite=gold or None, answers=(), qrels=judged, meta=meta))
+        queries.append(
+            ConversationalQuery(
+                qid=qid,
+                conversation_id=str(topic["number"]),
+                turn_id=int(turn["number"]),
+                history=tuple(history),
+                query=raw,
+                gold_rewrite=gold or None,
+                answers=(),
+                qrels=judged,
+                meta=meta,
+            )
+        )
         history.append(Message(USER, raw))
         previous = (turn, auto_turn)
     known = {q.qid for q in queries}
@@ -146,6 +168,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
 
 # ------------------------------------------------------------------------------------------ topics
 
+
 def _find(folder: Path, name: str, year: int, task: str) -> Path:
     if folder.is_file():
         folder = folder.parent
@@ -154,17 +177,27 @@ def _find(folder: Path, name: str, year: int, task: str) -> Path:
         preferred = [p for p in matches if str(year) in p.relative_to(folder).parts[:-1]]
         matches = preferred if len(preferred) == 1 else matches
     if not matches:
-        raise DataError(f"{task}: {name} not found under {folder}; it is published in {SOURCE} ({year}/), "
-                            f"pass its folder as `--data-dir`")
+        raise DataError(
+            f"{task}: {name} not found under {folder}; it is published in {SOURCE} ({year}/), "
+            f"pass its folder as `--data-dir`"
+        )
     if len(matches) > 1:
-        raise DataError(f"{task}: several {name} files under {folder}: {[str(m) for m in matches]}; "
-                            f"pass the one folder to use as --data-dir")
+        raise DataError(
+            f"{task}: several {name} files under {folder}: {[str(m) for m in matches]}; "
+            f"pass the one folder to use as --data-dir"
+        )
     return matches[0]
 
 
 def _read_topics(path: Path, task: str) -> list[Any]:
-    data = load_split(path, builder="text", data_files=str(path), split="train", sample_by="document",
-                      what=f"{task} topics ({path.name})")
+    data = load_split(
+        path,
+        builder="text",
+        data_files=str(path),
+        split="train",
+        sample_by="document",
+        what=f"{task} topics ({path.name})",
+    )
     try:
         topics = json.loads("\n".join(data["text"]))
     except json.JSONDecodeError as exc:
@@ -183,8 +216,7 @@ def _turns(topics: list[Any], path: Path):
         for i, turn in enumerate(topic["turn"]):
             number = turn.get("number") if isinstance(turn, dict) else None
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-                raise DataError(f"{path} record {n} (topic {topic['number']}): turn {i} needs an integer "
-                                    f"'number' >= 1")
+                raise DataError(f"{path} record {n} (topic {topic['number']}): turn {i} needs an integer 'number' >= 1")
             qid = f"{topic['number']}_{number}"
             if not isinstance(turn.get("raw_utterance"), str):
                 raise DataError(f"{path} record {n} ({qid}): turn {i} needs a string 'raw_utterance'")
@@ -211,6 +243,7 @@ def _read_rewrites(path: Path, task: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------ corpus
 
+
 def _read_corpus(path: Path, task: str) -> Corpus:
     path = Path(path)
     if path.is_dir():
@@ -221,8 +254,11 @@ def _read_corpus(path: Path, task: str) -> Corpus:
             if not tsvs:
                 raise DataError(f"--corpus {path}: no corpus.jsonl or *.tsv file in this folder")
             parts = [_read_corpus_file(p, task) for p in tsvs]
-            return Corpus(ids=[i for c in parts for i in c.ids], titles=[t for c in parts for t in c.titles],
-                          texts=[t for c in parts for t in c.texts])
+            return Corpus(
+                ids=[i for c in parts for i in c.ids],
+                titles=[t for c in parts for t in c.titles],
+                texts=[t for c in parts for t in c.texts],
+            )
     return _read_corpus_file(path, task)
 
 
@@ -242,26 +278,39 @@ def _read_corpus_file(path: Path, task: str) -> Corpus:
     with opener(path, "rt", encoding="utf-8") as handle:  # peek: column count and header row only
         first = handle.readline().rstrip("\n").split("\t")
     if len(first) not in (2, 3):
-        raise DataError(f"{path} record 0: a TSV corpus needs 'id<TAB>text' or 'id<TAB>title<TAB>text', "
-                            f"got {len(first)} fields")
+        raise DataError(
+            f"{path} record 0: a TSV corpus needs 'id<TAB>text' or 'id<TAB>title<TAB>text', got {len(first)} fields"
+        )
     columns = ["_id", "text"] if len(first) == 2 else ["_id", "title", "text"]
     header = first[0].strip().lower() in ("_id", "id", "docid", "doc_id", "pid", "passage_id")
-    rows = load_split(path, builder="csv", data_files=str(path), split="train", what=f"{task} corpus",
-                      delimiter="\t", column_names=columns, skiprows=1 if header else 0, quoting=3, na_filter=False,
-                      features=datasets.Features({c: datasets.Value("string") for c in columns}))
+    rows = load_split(
+        path,
+        builder="csv",
+        data_files=str(path),
+        split="train",
+        what=f"{task} corpus",
+        delimiter="\t",
+        column_names=columns,
+        skiprows=1 if header else 0,
+        quoting=3,
+        na_filter=False,
+        features=datasets.Features({c: datasets.Value("string") for c in columns}),
+    )
     return corpus_from_rows(rows, str(path))
 
 
 def _resolver(corpus: Corpus, warnings: Counter):
     """Qrels/canonical ids -> corpus ids: as is, or without the collection prefix (``MARCO_123`` -> ``123``)."""
+
     def resolve(doc_id: str) -> str:
         if doc_id in corpus:
             return doc_id
         for prefix in COLLECTION_PREFIXES:
-            if doc_id.startswith(prefix) and doc_id[len(prefix):] in corpus:
+            if doc_id.startswith(prefix) and doc_id[len(prefix) :] in corpus:
                 warnings["ids matched to corpus ids without their collection prefix"] += 1
-                return doc_id[len(prefix):]
+                return doc_id[len(prefix) :]
         return doc_id
+
     return resolve
 
 
@@ -270,8 +319,11 @@ def _canonical_response(turn: dict, auto_turn: dict, canonical: str, corpus: Cor
         value = turn.get(field) or auto_turn.get(field)
         if isinstance(value, str) and value.strip():
             return value
-    doc_id = (auto_turn or turn).get("automatic_canonical_result_id") if canonical == "automatic" \
+    doc_id = (
+        (auto_turn or turn).get("automatic_canonical_result_id")
+        if canonical == "automatic"
         else turn.get("manual_canonical_result_id")
+    )
     if not doc_id or corpus is None:
         return None
     doc_id = resolve(str(doc_id))

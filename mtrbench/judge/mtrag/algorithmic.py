@@ -42,11 +42,13 @@ def _bertscore(tasks: Sequence[MtragTask], metrics: Sequence[str], scorer: BertS
     return out
 
 
-def algorithmic_metrics(tasks: Sequence[MtragTask], metrics: Sequence[str],
-                        scorer: BertScorer | None) -> list[Metrics]:
+def algorithmic_metrics(tasks: Sequence[MtragTask], metrics: Sequence[str], scorer: BertScorer | None) -> list[Metrics]:
     """Per task (in order), the asked algorithmic metrics; ``scorer`` is needed for the BERTScore ones."""
-    bert = (_bertscore(tasks, metrics, scorer) if scorer is not None and set(metrics) & set(BERTSCORE_METRICS)
-            else [{} for _ in tasks])
+    bert = (
+        _bertscore(tasks, metrics, scorer)
+        if scorer is not None and set(metrics) & set(BERTSCORE_METRICS)
+        else [{} for _ in tasks]
+    )
     results: list[Metrics] = []
     for task, bert_values in zip(tasks, bert):
         answer = task.prediction

@@ -28,16 +28,22 @@ class BertScoreOptions:
     device: str | None = None  # bert-score's choice (cuda when available) when None
 
     def describe(self) -> dict[str, object]:
-        return {"model": self.model, "num_layers": self.num_layers, "rescale_with_baseline": self.rescale,
-                "baseline_path": self.baseline_path, "lang": "en"}
+        return {
+            "model": self.model,
+            "num_layers": self.num_layers,
+            "rescale_with_baseline": self.rescale,
+            "baseline_path": self.baseline_path,
+            "lang": "en",
+        }
 
 
 def _import_bert_score():
     try:
         import bert_score
     except ImportError:
-        raise ModelError("BERTScore needs the bert-score package: pip install bert-score "
-                         "(or pip install -e '.[mtrag]')") from None
+        raise ModelError(
+            "BERTScore needs the bert-score package: pip install bert-score (or pip install -e '.[mtrag]')"
+        ) from None
     return bert_score
 
 
@@ -67,28 +73,37 @@ class BertScorer:
         if not self.options.rescale:
             return
         path = self.options.baseline_path or os.path.join(
-            os.path.dirname(bert_score.__file__), "rescale_baseline", "en", f"{self.options.model}.tsv")
+            os.path.dirname(bert_score.__file__), "rescale_baseline", "en", f"{self.options.model}.tsv"
+        )
         if not os.path.isfile(path):
-            raise UserInputError(f"bert-score has no rescaling baseline for '{self.options.model}'"
-                                 + (f" ({path} does not exist)" if self.options.baseline_path else "")
-                                 + ": give --bertscore-baseline FILE.tsv or --bertscore-no-rescale")
+            raise UserInputError(
+                f"bert-score has no rescaling baseline for '{self.options.model}'"
+                + (f" ({path} does not exist)" if self.options.baseline_path else "")
+                + ": give --bertscore-baseline FILE.tsv or --bertscore-no-rescale"
+            )
 
     @cached_property
     def _scorer(self):
         bert_score = _import_bert_score()
         self.check()
         try:
-            return bert_score.BERTScorer(model_type=self.options.model, num_layers=self.resolved_layers(),
-                                         lang="en", rescale_with_baseline=self.options.rescale,
-                                         baseline_path=self.options.baseline_path,
-                                         batch_size=self.options.batch_size, device=self.options.device)
+            return bert_score.BERTScorer(
+                model_type=self.options.model,
+                num_layers=self.resolved_layers(),
+                lang="en",
+                rescale_with_baseline=self.options.rescale,
+                baseline_path=self.options.baseline_path,
+                batch_size=self.options.batch_size,
+                device=self.options.device,
+            )
         except OSError as exc:  # not on the Hub, no network, not a model folder
-            raise ModelError(f"cannot load the BERTScore model '{self.options.model}': "
-                             f"{str(exc).splitlines()[0]}") from None
+            raise ModelError(
+                f"cannot load the BERTScore model '{self.options.model}': {str(exc).splitlines()[0]}"
+            ) from None
 
     def load(self) -> None:
         """Load the model now, so that a model that cannot be loaded fails before slower or paid work."""
-        self._scorer
+        _ = self._scorer
 
     def precision_recall(self, candidates: Sequence[str], references: Sequence[str]) -> list[tuple[float, float]]:
         """(P, R) per pair."""

@@ -25,8 +25,9 @@ def idk_conditioned(value: float, answerability: str | None, idk: float | None) 
     return value
 
 
-def idk_underspecified_conditioned(value: float, answerability: str | None, idk: float | None,
-                                   clarification: float | None) -> float:
+def idk_underspecified_conditioned(
+    value: float, answerability: str | None, idk: float | None, clarification: float | None
+) -> float:
     """As :func:`idk_conditioned`, but an underspecified turn scores 1 only for a clarification request
     (``clarification`` = the underspecified_eval verdict, 1 yes) and 0 otherwise."""
     if answerability == UNDERSPECIFIED:

@@ -18,7 +18,7 @@ def parse_statements(reply: str) -> list[str]:
     data = extract_json(reply)
     statements = data.get("statements") if isinstance(data, dict) else data
     if not isinstance(statements, list) or not all(isinstance(s, str) for s in statements):
-        raise ExtractionError("expected {\"statements\": [strings]}")
+        raise ExtractionError('expected {"statements": [strings]}')
     return [s for s in statements if s.strip()]
 
 
@@ -37,7 +37,7 @@ def parse_verdicts(reply: str) -> list[int]:
     data = extract_json(reply)
     entries = data.get("statements") if isinstance(data, dict) else data
     if not isinstance(entries, list):
-        raise ExtractionError("expected {\"statements\": [{\"verdict\": 0|1, ...}]}")
+        raise ExtractionError('expected {"statements": [{"verdict": 0|1, ...}]}')
     return [_verdict(e) for e in entries]
 
 

@@ -77,22 +77,42 @@ def _step_one_items(tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], m
     for task in tasks:
         answer = task.prediction
         if "RB_llm" in metrics:
-            items += [_Item("RB_llm", task.task_id, j, prompts.rb_llm_messages(task, answer), rb_llm_rating)
-                      for j in judges]
+            items += [
+                _Item("RB_llm", task.task_id, j, prompts.rb_llm_messages(task, answer), rb_llm_rating) for j in judges
+            ]
         if "idk_eval" in metrics:
             items.append(_Item("idk_eval", task.task_id, first, prompts.idk_messages(task, answer), idk_verdict))
         if "underspecified_eval" in metrics:
-            items.append(_Item("underspecified_eval", task.task_id, first, prompts.clarification_messages(answer),
-                               clarification_verdict))
+            items.append(
+                _Item(
+                    "underspecified_eval",
+                    task.task_id,
+                    first,
+                    prompts.clarification_messages(answer),
+                    clarification_verdict,
+                )
+            )
         if "RL_F" in metrics:
-            items.append(_Item(_STATEMENTS, task.task_id, first,
-                               prompts.statements_messages(task.conversation_text, answer), parse_statements))
+            items.append(
+                _Item(
+                    _STATEMENTS,
+                    task.task_id,
+                    first,
+                    prompts.statements_messages(task.conversation_text, answer),
+                    parse_statements,
+                )
+            )
     return items
 
 
 def _verdict_item(task: MtragTask, judge: JudgeConfig, statements: Sequence[str]) -> _Item:
-    return _Item(_VERDICTS, task.task_id, judge,
-                 prompts.verdicts_messages([c.text for c in task.contexts], statements), parse_verdicts)
+    return _Item(
+        _VERDICTS,
+        task.task_id,
+        judge,
+        prompts.verdicts_messages([c.text for c in task.contexts], statements),
+        parse_verdicts,
+    )
 
 
 class _Log:
@@ -111,10 +131,19 @@ class _Log:
         return key in self.answered, self.answered.get(key)
 
     def append(self, handle: TextIO, item: _Item, result: ChatResult) -> None:
-        record = {"time": datetime.now(timezone.utc).isoformat(timespec="seconds"), "key": item.key,
-                  "step": item.step, "task_id": item.task_id, "judge": item.judge.name, "model": item.judge.model,
-                  "prompt_hash": prompt_hash(item.messages), "ok": bool(result.ok),
-                  "value": result.value if result.ok else None, "error": result.error, "reply": result.text}
+        record = {
+            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "key": item.key,
+            "step": item.step,
+            "task_id": item.task_id,
+            "judge": item.judge.name,
+            "model": item.judge.model,
+            "prompt_hash": prompt_hash(item.messages),
+            "ok": bool(result.ok),
+            "value": result.value if result.ok else None,
+            "error": result.error,
+            "reply": result.text,
+        }
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         handle.flush()  # a killed run keeps every reply already received
         if result.ok:
@@ -124,12 +153,20 @@ class _Log:
 def _requests(items: Sequence[_Item]):
     from mtrbench.llm.client import ChatRequest
 
-    return [ChatRequest(key=i.key, messages=i.messages, parse=i.parse, want_json=i.step in (
-        _STATEMENTS, _VERDICTS, "underspecified_eval")) for i in items]
+    return [
+        ChatRequest(
+            key=i.key,
+            messages=i.messages,
+            parse=i.parse,
+            want_json=i.step in (_STATEMENTS, _VERDICTS, "underspecified_eval"),
+        )
+        for i in items
+    ]
 
 
-def _ask(items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome: LlmJudgements,
-         show_progress: bool) -> None:
+def _ask(
+    items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome: LlmJudgements, show_progress: bool
+) -> None:
     from mtrbench.llm.hf import make_client
 
     by_judge: dict[str, list[_Item]] = {}
@@ -145,33 +182,38 @@ def _ask(items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome
                 by_key = {i.key: i for i in pending}
                 client = make_client(pending[0].judge, cache)  # HTTP, or an in-process hf:// model
 
-                def on_result(result: ChatResult, by_key: dict[str, _Item] = by_key) -> None:
+                def on_result(result: ChatResult, by_key: dict[str, _Item] = by_key, name: str = name) -> None:
                     item = by_key[result.key]
                     log.append(handle, item, result)
                     if not result.ok:
                         outcome.failures.setdefault(name, []).append((item.key, result.error or "no reply"))
 
-                client.run(_requests(pending), desc=f"MTRAG judge {name}", show_progress=show_progress,
-                           on_result=on_result)
+                client.run(
+                    _requests(pending), desc=f"MTRAG judge {name}", show_progress=show_progress, on_result=on_result
+                )
                 outcome.sent += len(pending)
 
 
 def _confirm(pending: Sequence[_Item], judges: Sequence[JudgeConfig], cache: ResponseCache | None, yes: bool) -> None:
     from mtrbench.llm.client import ChatClient
     from mtrbench.llm.cost import confirm_cost, estimate_cost
-
     from mtrbench.llm.hf import is_hf_url
 
     for judge in judges:
         if not is_hf_url(judge.base_url):
             ChatClient(judge, cache)  # a missing key stops here, before the cost question
-    estimates = [(j, estimate_cost(_requests([i for i in pending if i.judge.name == j.name]), j, cache))
-                 for j in judges]
+    estimates = [
+        (j, estimate_cost(_requests([i for i in pending if i.judge.name == j.name]), j, cache)) for j in judges
+    ]
     confirm_cost([(j, e) for j, e in estimates if e.n_requests], yes)
 
 
-def run_llm_judges(tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], options: LlmJudgeOptions,
-                   cache: ResponseCache | None = None) -> LlmJudgements | None:
+def run_llm_judges(
+    tasks: Sequence[MtragTask],
+    judges: Sequence[JudgeConfig],
+    options: LlmJudgeOptions,
+    cache: ResponseCache | None = None,
+) -> LlmJudgements | None:
     """Every asked LLM metric for every task; None after a dry run."""
     from mtrbench.llm.cost import print_dry_run
 
@@ -181,8 +223,11 @@ def run_llm_judges(tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], op
     first = _step_one_items(tasks, judges, metrics)
     pending = [i for i in first if not log.lookup(i)[0]]
     # for the estimate, step 2 is costed with the whole answer as its one statement
-    planned = [_verdict_item(t, judges[0], [t.prediction]) for t in tasks
-               if "RL_F" in metrics and not _verdicts_done(t, judges[0], log)]
+    planned = [
+        _verdict_item(t, judges[0], [t.prediction])
+        for t in tasks
+        if "RL_F" in metrics and not _verdicts_done(t, judges[0], log)
+    ]
     if options.dry_run:
         print_dry_run(_requests(pending + planned), judges)
         print(f"{len(first) - len(pending)} of {len(first)} step-one items already answered in {log.path}")
@@ -208,8 +253,9 @@ def _verdicts_done(task: MtragTask, judge: JudgeConfig, log: _Log) -> bool:
     return done and (not statements or log.lookup(_verdict_item(task, judge, statements))[0])
 
 
-def _collect(tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], metrics: Sequence[str], log: _Log,
-             outcome: LlmJudgements) -> None:
+def _collect(
+    tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], metrics: Sequence[str], log: _Log, outcome: LlmJudgements
+) -> None:
     """Values of the answered items only: a task missing from ``values[metric]`` was not answered."""
     outcome.asked = {j.name: 0 for j in judges}
     outcome.unanswered = {j.name: 0 for j in judges}

@@ -33,7 +33,8 @@ def rb_llm_messages(task: MtragTask, answer: str) -> Messages:
         "Explain your judgement briefly, then give a score from 1 (worst) to 10 (best) on a last line written "
         "exactly as Rating: [[score]]\n\n"
         f"## Earlier turns\n{earlier}\n\n## Latest user question\n{question}\n\n"
-        f"## Reference answer\n{reference}\n\n## Assistant's answer\n{answer}\n\n## Documents\n{documents}\n")
+        f"## Reference answer\n{reference}\n\n## Assistant's answer\n{answer}\n\n## Documents\n{documents}\n"
+    )
 
 
 def idk_messages(task: MtragTask, answer: str) -> Messages:
@@ -42,7 +43,7 @@ def idk_messages(task: MtragTask, answer: str) -> Messages:
         "Below are a conversation ending in a user request and an assistant's response to that request.\n"
         "Does the response state, wholly or in part, that there is not enough information to answer?\n"
         "Reply with a single word:\n"
-        "yes - the response declines to answer because information is missing (e.g. \"The documents do not say.\");\n"
+        'yes - the response declines to answer because information is missing (e.g. "The documents do not say.");\n'
         "partial - the response says some of the request cannot be answered but answers the rest;\n"
         "no - the response answers without claiming missing information, even if it reasons or uses general "
         "knowledge.\n\n"
@@ -52,7 +53,8 @@ def idk_messages(task: MtragTask, answer: str) -> Messages:
         "Word: yes\n\n"
         "Conversation: How much does the plan cost and can I cancel it?\nResponse: It costs $10 a month; the "
         "text does not explain cancellation.\nWord: partial\n\n"
-        f"Conversation: {task.conversation_text}\nResponse: {answer}\nWord:")
+        f"Conversation: {task.conversation_text}\nResponse: {answer}\nWord:"
+    )
 
 
 def clarification_messages(answer: str) -> Messages:
@@ -60,12 +62,13 @@ def clarification_messages(answer: str) -> Messages:
     return _user(
         "Decide whether the response below asks the user for clarification: its main purpose is to obtain "
         "information that is missing or ambiguous in the user's message. This includes direct questions "
-        "(\"Which account do you mean?\") and requests phrased as instructions (\"Please tell me which "
-        "version you use.\"). It excludes responses that only say they cannot answer, responses that mention "
+        '("Which account do you mean?") and requests phrased as instructions ("Please tell me which '
+        'version you use."). It excludes responses that only say they cannot answer, responses that mention '
         "what is missing without asking for it, and questions about something else.\n"
-        "Reply with one JSON object and nothing else: {\"decision\": \"yes\" or \"no\", \"explanation\": "
-        "\"one short sentence\"}\n\n"
-        f"Response:\n{answer}\n")
+        'Reply with one JSON object and nothing else: {"decision": "yes" or "no", "explanation": '
+        '"one short sentence"}\n\n'
+        f"Response:\n{answer}\n"
+    )
 
 
 def statements_messages(question: str, answer: str) -> Messages:
@@ -74,8 +77,9 @@ def statements_messages(question: str, answer: str) -> Messages:
         "Break the answer below into short statements, each one self-contained (no pronouns whose referent is "
         "outside the statement) and each stating one fact the answer asserts. An answer that asserts nothing "
         "(a refusal, a greeting) has no statements.\n"
-        "Reply with JSON only: {\"statements\": [\"...\", \"...\"]}\n\n"
-        f"Question:\n{question}\n\nAnswer:\n{answer}\n")
+        'Reply with JSON only: {"statements": ["...", "..."]}\n\n'
+        f"Question:\n{question}\n\nAnswer:\n{answer}\n"
+    )
 
 
 def verdicts_messages(contexts: Sequence[str], statements: Sequence[str]) -> Messages:
@@ -83,6 +87,7 @@ def verdicts_messages(contexts: Sequence[str], statements: Sequence[str]) -> Mes
     return _user(
         "For each statement, decide whether it can be inferred directly from the context: verdict 1 if it can, "
         "0 if it cannot (contradicted or not mentioned). Give a one-sentence reason for each.\n"
-        "Reply with JSON only: {\"statements\": [{\"statement\": \"...\", \"reason\": \"...\", \"verdict\": 0 or 1}, "
+        'Reply with JSON only: {"statements": [{"statement": "...", "reason": "...", "verdict": 0 or 1}, '
         "...]}, one entry per statement, in the same order.\n\n"
-        f"Context:\n{chr(10).join(contexts)}\n\nStatements:\n{json.dumps(list(statements), ensure_ascii=False)}\n")
+        f"Context:\n{chr(10).join(contexts)}\n\nStatements:\n{json.dumps(list(statements), ensure_ascii=False)}\n"
+    )

@@ -12,20 +12,23 @@ import re
 FALLBACK = 0.5
 _EXAMPLE = re.compile(r"for example:.*?$", re.IGNORECASE | re.MULTILINE)
 # The official order; which rating a reply yields depends on it (last match wins).
-CASCADE = tuple(re.compile(p, re.IGNORECASE) for p in (
-    r"Rating: \[\[(\d+)\]\]",
-    r"Rating: (\d+)",
-    r"\[\[(\d+)\]\]",
-    r"\[(\d+)\]",
-    r"Rating: \[\[([0-9]*\.?[0-9]+)\]\]",
-    r"Overall Rating: ([0-9]*\.?[0-9]+)",
-    r"Score: ([0-9]*\.?[0-9]+)/10",
-    r"Score: ([0-9]*\.?[0-9]+)",
-    r"\[Rating\]\n(\d+)",
-    r"Rating: \[\[(\d+)/10\]\]",
-    r"Rating: \[\[([-+]?\d*\.?\d+)",
-    r"([-+]?\d*\.?\d+) out of 10",
-))
+CASCADE = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"Rating: \[\[(\d+)\]\]",
+        r"Rating: (\d+)",
+        r"\[\[(\d+)\]\]",
+        r"\[(\d+)\]",
+        r"Rating: \[\[([0-9]*\.?[0-9]+)\]\]",
+        r"Overall Rating: ([0-9]*\.?[0-9]+)",
+        r"Score: ([0-9]*\.?[0-9]+)/10",
+        r"Score: ([0-9]*\.?[0-9]+)",
+        r"\[Rating\]\n(\d+)",
+        r"Rating: \[\[(\d+)/10\]\]",
+        r"Rating: \[\[([-+]?\d*\.?\d+)",
+        r"([-+]?\d*\.?\d+) out of 10",
+    )
+)
 
 
 def rb_llm_rating(reply: str | None) -> float:

@@ -23,25 +23,39 @@ CHUNK = 32
 
 
 def input_key(task: MtragTask, metrics: Sequence[str], settings: dict[str, object] | None) -> str:
-    payload = [task.prediction, [t.text for t in task.targets], [c.text for c in task.contexts], sorted(metrics),
-               settings]
+    payload = [
+        task.prediction,
+        [t.text for t in task.targets],
+        [c.text for c in task.contexts],
+        sorted(metrics),
+        settings,
+    ]
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:20]
 
 
 def _logged(path: Path) -> dict[tuple[str, str], Metrics]:
     records, _ = read_log_records(path)
-    return {(r["task_id"], r["key"]): r["metrics"] for r in records
-            if isinstance(r.get("task_id"), str) and isinstance(r.get("key"), str) and isinstance(r.get("metrics"), dict)}
+    return {
+        (r["task_id"], r["key"]): r["metrics"]
+        for r in records
+        if isinstance(r.get("task_id"), str) and isinstance(r.get("key"), str) and isinstance(r.get("metrics"), dict)
+    }
 
 
-def pending_tasks(tasks: Sequence[MtragTask], metrics: Sequence[str], settings: dict[str, object] | None,
-                  output_dir: Path) -> list[MtragTask]:
+def pending_tasks(
+    tasks: Sequence[MtragTask], metrics: Sequence[str], settings: dict[str, object] | None, output_dir: Path
+) -> list[MtragTask]:
     done = _logged(Path(output_dir) / LOG_NAME)
     return [t for t in tasks if (t.task_id, input_key(t, metrics, settings)) not in done]
 
 
-def algorithmic_with_log(tasks: Sequence[MtragTask], metrics: Sequence[str], scorer: BertScorer | None,
-                         settings: dict[str, object] | None, output_dir: Path) -> list[Metrics]:
+def algorithmic_with_log(
+    tasks: Sequence[MtragTask],
+    metrics: Sequence[str],
+    scorer: BertScorer | None,
+    settings: dict[str, object] | None,
+    output_dir: Path,
+) -> list[Metrics]:
     """Per task (in order), its algorithmic metrics: from the log when its inputs are unchanged, else computed
     (BERTScore batched per chunk of tasks) and appended to the log."""
     path = Path(output_dir) / LOG_NAME
@@ -55,9 +69,8 @@ def algorithmic_with_log(tasks: Sequence[MtragTask], metrics: Sequence[str], sco
                 if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
                     handle.write("\n")
                 for start in range(0, len(pending), CHUNK):
-                    chunk = pending[start:start + CHUNK]
-                    for (task, key), values in zip(chunk, algorithmic_metrics([t for t, _ in chunk], metrics,
-                                                                              scorer)):
+                    chunk = pending[start : start + CHUNK]
+                    for (task, key), values in zip(chunk, algorithmic_metrics([t for t, _ in chunk], metrics, scorer)):
                         done[(task.task_id, key)] = values
                         handle.write(json.dumps({"task_id": task.task_id, "key": key, "metrics": values}) + "\n")
                     handle.flush()

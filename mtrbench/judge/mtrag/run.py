@@ -49,8 +49,10 @@ class MtragJudgeOptions:
         if not self.metrics:
             raise UserInputError("no metric asked")
         if set(self.metrics) & set(LLM_METRICS) and not self.judges:
-            raise UserInputError(f"{', '.join(m for m in self.metrics if m in LLM_METRICS)} need an LLM judge: "
-                                 "pass --llm-model MODEL (and --llm-base-url URL) or --judges FILE")
+            raise UserInputError(
+                f"{', '.join(m for m in self.metrics if m in LLM_METRICS)} need an LLM judge: "
+                "pass --llm-model MODEL (and --llm-base-url URL) or --judges FILE"
+            )
 
 
 @dataclass
@@ -74,8 +76,10 @@ def _check_tasks(tasks: Sequence[MtragTask], metrics: Sequence[str], path: Path)
             raise DataError(f"{path}: task {task.task_id} has no 'predictions' (the answer to score)")
         needs_target = {"Recall", "RougeL_stemFalse", "BertscoreP", "BertscoreR", "Length", "RB_llm"}
         if not task.targets and needs_target & set(metrics):
-            raise DataError(f"{path}: task {task.task_id} has no 'targets' (reference answer), which "
-                            f"{', '.join(sorted(needs_target & set(metrics)))} need")
+            raise DataError(
+                f"{path}: task {task.task_id} has no 'targets' (reference answer), which "
+                f"{', '.join(sorted(needs_target & set(metrics)))} need"
+            )
 
 
 def _add_conditioned(metrics: Metrics, answerability: str | None) -> None:
@@ -91,15 +95,17 @@ def _add_conditioned(metrics: Metrics, answerability: str | None) -> None:
         metrics[f"{name}_idk"] = [idk_conditioned(value, answerability, idk)]
         if "underspecified_eval" in metrics:
             metrics[f"{name}_idk_underspecified"] = [
-                idk_underspecified_conditioned(value, answerability, idk, clarification)]
+                idk_underspecified_conditioned(value, answerability, idk, clarification)
+            ]
 
 
 def _json_value(value: float | None) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
-def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
-                cache: ResponseCache | None = None) -> MtragJudgeOutcome | None:
+def judge_mtrag(
+    predictions: str | Path, options: MtragJudgeOptions, cache: ResponseCache | None = None
+) -> MtragJudgeOutcome | None:
     """Score a prediction file; None after a dry run."""
     options.check()
     path = Path(predictions)
@@ -114,15 +120,24 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
             scorer.load()  # and so does a model that cannot be loaded
     llm = None
     if set(options.metrics) & set(LLM_METRICS):
-        llm = run_llm_judges(tasks, options.judges, LlmJudgeOptions(
-            output_dir=output_dir, metrics=options.metrics, dry_run=options.dry_run, yes=options.yes,
-            show_progress=options.show_progress), cache)
+        llm = run_llm_judges(
+            tasks,
+            options.judges,
+            LlmJudgeOptions(
+                output_dir=output_dir,
+                metrics=options.metrics,
+                dry_run=options.dry_run,
+                yes=options.yes,
+                show_progress=options.show_progress,
+            ),
+            cache,
+        )
         if llm is None:
             return None
     per_task = algorithmic_with_log(tasks, options.metrics, scorer, settings, output_dir)
     rows, instances = [], []
     for task, metrics in zip(tasks, per_task):
-        for name, by_task in (llm.values.items() if llm is not None else ()):
+        for name, by_task in llm.values.items() if llm is not None else ():
             if task.task_id in by_task:
                 metrics[name] = [by_task[task.task_id]]
         _add_conditioned(metrics, task.answerability)
@@ -131,9 +146,14 @@ def judge_mtrag(predictions: str | Path, options: MtragJudgeOptions,
         record["metrics"] = {name: [_json_value(v) for v in values] for name, values in metrics.items()}
         rows.append(json.dumps(record, ensure_ascii=False))
     summary = summarize(instances)
-    summary = {"predictions": str(path), "mtrbench_version": __version__, "metrics_asked": list(options.metrics),
-               "bertscore": settings,
-               "judges": [{"name": j.name, "model": j.model} for j in options.judges], **summary}
+    summary = {
+        "predictions": str(path),
+        "mtrbench_version": __version__,
+        "metrics_asked": list(options.metrics),
+        "bertscore": settings,
+        "judges": [{"name": j.name, "model": j.model} for j in options.judges],
+        **summary,
+    }
     metrics_path, summary_path = output_dir / METRICS_NAME, output_dir / SUMMARY_NAME
     atomic_write_text(metrics_path, "\n".join(rows) + "\n")
     atomic_write_text(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

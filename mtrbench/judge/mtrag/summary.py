@@ -50,13 +50,17 @@ def summarize(instances: Sequence[tuple[str | None, Mapping[str, Sequence[float 
                 continue
             for group in (label, OVERALL):
                 sums.setdefault(group, {}).setdefault(name, []).append(value)
-    means = {group: {name: sum(v) / len(v) for name, v in sorted(by_name.items())}
-             for group, by_name in sums.items()}
+    means = {group: {name: sum(v) / len(v) for name, v in sorted(by_name.items())} for group, by_name in sums.items()}
     overall = means.get(OVERALL, {})
     harmonic = {}
     for suffix in VARIANTS:
         names = [f"{part}{suffix}" for part in HARMONIC_PARTS]
         if all(n in overall for n in names):
             harmonic[f"HM({', '.join(names)})"] = harmonic_mean([overall[n] for n in names])
-    return {"instances": sum(counts.values()), "per_class_instances": dict(sorted(counts.items())),
-            "means": means, "values_left_out": dict(sorted(missing.items())), "harmonic_means": harmonic}
+    return {
+        "instances": sum(counts.values()),
+        "per_class_instances": dict(sorted(counts.items())),
+        "means": means,
+        "values_left_out": dict(sorted(missing.items())),
+        "harmonic_means": harmonic,
+    }

@@ -8,7 +8,7 @@ import re
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
 _FENCED = re.compile(r"```json\s*(.*?)\s*```", re.DOTALL)
 _BRACED = re.compile(r"\{\s*(.*?)\s*\}", re.DOTALL)
-_BAD_ESCAPE = re.compile(r'\\(?![\"\\/bfnrt]|u[0-9a-fA-F]{4})')
+_BAD_ESCAPE = re.compile(r"\\(?![\"\\/bfnrt]|u[0-9a-fA-F]{4})")
 
 
 def idk_verdict(reply: str | None) -> float | None:

@@ -18,8 +18,10 @@ def _bleu1():
 
 class Bleu1(GenerationFamily):
     name, label, aliases, key_stem, order = "bleu", "BLEU-1", ("bleu1", "bleu_1"), "bleu_1", 110
-    definition = ("unigram BLEU of the answer against the reference answers (sacrebleu sentence_score, "
-                  "max_ngram_order=1, 13a tokens, brevity penalty), on a 0-1 scale; citation marks removed")
+    definition = (
+        "unigram BLEU of the answer against the reference answers (sacrebleu sentence_score, "
+        "max_ngram_order=1, 13a tokens, brevity penalty), on a 0-1 scale; citation marks removed"
+    )
     citation = "Papineni et al., ACL 2002; sacrebleu (Post, WMT 2018); as reported by CORAL (Cheng et al., 2024)"
 
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:

@@ -15,12 +15,19 @@ def citation_precision(turn: TurnText, gold: set[str]) -> float:
 
 
 class CitPrecision(GenerationFamily):
-    name, label, aliases, key_stem, order = "cit_precision", "CitPrec", ("citation_precision", "citprecision"), \
-        "cit_precision", 113
+    name, label, aliases, key_stem, order = (
+        "cit_precision",
+        "CitPrec",
+        ("citation_precision", "citprecision"),
+        "cit_precision",
+        113,
+    )
     uses_relevance_level = True
     needs_references = False
-    definition = ("share of the answer's citations (distinct labels per statement) that point to a gold "
-                  "passage; labels beyond the passages shown count as wrong")
+    definition = (
+        "share of the answer's citations (distinct labels per statement) that point to a gold "
+        "passage; labels beyond the passages shown count as wrong"
+    )
     citation = "CORAL (Cheng et al., 2024) §3.4, after ALCE (Gao et al., EMNLP 2023) with gold passages as support"
 
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:

@@ -17,8 +17,10 @@ class CitRecall(GenerationFamily):
     name, label, aliases, key_stem, order = "cit_recall", "CitRecall", ("citation_recall",), "cit_recall", 112
     uses_relevance_level = True
     needs_references = False
-    definition = ("share of the answer's statements (sentences) that cite a gold passage ([n] = the n-th "
-                  "passage shown); a statement without citation counts as unsupported")
+    definition = (
+        "share of the answer's statements (sentences) that cite a gold passage ([n] = the n-th "
+        "passage shown); a statement without citation counts as unsupported"
+    )
     citation = "CORAL (Cheng et al., 2024) §3.4, after ALCE (Gao et al., EMNLP 2023) with gold passages as support"
 
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
 
-
 UNDEFINED = "undefined: the retrieval values or the verdicts are constant over these turns"
 
 
@@ -31,9 +30,14 @@ class RagAlign:
     def as_dict(self) -> dict:
         """JSON-ready: an undefined value is None with its note, never NaN."""
         defined = not math.isnan(self.value)
-        return {"metric": self.metric, "value": self.value if defined else None, "n": self.n,
-                "p_value": self.p_value if defined else None, "missing_generation": self.missing_generation,
-                **({"note": self.note or UNDEFINED} if not defined or self.note else {})}
+        return {
+            "metric": self.metric,
+            "value": self.value if defined else None,
+            "n": self.n,
+            "p_value": self.p_value if defined else None,
+            "missing_generation": self.missing_generation,
+            **({"note": self.note or UNDEFINED} if not defined or self.note else {}),
+        }
 
 
 def _paired(retrieval: dict[str, float], generation: dict[str, int]):
@@ -63,8 +67,13 @@ def ragalign_pointbiserial(retrieval: dict[str, float], generation: dict[str, in
     if len(set(labels)) < 2 or len(set(values)) < 2:  # a correlation with a constant is undefined
         return RagAlign(metric=metric, value=math.nan, n=len(qids), missing_generation=missing, note=UNDEFINED)
     result = stats.pointbiserialr(labels, values)
-    return RagAlign(metric=metric, value=float(result.statistic), n=len(qids), p_value=float(result.pvalue),
-                    missing_generation=missing)
+    return RagAlign(
+        metric=metric,
+        value=float(result.statistic),
+        n=len(qids),
+        p_value=float(result.pvalue),
+        missing_generation=missing,
+    )
 
 
 class RAGAlign(MeasureFamily):
@@ -75,10 +84,14 @@ class RAGAlign(MeasureFamily):
     per_query = False
     uses_relevance_level = True
     param_names = ("of",)
-    definition = ("agreement of retrieval and generation success: share of queries where Hit@k equals the "
-                  "binary generation verdict; with of=nDCG (or another graded measure), the point-biserial r")
-    citation = ("Ban et al., Completing Missing Annotation: Multi-Agent Debate for Accurate and Scalable Relevance "
-                "Assessment for IR Benchmarks (DREAM, BRIDGE), ICLR 2026, §5.2, App. J.3")
+    definition = (
+        "agreement of retrieval and generation success: share of queries where Hit@k equals the "
+        "binary generation verdict; with of=nDCG (or another graded measure), the point-biserial r"
+    )
+    citation = (
+        "Ban et al., Completing Missing Annotation: Multi-Agent Debate for Accurate and Scalable Relevance "
+        "Assessment for IR Benchmarks (DREAM, BRIDGE), ICLR 2026, §5.2, App. J.3"
+    )
 
     def defaults(self, measure: Measure) -> Measure:
         """``of`` spelled as its family's label, so RAGAlign@10(of=ndcg) and (of=nDCG) are one value."""
@@ -102,8 +115,9 @@ class RAGAlign(MeasureFamily):
 
     def format(self, measure: Measure) -> str:
         inner = self._inner(measure)
-        shown = Measure(measure.family, measure.cutoff, measure.rel,
-                        () if inner.family == "hit" else (("of", inner.spec.label),))
+        shown = Measure(
+            measure.family, measure.cutoff, measure.rel, () if inner.family == "hit" else (("of", inner.spec.label),)
+        )
         return super().format(shown)
 
     def key(self, measure: Measure, task_level: int) -> str:
@@ -138,7 +152,8 @@ class RAGAlign(MeasureFamily):
             values = computed.per_query[inner]
             label = str(inner)
             result = (ragalign_binary if inner.family == "hit" else ragalign_pointbiserial)(
-                values, dict(inputs.generation), label)
+                values, dict(inputs.generation), label
+            )
             out.aggregate[m] = result.value
             out.details[m] = result.as_dict()
         return out

@@ -16,8 +16,10 @@ def _scorer():
 
 class RougeL(GenerationFamily):
     name, label, aliases, key_stem, order = "rouge_l", "ROUGE-L", ("rougel",), "rouge_l", 111
-    definition = ("ROUGE-L F-measure (longest common subsequence) of the answer against the reference answers, "
-                  "best reference (rouge-score score_multi); citation marks removed")
+    definition = (
+        "ROUGE-L F-measure (longest common subsequence) of the answer against the reference answers, "
+        "best reference (rouge-score score_multi); citation marks removed"
+    )
     citation = "Lin, ROUGE, 2004; rouge-score (Google Research); as reported by CORAL (Cheng et al., 2024)"
 
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:

@@ -21,9 +21,11 @@ def token_f1(prediction: str, reference: str) -> float:
 
 class TokenF1(GenerationFamily):
     name, label, aliases, key_stem, order = "token_f1", "TokenF1", ("f1",), "token_f1", 114
-    definition = ("harmonic mean of token precision and recall against the best reference, after SQuAD "
-                  "normalization (lower case, no punctuation or articles); no token shared (both empty "
-                  "included) gives 0, as SQuAD v1.1's evaluate script; citation marks removed")
+    definition = (
+        "harmonic mean of token precision and recall against the best reference, after SQuAD "
+        "normalization (lower case, no punctuation or articles); no token shared (both empty "
+        "included) gives 0, as SQuAD v1.1's evaluate script; citation marks removed"
+    )
     citation = "Rajpurkar et al., SQuAD, EMNLP 2016 (official v1.1 evaluation)"
 
     def turn_value(self, turn: TurnText, gold: set[str]) -> float:

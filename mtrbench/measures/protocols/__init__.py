@@ -6,8 +6,14 @@ from __future__ import annotations
 from typing import Protocol
 
 from mtrbench.infra.errors import UserInputError, unknown_name
-from mtrbench.measures.protocols.base import (CHOICES, OFFICIAL, TREC_EVAL, RoundedEvaluation, ScoringProtocol,
-                                              trec_eval_scorer)
+from mtrbench.measures.protocols.base import (
+    CHOICES,
+    OFFICIAL,
+    TREC_EVAL,
+    RoundedEvaluation,
+    ScoringProtocol,
+    trec_eval_scorer,
+)
 from mtrbench.measures.protocols.bridge import score_bridge
 from mtrbench.measures.protocols.mtrag import FAMILIES as MTRAG_FAMILIES
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
@@ -20,18 +26,38 @@ class CardProtocols(Protocol):
     official_protocol: str | None
     protocol: str
 
-PROTOCOLS = {p.name: p for p in (
-    ScoringProtocol(TREC_EVAL, "trec_eval's measures (pytrec_eval); queries without a relevant document left out, "
-                               "judged queries missing from the run scored 0"),
-    ScoringProtocol("mtrag", "run_retrieval_eval.py: ids equal to the query id dropped, queries without a relevant "
-                             "document kept (0), judged queries missing from the run skipped, means rounded to 5 "
-                             "decimals", score_mtrag, families=MTRAG_FAMILIES),
-    ScoringProtocol("bridge", "retrieval/evaluation.py: P@k over the documents retrieved, nDCG@k with binary gains "
-                              "and an ideal over all relevant documents", score_bridge),
-    ScoringProtocol("mtr-suite", "the MTR-SUITE scripts' serialization: a first turn reads 'User: q'; trec_eval's "
-                                 "measures (equal to its one-gold-passage Recall, MRR and nDCG)",
-                    trec_eval_scorer, prefix_first_turn=True),
-)}
+
+PROTOCOLS = {
+    p.name: p
+    for p in (
+        ScoringProtocol(
+            TREC_EVAL,
+            "trec_eval's measures (pytrec_eval); queries without a relevant document left out, "
+            "judged queries missing from the run scored 0",
+        ),
+        ScoringProtocol(
+            "mtrag",
+            "run_retrieval_eval.py: ids equal to the query id dropped, queries without a relevant "
+            "document kept (0), judged queries missing from the run skipped, means rounded to 5 "
+            "decimals",
+            score_mtrag,
+            families=MTRAG_FAMILIES,
+        ),
+        ScoringProtocol(
+            "bridge",
+            "retrieval/evaluation.py: P@k over the documents retrieved, nDCG@k with binary gains "
+            "and an ideal over all relevant documents",
+            score_bridge,
+        ),
+        ScoringProtocol(
+            "mtr-suite",
+            "the MTR-SUITE scripts' serialization: a first turn reads 'User: q'; trec_eval's "
+            "measures (equal to its one-gold-passage Recall, MRR and nDCG)",
+            trec_eval_scorer,
+            prefix_first_turn=True,
+        ),
+    )
+}
 OFFICIAL_NAMES = tuple(name for name in PROTOCOLS if name != TREC_EVAL)
 
 
@@ -42,8 +68,12 @@ def check_choice(choice: str, flag: str = "--protocol") -> str:
     kind, _, name = choice.partition(":")
     if kind == OFFICIAL and name in OFFICIAL_NAMES:
         return choice
-    raise unknown_name("scoring protocol", choice, [*CHOICES, *(f"{OFFICIAL}:{n}" for n in OFFICIAL_NAMES)],
-                       hint=f"{flag} takes official or trec_eval (docs/protocols.md)")
+    raise unknown_name(
+        "scoring protocol",
+        choice,
+        [*CHOICES, *(f"{OFFICIAL}:{n}" for n in OFFICIAL_NAMES)],
+        hint=f"{flag} takes official or trec_eval (docs/protocols.md)",
+    )
 
 
 def resolve(choice: str | None, official: str | None, default: str, task: str) -> ScoringProtocol:
@@ -54,11 +84,14 @@ def resolve(choice: str | None, official: str | None, default: str, task: str) -
         return PROTOCOLS[TREC_EVAL]
     named = wanted.partition(":")[2]
     if official is None:
-        raise UserInputError(f"task '{task}' has no official protocol (only {', '.join(OFFICIAL_NAMES)} benchmarks "
-                             f"do): use --protocol trec_eval")
+        raise UserInputError(
+            f"task '{task}' has no official protocol (only {', '.join(OFFICIAL_NAMES)} benchmarks "
+            f"do): use --protocol trec_eval"
+        )
     if named and named != official:
-        raise UserInputError(f"--protocol {wanted}: task '{task}' follows the official {official} protocol, "
-                             f"not {named}")
+        raise UserInputError(
+            f"--protocol {wanted}: task '{task}' follows the official {official} protocol, not {named}"
+        )
     return PROTOCOLS[official]
 
 
@@ -74,10 +107,26 @@ def for_run(choice: str) -> ScoringProtocol:
     if wanted == TREC_EVAL:
         return PROTOCOLS[TREC_EVAL]
     if wanted == OFFICIAL:
-        raise UserInputError(f"--protocol official needs a task to name its benchmark: give --task, or "
-                             f"{', '.join(f'{OFFICIAL}:{n}' for n in OFFICIAL_NAMES)}")
+        raise UserInputError(
+            f"--protocol official needs a task to name its benchmark: give --task, or "
+            f"{', '.join(f'{OFFICIAL}:{n}' for n in OFFICIAL_NAMES)}"
+        )
     return PROTOCOLS[wanted.partition(":")[2]]
 
 
-__all__ = ["CHOICES", "OFFICIAL", "OFFICIAL_NAMES", "PROTOCOLS", "TREC_EVAL", "CollectionRow", "RoundedEvaluation",
-           "ScoringProtocol", "all_row", "check_choice", "for_run", "resolve", "score_bridge", "score_mtrag"]
+__all__ = [
+    "CHOICES",
+    "OFFICIAL",
+    "OFFICIAL_NAMES",
+    "PROTOCOLS",
+    "TREC_EVAL",
+    "CollectionRow",
+    "RoundedEvaluation",
+    "ScoringProtocol",
+    "all_row",
+    "check_choice",
+    "for_run",
+    "resolve",
+    "score_bridge",
+    "score_mtrag",
+]

@@ -49,8 +49,10 @@ class ScoringProtocol:
             return
         undefined = [str(m) for m in measures if m.family not in self.families]
         if undefined:
-            raise UserInputError(f"the official {self.name} protocol defines {', '.join(self.families)} only, not "
-                                 f"{', '.join(undefined)}: drop them from --metrics or use --protocol trec_eval")
+            raise UserInputError(
+                f"the official {self.name} protocol defines {', '.join(self.families)} only, not "
+                f"{', '.join(undefined)}: drop them from --metrics or use --protocol trec_eval"
+            )
 
     def score(self, qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_level: int) -> Evaluation:
         return self.scorer(qrels, run, measures, relevance_level)

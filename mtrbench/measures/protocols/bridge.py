@@ -42,6 +42,6 @@ def score_bridge(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_
         level = measure.rel if measure.rel is not None else relevance_level
         for qid, values in evaluation.per_query.items():
             relevant = {doc for doc, grade in qrels[qid].items() if grade >= level}
-            top = [doc for doc, _ in ranked(run.get(qid, {}))[:measure.cutoff]]
+            top = [doc for doc, _ in ranked(run.get(qid, {}))[: measure.cutoff]]
             values[key] = formula(top, relevant)
     return evaluation

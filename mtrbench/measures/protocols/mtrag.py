@@ -40,10 +40,17 @@ def score_mtrag(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_l
     scored = evaluate(positive, {qid: kept[qid] for qid in positive}, list(measures), relevance_level=relevance_level)
     zeros = {key: 0.0 for key in scored.metric_keys}
     per_query = {qid: scored.per_query.get(qid, dict(zeros)) for qid in judged}
-    return RoundedEvaluation(per_query=per_query, excluded=[], metric_keys=scored.metric_keys,
-                             aggregates=scored.aggregates, relevance_level=scored.relevance_level,
-                             measures=scored.measures, details=scored.details, decimals=DECIMALS,
-                             skipped=[qid for qid in qrels if qid not in kept])
+    return RoundedEvaluation(
+        per_query=per_query,
+        excluded=[],
+        metric_keys=scored.metric_keys,
+        aggregates=scored.aggregates,
+        relevance_level=scored.relevance_level,
+        measures=scored.measures,
+        details=scored.details,
+        decimals=DECIMALS,
+        skipped=[qid for qid in qrels if qid not in kept],
+    )
 
 
 @dataclass(frozen=True)

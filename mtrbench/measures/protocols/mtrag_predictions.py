@@ -21,17 +21,29 @@ from mtrbench.measures.base import Measure
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
 
 # the collection names of MTRAG's files (and MTRAG-UN's short ones) -> the domain folders of its qrels
-DOMAIN_OF_COLLECTION = {"mt-rag-clapnq-elser-512-100-20240503": "clapnq",
-                        "mt-rag-ibmcloud-elser-512-100-20240502": "cloud",
-                        "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa",
-                        "mt-rag-govt-elser-512-100-20240611": "govt",
-                        "clapnq": "clapnq", "ibmcloud": "cloud", "cloud": "cloud", "fiqa": "fiqa", "govt": "govt"}
+DOMAIN_OF_COLLECTION = {
+    "mt-rag-clapnq-elser-512-100-20240503": "clapnq",
+    "mt-rag-ibmcloud-elser-512-100-20240502": "cloud",
+    "mt-rag-fiqa-beir-elser-512-100-20240501": "fiqa",
+    "mt-rag-govt-elser-512-100-20240611": "govt",
+    "clapnq": "clapnq",
+    "ibmcloud": "cloud",
+    "cloud": "cloud",
+    "fiqa": "fiqa",
+    "govt": "govt",
+}
 # Where a collection's qrels lie under --data-dir: a clone's root (MTRAG, then MTRAG-UN), its mtrag-human or
 # mtragun-human folder, their retrieval_tasks folders, or a folder of <domain>.tsv files. A clone holds both MTRAG's
 # and MTRAG-UN's qrels, whose task ids differ: the file that judges the run's tasks is chosen (qrels_file).
-QRELS_PLACES = ("mtrag-human/retrieval_tasks/{d}/qrels/dev.tsv", "mtragun-human/retrieval_tasks/qrels/{d}.tsv",
-                "retrieval_tasks/{d}/qrels/dev.tsv", "retrieval_tasks/qrels/{d}.tsv", "{d}/qrels/dev.tsv",
-                "qrels/{d}.tsv", "{d}.tsv")
+QRELS_PLACES = (
+    "mtrag-human/retrieval_tasks/{d}/qrels/dev.tsv",
+    "mtragun-human/retrieval_tasks/qrels/{d}.tsv",
+    "retrieval_tasks/{d}/qrels/dev.tsv",
+    "retrieval_tasks/qrels/{d}.tsv",
+    "{d}/qrels/dev.tsv",
+    "qrels/{d}.tsv",
+    "{d}.tsv",
+)
 
 
 def read_predictions(path: Path) -> dict[str, Run]:
@@ -50,8 +62,11 @@ def read_predictions(path: Path) -> dict[str, Run]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(row, dict) or not isinstance(row.get("task_id"), str) \
-                or not isinstance(row.get("Collection"), str):
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("task_id"), str)
+            or not isinstance(row.get("Collection"), str)
+        ):
             raise DataError(f"{where}: a prediction needs a string 'task_id' and 'Collection'")
         contexts = row.get("contexts", [])
         if not isinstance(contexts, list):
@@ -59,8 +74,12 @@ def read_predictions(path: Path) -> dict[str, Run]:
         scores: dict[str, float] = {}
         for i, context in enumerate(contexts):
             score = context.get("score") if isinstance(context, dict) else None
-            if not isinstance(context, dict) or context.get("document_id") is None \
-                    or not isinstance(score, (int, float)) or isinstance(score, bool):
+            if (
+                not isinstance(context, dict)
+                or context.get("document_id") is None
+                or not isinstance(score, (int, float))
+                or isinstance(score, bool)
+            ):
                 raise DataError(f"{where}: context {i} needs a 'document_id' and a numeric 'score'")
             scores[str(context["document_id"])] = float(score)
         previous = collection_of.get(row["task_id"])
@@ -81,15 +100,18 @@ def qrels_file(folder: Path, collection: str, task_ids: Collection[str] = ()) ->
         raise DataError(f"collection '{collection}' is not one of MTRAG's: {', '.join(DOMAIN_OF_COLLECTION)}")
     found = list(dict.fromkeys(p for p in (folder / place.format(d=domain) for place in QRELS_PLACES) if p.is_file()))
     if not found:
-        raise DataError(f"no qrels for collection '{collection}' under {folder} (looked for "
-                        f"{', '.join(place.format(d=domain) for place in QRELS_PLACES)})")
+        raise DataError(
+            f"no qrels for collection '{collection}' under {folder} (looked for "
+            f"{', '.join(place.format(d=domain) for place in QRELS_PLACES)})"
+        )
     candidates = [(path, read_qrels(path)) for path in found]
     wanted = set(task_ids)
     return max(candidates, key=lambda candidate: len(wanted & candidate[1].keys()))
 
 
-def score_predictions(path: Path, qrels_folder: Path, measures: Sequence[Measure],
-                      relevance_level: int = 1) -> list[CollectionRow]:
+def score_predictions(
+    path: Path, qrels_folder: Path, measures: Sequence[Measure], relevance_level: int = 1
+) -> list[CollectionRow]:
     """One row per collection (in order of first appearance), then the "all" row."""
     rows = []
     for collection, run in read_predictions(path).items():

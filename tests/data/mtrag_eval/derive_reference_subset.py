@@ -22,13 +22,23 @@ def main(source: str) -> None:
     lines = []
     for e in data["evaluations"]:
         task, a = tasks[e["task_id"]], e["annotations"]
-        lines.append(json.dumps({
-            "task_id": e["task_id"], "model_id": e["model_id"], "response": e["model_response"],
-            "target": task["targets"][0]["text"], "answerability": task["Answerability"][0],
-            "RougeL": a["RougeL"]["system"]["value"], "BertscoreR": a["Bert-Rec"]["system"]["value"],
-            "BertKPrec": a["Bert-KPrec"]["system"]["value"],
-            "conditional_idk": a["conditional_idk"]["composite"]["value"],
-            "rb_agg": a["rb_agg"]["composite"]["value"]}, ensure_ascii=False))
+        lines.append(
+            json.dumps(
+                {
+                    "task_id": e["task_id"],
+                    "model_id": e["model_id"],
+                    "response": e["model_response"],
+                    "target": task["targets"][0]["text"],
+                    "answerability": task["Answerability"][0],
+                    "RougeL": a["RougeL"]["system"]["value"],
+                    "BertscoreR": a["Bert-Rec"]["system"]["value"],
+                    "BertKPrec": a["Bert-KPrec"]["system"]["value"],
+                    "conditional_idk": a["conditional_idk"]["composite"]["value"],
+                    "rb_agg": a["rb_agg"]["composite"]["value"],
+                },
+                ensure_ascii=False,
+            )
+        )
     out = Path(__file__).with_name("reference_subset.jsonl")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"{len(lines)} responses -> {out}")
