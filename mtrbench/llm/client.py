@@ -533,4 +533,3 @@ def _server_message(err: openai.APIStatusError) -> str:
     if not message:
         message = getattr(err, "message", "") or ""
     return " ".join(str(message).split())[:200]
-
