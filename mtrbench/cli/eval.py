@@ -17,6 +17,7 @@ from mtrbench.cli.common import (
     print_analyses,
     unescape,
 )
+from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
@@ -34,6 +35,23 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
         "offline sample (mtrbench-sample).",
     )
+    # The order of these calls is the order of `mtrbench eval --help` and its usage line.
+    _add_run_selection_flags(p)
+    add_data_options(p)
+    _add_query_format_flags(p)
+    _add_encoder_flags(p)
+    _add_scale_flags(p)
+    _add_hybrid_and_rerank_flags(p)
+    _add_scoring_flags(p)
+    _add_model_source_and_output_flags(p)
+    add_analysis_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_rewriter_arguments(p)
+    return {"eval": _cmd_eval}
+
+
+def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
+    """Which models on which tasks, how much of each, and what happens to finished results."""
     p.add_argument(
         "-m",
         "--model",
@@ -61,7 +79,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="evaluate the first N conversations of each task (file order); recorded in the settings and "
         "the experiment folder (limit=N), so it never passes as a full run [all]",
     )
-    add_data_options(p)
+
+
+def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
+    """How a conversation becomes the query text: the history strategy and the serialization."""
     p.add_argument(
         "--history",
         default="full",
@@ -78,6 +99,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
     p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+
+
+def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
+    """Where and how the model encodes (device, batches, dual-encoder towers, the embedding cache) and top-k."""
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
     p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
@@ -102,6 +127,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+
+
+def _add_scale_flags(p: argparse.ArgumentParser) -> None:
+    """The "past one device" group: Ray, out-of-memory search and approximate indexes."""
     scale = p.add_argument_group("past one device (docs/scale.md)")
     scale.add_argument(
         "--ray",
@@ -121,6 +150,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
         "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)",
     )
+
+
+def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
+    """Hybrid fusion, parent-child chunking and cross-encoder reranking on top of the first stage."""
     p.add_argument(
         "--alpha",
         help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
@@ -147,6 +180,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument(
         "--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]"
     )
+
+
+def _add_scoring_flags(p: argparse.ArgumentParser) -> None:
+    """The evaluation protocol, cutoffs and measures."""
     p.add_argument(
         "--protocol",
         choices=["official", "trec_eval"],
@@ -159,6 +196,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
         "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]",
     )
+
+
+def _add_model_source_and_output_flags(p: argparse.ArgumentParser) -> None:
+    """Which revision of a Hub model may run, and where the result files (and a Task A file) go."""
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
@@ -169,12 +210,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
         "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`",
     )
-    add_analysis_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    from mtrbench.cli.llm_flags import add_rewriter_arguments
-
-    add_rewriter_arguments(p)
-    return {"eval": _cmd_eval}
 
 
 def _listed(values: list[str] | None) -> list[str]:
@@ -242,7 +277,6 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
-    from mtrbench.cli.llm_flags import rewriter_from_args
     from mtrbench.measures import parse_k_values
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat
