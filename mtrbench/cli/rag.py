@@ -6,15 +6,23 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.llm_flags import (
+    add_max_failure_rate,
+    add_rewriter_arguments,
+    add_run_flags,
+    add_sampling_flags,
+    cache_from_args,
+    model_judge,
+    rewriter_from_args,
+    sampling_overrides,
+)
+from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
+from mtrbench.serialize.history import DEFAULT_HISTORY
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
-    from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
-    from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
-    from mtrbench.serialize.history import DEFAULT_HISTORY
-
     p = sub.add_parser(
         "rag",
         help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
@@ -24,6 +32,22 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "and relate them to retrieval (RAGAlign). Every file lands beside the retrieval "
         "result; a rerun asks only for the turns not yet generated or judged.",
     )
+    # The order of these calls is the order of `mtrbench rag --help` and its usage line.
+    _add_retriever_flags(p)
+    p.add_argument(
+        "--output-dir", default="results", help="where the retrieval result and everything beside it go [results]"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    _add_retrieval_settings_group(p)
+    _add_generation_group(p)
+    _add_judging_group(p)
+    _add_llm_requests_group(p)
+    add_rewriter_arguments(p, with_run_flags=False)
+    return {"rag": _cmd_rag}
+
+
+def _add_retriever_flags(p: argparse.ArgumentParser) -> None:
+    """The retriever, the task and how the retrieval queries are built, as `mtrbench eval` takes them."""
     p.add_argument("--model", default="minilm", help="retriever: alias, HF id or local folder, or bm25 [minilm]")
     p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
     add_data_options(p)
@@ -37,10 +61,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
     p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
-    p.add_argument(
-        "--output-dir", default="results", help="where the retrieval result and everything beside it go [results]"
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _add_retrieval_settings_group(p: argparse.ArgumentParser) -> None:
+    """Hybrid and parent-child retrieval settings, as eval's flags of the same names."""
     parents = p.add_argument_group("retrieval settings (as eval)")
     parents.add_argument(
         "--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
@@ -60,6 +84,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="with --chunking: rescore the candidate parents on their own text with the same model",
     )
 
+
+def _add_generation_group(p: argparse.ArgumentParser) -> None:
+    """The generator, what it is shown of the retrieval result and of the conversation, and its output files."""
     gen = p.add_argument_group("generation")
     gen.add_argument("--generator-model", required=True, metavar="MODEL", help="generator model id on the server")
     gen.add_argument(
@@ -96,6 +123,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="only the first N conversations (file order): retrieval and generation, as eval [all]",
     )
 
+
+def _add_judging_group(p: argparse.ArgumentParser) -> None:
+    """Reference measures, the LLM judge and RAGAlign over its verdicts."""
     judging = p.add_argument_group("judging")
     judging.add_argument(
         "--measures",
@@ -124,6 +154,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         default=",".join(DEFAULT_RAGALIGN),
         help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]",
     )
+
+
+def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
+    """Dry run, confirmation, response cache and the failure-rate limit of every LLM stage."""
     requests = p.add_argument_group("LLM requests (generator, judge, rewriter)")
     add_run_flags(requests)
     add_max_failure_rate(
@@ -131,8 +165,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "a stage (rewriter, generation, judging) failed on more than this share of its "
         "items; the run stops at that stage, what finished is written and the stage named",
     )
-    add_rewriter_arguments(p, with_run_flags=False)
-    return {"rag": _cmd_rag}
 
 
 def _check_names(args: argparse.Namespace) -> None:
@@ -162,7 +194,6 @@ def _cmd_rag(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
     from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.pipeline.rag import RagConfig, run_rag
