@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
 from mtrbench.cli.llm_flags import (
@@ -20,6 +22,16 @@ from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 from mtrbench.serialize.history import DEFAULT_HISTORY
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mtrbench.generation.model_history import RewriterOptions
+    from mtrbench.generation.runner import GenerateConfig
+    from mtrbench.llm.config import JudgeConfig
+    from mtrbench.pipeline.evaluate import EvalConfig
+    from mtrbench.pipeline.rag import RagConfig
+    from mtrbench.retrieve import RetrieverOptions
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -190,74 +202,63 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _cmd_rag(args: argparse.Namespace) -> int:
     _check_names(args)
-    import dataclasses
-
     from rich.console import Console
 
-    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
-    from mtrbench.pipeline.rag import RagConfig, run_rag
-    from mtrbench.retrieve import RetrieverOptions
+    from mtrbench.generation.runner import HISTORY_SOURCES, generation_history
+    from mtrbench.pipeline.rag import run_rag
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
-    generator = sampling_overrides(
-        dataclasses.replace(
-            model_judge(args.generator_model, args.generator_base_url, args, "generator"), max_tokens=args.max_tokens
-        ),
-        args.temperature,
-        args.seed,
-    )
+    generator = _generator(args)
     status = Console(stderr=True)
-    judge = None
-    if args.judge != "none":
-        if not args.judge_model:
-            status.print(
-                "[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an "
-                "independent judge",
-                soft_wrap=True,
-            )
-        judge = model_judge(
-            args.judge_model or args.generator_model, args.judge_base_url or args.generator_base_url, args, "judge"
-        )
-        if args.judge_max_tokens is not None:
-            judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
+    judge = _judge(args, status)
     if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
-    rewriter = rewriter_from_args(args, not args.quiet)
-    config = RagConfig(
+    config = _rag_config(args, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
+    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
+    report = run_rag(config, progress=say)
+    if args.dry_run:
+        return 0
+    _print_report(Console(), report, quiet=args.quiet)
+    return 0  # failures within --max-failure-rate are warnings; past it run_rag raised TooManyFailures
+
+
+def _generator(args: argparse.Namespace) -> JudgeConfig:
+    judge = model_judge(args.generator_model, args.generator_base_url, args, "generator")
+    return sampling_overrides(dataclasses.replace(judge, max_tokens=args.max_tokens), args.temperature, args.seed)
+
+
+def _judge(args: argparse.Namespace, status: Console) -> JudgeConfig | None:
+    """The judge of the answers (the generator itself, with a note, unless --judge-model names another)."""
+    if args.judge == "none":
+        return None
+    if not args.judge_model:
+        status.print(
+            "[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an independent judge",
+            soft_wrap=True,
+        )
+    judge = model_judge(
+        args.judge_model or args.generator_model, args.judge_base_url or args.generator_base_url, args, "judge"
+    )
+    if args.judge_max_tokens is not None:
+        judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
+    return judge
+
+
+def _rag_config(
+    args: argparse.Namespace,
+    answer_history: str,
+    generator: JudgeConfig,
+    judge: JudgeConfig | None,
+    rewriter: RewriterOptions | None,
+) -> RagConfig:
+    from mtrbench.pipeline.rag import RagConfig
+
+    return RagConfig(
         model=args.model,
         task=args.task,
-        eval=EvalConfig(
-            histories=[args.history],
-            truncate=args.truncate,
-            split=args.split,
-            data_dir=args.data_dir,
-            corpus_path=args.corpus,
-            output_dir=Path(args.output_dir),
-            command=command_line(args.argv),
-            limit=args.limit,
-            rewriter=rewriter,
-        ),
-        retriever=RetrieverOptions.of(
-            device=args.device,
-            max_length=args.max_length,
-            cache_dir=args.cache_dir,
-            use_cache=not args.no_cache,
-            show_progress=not args.quiet,
-            alpha=args.alpha,
-            candidate_k=args.candidate_k,
-            chunking=args.chunking,
-            rank_parents=args.rank_parents,
-        ),
-        generation=GenerateConfig(
-            task=args.task,
-            top_k=args.passages,
-            history=answer_history,
-            max_passage_chars=args.max_passage_chars or None,
-            limit=args.limit,
-            rewriter=rewriter,
-            mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None,
-        ),
+        eval=_retrieval_config(args, rewriter),
+        retriever=_retriever_options(args),
+        generation=_generation_config(args, answer_history, rewriter),
         generator=generator,
         judge=judge,
         judge_mode=args.judge if judge else "verdict",
@@ -270,12 +271,54 @@ def _cmd_rag(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
         max_failure_rate=args.max_failure_rate,
     )
-    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
-    report = run_rag(config, progress=say)
-    if args.dry_run:
-        return 0
-    _print_report(Console(), report, quiet=args.quiet)
-    return 0  # failures within --max-failure-rate are warnings; past it run_rag raised TooManyFailures
+
+
+def _retrieval_config(args: argparse.Namespace, rewriter: RewriterOptions | None) -> EvalConfig:
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
+
+    return EvalConfig(
+        histories=[args.history],
+        truncate=args.truncate,
+        split=args.split,
+        data_dir=args.data_dir,
+        corpus_path=args.corpus,
+        output_dir=Path(args.output_dir),
+        command=command_line(args.argv),
+        limit=args.limit,
+        rewriter=rewriter,
+    )
+
+
+def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
+    from mtrbench.retrieve import RetrieverOptions
+
+    return RetrieverOptions.of(
+        device=args.device,
+        max_length=args.max_length,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        show_progress=not args.quiet,
+        alpha=args.alpha,
+        candidate_k=args.candidate_k,
+        chunking=args.chunking,
+        rank_parents=args.rank_parents,
+    )
+
+
+def _generation_config(
+    args: argparse.Namespace, answer_history: str, rewriter: RewriterOptions | None
+) -> GenerateConfig:
+    from mtrbench.generation.runner import GenerateConfig
+
+    return GenerateConfig(
+        task=args.task,
+        top_k=args.passages,
+        history=answer_history,
+        max_passage_chars=args.max_passage_chars or None,
+        limit=args.limit,
+        rewriter=rewriter,
+        mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None,
+    )
 
 
 def _print_report(console, report, quiet: bool) -> None:
