@@ -15,11 +15,27 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
+    _add_score_parser(sub)
+    _add_compare_parser(sub)
+    _add_pool_parser(sub)
+    return {"score": _cmd_score, "compare": _cmd_compare, "pool": _cmd_pool}
+
+
+def _add_score_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "score",
         help="score a TREC run file against a TREC qrels file or a task's qrels; or an "
         "MTRAGEval Task A prediction file as MTRAG's retrieval script does",
     )
+    _add_score_inputs(p)
+    _add_score_measures(p)
+    add_analysis_options(p)
+    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
+    p.add_argument("--output", help="write the scores as JSON here")
+
+
+def _add_score_inputs(p: argparse.ArgumentParser) -> None:
+    """What is scored (a run or a Task A prediction file) and against which qrels."""
     scored = p.add_mutually_exclusive_group(required=True)
     scored.add_argument("--run", help="TREC run file")
     scored.add_argument(
@@ -38,6 +54,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="with --task: local copy of the task's data, laid out as published; with "
         "--predictions: the folder holding MTRAG's qrels",
     )
+
+
+def _add_score_measures(p: argparse.ArgumentParser) -> None:
+    """The cutoffs, relevance level, measures and protocol of `score`."""
     p.add_argument("--k", dest="k_values", help="cutoffs [1,3,5,10,20,100; with --predictions the script's 1,3,5,10]")
     p.add_argument(
         "--relevance-level",
@@ -55,10 +75,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
         "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]",
     )
-    add_analysis_options(p)
-    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
-    p.add_argument("--output", help="write the scores as JSON here")
 
+
+def _add_compare_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "compare",
         help="systems x measures in one table with significance letters (paper-ready: "
@@ -73,6 +92,22 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         metavar="SYSTEM",
         help="eval result JSONs, score --output JSONs, or TREC runs (with --qrels or --task)",
     )
+    _add_compare_table_flags(p)
+    _add_compare_trec_run_flags(p)
+    p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
+    p.add_argument(
+        "--tie-epsilon",
+        type=float,
+        default=None,
+        help="two-result comparison: per-query differences within this count as ties [1e-6]",
+    )
+    p.add_argument(
+        "--output", help="write the table here (format from --format or the suffix); two-result comparison: JSON"
+    )
+
+
+def _add_compare_table_flags(p: argparse.ArgumentParser) -> None:
+    """The systems x measures table: measures, the significance test and its unit, names and format."""
     p.add_argument("--measures", help="measure strings, e.g. nDCG@10,R@100,MRR@10 [the first result's main score]")
     p.add_argument(
         "--baseline", help="letter, 1-based position or name of the system the others are tested against [the first]"
@@ -98,22 +133,18 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         default=None,
         help="output format [table on the terminal; with --output, the file's suffix: .md .tex .csv .json]",
     )
+
+
+def _add_compare_trec_run_flags(p: argparse.ArgumentParser) -> None:
+    """The qrels that score systems given as TREC runs."""
     judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="qrels that score TREC-run systems")
     judged.add_argument("--task", help="task whose qrels score TREC-run systems (and give conversations for --unit)")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
     p.add_argument("--relevance-level", type=int, help="with TREC runs: minimum relevant grade [the task's, else 1]")
-    p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
-    p.add_argument(
-        "--tie-epsilon",
-        type=float,
-        default=None,
-        help="two-result comparison: per-query differences within this count as ties [1e-6]",
-    )
-    p.add_argument(
-        "--output", help="write the table here (format from --format or the suffix); two-result comparison: JSON"
-    )
 
+
+def _add_pool_parser(sub: Subparsers) -> None:
     p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
     p.add_argument("runs", nargs="+", help="TREC run files of one task")
     p.add_argument("--qrels", required=True, help="original qrels")
@@ -123,7 +154,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--orders", type=int, default=10, help="random orders averaged [10]")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", help="write the analysis as JSON here")
-    return {"score": _cmd_score, "compare": _cmd_compare, "pool": _cmd_pool}
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
