@@ -11,47 +11,109 @@ from mtrbench.assess.log import PairRecords
 from mtrbench.assess.refine import new_judgment
 from mtrbench.formats.qrels import Qrels
 
+ROUND_COUNTS = ("debated", "consensus", "consensus_relevant", "consensus_not_relevant", "disagreement")
+ESCALATION_COUNTS = (
+    "escalated",
+    "adjudicated",
+    "adjudicated_relevant",
+    "adjudicated_not_relevant",
+    "adjudication_failed",
+    "human_labelled",
+    "awaiting_human",
+)
+
 
 def assessment_stats(
     pool: dict[str, Any] | None, records: Iterable[PairRecords], original: Qrels, relevant_grade: int, max_rounds: int
 ) -> dict[str, Any]:
     records = list(records)
-    prefilter = Counter()
-    rounds: dict[int, Counter] = {}
-    debate = Counter()
-    escalation = Counter()
-    labels = Counter()
-    new_relevant: Counter = Counter()
+    prefilter = _prefilter_counts(records)
+    debate, rounds = _debate_counts(records)
+    escalation = _escalation_counts(records)
+    labels, new_relevant = _label_counts(records, original, relevant_grade)
+    failed = debate["failed"] + prefilter["failed"] + escalation["adjudication_failed"]
+    return {
+        "pool": pool,
+        "pairs_in_log_or_pool": len(records),
+        "prefilter": {k: prefilter[k] for k in ("judged", "kept", "discarded", "failed")} if prefilter else None,
+        "debate": {
+            "max_rounds": max_rounds,
+            "debated": debate["consensus"] + debate["disagreement"],
+            "rounds": [{"round": n, **{k: rounds[n][k] for k in ROUND_COUNTS}} for n in sorted(rounds)],
+            "consensus": debate["consensus"],
+            "failed": debate["failed"],
+        },
+        "escalation": {k: escalation[k] for k in ESCALATION_COUNTS},
+        "failed_pairs": failed,
+        "not_yet_assessed": labels["not_yet_assessed"],
+        "new_judgments": labels["new_judgments"],
+        "relevant_found": labels["relevant_found"],
+        "relevant_found_by": {s: labels[f"relevant_by_{s}"] for s in ("consensus", "adjudicator", "human")},
+        "queries_with_new_relevant": len(new_relevant),
+        "new_relevant_per_query": dict(sorted(new_relevant.items())),
+        "relevant_grade": relevant_grade,
+    }
+
+
+def _prefilter_counts(records: list[PairRecords]) -> Counter:
+    """Pairs the prefilter judged, by status (kept, discarded, failed)."""
+    prefilter: Counter = Counter()
     for entry in records:
         if entry.prefilter is not None:
             prefilter["judged"] += 1
             prefilter[entry.prefilter["status"]] += 1
-        if entry.debate is not None:
-            status = entry.debate["status"]
-            debate[status] += 1
-            if status != "failed":
-                for n, _rnd in enumerate(entry.debate["rounds"], 1):
-                    c = rounds.setdefault(n, Counter())
-                    c["debated"] += 1
-                    if entry.debate["consensus_round"] == n:
-                        c["consensus"] += 1
-                        c["consensus_relevant" if entry.debate["label"] else "consensus_not_relevant"] += 1
-                    else:
-                        c["disagreement"] += 1
-        if entry.escalated:
-            escalation["escalated"] += 1
-            if entry.adjudication is not None:
-                if entry.adjudication["status"] == "ok":
-                    escalation["adjudicated"] += 1
-                    escalation[
-                        "adjudicated_relevant" if entry.adjudication["label"] else "adjudicated_not_relevant"
-                    ] += 1
-                else:
-                    escalation["adjudication_failed"] += 1
-            if entry.human is not None:
-                escalation["human_labelled"] += 1
-            elif entry.final_label()[0] is None:
-                escalation["awaiting_human"] += 1
+    return prefilter
+
+
+def _debate_counts(records: list[PairRecords]) -> tuple[Counter, dict[int, Counter]]:
+    """Debates by status, and per round (1-based) of the debates that did not fail: how many reached it and how
+    it ended (consensus, relevant or not, or disagreement)."""
+    debate: Counter = Counter()
+    rounds: dict[int, Counter] = {}
+    for entry in records:
+        if entry.debate is None:
+            continue
+        status = entry.debate["status"]
+        debate[status] += 1
+        if status == "failed":
+            continue
+        for n, _rnd in enumerate(entry.debate["rounds"], 1):
+            c = rounds.setdefault(n, Counter())
+            c["debated"] += 1
+            if entry.debate["consensus_round"] == n:
+                c["consensus"] += 1
+                c["consensus_relevant" if entry.debate["label"] else "consensus_not_relevant"] += 1
+            else:
+                c["disagreement"] += 1
+    return debate, rounds
+
+
+def _escalation_counts(records: list[PairRecords]) -> Counter:
+    """Escalated pairs: adjudicated (and how), failed adjudications, human labels and those awaiting one."""
+    escalation: Counter = Counter()
+    for entry in records:
+        if not entry.escalated:
+            continue
+        escalation["escalated"] += 1
+        if entry.adjudication is not None:
+            if entry.adjudication["status"] == "ok":
+                escalation["adjudicated"] += 1
+                escalation["adjudicated_relevant" if entry.adjudication["label"] else "adjudicated_not_relevant"] += 1
+            else:
+                escalation["adjudication_failed"] += 1
+        if entry.human is not None:
+            escalation["human_labelled"] += 1
+        elif entry.final_label()[0] is None:
+            escalation["awaiting_human"] += 1
+    return escalation
+
+
+def _label_counts(records: list[PairRecords], original: Qrels, relevant_grade: int) -> tuple[Counter, Counter]:
+    """New judgments (pairs the task did not judge, settled), the relevant ones by source, the pairs still open
+    with no failure; and the new relevant documents per query."""
+    labels: Counter = Counter()
+    new_relevant: Counter = Counter()
+    for entry in records:
         judged = None if entry.doc_id in original.get(entry.qid, {}) else new_judgment(entry, relevant_grade)
         if judged is None:
             if (
@@ -68,54 +130,7 @@ def assessment_stats(
             labels["relevant_found"] += 1
             labels[f"relevant_by_{source}"] += 1
             new_relevant[entry.qid] += 1
-    failed = debate["failed"] + prefilter["failed"] + escalation["adjudication_failed"]
-    return {
-        "pool": pool,
-        "pairs_in_log_or_pool": len(records),
-        "prefilter": {k: prefilter[k] for k in ("judged", "kept", "discarded", "failed")} if prefilter else None,
-        "debate": {
-            "max_rounds": max_rounds,
-            "debated": debate["consensus"] + debate["disagreement"],
-            "rounds": [
-                {
-                    "round": n,
-                    **{
-                        k: rounds[n][k]
-                        for k in (
-                            "debated",
-                            "consensus",
-                            "consensus_relevant",
-                            "consensus_not_relevant",
-                            "disagreement",
-                        )
-                    },
-                }
-                for n in sorted(rounds)
-            ],
-            "consensus": debate["consensus"],
-            "failed": debate["failed"],
-        },
-        "escalation": {
-            k: escalation[k]
-            for k in (
-                "escalated",
-                "adjudicated",
-                "adjudicated_relevant",
-                "adjudicated_not_relevant",
-                "adjudication_failed",
-                "human_labelled",
-                "awaiting_human",
-            )
-        },
-        "failed_pairs": failed,
-        "not_yet_assessed": labels["not_yet_assessed"],
-        "new_judgments": labels["new_judgments"],
-        "relevant_found": labels["relevant_found"],
-        "relevant_found_by": {s: labels[f"relevant_by_{s}"] for s in ("consensus", "adjudicator", "human")},
-        "queries_with_new_relevant": len(new_relevant),
-        "new_relevant_per_query": dict(sorted(new_relevant.items())),
-        "relevant_grade": relevant_grade,
-    }
+    return labels, new_relevant
 
 
 def stats_table(stats: dict[str, Any], title: str):

@@ -17,13 +17,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"mtrbench {__version__}")
         return 0
-    from mtrbench.cli.app import main as run
+    from mtrbench.cli.app import main as run  # deferred: --version answers without the command modules
 
     return run(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from mtrbench.cli.app import build_parser as build
+    from mtrbench.cli.app import build_parser as build  # deferred: as in main
 
     return build()
 

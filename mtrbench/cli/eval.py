@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,14 +18,19 @@ from mtrbench.cli.common import (
     print_analyses,
     unescape,
 )
+from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mtrbench.pipeline.evaluate import EvalConfig
-    from mtrbench.retrieve import RetrieverOptions
+    from mtrbench.pipeline.plan import SkippedResult
+    from mtrbench.results.result import Result
+    from mtrbench.retrieve import ResolvedModel, RetrieverOptions
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -34,6 +40,23 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
         "offline sample (mtrbench-sample).",
     )
+    # The order of these calls is the order of `mtrbench eval --help` and its usage line.
+    _add_run_selection_flags(p)
+    add_data_options(p)
+    _add_query_format_flags(p)
+    _add_encoder_flags(p)
+    _add_scale_flags(p)
+    _add_hybrid_and_rerank_flags(p)
+    _add_scoring_flags(p)
+    _add_model_source_and_output_flags(p)
+    add_analysis_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    add_rewriter_arguments(p)
+    return {"eval": _cmd_eval}
+
+
+def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
+    """Which models on which tasks, how much of each, and what happens to finished results."""
     p.add_argument(
         "-m",
         "--model",
@@ -61,7 +84,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="evaluate the first N conversations of each task (file order); recorded in the settings and "
         "the experiment folder (limit=N), so it never passes as a full run [all]",
     )
-    add_data_options(p)
+
+
+def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
+    """How a conversation becomes the query text: the history strategy and the serialization."""
     p.add_argument(
         "--history",
         default="full",
@@ -78,6 +104,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
     p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+
+
+def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
+    """Where and how the model encodes (device, batches, dual-encoder towers, the embedding cache) and top-k."""
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
     p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
@@ -102,6 +132,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
     p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+
+
+def _add_scale_flags(p: argparse.ArgumentParser) -> None:
+    """The "past one device" group: Ray, out-of-memory search and approximate indexes."""
     scale = p.add_argument_group("past one device (docs/scale.md)")
     scale.add_argument(
         "--ray",
@@ -121,6 +155,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
         "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)",
     )
+
+
+def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
+    """Hybrid fusion, parent-child chunking and cross-encoder reranking on top of the first stage."""
     p.add_argument(
         "--alpha",
         help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
@@ -147,6 +185,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument(
         "--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]"
     )
+
+
+def _add_scoring_flags(p: argparse.ArgumentParser) -> None:
+    """The evaluation protocol, cutoffs and measures."""
     p.add_argument(
         "--protocol",
         choices=["official", "trec_eval"],
@@ -159,6 +201,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
         "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]",
     )
+
+
+def _add_model_source_and_output_flags(p: argparse.ArgumentParser) -> None:
+    """Which revision of a Hub model may run, and where the result files (and a Task A file) go."""
     p.add_argument("--revision", help="model revision (commit) on the Hub")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
     p.add_argument("--output-dir", default="results", help="where result files go [results]")
@@ -169,12 +215,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
         "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`",
     )
-    add_analysis_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    from mtrbench.cli.llm_flags import add_rewriter_arguments
-
-    add_rewriter_arguments(p)
-    return {"eval": _cmd_eval}
 
 
 def _listed(values: list[str] | None) -> list[str]:
@@ -242,7 +282,6 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
-    from mtrbench.cli.llm_flags import rewriter_from_args
     from mtrbench.measures import parse_k_values
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat
@@ -455,95 +494,119 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     _check_names(args)  # before the imports below, which load the pipeline
     _check_mtrag_out(args)
-    from dataclasses import replace
-
     from rich.console import Console
 
-    from mtrbench.pipeline.evaluate import command_line, run_eval
-    from mtrbench.retrieve import assemble, resolve
+    from mtrbench.pipeline.plan import check_before_loading
+    from mtrbench.retrieve import resolve
 
     console = Console()  # tables and results: stdout
     status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
     config = _eval_config(args)
+    _check_counts(args)
+    if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
+        return _cmd_sweep(args, console, status)
+    models, tasks = _eval_models(args), _eval_tasks(args)
+    options = _retriever_options(args)
+    resolved = [resolve(model) for model in models]  # unknown names and typos fail before anything slow starts
+    check_before_loading(config, tasks)
+    outcome = _evaluate_pairs(args, resolved, tasks, config, options, console, status)
+    if config.rewriter is not None and config.rewriter.dry_run:
+        if args.mtrag_out:
+            _note(status, f"note: --mtrag-out {args.mtrag_out} not written: a dry run retrieves nothing")
+        return 0
+    _report_written(args, outcome, status)
+    for failure in outcome.failures:
+        print(f"error: {failure}", file=sys.stderr)
+    return TooManyFailures.exit_code if outcome.failures else 0
+
+
+def _check_counts(args: argparse.Namespace) -> None:
     if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
         raise MtrbenchError("--batch-size and --top-k must be positive")
     if args.limit is not None and args.limit < 1:
         raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
-    if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
-        return _cmd_sweep(args, console, status)
-    models, tasks = _eval_models(args), _eval_tasks(args)
+
+
+def _note(status: Console, text: str) -> None:
+    """One plain line on stderr (no markup: paths and flags print as typed)."""
+    status.print(text, soft_wrap=True, highlight=False, markup=False)
+
+
+@dataclass
+class _EvalOutcome:
+    """What the (model, task) pairs of one `mtrbench eval` left."""
+
+    written: list[Result] = field(default_factory=list)  # evaluated now
+    finished: list[Path] = field(default_factory=list)  # skipped as finished (--mtrag-out reads the one run back)
+    failures: list[str] = field(default_factory=list)  # too many failed requests: shown, and the command fails
+
+
+def _evaluate_pairs(
+    args: argparse.Namespace,
+    resolved: list[ResolvedModel],
+    tasks: list[str],
+    config: EvalConfig,
+    options: RetrieverOptions,
+    console: Console,
+    status: Console,
+) -> _EvalOutcome:
+    """Every model on every task, each model loaded once; the tables of each pair printed as it finishes."""
+    from mtrbench.pipeline.evaluate import command_line, run_eval
+    from mtrbench.retrieve import assemble
+
+    outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
-    options = _retriever_options(args)
-    from mtrbench.pipeline.plan import check_before_loading
 
-    resolved = [resolve(model) for model in models]  # unknown names and typos fail before anything slow starts
-    check_before_loading(config, tasks)
-
-    finished = []  # results skipped as finished (--mtrag-out reads the one run back)
-
-    def skipped(s) -> None:
-        finished.append(s.path)
-        status.print(
+    def skipped(s: SkippedResult) -> None:
+        outcome.finished.append(s.path)
+        _note(
+            status,
             f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
             f"settings at {s.path} (--overwrite-strategy {args.overwrite_strategy})",
-            soft_wrap=True,
-            highlight=False,
-            markup=False,
         )
 
-    written, failures = [], []
+    single = len(resolved) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
     for model in resolved:
         retriever = None
         for task in tasks:
-            single = len(models) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
             pair_config = (
                 config if single else replace(config, command=command_line(pair_argv(args.argv, model.requested, task)))
             )
             if retriever is None:
                 say(f"Loading model {model.requested}")
                 retriever = assemble(model, options)
-            if len(models) * len(tasks) > 1:
+            if not single:
                 status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
             try:
                 results = run_eval(
                     model, task, pair_config, options, progress=say, retriever=retriever, on_skip=skipped
                 )
             except TooManyFailures as failure:  # the other histories finished: shown, and the command fails
-                results, failures = failure.finished, [*failures, str(failure)]
+                results = failure.finished
+                outcome.failures.append(str(failure))
             if results:
                 _print_results(model.requested, task, results, console, status)
-                written.extend(results)
-    if config.rewriter is not None and config.rewriter.dry_run:
-        if args.mtrag_out:
-            status.print(
-                f"note: --mtrag-out {args.mtrag_out} not written: a dry run retrieves nothing",
-                soft_wrap=True,
-                highlight=False,
-                markup=False,
-            )
-        return 0
+                outcome.written.extend(results)
+    return outcome
+
+
+def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Console) -> None:
+    """Where the result files went, and the --mtrag-out file of the run (evaluated now or read back)."""
+    from mtrbench.results.result import Result
+
     status.print(
-        f"[dim]results: {len(written)} JSON file(s) written with TREC runs and per-query metrics under "
+        f"[dim]results: {len(outcome.written)} JSON file(s) written with TREC runs and per-query metrics under "
         f"{Path(args.output_dir).resolve()}[/dim]",
         soft_wrap=True,
         highlight=False,
     )
-    for r in written:
+    for r in outcome.written:
         status.print(f"[dim]  {r.path}[/dim]", soft_wrap=True, highlight=False)
-    if args.mtrag_out and (written or finished):
-        from mtrbench.results.result import Result
-
-        _write_mtrag_out(args, written[0] if written else Result.load(finished[0]), status)
+    if args.mtrag_out and (outcome.written or outcome.finished):
+        run = outcome.written[0] if outcome.written else Result.load(outcome.finished[0])
+        _write_mtrag_out(args, run, status)
     elif args.mtrag_out:
-        status.print(
-            f"note: --mtrag-out {args.mtrag_out} not written: no run was made",
-            soft_wrap=True,
-            highlight=False,
-            markup=False,
-        )
-    for failure in failures:
-        print(f"error: {failure}", file=sys.stderr)
-    return TooManyFailures.exit_code if failures else 0
+        _note(status, f"note: --mtrag-out {args.mtrag_out} not written: no run was made")
 
 
 def _print_results(model: str, task: str, results, console, status) -> None:

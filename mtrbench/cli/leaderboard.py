@@ -146,7 +146,7 @@ def _build(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.cli.screen import screen_command
+    from mtrbench.cli.screen import screen_command  # deferred: leaderboard.verify adds ~0.3 s to every command
     from mtrbench.leaderboard.schema import load
     from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
 

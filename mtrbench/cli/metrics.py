@@ -21,7 +21,7 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from mtrbench.measures import all_families
-    from mtrbench.measures.registry import family_origin
+    from mtrbench.measures.base import family_origin
 
     rows = [
         {

@@ -3,18 +3,38 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.llm_flags import (
+    add_max_failure_rate,
+    add_rewriter_arguments,
+    add_run_flags,
+    add_sampling_flags,
+    cache_from_args,
+    model_judge,
+    rewriter_from_args,
+    sampling_overrides,
+)
+from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
+from mtrbench.serialize.history import DEFAULT_HISTORY
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mtrbench.generation.model_history import RewriterOptions
+    from mtrbench.generation.runner import GenerateConfig
+    from mtrbench.llm.config import JudgeConfig
+    from mtrbench.pipeline.evaluate import EvalConfig
+    from mtrbench.pipeline.rag import RagConfig
+    from mtrbench.retrieve import RetrieverOptions
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
-    from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
-    from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
-    from mtrbench.serialize.history import DEFAULT_HISTORY
-
     p = sub.add_parser(
         "rag",
         help="conversational RAG end to end: retrieve, generate, judge, RAGAlign",
@@ -24,6 +44,22 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "and relate them to retrieval (RAGAlign). Every file lands beside the retrieval "
         "result; a rerun asks only for the turns not yet generated or judged.",
     )
+    # The order of these calls is the order of `mtrbench rag --help` and its usage line.
+    _add_retriever_flags(p)
+    p.add_argument(
+        "--output-dir", default="results", help="where the retrieval result and everything beside it go [results]"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    _add_retrieval_settings_group(p)
+    _add_generation_group(p)
+    _add_judging_group(p)
+    _add_llm_requests_group(p)
+    add_rewriter_arguments(p, with_run_flags=False)
+    return {"rag": _cmd_rag}
+
+
+def _add_retriever_flags(p: argparse.ArgumentParser) -> None:
+    """The retriever, the task and how the retrieval queries are built, as `mtrbench eval` takes them."""
     p.add_argument("--model", default="minilm", help="retriever: alias, HF id or local folder, or bm25 [minilm]")
     p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
     add_data_options(p)
@@ -37,10 +73,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
     p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
-    p.add_argument(
-        "--output-dir", default="results", help="where the retrieval result and everything beside it go [results]"
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _add_retrieval_settings_group(p: argparse.ArgumentParser) -> None:
+    """Hybrid and parent-child retrieval settings, as eval's flags of the same names."""
     parents = p.add_argument_group("retrieval settings (as eval)")
     parents.add_argument(
         "--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
@@ -60,6 +96,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="with --chunking: rescore the candidate parents on their own text with the same model",
     )
 
+
+def _add_generation_group(p: argparse.ArgumentParser) -> None:
+    """The generator, what it is shown of the retrieval result and of the conversation, and its output files."""
     gen = p.add_argument_group("generation")
     gen.add_argument("--generator-model", required=True, metavar="MODEL", help="generator model id on the server")
     gen.add_argument(
@@ -96,6 +135,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="only the first N conversations (file order): retrieval and generation, as eval [all]",
     )
 
+
+def _add_judging_group(p: argparse.ArgumentParser) -> None:
+    """Reference measures, the LLM judge and RAGAlign over its verdicts."""
     judging = p.add_argument_group("judging")
     judging.add_argument(
         "--measures",
@@ -124,6 +166,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         default=",".join(DEFAULT_RAGALIGN),
         help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]",
     )
+
+
+def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
+    """Dry run, confirmation, response cache and the failure-rate limit of every LLM stage."""
     requests = p.add_argument_group("LLM requests (generator, judge, rewriter)")
     add_run_flags(requests)
     add_max_failure_rate(
@@ -131,8 +177,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "a stage (rewriter, generation, judging) failed on more than this share of its "
         "items; the run stops at that stage, what finished is written and the stage named",
     )
-    add_rewriter_arguments(p, with_run_flags=False)
-    return {"rag": _cmd_rag}
 
 
 def _check_names(args: argparse.Namespace) -> None:
@@ -158,75 +202,63 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _cmd_rag(args: argparse.Namespace) -> int:
     _check_names(args)
-    import dataclasses
-
     from rich.console import Console
 
-    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
-    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
-    from mtrbench.pipeline.rag import RagConfig, run_rag
-    from mtrbench.retrieve import RetrieverOptions
+    from mtrbench.generation.runner import HISTORY_SOURCES, generation_history
+    from mtrbench.pipeline.rag import run_rag
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
-    generator = sampling_overrides(
-        dataclasses.replace(
-            model_judge(args.generator_model, args.generator_base_url, args, "generator"), max_tokens=args.max_tokens
-        ),
-        args.temperature,
-        args.seed,
-    )
+    generator = _generator(args)
     status = Console(stderr=True)
-    judge = None
-    if args.judge != "none":
-        if not args.judge_model:
-            status.print(
-                "[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an "
-                "independent judge",
-                soft_wrap=True,
-            )
-        judge = model_judge(
-            args.judge_model or args.generator_model, args.judge_base_url or args.generator_base_url, args, "judge"
-        )
-        if args.judge_max_tokens is not None:
-            judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
+    judge = _judge(args, status)
     if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
-    rewriter = rewriter_from_args(args, not args.quiet)
-    config = RagConfig(
+    config = _rag_config(args, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
+    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
+    report = run_rag(config, progress=say)
+    if args.dry_run:
+        return 0
+    _print_report(Console(), report, quiet=args.quiet)
+    return 0  # failures within --max-failure-rate are warnings; past it run_rag raised TooManyFailures
+
+
+def _generator(args: argparse.Namespace) -> JudgeConfig:
+    judge = model_judge(args.generator_model, args.generator_base_url, args, "generator")
+    return sampling_overrides(dataclasses.replace(judge, max_tokens=args.max_tokens), args.temperature, args.seed)
+
+
+def _judge(args: argparse.Namespace, status: Console) -> JudgeConfig | None:
+    """The judge of the answers (the generator itself, with a note, unless --judge-model names another)."""
+    if args.judge == "none":
+        return None
+    if not args.judge_model:
+        status.print(
+            "[yellow]note:[/yellow] the generator judges its own answers; pass --judge-model for an independent judge",
+            soft_wrap=True,
+        )
+    judge = model_judge(
+        args.judge_model or args.generator_model, args.judge_base_url or args.generator_base_url, args, "judge"
+    )
+    if args.judge_max_tokens is not None:
+        judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
+    return judge
+
+
+def _rag_config(
+    args: argparse.Namespace,
+    answer_history: str,
+    generator: JudgeConfig,
+    judge: JudgeConfig | None,
+    rewriter: RewriterOptions | None,
+) -> RagConfig:
+    from mtrbench.pipeline.rag import RagConfig
+
+    return RagConfig(
         model=args.model,
         task=args.task,
-        eval=EvalConfig(
-            histories=[args.history],
-            truncate=args.truncate,
-            split=args.split,
-            data_dir=args.data_dir,
-            corpus_path=args.corpus,
-            output_dir=Path(args.output_dir),
-            command=command_line(args.argv),
-            limit=args.limit,
-            rewriter=rewriter,
-        ),
-        retriever=RetrieverOptions.of(
-            device=args.device,
-            max_length=args.max_length,
-            cache_dir=args.cache_dir,
-            use_cache=not args.no_cache,
-            show_progress=not args.quiet,
-            alpha=args.alpha,
-            candidate_k=args.candidate_k,
-            chunking=args.chunking,
-            rank_parents=args.rank_parents,
-        ),
-        generation=GenerateConfig(
-            task=args.task,
-            top_k=args.passages,
-            history=answer_history,
-            max_passage_chars=args.max_passage_chars or None,
-            limit=args.limit,
-            rewriter=rewriter,
-            mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None,
-        ),
+        eval=_retrieval_config(args, rewriter),
+        retriever=_retriever_options(args),
+        generation=_generation_config(args, answer_history, rewriter),
         generator=generator,
         judge=judge,
         judge_mode=args.judge if judge else "verdict",
@@ -239,12 +271,54 @@ def _cmd_rag(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
         max_failure_rate=args.max_failure_rate,
     )
-    say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
-    report = run_rag(config, progress=say)
-    if args.dry_run:
-        return 0
-    _print_report(Console(), report, quiet=args.quiet)
-    return 0  # failures within --max-failure-rate are warnings; past it run_rag raised TooManyFailures
+
+
+def _retrieval_config(args: argparse.Namespace, rewriter: RewriterOptions | None) -> EvalConfig:
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line
+
+    return EvalConfig(
+        histories=[args.history],
+        truncate=args.truncate,
+        split=args.split,
+        data_dir=args.data_dir,
+        corpus_path=args.corpus,
+        output_dir=Path(args.output_dir),
+        command=command_line(args.argv),
+        limit=args.limit,
+        rewriter=rewriter,
+    )
+
+
+def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
+    from mtrbench.retrieve import RetrieverOptions
+
+    return RetrieverOptions.of(
+        device=args.device,
+        max_length=args.max_length,
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        show_progress=not args.quiet,
+        alpha=args.alpha,
+        candidate_k=args.candidate_k,
+        chunking=args.chunking,
+        rank_parents=args.rank_parents,
+    )
+
+
+def _generation_config(
+    args: argparse.Namespace, answer_history: str, rewriter: RewriterOptions | None
+) -> GenerateConfig:
+    from mtrbench.generation.runner import GenerateConfig
+
+    return GenerateConfig(
+        task=args.task,
+        top_k=args.passages,
+        history=answer_history,
+        max_passage_chars=args.max_passage_chars or None,
+        limit=args.limit,
+        rewriter=rewriter,
+        mtrag_output=Path(args.mtrag_out) if args.mtrag_out else None,
+    )
 
 
 def _print_report(console, report, quiet: bool) -> None:

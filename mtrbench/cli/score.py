@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,15 +12,38 @@ from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analy
 from mtrbench.infra.errors import MtrbenchError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
+    from mtrbench.analyses.significance import PairedComparison
+    from mtrbench.formats.qrels import Qrels
+    from mtrbench.formats.run import Run
+    from mtrbench.measures.base import Measure
+    from mtrbench.measures.compute import Evaluation
     from mtrbench.measures.protocols import ScoringProtocol
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
+    _add_score_parser(sub)
+    _add_compare_parser(sub)
+    _add_pool_parser(sub)
+    return {"score": _cmd_score, "compare": _cmd_compare, "pool": _cmd_pool}
+
+
+def _add_score_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "score",
         help="score a TREC run file against a TREC qrels file or a task's qrels; or an "
         "MTRAGEval Task A prediction file as MTRAG's retrieval script does",
     )
+    _add_score_inputs(p)
+    _add_score_measures(p)
+    add_analysis_options(p)
+    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
+    p.add_argument("--output", help="write the scores as JSON here")
+
+
+def _add_score_inputs(p: argparse.ArgumentParser) -> None:
+    """What is scored (a run or a Task A prediction file) and against which qrels."""
     scored = p.add_mutually_exclusive_group(required=True)
     scored.add_argument("--run", help="TREC run file")
     scored.add_argument(
@@ -38,6 +62,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="with --task: local copy of the task's data, laid out as published; with "
         "--predictions: the folder holding MTRAG's qrels",
     )
+
+
+def _add_score_measures(p: argparse.ArgumentParser) -> None:
+    """The cutoffs, relevance level, measures and protocol of `score`."""
     p.add_argument("--k", dest="k_values", help="cutoffs [1,3,5,10,20,100; with --predictions the script's 1,3,5,10]")
     p.add_argument(
         "--relevance-level",
@@ -55,10 +83,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
         "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]",
     )
-    add_analysis_options(p)
-    p.add_argument("--per-query", action="store_true", help="print per-query values as JSON lines")
-    p.add_argument("--output", help="write the scores as JSON here")
 
+
+def _add_compare_parser(sub: Subparsers) -> None:
     p = sub.add_parser(
         "compare",
         help="systems x measures in one table with significance letters (paper-ready: "
@@ -73,6 +100,22 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         metavar="SYSTEM",
         help="eval result JSONs, score --output JSONs, or TREC runs (with --qrels or --task)",
     )
+    _add_compare_table_flags(p)
+    _add_compare_trec_run_flags(p)
+    p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
+    p.add_argument(
+        "--tie-epsilon",
+        type=float,
+        default=None,
+        help="two-result comparison: per-query differences within this count as ties [1e-6]",
+    )
+    p.add_argument(
+        "--output", help="write the table here (format from --format or the suffix); two-result comparison: JSON"
+    )
+
+
+def _add_compare_table_flags(p: argparse.ArgumentParser) -> None:
+    """The systems x measures table: measures, the significance test and its unit, names and format."""
     p.add_argument("--measures", help="measure strings, e.g. nDCG@10,R@100,MRR@10 [the first result's main score]")
     p.add_argument(
         "--baseline", help="letter, 1-based position or name of the system the others are tested against [the first]"
@@ -98,22 +141,18 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         default=None,
         help="output format [table on the terminal; with --output, the file's suffix: .md .tex .csv .json]",
     )
+
+
+def _add_compare_trec_run_flags(p: argparse.ArgumentParser) -> None:
+    """The qrels that score systems given as TREC runs."""
     judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="qrels that score TREC-run systems")
     judged.add_argument("--task", help="task whose qrels score TREC-run systems (and give conversations for --unit)")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
     p.add_argument("--relevance-level", type=int, help="with TREC runs: minimum relevant grade [the task's, else 1]")
-    p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
-    p.add_argument(
-        "--tie-epsilon",
-        type=float,
-        default=None,
-        help="two-result comparison: per-query differences within this count as ties [1e-6]",
-    )
-    p.add_argument(
-        "--output", help="write the table here (format from --format or the suffix); two-result comparison: JSON"
-    )
 
+
+def _add_pool_parser(sub: Subparsers) -> None:
     p = sub.add_parser("pool", help="pool growth rate and marginal contribution over several runs (DREAM App. H)")
     p.add_argument("runs", nargs="+", help="TREC run files of one task")
     p.add_argument("--qrels", required=True, help="original qrels")
@@ -123,7 +162,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--orders", type=int, default=10, help="random orders averaged [10]")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", help="write the analysis as JSON here")
-    return {"score": _cmd_score, "compare": _cmd_compare, "pool": _cmd_pool}
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -136,13 +174,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise MtrbenchError("score --run needs the qrels: --qrels FILE or --task NAME")
     from rich.console import Console
 
-    from mtrbench.analyses.report import confidence_intervals
     from mtrbench.analyses.run import run_analyses
-    from mtrbench.formats.qrels import read_qrels
     from mtrbench.formats.run import read_run
     from mtrbench.infra.atomic import atomic_write_text
     from mtrbench.measures import parse_k_values, parse_measures
-    from mtrbench.measures.protocols import RoundedEvaluation
     from mtrbench.results.table import scores_table
 
     if (args.split or args.data_dir) and not args.task:
@@ -151,11 +186,95 @@ def _cmd_score(args: argparse.Namespace) -> int:
     protocol = _protocol(args.protocol, args.task)
     protocol.check(measures)
     run = read_run(args.run)
-    if args.task:
-        qrels_source, qrels, card_level = _task_qrels(args.task, args.split, args.data_dir)
-    else:
-        qrels_source, qrels, card_level = str(args.qrels), read_qrels(args.qrels), 1
+    qrels_source, qrels, card_level = _score_qrels(args)
     relevance_level = card_level if args.relevance_level is None else args.relevance_level
+    scored = _score_run(args.run, qrels_source, protocol, qrels, run, measures, relevance_level)
+    evaluation = scored.evaluation
+    scores = evaluation.scores()
+    analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
+    if args.per_query:
+        for qid, values in evaluation.per_query.items():
+            print(json.dumps({"qid": qid, **values}))
+    console = Console()
+    scores_table(scored.title(), scores, console)
+    print_analyses(analyses, console)
+    if args.output:
+        atomic_write_text(args.output, json.dumps(scored.report(scores, analyses), indent=2) + "\n")
+    return 0
+
+
+def _score_qrels(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, int]], int]:
+    """Where the qrels come from (shown and recorded), the qrels, and the relevance level they imply."""
+    from mtrbench.formats.qrels import read_qrels
+
+    if args.task:
+        return _task_qrels(args.task, args.split, args.data_dir)
+    return str(args.qrels), read_qrels(args.qrels), 1
+
+
+@dataclass
+class _ScoredRun:
+    """A run scored against qrels, with the queries the scores leave out (counted in the title and the file)."""
+
+    run_path: str
+    qrels_source: str
+    protocol: ScoringProtocol
+    evaluation: Evaluation
+    unjudged_run_queries: list[str]  # in the run, without qrels: ignored
+    judged_without_run: list[str]  # judged, not answered by the run: scored 0
+    skipped: list[str]  # judged, absent from the run, left out by the protocol (MTRAG)
+
+    def title(self) -> str:
+        evaluation = self.evaluation
+        return (
+            f"{Path(self.run_path).name}: {len(evaluation.per_query)} queries evaluated, "
+            f"{len(evaluation.excluded)} without positives excluded, "
+            f"{len(self.unjudged_run_queries)} run queries without qrels ignored"
+            + (
+                f", {len(self.judged_without_run)} judged queries absent from the run (scored 0)"
+                if self.judged_without_run
+                else ""
+            )
+            + (f", {len(self.skipped)} judged queries absent from the run skipped" if self.skipped else "")
+            + (f" · protocol {self.protocol.setting}" if self.protocol.is_official else "")
+        )
+
+    def report(self, scores: dict[str, float], analyses: dict) -> dict:
+        """The --output JSON."""
+        from mtrbench.analyses.report import confidence_intervals
+
+        evaluation = self.evaluation
+        return {
+            "run": str(self.run_path),
+            "qrels": self.qrels_source,
+            "relevance_level": evaluation.relevance_level,
+            "protocol": self.protocol.setting,
+            "measures": {key: str(m) for key, m in evaluation.measures.items()},
+            "scores": scores,
+            "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
+            "queries": {
+                "evaluated": len(evaluation.per_query),
+                "excluded_without_positives": len(evaluation.excluded),
+                "run_queries_without_qrels": len(self.unjudged_run_queries),
+                "judged_without_run": len(self.judged_without_run),
+                "judged_skipped": len(self.skipped),
+            },
+            **analyses,
+            "per_query": evaluation.per_query,
+        }
+
+
+def _score_run(
+    run_path: str,
+    qrels_source: str,
+    protocol: ScoringProtocol,
+    qrels: Qrels,
+    run: Run,
+    measures: list[Measure],
+    relevance_level: int,
+) -> _ScoredRun:
+    from mtrbench.measures.protocols import RoundedEvaluation
+
     unjudged_run_queries = sorted(set(run) - set(qrels))
     evaluation = protocol.score(qrels, run, measures, relevance_level)
     skipped = evaluation.skipped if isinstance(evaluation, RoundedEvaluation) else []  # MTRAG: absent from the run
@@ -163,53 +282,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
     judged_without_run = sorted(set(evaluation.per_query) - set(run))
     if len(judged_without_run) == len(evaluation.per_query):
         raise MtrbenchError(
-            f"run {args.run} has none of the {len(judged_without_run)} judged queries of "
+            f"run {run_path} has none of the {len(judged_without_run)} judged queries of "
             f"{qrels_source}: are they of the same task?"
         )
-    scores = evaluation.scores()
-    analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
-    if args.per_query:
-        for qid, values in evaluation.per_query.items():
-            print(json.dumps({"qid": qid, **values}))
-    console = Console()
-    scores_table(
-        f"{Path(args.run).name}: {len(evaluation.per_query)} queries evaluated, "
-        f"{len(evaluation.excluded)} without positives excluded, "
-        f"{len(unjudged_run_queries)} run queries without qrels ignored"
-        + (f", {len(judged_without_run)} judged queries absent from the run (scored 0)" if judged_without_run else "")
-        + (f", {len(skipped)} judged queries absent from the run skipped" if skipped else "")
-        + (f" · protocol {protocol.setting}" if protocol.is_official else ""),
-        scores,
-        console,
-    )
-    print_analyses(analyses, console)
-    if args.output:
-        atomic_write_text(
-            args.output,
-            json.dumps(
-                {
-                    "run": str(args.run),
-                    "qrels": qrels_source,
-                    "relevance_level": evaluation.relevance_level,
-                    "protocol": protocol.setting,
-                    "measures": {key: str(m) for key, m in evaluation.measures.items()},
-                    "scores": scores,
-                    "confidence_intervals": confidence_intervals(evaluation, evaluation.metric_keys),
-                    "queries": {
-                        "evaluated": len(evaluation.per_query),
-                        "excluded_without_positives": len(evaluation.excluded),
-                        "run_queries_without_qrels": len(unjudged_run_queries),
-                        "judged_without_run": len(judged_without_run),
-                        "judged_skipped": len(skipped),
-                    },
-                    **analyses,
-                    "per_query": evaluation.per_query,
-                },
-                indent=2,
-            )
-            + "\n",
-        )
-    return 0
+    return _ScoredRun(run_path, qrels_source, protocol, evaluation, unjudged_run_queries, judged_without_run, skipped)
 
 
 def _cmd_score_predictions(args: argparse.Namespace) -> int:
@@ -455,10 +531,11 @@ def _baseline(choice: str | None, systems: list) -> int:
 def _cmd_compare_two(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from mtrbench.analyses.multiple import holm
     from mtrbench.analyses.significance import compare_paired
     from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.measures import label as pretty_name
     from mtrbench.results.compare import load_per_query
+    from mtrbench.results.table import print_titled
 
     a_name, a = load_per_query(args.result_a)
     b_name, b = load_per_query(args.result_b)
@@ -466,20 +543,8 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
     if not common:
         raise MtrbenchError("the two results share no evaluated query: are they the same task and split?")
     only = len(set(a) ^ set(b))
-    keys = [k for k in next(iter(a.values())) if k in next(iter(b.values()))]
-    if args.metrics:
-        wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
-        missing = [m for m in wanted if m not in keys]
-        if missing:
-            raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
-        keys = wanted
-    from mtrbench.analyses.multiple import holm
-    from mtrbench.analyses.significance import TIE_EPSILON
-    from mtrbench.results.table import compact_table, print_titled
-
-    epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
-    if epsilon < 0:
-        raise MtrbenchError("--tie-epsilon must be >= 0")
+    keys = _compared_metrics(args, a, b)
+    epsilon = _tie_epsilon(args)
     rows = [
         compare_paired(key, [a[q][key] for q in common], [b[q][key] for q in common], tie_epsilon=epsilon)
         for key in keys
@@ -489,10 +554,62 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
     t_holm = holm([r.t_p_value for r in rows])
     rand_holm = holm([r.randomization_p_value for r in rows])
     console = Console()
-    p_text = lambda p: "-" if p is None else f"{p:.3g}"  # noqa: E731
     title = f"B = {b_name} vs A = {a_name}: {len(common)} paired queries" + (
         f" ({only} not in both, left out)" if only else ""
     )
+    print_titled(console, title + f"; win/tie/loss per query, tie = |B-A| <= {epsilon:g}", _differences_table(rows))
+    print_titled(
+        console,
+        f"p-values, two-sided: paired t-test and randomization test; Holm-adjusted over the "
+        f"{len(rows)} metric(s) of each test",
+        _p_values_table(rows, t_holm, rand_holm),
+    )
+    if args.output:
+        comparisons = [
+            {**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
+            for r, th, rh in zip(rows, t_holm, rand_holm)
+        ]
+        report = {
+            "a": args.result_a,
+            "b": args.result_b,
+            "paired_queries": len(common),
+            "unpaired_queries": only,
+            "tie_epsilon": epsilon,
+            "multiple_comparisons": "holm (per test, over the metrics)",
+            "comparisons": comparisons,
+        }
+        atomic_write_text(args.output, json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _compared_metrics(
+    args: argparse.Namespace, a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]
+) -> list[str]:
+    """--metrics, each checked to be in both per-query files; else every metric both have (A's order)."""
+    keys = [k for k in next(iter(a.values())) if k in next(iter(b.values()))]
+    if not args.metrics:
+        return keys
+    wanted = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    missing = [m for m in wanted if m not in keys]
+    if missing:
+        raise MtrbenchError(f"metric(s) {missing} not in both per-query files; available: {', '.join(keys)}")
+    return wanted
+
+
+def _tie_epsilon(args: argparse.Namespace) -> float:
+    from mtrbench.analyses.significance import TIE_EPSILON
+
+    epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
+    if epsilon < 0:
+        raise MtrbenchError("--tie-epsilon must be >= 0")
+    return epsilon
+
+
+def _differences_table(rows: list[PairedComparison]) -> Table:
+    """Means of A and B, their difference with its CI, the effect size and the per-query win/tie/loss."""
+    from mtrbench.measures import label as pretty_name
+    from mtrbench.results.table import compact_table
+
     table = compact_table()
     for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "d", "B win/tie/loss"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -506,7 +623,16 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
             "-" if r.effect_size is None else f"{r.effect_size:+.2f}",
             f"{r.wins}/{r.ties}/{r.losses}",
         )
-    print_titled(console, title + f"; win/tie/loss per query, tie = |B-A| <= {epsilon:g}", table)
+    return table
+
+
+def _p_values_table(rows: list[PairedComparison], t_holm: list[float | None], rand_holm: list[float | None]) -> Table:
+    from mtrbench.measures import label as pretty_name
+    from mtrbench.results.table import compact_table
+
+    def p_text(p: float | None) -> str:
+        return "-" if p is None else f"{p:.3g}"
+
     table = compact_table()
     for column in ("metric", "p(t)", "p(t) Holm", "p(rand)", "p(rand) Holm"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -514,34 +640,7 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
         table.add_row(
             pretty_name(r.metric), p_text(r.t_p_value), p_text(th), p_text(r.randomization_p_value), p_text(rh)
         )
-    print_titled(
-        console,
-        f"p-values, two-sided: paired t-test and randomization test; Holm-adjusted over the "
-        f"{len(rows)} metric(s) of each test",
-        table,
-    )
-    if args.output:
-        comparisons = [
-            {**r.as_dict(), "t_p_value_holm": th, "randomization_p_value_holm": rh}
-            for r, th, rh in zip(rows, t_holm, rand_holm)
-        ]
-        atomic_write_text(
-            args.output,
-            json.dumps(
-                {
-                    "a": args.result_a,
-                    "b": args.result_b,
-                    "paired_queries": len(common),
-                    "unpaired_queries": only,
-                    "tie_epsilon": epsilon,
-                    "multiple_comparisons": "holm (per test, over the metrics)",
-                    "comparisons": comparisons,
-                },
-                indent=2,
-            )
-            + "\n",
-        )
-    return 0
+    return table
 
 
 def _cmd_pool(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
+from mtrbench.cli import eval as eval_command
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.verify import Screened
 
@@ -187,10 +188,8 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
 @functools.lru_cache(maxsize=1)
 def eval_options() -> dict[str, argparse.Action]:
     """`mtrbench eval`'s options, from its own parser: option string -> argparse action."""
-    from mtrbench.cli import build_parser  # the package's own parser; imported late (it imports us)
-
-    parser = build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    commands = argparse.ArgumentParser(prog="mtrbench").add_subparsers()
+    eval_command.register(commands)
     return dict(commands.choices["eval"]._option_string_actions)
 
 
@@ -298,9 +297,7 @@ def _split_problem(given: dict[str, str | None]) -> str | None:
     split = given.get("--split")
     if split is None:
         return None
-    from mtrbench.cli.eval import DEFAULT_TASK
-
-    card = all_cards().get(given.get("--task") or DEFAULT_TASK)
+    card = all_cards().get(given.get("--task") or eval_command.DEFAULT_TASK)
     if card is not None and split not in card.splits:
         return f"--split {split!r}: task '{card.name}' has no such split ({', '.join(card.splits)})"
     return None

@@ -6,15 +6,15 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits, cache_from_args, request_overrides
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.synthesize.quality import QUALITY_CHOICES
+from mtrbench.synthesize.stages import STAGES
 
 AGENT_NAMES = ("questioner", "responder", "polisher")
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.synthesize.quality import QUALITY_CHOICES
-    from mtrbench.synthesize.stages import STAGES
-
     p = sub.add_parser(
         "synthesize",
         help="MTR-PIPELINE: synthesize a conversational benchmark from a corpus",
@@ -22,6 +22,18 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "write a native task folder (MTR-SUITE §4). Every stage writes into --out and "
         "resumes from it.",
     )
+    # The order of these calls is the order of `mtrbench synthesize --help` and its usage line.
+    _add_corpus_and_stage_flags(p)
+    _add_curate_group(p)
+    _add_cluster_group(p)
+    _add_generate_group(p)
+    g = p.add_argument_group("write")
+    g.add_argument("--name", default="synthesized", help="task name of the card [synthesized]")
+    return {"synthesize": _cmd_synthesize}
+
+
+def _add_corpus_and_stage_flags(p: argparse.ArgumentParser) -> None:
+    """The corpus, the work folder and how far the pipeline runs."""
     p.add_argument("corpus", help="JSONL or Parquet file, folder of .txt/.md files, or Hugging Face dataset id")
     p.add_argument("--corpus-split", default="train", help="split of a Hugging Face dataset corpus [train]")
     p.add_argument("--out", required=True, help="work folder (stage outputs; the task lands in OUT/task)")
@@ -33,6 +45,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice [0]")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _add_curate_group(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("curate")
     g.add_argument("--chunk-size", type=int, default=1024, help="target characters per chunk [1024]")
     g.add_argument("--min-chunk-chars", type=int, default=200, help="drop shorter chunks [200]")
@@ -44,6 +59,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         choices=QUALITY_CHOICES,
         help="quality filter: the seed's Hub classifiers, or the offline heuristic stand-in [heuristic]",
     )
+
+
+def _add_cluster_group(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
     g.add_argument("--embedding-model", default="minilm", help="any mtrbench embedding model [minilm]")
     g.add_argument("--device", default="auto", help="device for embeddings and quality classifiers [auto]")
@@ -61,7 +79,17 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         choices=("exact", "faiss", "faiss-hnsw"),
         help="kNN graph: exact torch top-k, faiss exact, or faiss HNSW (approximate; large corpora) [exact]",
     )
+
+
+def _add_generate_group(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("generate")
+    _add_conversation_shape_flags(g)
+    _add_agent_flags(g)
+    _add_agent_request_flags(g)
+
+
+def _add_conversation_shape_flags(g: argparse._ArgumentGroup) -> None:
+    """How many conversations, how long, and how often they switch topic."""
     g.add_argument("--conversations", type=int, help="conversations to generate [one per cluster]")
     g.add_argument("--turns", type=int, default=8, help="turns per conversation (12: the newer release) [8]")
     g.add_argument("--hard-switches", type=int, default=1, help="hard topic switches per conversation [1]")
@@ -71,6 +99,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         default=0.5,
         help="chance that a non-hard turn switches softly along the cluster [0.5]",
     )
+
+
+def _add_agent_flags(g: argparse._ArgumentGroup) -> None:
+    """The models and endpoints of the three agents (a judges file, or flags)."""
     g.add_argument(
         "--agents", metavar="FILE", help="YAML/JSON judges file with entries named questioner, responder and polisher"
     )
@@ -81,8 +113,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     g.add_argument("--base-url", help="OpenAI-compatible endpoint for the agents [env OPENAI_BASE_URL]")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key [OPENAI_API_KEY]")
     g.add_argument("--concurrency", type=int, help="requests in flight per agent [8]")
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits
 
+
+def _add_agent_request_flags(g: argparse._ArgumentGroup) -> None:
+    """Request limits, failure and cost limits, retries, dry run and the response cache of the agents."""
     add_request_limits(g)
     add_max_failure_rate(
         g,
@@ -104,9 +138,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="sqlite response cache [$MTRBENCH_CACHE_DIR/llm.sqlite, else ~/.cache/mtrbench/llm.sqlite]",
     )
     g.add_argument("--no-llm-cache", action="store_true", help="neither read nor write the response cache")
-    g = p.add_argument_group("write")
-    g.add_argument("--name", default="synthesized", help="task name of the card [synthesized]")
-    return {"synthesize": _cmd_synthesize}
 
 
 def _agents(args: argparse.Namespace):
@@ -151,14 +182,12 @@ def _agents(args: argparse.Namespace):
                 for a in AGENT_NAMES
             }
         )
-    from mtrbench.cli.llm_flags import request_overrides
 
     agents = Agents(**{a: request_overrides(j, args) for a, j in agents.items()})
     return agents
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from mtrbench.cli.llm_flags import cache_from_args
     from mtrbench.synthesize.cluster import ClusterOptions
     from mtrbench.synthesize.curate import CurateOptions
     from mtrbench.synthesize.generate import GenerateOptions

@@ -11,7 +11,7 @@ How it keeps the accelerator busy:
 * on CUDA, where the installed torch has a varlen flash kernel and the model passes a self-check,
   batches are packed without padding (see ``mtrbench.encode.varlen``); elsewhere they are padded
   to their longest sequence, which length sorting keeps short;
-* several devices: one worker process per extra device (``mtrbench.encode.parallel``).
+* several devices: one worker process per extra device (``DevicePool``, at the end of this module).
 
 ``on_chunk`` lets a caller (the embedding cache) persist results chunk by chunk while the producer is
 already tokenizing the next chunk, so writing shards does not drain the pipeline.
@@ -19,6 +19,7 @@ already tokenizing the next chunk, so writing shards does not drain the pipeline
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -34,7 +35,8 @@ import torch
 import torch.nn.functional as F
 
 from mtrbench.encode.batching import Ragged, plan_batches
-from mtrbench.encode.towers import Tower
+from mtrbench.encode.towers import Tower, TowerSpec, load_tower
+from mtrbench.infra.errors import MtrbenchError
 
 log = logging.getLogger(__name__)
 
@@ -91,19 +93,15 @@ class EncodingEngine:
         self.tower = tower
         self.options = options or EngineOptions()
         if self.options.unpad not in UNPAD_CHOICES:
-            from mtrbench.infra.errors import MtrbenchError
-
             raise MtrbenchError(f"--unpad must be one of {', '.join(UNPAD_CHOICES)}, got '{self.options.unpad}'")
         self.device = tower.device
         self.token_budget = self.options.budget_for(self.device)
         self.calls = 0  # encode() calls that ran the model (tests count them to prove cache hits)
         self.packed = self._decide_packing()
         self._oom_cap: int | None = None
-        self._pool = None
+        self._pool: DevicePool | None = None
         self.devices = list(devices or [str(self.device)])
         if len(self.devices) > 1:
-            from mtrbench.encode.parallel import DevicePool
-
             self._pool = DevicePool(tower.spec, self.options, self.devices[1:])
 
     # -- configuration ------------------------------------------------------------------------------
@@ -415,3 +413,124 @@ def _split(batch: _Batch, packed: bool) -> list[_Batch]:
         _Batch(batch.positions[:half], parts[0], int(parts[0]["input_ids"].numel())),
         _Batch(batch.positions[half:], parts[1], int(parts[1]["input_ids"].numel())),
     ]
+
+
+# -- several devices ---------------------------------------------------------------------------------
+# One process per extra device: a persistent pool of engine workers (spawned, never forked). The calling
+# process keeps encoding on its own device; each worker loads the same tower on its device once and then
+# serves jobs. Every chunk is dealt out round-robin (so each device gets the same mix of long and short
+# texts), the workers write their rows into a shared-memory tensor, and the chunk is complete when every
+# device has answered. A worker that fails or dies fails the call with its error instead of hanging it.
+
+_POLL_S = 1.0
+
+
+def _worker(spec: TowerSpec, options: EngineOptions, device: str, jobs, results) -> None:
+    try:
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))
+        engine = EncodingEngine(load_tower(spec, device), options)
+    except BaseException as exc:  # reported to the parent, which raises it
+        results.put((None, device, f"could not load the model on {device}: {type(exc).__name__}: {exc}"))
+        return
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        job_id, texts, rows, prompt, normalize, shared = job
+        try:
+            vectors = engine.encode(texts, prompt, normalize)
+            shared[torch.from_numpy(rows)] = vectors.to("cpu", shared.dtype)
+            results.put((job_id, device, None))
+        except BaseException as exc:
+            results.put((job_id, device, f"{type(exc).__name__}: {exc}"))
+
+
+class DevicePool:
+    """The worker processes of an engine's extra devices (the engine encodes on the first device itself)."""
+
+    def __init__(self, spec: TowerSpec, options: EngineOptions, devices: Sequence[str]) -> None:
+        context = torch.multiprocessing.get_context("spawn")
+        self.devices = list(devices)
+        self._results = context.Queue()
+        self._jobs = [context.Queue() for _ in self.devices]
+        self._processes = [
+            context.Process(
+                target=_worker,
+                args=(spec, options, device, jobs, self._results),
+                name=f"mtrbench-encode-{device}",
+                daemon=True,
+            )
+            for device, jobs in zip(self.devices, self._jobs)
+        ]
+        for process in self._processes:
+            process.start()
+        self._ids = itertools.count()
+
+    def encode(
+        self,
+        engine: EncodingEngine,
+        texts: list[str],
+        prompt: str,
+        normalize: bool,
+        sizes: list[int],
+        on_chunk,
+        show_progress: bool,
+        desc: str,
+    ) -> torch.Tensor:
+        n_devices = len(self.devices) + 1
+        outputs = []
+        start = 0
+        for index, size in enumerate(sizes):
+            chunk = texts[start : start + size]
+            shares = [np.arange(d, size, n_devices) for d in range(n_devices)]
+            shared = torch.empty(size, engine.tower.embedding_dim, dtype=engine.tower.dtype).share_memory_()
+            pending = {}
+            for jobs, rows, device in zip(self._jobs, shares[1:], self.devices):
+                job_id = next(self._ids)
+                jobs.put((job_id, [chunk[r] for r in rows], rows, prompt, normalize, shared))
+                pending[job_id] = device
+            mine = shares[0]
+            local = engine._encode_local(
+                [chunk[r] for r in mine],
+                prompt,
+                normalize,
+                [len(mine)],
+                None,
+                show_progress,
+                f"{desc} ({n_devices} devices, chunk {index + 1}/{len(sizes)})",
+            )
+            self._wait(pending)
+            merged = shared.to(engine.device)
+            merged[torch.from_numpy(mine).to(engine.device)] = local.to(merged.dtype)
+            if on_chunk is not None:
+                on_chunk(index, merged)
+            outputs.append(merged)
+            start += size
+        return torch.cat(outputs)
+
+    def _wait(self, pending: dict[int, str]) -> None:
+        while pending:
+            try:
+                job_id, device, error = self._results.get(timeout=_POLL_S)
+            except queue.Empty:
+                dead = [p.name for p in self._processes if not p.is_alive()]
+                if dead:
+                    self.close()
+                    raise MtrbenchError(f"encoding worker(s) {', '.join(dead)} died (out of memory?)") from None
+                continue
+            if error is not None:
+                self.close()
+                raise MtrbenchError(f"encoding on {device} failed: {error}")
+            pending.pop(job_id, None)
+
+    def close(self) -> None:
+        for jobs in self._jobs:
+            try:
+                jobs.put(None)
+            except (OSError, ValueError):
+                pass
+        for process in self._processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()

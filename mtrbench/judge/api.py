@@ -347,64 +347,93 @@ def _finish(
     out_dir = Path(options.output_dir)
     files: dict[str, Path] = {"log": run.log_path}
     table = verdicts = None
-    answered = run.answered
     if run.mode == "rating":
-        rows = [Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered]
-        table = scenario_table(rows) if rows else {}
-        lines = [
-            {
-                "qid": t.item.qid,
-                "generator": t.item.generator,
-                "scenario": t.item.scenario,
-                "category": t.item.category,
-                "turn": t.item.turn,
-                "rating": t.value,
-                "prompt_hash": t.item.prompt_hash,
-                "settings": settings,
-            }
-            for t in answered
-        ]
-        files["ratings"] = out_dir / RATINGS_NAME
-        _write_jsonl(files["ratings"], lines)
-        if rad_layout:
-            files["rad_judgments"] = out_dir / RAD_JUDGMENTS_NAME
-            _write_jsonl(
-                files["rad_judgments"],
-                [
-                    {
-                        "question_id": t.item.qid.rsplit("#", 1)[0],
-                        "turn": t.item.turn,
-                        "type": t.item.scenario,
-                        "score": t.value,
-                        "model": t.item.generator,
-                        "judge": [run.judge.model, f"{t.item.scenario}-{t.item.turn}-turn"],
-                        "judgment": t.reply or "",
-                    }
-                    for t in answered
-                ],
-            )
+        table = _write_ratings(run, out_dir, files, settings, rad_layout)
     else:
-        verdicts = {t.item.qid: int(t.value) for t in answered}
-        files["verdicts"] = out_dir / VERDICTS_NAME
-        _write_jsonl(
-            files["verdicts"],
-            [
-                {
-                    "qid": t.item.qid,
-                    "label": int(t.value),
-                    "generator": t.item.generator,
-                    "judge": run.judge.name,
-                    "prompt_hash": t.item.prompt_hash,
-                    "settings": settings,
-                }
-                for t in answered
-            ],
-        )
+        verdicts = _write_verdicts(run, out_dir, files, settings)
     if run.unreadable_log_lines:
         notes["log lines cut short by an interrupted run (ignored)"] += run.unreadable_log_lines
     outcome = JudgeOutcome(
         run=run, table=table, verdicts=verdicts, files=files, notes=notes, settings=dict(settings or {})
     )
+    outcome.summary = _summary(outcome, about, settings)
+    files["summary"] = out_dir / SUMMARY_NAME
+    outcome.summary["files"]["summary"] = SUMMARY_NAME
+    atomic_write_text(files["summary"], json.dumps(outcome.summary, indent=2, ensure_ascii=False) + "\n")
+    return outcome
+
+
+def _rated(run: JudgeRun) -> list[Rated]:
+    return [Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in run.answered]
+
+
+def _write_ratings(
+    run: JudgeRun, out_dir: Path, files: dict[str, Path], settings: dict[str, Any] | None, rad_layout: bool
+) -> dict[str, dict[str, float]]:
+    """The ratings file (and, for RAD-Bench answers, its judgment records) added to ``files``; the scenario table."""
+    answered = run.answered
+    rows = _rated(run)
+    table = scenario_table(rows) if rows else {}
+    lines = [
+        {
+            "qid": t.item.qid,
+            "generator": t.item.generator,
+            "scenario": t.item.scenario,
+            "category": t.item.category,
+            "turn": t.item.turn,
+            "rating": t.value,
+            "prompt_hash": t.item.prompt_hash,
+            "settings": settings,
+        }
+        for t in answered
+    ]
+    files["ratings"] = out_dir / RATINGS_NAME
+    _write_jsonl(files["ratings"], lines)
+    if rad_layout:
+        files["rad_judgments"] = out_dir / RAD_JUDGMENTS_NAME
+        _write_jsonl(
+            files["rad_judgments"],
+            [
+                {
+                    "question_id": t.item.qid.rsplit("#", 1)[0],
+                    "turn": t.item.turn,
+                    "type": t.item.scenario,
+                    "score": t.value,
+                    "model": t.item.generator,
+                    "judge": [run.judge.model, f"{t.item.scenario}-{t.item.turn}-turn"],
+                    "judgment": t.reply or "",
+                }
+                for t in answered
+            ],
+        )
+    return table
+
+
+def _write_verdicts(
+    run: JudgeRun, out_dir: Path, files: dict[str, Path], settings: dict[str, Any] | None
+) -> dict[str, int]:
+    """The verdicts file added to ``files``; qid -> 1 correct / 0 incorrect."""
+    files["verdicts"] = out_dir / VERDICTS_NAME
+    _write_jsonl(
+        files["verdicts"],
+        [
+            {
+                "qid": t.item.qid,
+                "label": int(t.value),
+                "generator": t.item.generator,
+                "judge": run.judge.name,
+                "prompt_hash": t.item.prompt_hash,
+                "settings": settings,
+            }
+            for t in run.answered
+        ],
+    )
+    return {t.item.qid: int(t.value) for t in run.answered}
+
+
+def _summary(outcome: JudgeOutcome, about: dict[str, Any], settings: dict[str, Any] | None) -> dict[str, Any]:
+    """summary.json: the judge, counts, failures and notes, and the table or accuracy of the answered turns."""
+    run, answered = outcome.run, outcome.run.answered
     summary: dict[str, Any] = {
         "mtrbench_version": __version__,
         **about,
@@ -418,26 +447,21 @@ def _finish(
             "asked_this_run": run.sent,
         },
         "failures": outcome.failures,
-        "notes": dict(notes),
+        "notes": dict(outcome.notes),
         "usage_this_run": run.usage,
-        "files": {k: p.name for k, p in files.items()},
+        "files": {k: p.name for k, p in outcome.files.items()},
     }
-    if table is not None:
-        summary["table"] = table
+    if outcome.table is not None:
+        summary["table"] = outcome.table
         summary["turn_means"] = {
             m: {c: {str(k): v for k, v in ts.items()} for c, ts in cs.items()}
-            for m, cs in turn_means(
-                Rated(t.item.generator, t.item.category, t.item.turn, float(t.value)) for t in answered
-            ).items()
+            for m, cs in turn_means(_rated(run)).items()
         }
         summary["mean_rating"] = (sum(float(t.value) for t in answered) / len(answered)) if answered else None
-    if verdicts is not None:
+    if outcome.verdicts is not None:
+        verdicts = outcome.verdicts
         summary["accuracy"] = (sum(verdicts.values()) / len(verdicts)) if verdicts else None
-    outcome.summary = summary
-    files["summary"] = out_dir / SUMMARY_NAME
-    summary["files"]["summary"] = SUMMARY_NAME
-    atomic_write_text(files["summary"], json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    return outcome
+    return summary
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -1,113 +1,15 @@
-"""The one registry of measure families, and the measure-string parser.
-
-Families are discovered from the modules of :mod:`mtrbench.measures.families` (each defines
-``FAMILY``), so adding a measure is adding one module there. Installed packages add families through
-``mtrbench.measures`` entry points (mtrbench.infra.plugins); those are read only when a name or result key is
-not a built-in one, or when every family is listed.
+"""The measure-string parser (``nDCG@10``, ``R@100(rel=2)``, family names over cutoffs) and the reading of
+result keys back into measures. The registry of families they look names up in is in
+:mod:`mtrbench.measures.base`, beside the ``Measure`` whose printed name and key come from its family.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from collections.abc import Iterable, Sequence
-from functools import cache
 
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.measures.base import Measure, MeasureFamily
-
-
-@cache
-def all_families() -> dict[str, MeasureFamily]:
-    """Canonical name -> family, in the order results are shown: the built-in ones, then the plugins'."""
-    return {**builtin_families(), **plugin_families()}
-
-
-@cache
-def builtin_families() -> dict[str, MeasureFamily]:
-    """Canonical name -> family, for the families mtrbench defines."""
-    package = importlib.import_module("mtrbench.measures.families")
-
-    found: list[MeasureFamily] = []
-    for info in pkgutil.iter_modules(package.__path__):
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
-        found.append(module.FAMILY)
-    found.sort(key=lambda f: (f.order, f.name))
-    return {f.name: f for f in found}
-
-
-def _claims(f: MeasureFamily) -> tuple[str, ...]:
-    """What a family takes for itself: its spellings (lower-case) and its result keys' stem."""
-    return (*dict.fromkeys(s.lower() for s in f.names()), f"{f.key_stem}_at_K")
-
-
-@cache
-def _plugins() -> dict[str, tuple[MeasureFamily, str]]:
-    """Name -> (family, origin) for the ``mtrbench.measures`` entry points' families whose names and key
-    stem are neither built in nor taken by an earlier plugin; a bad family is a warning and is skipped."""
-    builtin = {claim for f in builtin_families().values() for claim in _claims(f)}
-    from mtrbench.infra import plugins  # here: commands that never look a measure up do not import it
-
-    candidates: list[plugins.Candidate[MeasureFamily]] = []
-    for entry in plugins.entries(plugins.MEASURES):
-        for f in entry.items:
-            try:
-                if not isinstance(f, MeasureFamily):
-                    raise TypeError(f"{type(f).__name__} {f!r:.60} is not a MeasureFamily")
-                claims, label = _claims(f), f.label
-                if not isinstance(f.name, str) or not re.fullmatch(r"[a-z][a-z0-9_\-]*", f.name):
-                    raise TypeError(f"measure name {f.name!r} is not a lower-case NAME (letters, digits, _ and -)")
-            except (AttributeError, TypeError) as exc:  # e.g. a class attribute the family does not set
-                entry.warn(f"{type(exc).__name__}: {exc}; skipped")
-                continue
-            candidates.append(plugins.Candidate(claims, label, f, entry))
-    kept = sorted(plugins.merge("measure", builtin, candidates), key=lambda c: (c.item.order, c.item.name))
-    return {c.item.name: (c.item, c.entry.origin) for c in kept}
-
-
-def plugin_families() -> dict[str, MeasureFamily]:
-    """Canonical name -> family, for the families plugins register (read on the first call only)."""
-    return {name: f for name, (f, _) in _plugins().items()}
-
-
-def family_origin(f: MeasureFamily) -> str:
-    """``built-in``, or the plugin distribution that registered the family (``name version``)."""
-    if builtin_families().get(f.name) is f:
-        return "built-in"
-    registered = _plugins().get(f.name)
-    return registered[1] if registered and registered[0] is f else "unregistered"
-
-
-def _spellings(families: Iterable[MeasureFamily]) -> dict[str, MeasureFamily]:
-    table: dict[str, MeasureFamily] = {}
-    for f in families:
-        for spelling in f.names():
-            previous = table.setdefault(spelling.lower(), f)
-            if previous is not f:
-                raise RuntimeError(f"measure name '{spelling}' claimed by {previous.name} and {f.name}")
-    return table
-
-
-@cache
-def _builtin_spellings() -> dict[str, MeasureFamily]:
-    return _spellings(builtin_families().values())
-
-
-@cache
-def _plugin_spellings() -> dict[str, MeasureFamily]:
-    return _spellings(plugin_families().values())
-
-
-def family(name: str) -> MeasureFamily:
-    """The family a spelling names (case-insensitive); plugins are read only for a name not built in."""
-    found = _builtin_spellings().get(name.lower()) or _plugin_spellings().get(name.lower())
-    if found is None:
-        from mtrbench.infra.errors import unknown_name
-
-        raise unknown_name("measure", name, all_families())
-    return found
-
+from mtrbench.measures.base import Measure, builtin_families, family, plugin_families
 
 _SYNTAX = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_\-]*)(?:@(?P<cutoff>\d+))?(?:\((?P<params>[^()]*)\))?$")
 

@@ -132,15 +132,43 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     _check(config)
     check_endpoints(config)  # every stage's model and endpoint, before any work
     say("Stage 1/3: retrieval")
+    retrieval = _retrieve(config, say)
+    if retrieval is None:  # a dry run of a model-written history: its prompts were shown, nothing retrieved
+        return None
+
+    say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
+    generated = _generate(config, retrieval)
+    report = RagReport(retrieval=retrieval, generation=generated)
+    if config.dry_run:
+        return report
+    stem = _stem_of(generated.output)
+    folder = generated.output.parent
+    failure = _generation_failure(config, generated)
+    if failure:
+        report.failed_stage, report.failure = "generation", failure
+        return _stop(config, report, folder / f"{stem}.rag.json")
+
+    say("Stage 3/3: judging")
+    failure = _score_and_judge(config, report, folder, stem)
+    if failure:  # RAGAlign is not computed from a judge that mostly failed: its failures are the error
+        report.failed_stage, report.failure = "judging", failure
+        return _stop(config, report, folder / f"{stem}.rag.json")
+    report.output = folder / f"{stem}.rag.json"
+    atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
+    return report
+
+
+def _retrieve(config: RagConfig, say: Callable[[str], None]) -> Result | None:
+    """Stage 1: the retrieval result of the one history; None after a dry run of a model-written history."""
     try:
         results = run_eval(config.model, config.task, config.eval, config.retriever, progress=say)
     except TooManyFailures as failure:
         raise TooManyFailures(f"rag stopped at the retrieval stage: {failure}") from failure
-    if not results:  # a dry run of a model-written history: its prompts were shown, nothing retrieved
-        return None
-    retrieval = results[0]
+    return results[0] if results else None
 
-    say(f"Stage 2/3: generation ({config.generator.model}, top {config.generation.top_k} passages)")
+
+def _generate(config: RagConfig, retrieval: Result) -> GenerateReport:
+    """Stage 2: an answer per turn from the retrieval result's top passages."""
     generation_config = dataclasses.replace(
         config.generation,
         task=config.task,
@@ -153,68 +181,58 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
         yes=config.yes,
         show_progress=config.show_progress,
     )
-    generated = run_generate(generation_config, config.generator, config.cache)
-    report = RagReport(retrieval=retrieval, generation=generated)
-    if config.dry_run:
-        return report
-    stem = _stem_of(generated.output)
-    folder = generated.output.parent
+    return run_generate(generation_config, config.generator, config.cache)
+
+
+def _generation_failure(config: RagConfig, generated: GenerateReport) -> str | None:
+    """Why the run stops after generation (too many failures, or no turn generated at all), or None."""
     over = failure_line([generation_failures(generated, config.generator.model)], config.max_failure_rate)
     if over or generated.generated + generated.done_before == 0:
-        report.failed_stage = "generation"
-        report.failure = over or (
+        return over or (
             f"no turn was generated: {generated.failed} of {generated.turns} failed after "
             f"retries{_first_failure(generated)}"
         )
-        return _stop(config, report, folder / f"{stem}.rag.json")
+    return None
 
-    say("Stage 3/3: judging")
-    generations = read_generations(generated.output)
+
+def _score_and_judge(config: RagConfig, report: RagReport, folder: Path, stem: str) -> str | None:
+    """Stage 3: reference measures, the judge and RAGAlign, into ``report``; why the run stops when the judge
+    failed on more than the allowed share of the turns, else None."""
+    generations = read_generations(report.generation.output)
     card = resolve_card(config.task)
     task = load_task(card, split=config.eval.split, data_dir=config.eval.data_dir, corpus_path=config.eval.corpus_path)
     report.task = task
     measures = generation_measures(list(config.measures)) if config.measures else []
     if measures:
         report.scores = score_generations(generations, task, measures, card.relevance_level)
-    if config.judge is not None:
-        options = JudgeOptions(
-            mode=config.judge_mode,
-            scenario=config.scenario,
-            output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
-            yes=config.yes,
-            show_progress=config.show_progress,
+    if config.judge is None:
+        return None
+    options = JudgeOptions(
+        mode=config.judge_mode,
+        scenario=config.scenario,
+        output_dir=folder / f"{stem}.judge-{safe_name(config.judge.model)}",
+        yes=config.yes,
+        show_progress=config.show_progress,
+    )
+    outcome = report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
+    failures = outcome.failures
+    judge_failures = JudgeFailures(
+        config.judge.model, len(failures), len(outcome.run.turns), most_common([f["error"] for f in failures])
+    )
+    over = failure_line([judge_failures], config.max_failure_rate)
+    if over:
+        return over
+    if config.judge_mode == "verdict" and config.ragalign:
+        # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
+        report.alignment = ragalign_from_verdicts(
+            outcome.verdicts or {},
+            task,
+            read_run(report.retrieval.run_path),
+            parse_measures(list(config.ragalign), [10]),
+            card.relevance_level,
+            qids=list(generations),
         )
-        report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
-        outcome = report.outcome
-        failures = outcome.failures
-        over = failure_line(
-            [
-                JudgeFailures(
-                    config.judge.model,
-                    len(failures),
-                    len(outcome.run.turns),
-                    most_common([f["error"] for f in failures]),
-                )
-            ],
-            config.max_failure_rate,
-        )
-        if over:  # RAGAlign is not computed from a judge that mostly failed: its failures are the error
-            report.failed_stage, report.failure = "judging", over
-            return _stop(config, report, folder / f"{stem}.rag.json")
-        if config.judge_mode == "verdict" and config.ragalign:
-            # RAGAlign pairs each generated turn's verdict with the retrieval outcome of the same turn
-            report.alignment = ragalign_from_verdicts(
-                outcome.verdicts or {},
-                task,
-                read_run(retrieval.run_path),
-                parse_measures(list(config.ragalign), [10]),
-                card.relevance_level,
-                qids=list(generations),
-            )
-
-    report.output = folder / f"{stem}.rag.json"
-    atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
-    return report
+    return None
 
 
 def check_endpoints(config: RagConfig) -> None:

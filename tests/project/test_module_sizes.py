@@ -1,40 +1,72 @@
-"""The pipeline and retrieve packages stay readable: no function over 80 lines, no module over 400 lines
-(the assembly path was once one 154-line function; this keeps it split into steps)."""
+"""mtrbench stays readable: no function over 80 lines anywhere in the package, and no module over 400 lines in
+pipeline/ and retrieve/ (the assembly path was once one 154-line function; this keeps it split into steps)."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
-CHECKED = ("pipeline", "retrieve")
+SIZE_CHECKED = ("pipeline", "retrieve")  # the module-size limit
 MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 400
 
+# Functions other branches of issue 31 split (part 6). Being split: the lead empties this at merge.
+BEING_SPLIT = {
+    ("generation/runner.py", "run_generate"),  # being split
+    ("audit/mtr_eval.py", "_audit"),  # being split
+    ("assess/assessment.py", "run_assessment"),  # being split
+    ("judge/engine.py", "run_judge"),  # being split
+    ("synthesize/generate.py", "run_generate"),  # being split
+    ("synthesize/curate.py", "run_curate"),  # being split
+    ("llm/client.py", "_complete"),  # being split
+}
 
-def _modules():
-    for folder in CHECKED:
+
+def _modules(folders: tuple[str, ...] = ()) -> Iterator[Path]:
+    if not folders:
+        yield from sorted(PACKAGE.rglob("*.py"))
+    for folder in folders:
         yield from sorted((PACKAGE / folder).rglob("*.py"))
 
 
-def test_the_checked_packages_have_modules():
-    assert len(list(_modules())) >= 10
-
-
-def test_no_function_over_80_lines():
+def _long_functions() -> list[tuple[str, str, int, int]]:
+    """(module path under mtrbench/, name, first line, lines) of every function over the limit."""
     long = []
     for path in _modules():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
-                    long.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name} ({lines} lines)")
+                    long.append((path.relative_to(PACKAGE).as_posix(), node.name, node.lineno, lines))
+    return long
+
+
+def test_the_checked_packages_have_modules():
+    assert len(list(_modules(SIZE_CHECKED))) >= 10
+    assert len(list(_modules())) > 200
+
+
+def test_no_function_over_80_lines():
+    long = [
+        f"{path}:{line} {name} ({lines} lines)"
+        for path, name, line, lines in _long_functions()
+        if (path, name) not in BEING_SPLIT
+    ]
     assert not long, long
+
+
+def test_the_functions_being_split_are_still_long():
+    """An entry of BEING_SPLIT whose function is short now (or gone) is stale: delete it."""
+    still_long = {(path, name) for path, name, _, _ in _long_functions()}
+    stale = sorted(BEING_SPLIT - still_long)
+    assert not stale, f"within the limit now, remove from BEING_SPLIT: {stale}"
 
 
 def test_no_module_over_400_lines():
     long = [
         f"{p.relative_to(PACKAGE)} ({n} lines)"
-        for p in _modules()
+        for p in _modules(SIZE_CHECKED)
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     ]
     assert not long, long

@@ -24,6 +24,7 @@ sibling folder ``corpus_dir`` (``MTR-DOCUMENT``) next to it; else the Hub datase
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,134 +154,179 @@ def rows_to_queries(
             f"loader_options.turns_per_conversation to group them"
         )
     queries: list[ConversationalQuery] = []
-    conv_index = -1
-    conv_len = 0
-    prev: list[dict[str, str]] = []
-    prev_turn = 0
-    conv_switch: Any = None
-    conv_lengths: list[int] = []
+    walk = _ConversationWalk()
     for n, row in enumerate(rows):
         if has_turn:
-            turn = row.get("turn")
-            if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-                raise DataError(f"{origin} record {n}: 'turn' must be a positive integer, got {turn!r}")
-            if turn == 1:
-                new_conv = True
-            elif turn == prev_turn + 1 and n > 0:
-                new_conv = False
-            else:
-                expected = "1" if n == 0 else f"{prev_turn + 1} or 1 (a new conversation)"
-                raise DataError(
-                    f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
-                    f"count 1, 2, ... within a conversation and restart at 1 for the next one"
-                )
-            if per_conv and turn > per_conv:
-                raise DataError(
-                    f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per conversation of this release"
-                )
+            turn = _row_turn(row, n, origin, walk.turn, per_conv)
         else:
             turn = n % per_conv + 1
-            new_conv = turn == 1
-        if new_conv:
-            if conv_index >= 0:
-                conv_lengths.append(conv_len)
-            conv_index += 1
-            conv_len = 0
-            prev = []
-            conv_switch = None
-        conv_len += 1
-        prev_turn = turn
-        conv_id = f"{split}-{conv_index}"
+        walk.next_row(turn)
+        conv_id = f"{split}-{walk.index}"
         qid = f"{conv_id}_{turn}"
         where = f"{origin} record {n} ({qid})"
-
-        messages = _messages(row.get("messages"), where)
-        if len(messages) != 2 * turn:
-            raise DataError(
-                f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
-                f"holds the conversation up to and including this turn's answer); "
-                f"are rows missing or out of order?"
-            )
-        if messages[:-2] != prev:
-            i = next(i for i, (a, b) in enumerate(zip(messages, prev)) if a != b)
-            raise DataError(
-                f"{where}: messages do not extend the previous row of conversation {conv_id} "
-                f"(record {n - 1}): message {i} differs; rows of one conversation must share "
-                f"their history"
-            )
-        prev = messages
-
-        switch = row.get("switch_turn") if "switch_turn" in row else fixed_switch
-        if switch is not None and (isinstance(switch, bool) or not isinstance(switch, int)):
-            raise DataError(f"{where}: 'switch_turn' must be an integer (-1 = no switch), got {switch!r}")
-        if turn == 1:
-            conv_switch = switch
-        elif switch != conv_switch:
-            raise DataError(
-                f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of "
-                f"conversation {conv_id}"
-            )
-
-        gold = row.get("ground_truth_document_idx")
-        if isinstance(gold, bool) or not isinstance(gold, int) or gold < 0:
-            raise DataError(
-                f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
-                f"row position), got {gold!r}"
-            )
-        gold_ctx = row.get("ground_truth_ctx")
-        if isinstance(gold_ctx, dict) and gold_ctx.get("document_idx") is not None and gold_ctx["document_idx"] != gold:
-            raise DataError(
-                f"{where}: ground_truth_document_idx {gold} disagrees with "
-                f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}"
-            )
-        gold_id = str(gold)
-        if (
-            corpus is not None
-            and isinstance(gold_ctx, dict)
-            and isinstance(gold_ctx.get("text"), str)
-            and gold_id in corpus
-            and corpus.texts[corpus.position(gold_id)] != gold_ctx["text"]
-        ):
+        messages = _row_messages(row, where, turn, walk.messages, conv_id, n)
+        walk.messages = messages
+        switch = _row_switch(row, where, fixed_switch, turn, walk.switch, conv_id)
+        walk.switch = switch
+        gold_id = _gold_id(row, where)
+        if _gold_text_differs(row, gold_id, corpus):
             warnings[GOLD_TEXT_MISMATCH] += 1
-
-        query = messages[-2]["content"]
-        if not query.strip():
-            raise DataError(f"{where}: empty current question (messages[-2])")
-        meta: dict[str, Any] = {}
-        if switch is not None:
-            meta["switch_turn"] = switch
-            if switch > 0:
-                meta["after_switch"] = turn > switch
-        if row.get("cluster_idx") is not None:
-            meta["cluster_idx"] = row["cluster_idx"]
-        ctxs = row.get("ctxs")
-        if isinstance(ctxs, list):
-            meta["ctxs_doc_ids"] = [
-                str(c["document_idx"]) for c in ctxs if isinstance(c, dict) and c.get("document_idx") is not None
-            ]
-        answer = messages[-1]["content"]
-        queries.append(
-            ConversationalQuery(
-                qid=qid,
-                conversation_id=conv_id,
-                turn_id=turn,
-                history=tuple(Message(m["role"], m["content"]) for m in messages[:-2]),
-                query=query,
-                gold_rewrite=None,
-                answers=(answer,) if answer.strip() else (),
-                qrels={gold_id: 1},
-                meta=meta,
-            )
-        )
-    if conv_index >= 0:
-        conv_lengths.append(conv_len)
+        queries.append(_row_query(row, where, messages, conv_id, qid, turn, switch, gold_id))
     if not queries:
         raise DataError(f"{origin}: no rows")
     if per_conv:
-        off = sum(1 for length in conv_lengths if length != per_conv)
+        off = sum(1 for length in walk.lengths() if length != per_conv)
         if off:
             warnings[f"conversations without exactly {per_conv} turns (kept)"] += off
     return queries, warnings
+
+
+@dataclass
+class _ConversationWalk:
+    """Where the row-by-row walk stands: the conversation being read and the lengths of the finished ones."""
+
+    index: int = -1  # ordinal of the current conversation (its id is <split>-<index>)
+    length: int = 0  # rows read of it
+    turn: int = 0  # the previous row's turn
+    messages: list[dict[str, str]] = field(default_factory=list)  # the previous row's: this row's history
+    switch: Any = None  # the conversation's switch_turn (its first row's)
+    finished_lengths: list[int] = field(default_factory=list)
+
+    def next_row(self, turn: int) -> None:
+        """A row of this turn is read; turn 1 starts a new conversation."""
+        if turn == 1:
+            if self.index >= 0:
+                self.finished_lengths.append(self.length)
+            self.index += 1
+            self.length = 0
+            self.messages = []
+            self.switch = None
+        self.length += 1
+        self.turn = turn
+
+    def lengths(self) -> list[int]:
+        """Rows per conversation, the last one included."""
+        return self.finished_lengths + ([self.length] if self.index >= 0 else [])
+
+
+def _row_turn(row: dict[str, Any], n: int, origin: str, prev_turn: int, per_conv: int | None) -> int:
+    """The row's ``turn``: 1 (a new conversation) or the previous row's turn + 1, within the release's count."""
+    turn = row.get("turn")
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+        raise DataError(f"{origin} record {n}: 'turn' must be a positive integer, got {turn!r}")
+    if turn != 1 and not (turn == prev_turn + 1 and n > 0):
+        expected = "1" if n == 0 else f"{prev_turn + 1} or 1 (a new conversation)"
+        raise DataError(
+            f"{origin} record {n}: turn {turn} where {expected} was expected: turns must "
+            f"count 1, 2, ... within a conversation and restart at 1 for the next one"
+        )
+    if per_conv and turn > per_conv:
+        raise DataError(
+            f"{origin} record {n}: turn {turn} exceeds the {per_conv} turns per conversation of this release"
+        )
+    return turn
+
+
+def _row_messages(
+    row: dict[str, Any], where: str, turn: int, previous: list[dict[str, str]], conv_id: str, n: int
+) -> list[dict[str, str]]:
+    """The row's messages: 2 * turn of them, extending the previous row's of the conversation."""
+    messages = _messages(row.get("messages"), where)
+    if len(messages) != 2 * turn:
+        raise DataError(
+            f"{where}: {len(messages)} messages, expected {2 * turn} for turn {turn} (each row "
+            f"holds the conversation up to and including this turn's answer); "
+            f"are rows missing or out of order?"
+        )
+    if messages[:-2] != previous:
+        i = next(i for i, (a, b) in enumerate(zip(messages, previous)) if a != b)
+        raise DataError(
+            f"{where}: messages do not extend the previous row of conversation {conv_id} "
+            f"(record {n - 1}): message {i} differs; rows of one conversation must share "
+            f"their history"
+        )
+    return messages
+
+
+def _row_switch(
+    row: dict[str, Any], where: str, fixed_switch: int | None, turn: int, conv_switch: Any, conv_id: str
+) -> Any:
+    """The row's switch_turn (the card's fixed one without the column), the same on every row of a conversation."""
+    switch = row.get("switch_turn") if "switch_turn" in row else fixed_switch
+    if switch is not None and (isinstance(switch, bool) or not isinstance(switch, int)):
+        raise DataError(f"{where}: 'switch_turn' must be an integer (-1 = no switch), got {switch!r}")
+    if turn != 1 and switch != conv_switch:
+        raise DataError(
+            f"{where}: switch_turn {switch} differs from {conv_switch} in the earlier rows of conversation {conv_id}"
+        )
+    return switch
+
+
+def _gold_id(row: dict[str, Any], where: str) -> str:
+    """The gold document's id: its MTR-DOCUMENT row position, agreeing with ``ground_truth_ctx`` when it has one."""
+    gold = row.get("ground_truth_document_idx")
+    if isinstance(gold, bool) or not isinstance(gold, int) or gold < 0:
+        raise DataError(
+            f"{where}: 'ground_truth_document_idx' must be a non-negative integer (an MTR-DOCUMENT "
+            f"row position), got {gold!r}"
+        )
+    gold_ctx = row.get("ground_truth_ctx")
+    if isinstance(gold_ctx, dict) and gold_ctx.get("document_idx") is not None and gold_ctx["document_idx"] != gold:
+        raise DataError(
+            f"{where}: ground_truth_document_idx {gold} disagrees with "
+            f"ground_truth_ctx.document_idx {gold_ctx['document_idx']}"
+        )
+    return str(gold)
+
+
+def _gold_text_differs(row: dict[str, Any], gold_id: str, corpus: Corpus | None) -> bool:
+    gold_ctx = row.get("ground_truth_ctx")
+    return (
+        corpus is not None
+        and isinstance(gold_ctx, dict)
+        and isinstance(gold_ctx.get("text"), str)
+        and gold_id in corpus
+        and corpus.texts[corpus.position(gold_id)] != gold_ctx["text"]
+    )
+
+
+def _row_query(
+    row: dict[str, Any],
+    where: str,
+    messages: list[dict[str, str]],
+    conv_id: str,
+    qid: str,
+    turn: int,
+    switch: Any,
+    gold_id: str,
+) -> ConversationalQuery:
+    query = messages[-2]["content"]
+    if not query.strip():
+        raise DataError(f"{where}: empty current question (messages[-2])")
+    meta: dict[str, Any] = {}
+    if switch is not None:
+        meta["switch_turn"] = switch
+        if switch > 0:
+            meta["after_switch"] = turn > switch
+    if row.get("cluster_idx") is not None:
+        meta["cluster_idx"] = row["cluster_idx"]
+    ctxs = row.get("ctxs")
+    if isinstance(ctxs, list):
+        meta["ctxs_doc_ids"] = [
+            str(c["document_idx"]) for c in ctxs if isinstance(c, dict) and c.get("document_idx") is not None
+        ]
+    answer = messages[-1]["content"]
+    return ConversationalQuery(
+        qid=qid,
+        conversation_id=conv_id,
+        turn_id=turn,
+        history=tuple(Message(m["role"], m["content"]) for m in messages[:-2]),
+        query=query,
+        gold_rewrite=None,
+        answers=(answer,) if answer.strip() else (),
+        qrels={gold_id: 1},
+        meta=meta,
+    )
 
 
 def _messages(raw: Any, where: str) -> list[dict[str, str]]:

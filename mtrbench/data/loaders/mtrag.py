@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,88 +82,116 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     domain, folder = domain_and_clone(card, request, "MTRAG")
     task_dir = _task_dir(folder, domain, card.name)
     warnings: Counter = Counter()
+    sources = _read_sources(card.name, folder, task_dir, domain, request.split, warnings)
+    queries = [_query(sources, qid, n, text, domain, warnings) for qid, n, text in sources.lastturn]
+    known = {q.qid for q in queries}
+    stray = [qid for qid in sources.qrels if qid not in known]
+    if stray:
+        warnings[f"qrels for queries not in {sources.files['lastturn'].name} (ignored)"] += len(stray)
+    corpus = _checked_corpus(card, request, folder, domain, queries, str(sources.files["lastturn"]), warnings)
+    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries, warnings=warnings)
 
+
+@dataclass
+class _MtragSources:
+    """The retrieval task files of one MTRAG domain, read."""
+
+    files: dict[str, Path]  # lastturn, rewrite, questions: <domain>_<kind>.jsonl
+    lastturn: list[tuple[str, int, str]]  # (qid, record number, text)
+    rewrites: dict[str, tuple[int, str]]  # qid -> (record number, text)
+    questions: dict[str, tuple[int, str]]  # qid -> (record number, flattened conversation)
+    qrels: dict[str, dict[str, int]]
+    reference: dict[str, tuple[tuple[str, ...], dict]] | None  # generation_tasks/reference.jsonl, when present
+
+
+def _read_sources(task: str, folder: Path, task_dir: Path, domain: str, split: str, warnings: Counter) -> _MtragSources:
     files = {kind: task_dir / f"{domain}_{kind}.jsonl" for kind in ("lastturn", "rewrite", "questions")}
-    qrels_file = task_dir / "qrels" / f"{request.split}.tsv"
+    qrels_file = task_dir / "qrels" / f"{split}.tsv"
     for path in (*files.values(), qrels_file):
         if not path.is_file():
             raise DataError(
-                f"{card.name}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
-                f"files and qrels/{request.split}.tsv)"
+                f"{task}: missing {path} (MTRAG retrieval_tasks/{domain}/ holds the three query "
+                f"files and qrels/{split}.tsv)"
             )
-    lastturn = _read_variant(files["lastturn"], card.name)
-    rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], card.name)}
-    questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], card.name)}
-    qrels = load_qrels(qrels_file, BEIR, f"{card.name} qrels")
+    lastturn = _read_variant(files["lastturn"], task)
+    rewrites = {qid: (n, text) for qid, n, text in _read_variant(files["rewrite"], task)}
+    questions = {qid: (n, text) for qid, n, text in _read_variant(files["questions"], task)}
+    qrels = load_qrels(qrels_file, BEIR, f"{task} qrels")
     odd = sum(1 for docs in qrels.values() for d in docs if not QREL_ID_PATTERNS[domain].fullmatch(d))
     if odd:
         warnings[f"qrels corpus-ids not of the documented {domain} form (kept)"] += odd
-    reference = _read_reference(folder, task_dir, card.name)
+    reference = _read_reference(folder, task_dir, task)
+    return _MtragSources(files, lastturn, rewrites, questions, qrels, reference)
 
-    queries: list[ConversationalQuery] = []
-    for qid, n, text in lastturn:
-        where = f"{files['lastturn']} record {n} ({qid})"
-        conv_id, turn = _split_qid(qid, where)
-        current = _strip_user(text)
-        if qid not in rewrites:
-            raise DataError(f"{where}: no record with this _id in {files['rewrite']}")
-        if qid not in questions:
-            raise DataError(f"{where}: no record with this _id in {files['questions']}")
-        qn, flattened = questions[qid]
-        messages = _parse_flattened(flattened, f"{files['questions']} record {qn} ({qid})")
-        if messages[-1].role != USER or messages[-1].content.strip() != current.strip():
-            raise DataError(
-                f"{files['questions']} record {qn} ({qid}): its last user turn "
-                f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}"
-            )
-        history = tuple(messages[:-1])
-        if sum(m.role == USER for m in history) != turn - 1:
-            warnings["histories whose user-turn count differs from the turn number"] += 1
-        meta: dict[str, Any] = {"domain": domain, "collection": COLLECTIONS[domain]}
-        answers: tuple[str, ...] = ()
-        if reference is not None:
-            task = reference.get(qid)
-            if task is None:
-                warnings["queries without a generation_tasks/reference.jsonl task"] += 1
-            else:
-                answers, extra = task
-                meta.update(extra)
-        if qid not in qrels:
-            warnings["queries without qrels (kept, excluded from metrics)"] += 1
-        queries.append(
-            ConversationalQuery(
-                qid=qid,
-                conversation_id=conv_id,
-                turn_id=turn,
-                history=history,
-                query=current.strip(),
-                gold_rewrite=_strip_user(rewrites[qid][1]).strip() or None,
-                answers=answers,
-                qrels=dict(qrels.get(qid, {})),
-                meta=meta,
-            )
+
+def _query(sources: _MtragSources, qid: str, n: int, text: str, domain: str, warnings: Counter) -> ConversationalQuery:
+    """The query of a lastturn record: its history from the questions file, checked against it."""
+    files = sources.files
+    where = f"{files['lastturn']} record {n} ({qid})"
+    conv_id, turn = _split_qid(qid, where)
+    current = _strip_user(text)
+    if qid not in sources.rewrites:
+        raise DataError(f"{where}: no record with this _id in {files['rewrite']}")
+    if qid not in sources.questions:
+        raise DataError(f"{where}: no record with this _id in {files['questions']}")
+    qn, flattened = sources.questions[qid]
+    messages = _parse_flattened(flattened, f"{files['questions']} record {qn} ({qid})")
+    if messages[-1].role != USER or messages[-1].content.strip() != current.strip():
+        raise DataError(
+            f"{files['questions']} record {qn} ({qid}): its last user turn "
+            f"{messages[-1].content[:60]!r} differs from {files['lastturn'].name}'s {current[:60]!r}"
         )
-    known = {q.qid for q in queries}
-    stray = [qid for qid in qrels if qid not in known]
-    if stray:
-        warnings[f"qrels for queries not in {files['lastturn'].name} (ignored)"] += len(stray)
+    history = tuple(messages[:-1])
+    if sum(m.role == USER for m in history) != turn - 1:
+        warnings["histories whose user-turn count differs from the turn number"] += 1
+    meta: dict[str, Any] = {"domain": domain, "collection": COLLECTIONS[domain]}
+    answers: tuple[str, ...] = ()
+    if sources.reference is not None:
+        task = sources.reference.get(qid)
+        if task is None:
+            warnings["queries without a generation_tasks/reference.jsonl task"] += 1
+        else:
+            answers, extra = task
+            meta.update(extra)
+    if qid not in sources.qrels:
+        warnings["queries without qrels (kept, excluded from metrics)"] += 1
+    return ConversationalQuery(
+        qid=qid,
+        conversation_id=conv_id,
+        turn_id=turn,
+        history=history,
+        query=current.strip(),
+        gold_rewrite=_strip_user(sources.rewrites[qid][1]).strip() or None,
+        answers=answers,
+        qrels=dict(sources.qrels.get(qid, {})),
+        meta=meta,
+    )
 
+
+def _checked_corpus(
+    card: TaskCard,
+    request: LoadRequest,
+    folder: Path,
+    domain: str,
+    queries: list[ConversationalQuery],
+    origin: str,
+    warnings: Counter,
+) -> Corpus:
+    """The domain's passage corpus, checked with the queries against it (an empty one when none is needed)."""
     corpus_file = _corpus_file(request.corpus_path, folder, domain)
     if corpus_file is None and request.require_corpus:
         raise DataError(
             f"{card.name} needs the MTRAG passage-level corpus {domain}.jsonl.zip "
             f"(IBM/mt-rag-benchmark corpora/passage_level/, a Git LFS file): pass `--corpus PATH`"
         )
-    origin = str(files["lastturn"])
-    if corpus_file is not None:
-        corpus = _read_corpus(corpus_file, card.name)
-        check_corpus(corpus, str(corpus_file))
-        _match_offset_ids(queries, corpus, warnings)
-        check_queries(queries, corpus, origin, warnings)
-    else:
-        corpus = Corpus(ids=[], titles=[], texts=[])
+    if corpus_file is None:
         _check_without_corpus(queries, origin)
-    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries, warnings=warnings)
+        return Corpus(ids=[], titles=[], texts=[])
+    corpus = _read_corpus(corpus_file, card.name)
+    check_corpus(corpus, str(corpus_file))
+    _match_offset_ids(queries, corpus, warnings)
+    check_queries(queries, corpus, origin, warnings)
+    return corpus
 
 
 # ------------------------------------------------------------------------------------------ files

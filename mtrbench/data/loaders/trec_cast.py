@@ -27,6 +27,8 @@ from __future__ import annotations
 import gzip
 import json
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,37 @@ SOURCE = "https://github.com/daltonj/treccastweb"
 
 @register("trec-cast")
 def load(card: TaskCard, request: LoadRequest) -> TaskData:
+    year, canonical = _year_and_canonical(card)
+    folder = _data_folder(card, request, year)
+    names = {key: str(card.loader_options.get(key) or default) for key, default in FILES[year].items()}
+    warnings: Counter = Counter()
+    sources = _read_sources(folder, names, year, canonical, card.name, warnings)
+    corpus = _read_corpus(request.corpus_path, card.name) if request.corpus_path is not None else None
+    if corpus is None and request.require_corpus:
+        raise DataError(
+            f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
+            f"MARCO_<pid> / CAR_<id> as in {sources.qrels_file.name}; see treccast.ai): pass `--corpus PATH` "
+            f"(a BEIR corpus.jsonl or a TSV 'id<TAB>text')"
+        )
+    resolve = _resolver(corpus, warnings) if corpus is not None else (lambda doc_id: doc_id)
+    queries = _queries(sources, year, canonical, corpus, resolve, warnings)
+    known = {q.qid for q in queries}
+    stray = sum(1 for qid in sources.qrels if qid not in known)
+    if stray:
+        warnings[f"qrels for turns not in {sources.topics_file.name} (ignored)"] += stray
+
+    origin = str(sources.topics_file)
+    if corpus is not None:
+        check_corpus(corpus, str(request.corpus_path))
+        check_queries(queries, corpus, origin, warnings)
+    else:
+        corpus = Corpus(ids=[], titles=[], texts=[])
+        _check_without_corpus(queries, origin)
+    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries, warnings=warnings)
+
+
+def _year_and_canonical(card: TaskCard) -> tuple[int, str]:
+    """The CAsT edition (loader_options.year) and where its canonical responses come from."""
     opts = card.loader_options
     year = int(opts.get("year") or 0)
     if year not in FILES:
@@ -67,48 +100,68 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     canonical = str(opts.get("canonical_responses", "automatic" if year == 2020 else "none"))
     if canonical not in CANONICAL:
         raise DataError(f"{card.card_path}: loader_options.canonical_responses must be one of {list(CANONICAL)}")
+    return year, canonical
+
+
+def _data_folder(card: TaskCard, request: LoadRequest, year: int) -> Path:
     folder = request.data_dir or card.local_path()
     if folder is None or not Path(folder).exists():
         raise DataError(
             f"{card.name}: the CAsT {year} topics and qrels are not bundled: download them from "
             f"{SOURCE} ({year}/) and trec.nist.gov, and pass `--data-dir DIR`"
         )
-    folder = Path(folder)
-    names = {key: str(opts.get(key) or default) for key, default in FILES[year].items()}
-    warnings: Counter = Counter()
+    return Path(folder)
 
-    topics_file = _find(folder, names["topics_file"], year, card.name)
-    topics = _read_topics(topics_file, card.name)
+
+@dataclass
+class _CastSources:
+    """The files of one CAsT edition, read."""
+
+    topics_file: Path
+    topics: list[Any]
+    rewrites: dict[str, str]  # 2019: qid -> manual rewrite (a file of its own)
+    automatic: dict[str, dict[str, Any]]  # 2020 with automatic canonical responses: qid -> that file's turn
+    qrels_file: Path
+    qrels: dict[str, dict[str, int]]
+
+
+def _read_sources(
+    folder: Path, names: dict[str, str], year: int, canonical: str, task: str, warnings: Counter
+) -> _CastSources:
+    topics_file = _find(folder, names["topics_file"], year, task)
+    topics = _read_topics(topics_file, task)
     rewrites: dict[str, str] = {}
     if year == 2019:
-        rewrites_file = _find(folder, names["rewrites_file"], year, card.name)
-        rewrites = _read_rewrites(rewrites_file, card.name)
+        rewrites_file = _find(folder, names["rewrites_file"], year, task)
+        rewrites = _read_rewrites(rewrites_file, task)
     automatic: dict[str, dict[str, Any]] = {}
     if year == 2020 and canonical == "automatic":
-        auto_file = _find(folder, names["automatic_topics_file"], year, card.name)
-        automatic = {qid: turn for qid, _, _, turn in _turns(_read_topics(auto_file, card.name), auto_file)}
-    qrels_file = _find(folder, names["qrels_file"], year, card.name)
+        auto_file = _find(folder, names["automatic_topics_file"], year, task)
+        automatic = {qid: turn for qid, _, _, turn in _turns(_read_topics(auto_file, task), auto_file)}
+    qrels_file = _find(folder, names["qrels_file"], year, task)
     qrels = load_qrels(
         qrels_file,
         TREC,
-        f"{card.name} qrels",
+        f"{task} qrels",
         on_duplicate=lambda *_: warnings.update(["duplicate qrels lines (last kept)"]),
     )
+    return _CastSources(topics_file, topics, rewrites, automatic, qrels_file, qrels)
 
-    corpus = _read_corpus(request.corpus_path, card.name) if request.corpus_path is not None else None
-    if corpus is None and request.require_corpus:
-        raise DataError(
-            f"{card.name} needs its external corpus (MS MARCO passages + TREC CAR paragraphs, ids "
-            f"MARCO_<pid> / CAR_<id> as in {qrels_file.name}; see treccast.ai): pass `--corpus PATH` "
-            f"(a BEIR corpus.jsonl or a TSV 'id<TAB>text')"
-        )
-    resolve = _resolver(corpus, warnings) if corpus is not None else (lambda doc_id: doc_id)
 
+def _queries(
+    sources: _CastSources,
+    year: int,
+    canonical: str,
+    corpus: Corpus | None,
+    resolve: Callable[[str], str],
+    warnings: Counter,
+) -> list[ConversationalQuery]:
+    """A query per turn; its history: the topic's earlier utterances (with the canonical responses in 2020)."""
     queries: list[ConversationalQuery] = []
     history: list[Message] = []
     current_topic = None
     previous: tuple[dict, dict] | None = None  # (turn, automatic-file turn) before this one, same topic
-    for qid, topic, _, turn in _turns(topics, topics_file):
+    for qid, topic, _, turn in _turns(sources.topics, sources.topics_file):
         if topic["number"] != current_topic:
             current_topic, history, previous = topic["number"], [], None
         elif previous is not None and year == 2020 and canonical != "none":
@@ -118,23 +171,13 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
             else:
                 history.append(Message(ASSISTANT, response))
         raw = turn["raw_utterance"].strip()
-        gold = rewrites.get(qid) if year == 2019 else turn.get("manual_rewritten_utterance")
+        gold = sources.rewrites.get(qid) if year == 2019 else turn.get("manual_rewritten_utterance")
         gold = gold.strip() if isinstance(gold, str) else None
         if not gold:
             warnings["turns without a manual rewrite"] += 1
-        meta: dict[str, Any] = {"topic": str(topic["number"]), "year": year}
-        for key, name in (("title", "title"), ("description", "description")):
-            if topic.get(key):
-                meta[name] = topic[key]
-        if turn.get("automatic_rewritten_utterance"):
-            meta["automatic_rewrite"] = turn["automatic_rewritten_utterance"]
-        auto_turn = automatic.get(qid, {})
-        for key in ("manual_canonical_result_id", "automatic_canonical_result_id"):
-            value = turn.get(key) or auto_turn.get(key)
-            if value:
-                meta[key] = str(value)
-        judged = {resolve(d): g for d, g in qrels.get(qid, {}).items()}
-        if qid not in qrels:
+        auto_turn = sources.automatic.get(qid, {})
+        judged = {resolve(d): g for d, g in sources.qrels.get(qid, {}).items()}
+        if qid not in sources.qrels:
             warnings["turns without qrels (kept, excluded from metrics)"] += 1
         queries.append(
             ConversationalQuery(
@@ -146,24 +189,27 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
                 gold_rewrite=gold or None,
                 answers=(),
                 qrels=judged,
-                meta=meta,
+                meta=_turn_meta(topic, turn, auto_turn, year),
             )
         )
         history.append(Message(USER, raw))
         previous = (turn, auto_turn)
-    known = {q.qid for q in queries}
-    stray = sum(1 for qid in qrels if qid not in known)
-    if stray:
-        warnings[f"qrels for turns not in {topics_file.name} (ignored)"] += stray
+    return queries
 
-    origin = str(topics_file)
-    if corpus is not None:
-        check_corpus(corpus, str(request.corpus_path))
-        check_queries(queries, corpus, origin, warnings)
-    else:
-        corpus = Corpus(ids=[], titles=[], texts=[])
-        _check_without_corpus(queries, origin)
-    return TaskData(name=card.name, split=request.split, corpus=corpus, queries=queries, warnings=warnings)
+
+def _turn_meta(topic: dict[str, Any], turn: dict[str, Any], auto_turn: dict[str, Any], year: int) -> dict[str, Any]:
+    """The topic's number, title and description, the turn's automatic rewrite and canonical result ids."""
+    meta: dict[str, Any] = {"topic": str(topic["number"]), "year": year}
+    for key, name in (("title", "title"), ("description", "description")):
+        if topic.get(key):
+            meta[name] = topic[key]
+    if turn.get("automatic_rewritten_utterance"):
+        meta["automatic_rewrite"] = turn["automatic_rewritten_utterance"]
+    for key in ("manual_canonical_result_id", "automatic_canonical_result_id"):
+        value = turn.get(key) or auto_turn.get(key)
+        if value:
+            meta[key] = str(value)
+    return meta
 
 
 # ------------------------------------------------------------------------------------------ topics

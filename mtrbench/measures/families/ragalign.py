@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
+from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs, all_families, family
 
 UNDEFINED = "undefined: the retrieval values or the verdicts are constant over these turns"
 
@@ -95,8 +95,6 @@ class RAGAlign(MeasureFamily):
 
     def defaults(self, measure: Measure) -> Measure:
         """``of`` spelled as its family's label, so RAGAlign@10(of=ndcg) and (of=nDCG) are one value."""
-        from mtrbench.measures.registry import family
-
         spec = family(measure.param("of", "Hit"))
         return Measure(measure.family, measure.cutoff, measure.rel, (("of", spec.label),))
 
@@ -107,8 +105,6 @@ class RAGAlign(MeasureFamily):
             raise MtrbenchError(f"{where}: of= must be a per-query retrieval measure, e.g. Hit or nDCG")
 
     def _inner(self, measure: Measure, where: str = "RAGAlign") -> Measure:
-        from mtrbench.measures.registry import family
-
         spec = family(measure.param("of", "Hit"))
         rel = measure.rel if spec.uses_relevance_level else None
         return Measure(spec.name, measure.cutoff, rel)
@@ -132,8 +128,6 @@ class RAGAlign(MeasureFamily):
         return re.compile(r"ragalign(?:_(?P<of>[a-z_]+?))?_at_(?P<cutoff>\d+)(?:_rel(?P<rel>\d+))?")
 
     def from_key(self, match) -> Measure:
-        from mtrbench.measures.registry import all_families
-
         of = "Hit"
         if match.group("of"):
             of = next((f.label for f in all_families().values() if f.key_stem == match.group("of")), match.group("of"))
