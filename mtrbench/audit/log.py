@@ -11,18 +11,22 @@ the same folder stops at once instead of asking, and paying for, the same items 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from mtrbench.audit.plan import COMPLETENESS, AuditItem
+from mtrbench.audit.defaults import COMPLETENESS
+from mtrbench.audit.plan import AuditItem
 from mtrbench.formats.lines import read_log_records
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
 if TYPE_CHECKING:
     from mtrbench.llm.client import ChatResult
+    from mtrbench.llm.config import JudgeConfig
 
 LOG_NAME = "log.jsonl"
 
@@ -123,3 +127,15 @@ class AuditLog:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+
+
+def judge_failures(output_dir: Path, items: Sequence[AuditItem], judges: Sequence[JudgeConfig]) -> list[JudgeFailures]:
+    """Per judge: the planned items whose latest reply in the log failed, of those it has any reply for, with the
+    most common reason (``failure_rate.JudgeFailures``, for ``--max-failure-rate``)."""
+    contents = AuditLog(Path(output_dir) / LOG_NAME).read()
+    counts = []
+    for judge in judges:
+        latest = contents.latest(list(items), judge.name, judge.model)
+        reasons = [r.get("error") for r in latest.values() if not r.get("ok")]
+        counts.append(JudgeFailures(judge.name, len(reasons), len(latest), most_common(reasons)))
+    return counts

@@ -81,8 +81,9 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     _check_names(args)
+    from mtrbench.audit.log import judge_failures
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
-    from mtrbench.audit.plan import judge_failures, parse_dimensions
+    from mtrbench.audit.plan import parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 
     config = AuditConfig(
