@@ -97,8 +97,14 @@ def _cmd_assess(args: argparse.Namespace) -> int:
         yes=args.yes,
         quiet=args.quiet,
     )
-    result = run_assessment(options, roles, cache=None if args.dry_run else cache_from_args(args), console=console)
+    result = run_assessment(
+        options,
+        roles,
+        cache=None if args.dry_run else cache_from_args(args),
+        say=lambda message: console.print(f"[dim]{message}[/dim]"),
+    )
     if result.dry_run:
+        print(result.message)
         return 0
     out = Console()
     out.print(stats_table(result.stats, f"DREAM assessment of {result.stats['task']} ({result.stats['split']})"))
