@@ -101,7 +101,6 @@ class _Audit:
     card: TaskCard
     task: TaskData
     log: AuditLog
-    say: Callable[[str], None]
 
     @property
     def output_dir(self) -> Path:
@@ -163,12 +162,12 @@ def run_audit(
     say(f"Loading task {card.name}")
     task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     output_dir = Path(config.output_dir) if config.output_dir else default_output_dir(task.name)
-    audit = _Audit(config, judges, card, task, AuditLog(output_dir / LOG_NAME), say)
+    audit = _Audit(config, judges, card, task, AuditLog(output_dir / LOG_NAME))
     # A dry run only reads the log. A real run holds it from computing what is left to ask until the summary
     # is written, so a second run on the same folder stops here, before retrieving negatives or asking anyone.
     with nullcontext() if config.dry_run else audit.log.hold():
-        plan, negatives = _plan(audit)
-        pending = _pending(audit, plan)
+        plan, negatives = _plan(audit, say)
+        pending = _pending(audit, plan, say)
         if config.dry_run:
             pending_keys = {i.key for items in pending.values() for i in items}
             print_dry_run(_requests([i for i in plan.items if i.key in pending_keys]), list(judges))
@@ -177,7 +176,7 @@ def run_audit(
         return _finish(audit, plan, negatives, human, usage, {j.name: len(pending[j.name]) for j in judges})
 
 
-def _plan(audit: _Audit) -> tuple[AuditPlan, HardNegatives | None]:
+def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNegatives | None]:
     """The audited queries, the dimensions their data supports, hard negatives and the judge items."""
     config, card, task = audit.config, audit.card, audit.task
     candidates = first_conversations(task, config.limit).queries if config.limit else task.queries
@@ -188,7 +187,7 @@ def _plan(audit: _Audit) -> tuple[AuditPlan, HardNegatives | None]:
     negatives = None
     if COMPLETENESS in dimensions:
         source = f"run {config.negatives_run}" if config.negatives_run else config.negatives_model
-        audit.say(f"Hard negatives: top {config.n_negatives} non-gold documents from {source}")
+        say(f"Hard negatives: top {config.n_negatives} non-gold documents from {source}")
         negatives = _negatives(config, task, queries)
         notes.update(negatives.notes)
     plan = build_plan(
@@ -207,7 +206,7 @@ def _plan(audit: _Audit) -> tuple[AuditPlan, HardNegatives | None]:
     return plan, negatives
 
 
-def _pending(audit: _Audit, plan: AuditPlan) -> dict[str, list[AuditItem]]:
+def _pending(audit: _Audit, plan: AuditPlan, say: Callable[[str], None]) -> dict[str, list[AuditItem]]:
     """Per judge, the items its log has no successful reply for (same prompt and model)."""
     contents = audit.log.read()
     pending: dict[str, list[AuditItem]] = {}
@@ -218,7 +217,7 @@ def _pending(audit: _Audit, plan: AuditPlan) -> dict[str, list[AuditItem]]:
         ]
     n_pending = sum(len(v) for v in pending.values())
     n_done = len(plan.items) * len(audit.judges) - n_pending
-    audit.say(
+    say(
         f"{len(plan.queries)} queries, {len(plan.items)} items x {len(audit.judges)} judge(s): {n_done} answered in "
         f"{audit.log.path}, {n_pending} to ask"
     )
