@@ -19,9 +19,9 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
 from mtrbench.audit.human import Correlation, HumanScores, read_human_scores
-from mtrbench.audit.log import LOG_NAME, AuditLog, make_record
+from mtrbench.audit.log import LOG_NAME, ItemKey, audit_log, judge_stage
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
-from mtrbench.audit.plan import COMPLETENESS, AuditItem, AuditPlan, build_plan, select_queries, supported_dimensions
+from mtrbench.audit.plan import COMPLETENESS, AuditPlan, build_plan, select_queries, supported_dimensions
 from mtrbench.audit.report import ENSEMBLE, Stats, aggregate, correlations, hole_candidates, write_holes
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.cards import TaskCard
@@ -29,10 +29,9 @@ from mtrbench.data.model import TaskData, first_conversations
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
-from mtrbench.llm.hf import make_client
+from mtrbench.llm.failure_rate import JudgeFailures
+from mtrbench.llm.stage import Stage, StageLog, StageOptions, StageRun, plan_stages, run_stages
 from mtrbench.results.writer import safe_name
 
 INSTANCES_NAME = "instances.jsonl"
@@ -77,6 +76,7 @@ class AuditOutcome:
     correlation: dict[str, dict[str, Correlation]] = field(default_factory=dict)
     holes: list[dict[str, Any]] = field(default_factory=list)
     sent: dict[str, int] = field(default_factory=dict)  # judge -> requests asked in this run (items, not attempts)
+    failures: list[JudgeFailures] = field(default_factory=list)  # per judge, for --max-failure-rate
     summary: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -100,7 +100,7 @@ class _Audit:
     judges: Sequence[JudgeConfig]
     card: TaskCard
     task: TaskData
-    log: AuditLog
+    log: StageLog
 
     @property
     def output_dir(self) -> Path:
@@ -140,13 +140,6 @@ def _negatives(config: AuditConfig, task: TaskData, queries) -> HardNegatives:
     )
 
 
-def _requests(items: Sequence[AuditItem]) -> list[ChatRequest]:
-    return [
-        ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
-        for item in items
-    ]
-
-
 def run_audit(
     config: AuditConfig,
     judges: Sequence[JudgeConfig],
@@ -162,18 +155,22 @@ def run_audit(
     say(f"Loading task {card.name}")
     task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     output_dir = Path(config.output_dir) if config.output_dir else default_output_dir(task.name)
-    audit = _Audit(config, judges, card, task, AuditLog(output_dir / LOG_NAME))
+    audit = _Audit(config, judges, card, task, audit_log(output_dir / LOG_NAME))
+    options = StageOptions(cache=cache, dry_run=config.dry_run, yes=config.yes, show_progress=config.show_progress)
     # A dry run only reads the log. A real run holds it from computing what is left to ask until the summary
     # is written, so a second run on the same folder stops here, before retrieving negatives or asking anyone.
     with nullcontext() if config.dry_run else audit.log.hold():
         plan, negatives = _plan(audit, say)
-        pending = _pending(audit, plan, say)
+        stages = [judge_stage(judge, plan.items) for judge in judges]
+        _say_pending(audit, plan, stages, say)
         if config.dry_run:
-            pending_keys = {i.key for items in pending.values() for i in items}
-            print_dry_run(_requests([i for i in plan.items if i.key in pending_keys]), list(judges))
+            run_stages(stages, audit.log, options)  # reports the first prompts and the request count
             return AuditOutcome(output_dir, plan, plan.notes, dry_run=True)
-        usage = _ask_judges(audit, plan, pending, cache)
-        return _finish(audit, plan, negatives, human, usage, {j.name: len(pending[j.name]) for j in judges})
+        atomic_write_text(
+            output_dir / INSTANCES_NAME,
+            "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items),
+        )
+        return _finish(audit, plan, negatives, human, run_stages(stages, audit.log, options))
 
 
 def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNegatives | None]:
@@ -206,65 +203,15 @@ def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNeg
     return plan, negatives
 
 
-def _pending(audit: _Audit, plan: AuditPlan, say: Callable[[str], None]) -> dict[str, list[AuditItem]]:
-    """Per judge, the items its log has no successful reply for (same prompt and model)."""
-    contents = audit.log.read()
-    pending: dict[str, list[AuditItem]] = {}
-    for judge in audit.judges:
-        latest = contents.latest(plan.items, judge.name, judge.model)
-        pending[judge.name] = [
-            i for i in plan.items if not latest.get((i.dimension, i.instance_id, judge.name), {}).get("ok")
-        ]
-    n_pending = sum(len(v) for v in pending.values())
+def _say_pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: Callable[[str], None]) -> None:
+    """How many of the judges' items the log has answered and how many are left to ask."""
+    outcomes, _ = plan_stages(stages, audit.log)
+    n_pending = sum(len(o.pending) for o in outcomes)
     n_done = len(plan.items) * len(audit.judges) - n_pending
     say(
         f"{len(plan.queries)} queries, {len(plan.items)} items x {len(audit.judges)} judge(s): {n_done} answered in "
         f"{audit.log.path}, {n_pending} to ask"
     )
-    return pending
-
-
-def _ask_judges(
-    audit: _Audit, plan: AuditPlan, pending: dict[str, list[AuditItem]], cache: ResponseCache | None
-) -> dict[str, dict[str, Any]]:
-    """Ask each judge its pending items, appending every reply to the log; the usage per judge."""
-    judges, log = audit.judges, audit.log
-    # keys are checked before the cost question, so a missing one stops the run before anything is asked
-    clients = {j.name: make_client(j, cache) for j in judges if pending[j.name]}  # hf:// runs in-process
-    if any(pending.values()):
-        confirm_cost(
-            [(j, estimate_cost(_requests(pending[j.name]), j, cache)) for j in judges if pending[j.name]],
-            audit.config.yes,
-        )
-    atomic_write_text(
-        audit.output_dir / INSTANCES_NAME,
-        "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items),
-    )
-    usage: dict[str, dict[str, Any]] = {}
-    with log:
-        for judge in judges:
-            items = pending[judge.name]
-            if not items:
-                continue
-            by_key = {i.key: i for i in items}
-            client = clients[judge.name]
-
-            def on_result(result: ChatResult, judge: JudgeConfig = judge, by_key: dict = by_key) -> None:
-                log.append(make_record(by_key[result.key], judge.name, judge.model, result))
-
-            client.run(
-                _requests(items), desc=f"{judge.name}", show_progress=audit.config.show_progress, on_result=on_result
-            )
-            u = client.usage
-            usage[judge.name] = {
-                "requests": u.requests,
-                "cached": u.cached,
-                "failures": u.failures,
-                "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens,
-                "cost_usd": u.cost_usd(judge),
-            }
-    return usage
 
 
 def _finish(
@@ -272,28 +219,41 @@ def _finish(
     plan: AuditPlan,
     negatives: HardNegatives | None,
     human: HumanScores | None,
-    usage: dict[str, dict[str, Any]],
-    sent: dict[str, int],
+    run: StageRun,
 ) -> AuditOutcome:
-    """Aggregates, correlations and hole candidates from the log; writes the holes and the summary."""
-    contents = audit.log.read()
-    latest = {j.name: contents.latest(plan.items, j.name, j.model) for j in audit.judges}
+    """Aggregates, correlations and hole candidates from the judges' latest records; writes holes and the summary."""
+    latest: dict[str, dict[ItemKey, dict[str, Any]]] = {}
+    for outcome in run.outcomes:
+        name = outcome.stage.judge.name
+        records = ((item, outcome.records.get(item.key)) for item in plan.items)
+        latest[name] = {(i.dimension, i.instance_id, name): r.to_json() for i, r in records if r is not None}
     stats, scores = aggregate(plan.items, plan.dimensions, latest)
     correlation = correlations(scores, human) if human else {}
     holes = hole_candidates(plan.items, latest)
     holes_qrels, holes_jsonl = write_holes(audit.output_dir, holes)
-    if contents.unreadable_lines:
-        plan.notes["log lines cut short by an interrupted run (ignored)"] = contents.unreadable_lines
+    if run.unreadable_log_lines:
+        plan.notes["log lines cut short by an interrupted run (ignored)"] = run.unreadable_log_lines
     files = {
         "log": LOG_NAME,
         "instances": INSTANCES_NAME,
         "hole_candidates_qrels": holes_qrels.name,
         "hole_candidates_jsonl": holes_jsonl.name,
     }
+    usage = {o.stage.judge.name: o.usage_summary() for o in run.outcomes if o.pending}
     summary = _summary(audit, plan, negatives, stats, correlation, holes, usage, files)
     atomic_write_text(audit.output_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    title = f"MTR-EVAL · {audit.task.name} ({audit.task.split}) · {len(plan.queries)} queries"
-    return AuditOutcome(audit.output_dir, plan, plan.notes, False, title, stats, correlation, holes, sent, summary)
+    return AuditOutcome(
+        audit.output_dir,
+        plan,
+        plan.notes,
+        title=f"MTR-EVAL · {audit.task.name} ({audit.task.split}) · {len(plan.queries)} queries",
+        stats=stats,
+        correlation=correlation,
+        holes=holes,
+        sent={o.stage.judge.name: len(o.pending) for o in run.outcomes},
+        failures=run.failures(),
+        summary=summary,
+    )
 
 
 def _summary(
@@ -303,7 +263,7 @@ def _summary(
     stats: dict[str, dict[str, Stats]],
     correlation: dict[str, dict[str, Correlation]],
     holes: list[dict[str, Any]],
-    usage: dict[str, dict[str, Any]],
+    usage: dict[str, dict[str, int | float | None]],
     files: dict[str, str],
 ) -> dict[str, Any]:
     config, task, judges = audit.config, audit.task, audit.judges

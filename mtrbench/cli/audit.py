@@ -89,7 +89,6 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     _check_names(args)
     from rich.console import Console
 
-    from mtrbench.audit.log import judge_failures
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
     from mtrbench.audit.plan import parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
@@ -127,7 +126,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     _show(outcome, console)
     if outcome.dry_run:
         return 0
-    return check_failure_rates(args, judge_failures(outcome.output_dir, outcome.plan.items, judges))
+    return check_failure_rates(args, outcome.failures)
 
 
 def _show(outcome: AuditOutcome, console: Console) -> None:

@@ -15,7 +15,8 @@ records carry. :func:`run_stages` owns everything else:
   judge's exact secrets once more.
 
 Every stage writes the same record layout (:class:`StageRecord`, documented in docs/llm-judges.md); logs written
-before it (the judge engine's and MTRAG's) are read too (:meth:`StageRecord.from_json`).
+before it (the judge engine's and MTRAG's) are read too (:meth:`StageRecord.from_json`), and a path whose old
+records cannot be read that way (no ``key``) rewrites them into the one layout as they are read (:class:`OlderLayout`).
 
 Multi-request or async items (a debate of several rounds) ask through their own coroutine and hand back one
 ``ChatResult`` per item (:func:`combined_result`); :func:`arun_stages` gives them the same log, resume, cost and
@@ -36,7 +37,7 @@ from typing import TextIO
 
 from tqdm.auto import tqdm
 
-from mtrbench.formats.lines import read_log_records
+from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.infra.reporting import report
@@ -233,12 +234,22 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
 
 
 def _malformed(reply: MalformedReply) -> dict[str, JSONValue]:
-    return {"attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
+    who: dict[str, JSONValue] = {"by": reply.by} if reply.by is not None else {}
+    return {**who, "attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
 
 
-def combined_result(key: str, results: Sequence[ChatResult], value: JSONValue, error: str | None = None) -> ChatResult:
+def combined_result(
+    key: str,
+    results: Sequence[ChatResult],
+    value: JSONValue,
+    error: str | None = None,
+    by: Sequence[str] | None = None,
+) -> ChatResult:
     """One ``ChatResult`` for an item that sent several requests (a debate's rounds): ok unless ``error`` or one
-    of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given."""
+    of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given.
+    ``by``: who sent each request (e.g. "Agent A round 1"), recorded with its malformed replies."""
+    if by is not None:
+        results = [replace(r, malformed=[replace(m, by=who) for m in r.malformed]) for r, who in zip(results, by)]
     failed = next((r for r in results if not r.ok), None)
     reason = error or (failed.error if failed is not None else None)
     return ChatResult(
@@ -288,17 +299,38 @@ class LogWriter:
         self._handle.flush()  # a killed run keeps every reply already received
 
 
+RawRecord = dict[str, JSONValue]
+
+
+class OlderLayout:
+    """How a path reads the records its log held before the one layout: :meth:`upgrade` gets every record that is
+    not in the one layout (with ``path:line``, in file order) and returns them in the one layout. By default they
+    are kept as they are (read as legacy records when they have a ``key``)."""
+
+    def upgrade(self, records: Sequence[tuple[str, RawRecord]]) -> list[RawRecord]:
+        return [raw for _, raw in records]
+
+
+def in_one_layout(raw: Mapping[str, JSONValue]) -> bool:
+    return isinstance(raw.get("stage"), str) and isinstance(raw.get("settings"), dict)
+
+
 class StageLog:
     """An append-only JSONL log of stage records. ``hold()`` takes its lock (a second hold by the same object is
-    free, so a caller may hold it from planning to writing its results around :func:`run_stages`)."""
+    free, so a caller may hold it from planning to writing its results around :func:`run_stages`). ``older``
+    reads records written before the one layout."""
 
-    def __init__(self, path: str | Path, purpose: str = "LLM log") -> None:
+    def __init__(self, path: str | Path, purpose: str = "LLM log", older: OlderLayout | None = None) -> None:
         self.path = Path(path)
         self.purpose = purpose
+        self.older = older or OlderLayout()
         self._held = 0
 
     def read(self) -> LogContents:
-        raw, bad = read_log_records(self.path)
+        numbered, bad = read_numbered_log_records(self.path)
+        older = [(f"{self.path}:{n}", raw) for n, raw in numbered if not in_one_layout(raw)]
+        upgraded = iter(self.older.upgrade(older) if older else [])
+        raw = [r if in_one_layout(r) else next(upgraded) for _, r in numbered]
         records = [StageRecord.from_json(r) for r in raw]
         return LogContents([r for r in records if r is not None], bad)
 
@@ -437,10 +469,26 @@ def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
     return list(seen.values())
 
 
+def _pending_requests(outcomes: Sequence[StageOutcome]) -> list[ChatRequest]:
+    """Each request some judge has still to answer, once (stages of several judges share their items), in the
+    order of the stages' items."""
+
+    def same(item: StageItem) -> str:
+        return json.dumps([item.key, item.request.messages], sort_keys=True)
+
+    pending = {same(i) for o in outcomes for i in o.pending}
+    out: dict[str, ChatRequest] = {}
+    for outcome in outcomes:
+        for item in outcome.stage.items:
+            if same(item) in pending:
+                out.setdefault(same(item), item.request)
+    return list(out.values())
+
+
 def _dry_run(
     stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: StageLog
 ) -> DryRunReport:
-    requests = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
+    requests = _pending_requests(outcomes) + [i.request for s in later for i in s.items]
     total = sum(len(s.items) for s in stages)
     pending = sum(len(o.pending) for o in outcomes)
     unit = stages[0].unit if stages else "items"
@@ -581,17 +629,21 @@ async def arun_stages(
     *,
     concurrency: int,
     estimates: Sequence[tuple[JudgeConfig, CostEstimate]] | None = None,
+    confirm: bool = True,
+    also_asked: Sequence[JudgeConfig] = (),
 ) -> StageRun:
     """:func:`run_stages` for items that ask through a coroutine (``ask(stage, item)``: one ``ChatResult`` per item,
     see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
-    (e.g. an upper bound over every round), else each item's first request per stage's judge."""
+    (e.g. an upper bound over every round), else each item's first request per stage's judge; ``confirm=False``:
+    an earlier call confirmed it. ``also_asked``: judges the items ask besides the stages' own (a pre-filter's
+    three), whose secrets are kept out of the log as well."""
     outcomes, unreadable = plan_stages(stages, log)
     run = StageRun(outcomes, log.path, unreadable)
     if options.dry_run:
         run.dry_run = _dry_run(stages, outcomes, (), log)
         return run
     to_ask = _to_ask(outcomes)
-    if to_ask:
+    if to_ask and confirm:
         confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
     if not to_ask:
         return _finish(run, options)
@@ -600,7 +652,7 @@ async def arun_stages(
     bar = tqdm(
         total=len(work), desc=" + ".join(s.label for s in to_ask), unit="item", disable=not options.show_progress
     )
-    with log.appending(_judges(stages)) as writer:
+    with log.appending([*_judges(stages), *also_asked]) as writer:
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:
             async with semaphore:
