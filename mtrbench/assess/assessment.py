@@ -21,7 +21,7 @@ from mtrbench.assess.pooling import Pool, build_pool, read_runs
 from mtrbench.assess.prompts import Case, build_case
 from mtrbench.assess.refine import default_relevant_grade, refined_qrels
 from mtrbench.assess.roles import Roles
-from mtrbench.assess.runner import PairAssessor, assess_all
+from mtrbench.assess.runner import PairAssessor, Passes, assess_all
 from mtrbench.assess.stats import assessment_stats
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import ConversationalQuery, TaskData
@@ -31,6 +31,7 @@ from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.cost import confirm_cost, print_dry_run
 from mtrbench.llm.hf_async import make_async_client
+from mtrbench.llm.stage import StageOptions
 from mtrbench.results.writer import safe_name
 
 log = logging.getLogger(__name__)
@@ -133,12 +134,11 @@ def run_assessment(
     # A dry run only reads the log. A real run holds it from reading what is done until the outputs are
     # written, so a second run on the same folder stops here instead of repeating (and paying for) the work.
     with nullcontext() if options.dry_run else run.log.hold():
-        run.entries = run.log.read()
+        _read_entries(run)
         run.warnings.update(run.log.warnings)
-        for pair in run.pool.pairs if run.pool else ():
-            run.entries.setdefault((pair.qid, pair.doc_id), PairRecords(pair.qid, pair.doc_id))
         if options.humans and not options.dry_run:
             merge_human_labels(options.humans, run.log, run.entries, run.original, run.warnings)
+            run.log.close()
         work = _work(run, roles) if roles is not None else []
         if not options.quiet:
             note(f"{run.task.name}: {len(run.entries)} pairs ({len(work)} with work left), log {run.paths.log}")
@@ -147,6 +147,13 @@ def run_assessment(
         usage = _assess(run, roles, work, cache, note) if roles is not None and work else {}
         run.log.close()
         return AssessResult(run.paths, write_outputs(run, usage), usage, run.warnings)
+
+
+def _read_entries(run: _Assessment) -> None:
+    """The pairs the log holds, then the pooled pairs it does not have yet."""
+    run.entries = run.log.read()
+    for pair in run.pool.pairs if run.pool else ():
+        run.entries.setdefault((pair.qid, pair.doc_id), PairRecords(pair.qid, pair.doc_id))
 
 
 def _prepare(options: AssessOptions, roles: Roles | None) -> _Assessment:
@@ -239,11 +246,13 @@ def _assess(
     )
     confirm_cost(estimates, run.options.yes)
     clients = {j.name: make_async_client(j, cache) for j in roles.judges()}  # hf:// runs in-process
-    assessor = PairAssessor(roles, clients, run.log, rounds)
+    options = StageOptions(cache=cache, yes=run.options.yes, show_progress=not run.options.quiet)
     n_workers = max(j.concurrency for j in roles.judges())
+    passes = Passes(PairAssessor(roles, clients, rounds), run.log, options, n_workers)
     try:
-        asyncio.run(assess_all(assessor, work, n_workers, show_progress=not run.options.quiet))
+        asyncio.run(assess_all(passes, work))
     except KeyboardInterrupt:  # what finished is in the log; leave files that show it
+        _read_entries(run)
         write_outputs(run, {})
         raise
     finally:

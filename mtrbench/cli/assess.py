@@ -139,7 +139,7 @@ def _logged_failure_reasons(log: Path) -> list[str]:
     for record in records:
         if record.get("status") != "failed":
             continue
-        texts = [record["error"]] if record.get("error") else list((record.get("errors") or {}).values())
+        texts = list((record.get("errors") or {}).values()) or ([record["error"]] if record.get("error") else [])
         for text in texts:
             reasons.extend(re.sub(r"^\S+ round \d+: ", "", part) for part in str(text).split("; "))
     return reasons
