@@ -19,7 +19,7 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
 from mtrbench.audit.human import Correlation, HumanScores, read_human_scores
-from mtrbench.audit.log import LOG_NAME, ItemKey, audit_log, judge_stage
+from mtrbench.audit.log import LOG_NAME, ItemKey, audit_log, audit_requests, judge_stage
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
 from mtrbench.audit.plan import COMPLETENESS, AuditPlan, build_plan, select_queries, supported_dimensions
 from mtrbench.audit.report import ENSEMBLE, Stats, aggregate, correlations, hole_candidates, write_holes
@@ -162,9 +162,9 @@ def run_audit(
     with nullcontext() if config.dry_run else audit.log.hold():
         plan, negatives = _plan(audit, say)
         stages = [judge_stage(judge, plan.items) for judge in judges]
-        _say_pending(audit, plan, stages, say)
-        if config.dry_run:
-            run_stages(stages, audit.log, options)  # reports the first prompts and the request count
+        pending = _pending(audit, plan, stages, say)
+        if config.dry_run:  # the runner reports the first prompts and the requests: each pending item once per judge
+            run_stages(stages, audit.log, options, shown=audit_requests([i for i in plan.items if i.key in pending]))
             return AuditOutcome(output_dir, plan, plan.notes, dry_run=True)
         atomic_write_text(
             output_dir / INSTANCES_NAME,
@@ -203,8 +203,8 @@ def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNeg
     return plan, negatives
 
 
-def _say_pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: Callable[[str], None]) -> None:
-    """How many of the judges' items the log has answered and how many are left to ask."""
+def _pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: Callable[[str], None]) -> set[str]:
+    """The keys of the items some judge has still to answer; says how many the log has answered."""
     outcomes, _ = plan_stages(stages, audit.log)
     n_pending = sum(len(o.pending) for o in outcomes)
     n_done = len(plan.items) * len(audit.judges) - n_pending
@@ -212,6 +212,7 @@ def _say_pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: C
         f"{len(plan.queries)} queries, {len(plan.items)} items x {len(audit.judges)} judge(s): {n_done} answered in "
         f"{audit.log.path}, {n_pending} to ask"
     )
+    return {item.key for outcome in outcomes for item in outcome.pending}
 
 
 def _finish(
