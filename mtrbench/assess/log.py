@@ -18,23 +18,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.infra.errors import DataError
-from mtrbench.llm.stage import (
-    JSONValue,
-    LogWriter,
-    OlderLayout,
-    RawRecord,
-    StageLog,
-    StageRecord,
-    in_one_layout,
-    now,
-)
+from mtrbench.llm.stage import JSONValue, LogWriter, StageLog, StageRecord, now
 
 PREFILTER, DEBATE, ADJUDICATION, HUMAN = "prefilter", "debate", "adjudication", "human"
 KINDS = (PREFILTER, DEBATE, ADJUDICATION, HUMAN)
@@ -142,30 +134,34 @@ def step_ok(kind: str, record: dict[str, Any]) -> bool:
     return kind == HUMAN or record.get("status") not in ("failed", None)
 
 
-class OlderAssessRecords(OlderLayout):
-    """Records written before the runner's layout (``kind``, ``qid``, ``doc_id``, the step's fields, no key): each
-    rewritten with its stage, key, settings, ok and value; an adjudication settles the debate logged before it."""
+class OlderAssessRecords:
+    """Reads a record of the layout assess wrote before the stage runner (``kind``, ``qid``, ``doc_id`` and the
+    step's fields; no key, settings or ok): the record in the runner's layout, or None when the line is no
+    assessment record. Lines come in file order, so it keeps each pair's last debate: an old adjudication settles
+    the debate logged before it."""
 
-    def upgrade(self, records: Sequence[tuple[str, RawRecord]]) -> list[RawRecord]:
-        debates: dict[tuple[str, str], dict[str, Any]] = {}
-        return [self.one(raw, where, debates) for where, raw in records]
+    def __init__(self) -> None:
+        self.debates: dict[tuple[str, str], dict[str, Any]] = {}
 
-    @staticmethod
-    def one(raw: RawRecord, where: str, debates: dict[tuple[str, str], dict[str, Any]]) -> RawRecord:
+    def __call__(self, raw: Mapping[str, JSONValue]) -> StageRecord | None:
+        upgraded = self.upgrade(raw)
+        return None if upgraded is None else StageRecord.from_json(upgraded)
+
+    def upgrade(self, raw: Mapping[str, JSONValue]) -> dict[str, JSONValue] | None:
         kind, qid, doc_id = raw.get("kind"), raw.get("qid"), raw.get("doc_id")
         if kind not in KINDS or qid is None or doc_id is None:
-            raise DataError(f"{where}: not an assessment log record")
+            return None
         record: dict[str, Any] = {**raw, "qid": str(qid), "doc_id": str(doc_id)}
         pair = (record["qid"], record["doc_id"])
         settings: dict[str, JSONValue] = {}
         if kind == DEBATE:
             settings = debate_identity(record)
-            debates[pair] = record
+            self.debates[pair] = record
         elif kind == ADJUDICATION:
-            settings = {"judge": record.get("judge"), "debate": debate_id(debates.get(pair))}
+            settings = {"judge": record.get("judge"), "debate": debate_id(self.debates.get(pair))}
         return {
             **record,
-            "stage": kind,
+            "stage": str(kind),
             "key": step_key(record["qid"], record["doc_id"], str(kind)),
             "judge": record.get("judge") or "",
             "settings": settings,
@@ -179,22 +175,33 @@ class AssessmentLog:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.stage_log = StageLog(self.path, purpose="assessment log", older=OlderAssessRecords())
+        self.stage_log = StageLog(self.path, purpose="assessment log", legacy=OlderAssessRecords())
         self.warnings: Counter = Counter()
         self._open: ExitStack | None = None
         self._writer: LogWriter | None = None
-        self._debates: dict[tuple[str, str], dict[str, Any]] = {}
+        self._older = OlderAssessRecords()  # for the records written by hand (append)
 
     def hold(self) -> AbstractContextManager[None]:
         """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
         return self.stage_log.hold()
 
     def records(self) -> Iterator[StageRecord]:
-        """The log's assessment records in file order (unreadable lines counted in ``warnings``)."""
-        contents = self.stage_log.read()
-        if contents.unreadable_lines:
-            self.warnings[UNREADABLE] += contents.unreadable_lines
-        return (r for r in contents.records if r.stage in KINDS)
+        """The log's records in file order (lines cut short by a kill counted in ``warnings``); a line that is
+        no assessment record stops the run with its place."""
+        numbered, unreadable = read_numbered_log_records(self.path)
+        if unreadable:
+            self.warnings[UNREADABLE] += unreadable
+        older = OlderAssessRecords()
+        for number, raw in numbered:
+            record = StageRecord.from_json(raw) or older(raw)
+            if (
+                record is None
+                or record.stage not in KINDS
+                or "qid" not in record.fields
+                or "doc_id" not in record.fields
+            ):
+                raise DataError(f"{self.path}:{number}: not an assessment log record")
+            yield record
 
     def read(self) -> dict[tuple[str, str], PairRecords]:
         pairs: dict[tuple[str, str], PairRecords] = {}
@@ -212,11 +219,9 @@ class AssessmentLog:
         if self._writer is None:
             self._open = ExitStack()
             self._writer = self._open.enter_context(self.stage_log.appending())
-        raw: RawRecord = (
-            record if in_one_layout(record) else OlderAssessRecords.one(record, str(self.path), self._debates)
-        )
-        parsed = StageRecord.from_json(raw)
-        assert parsed is not None, "a step record has a key"
+        parsed = StageRecord.from_json(record) or self._older(record)
+        if parsed is None:
+            raise ValueError(f"not an assessment log record: {record}")
         self._writer.append(parsed if parsed.time else replace(parsed, time=now()))
 
     def close(self) -> None:

@@ -10,13 +10,13 @@ cache; failures are asked again. Logs written before the runner's layout are rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mtrbench.audit.defaults import COMPLETENESS
 from mtrbench.audit.plan import AuditItem
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.stage import JSONValue, OlderLayout, RawRecord, ReplyFields, Stage, StageItem, StageLog
+from mtrbench.llm.stage import JSONValue, ReplyFields, Stage, StageItem, StageLog, StageRecord, legacy_record
 from mtrbench.llm.types import ChatRequest, ChatResult
 
 LOG_NAME = "log.jsonl"
@@ -27,7 +27,7 @@ ItemKey = tuple[str, str, str]  # (dimension, instance_id, judge)
 
 def audit_log(path: str | Path) -> StageLog:
     """The audit's log at ``path``; its lock stops a second audit on the same folder."""
-    return StageLog(path, purpose="audit log", older=OlderAuditRecords())
+    return StageLog(path, purpose="audit log", legacy=older_audit_record)
 
 
 def request(item: AuditItem) -> ChatRequest:
@@ -73,24 +73,18 @@ class Scores(ReplyFields):
         return {"score": 1.0 if on_gold else 0.0, "picked_position": picked, "picked_doc": doc, "on_gold": on_gold}
 
 
-class OlderAuditRecords(OlderLayout):
-    """Records written before the runner's layout: the instance, judge, model, ``parsed`` for the value, no key."""
-
-    def upgrade(self, records: Sequence[tuple[str, RawRecord]]) -> list[RawRecord]:
-        out = []
-        for _, raw in records:
-            if "key" in raw or "dimension" not in raw or "instance_id" not in raw:
-                out.append(raw)
-                continue
-            record = dict(raw)
-            value = record.pop("parsed", None)
-            settings: dict[str, JSONValue] = {
-                "judge": raw.get("judge"),
-                "model": raw.get("model"),
-                "prompt_hash": raw.get("prompt_hash"),
-            }
-            out.append(
-                {**record, "stage": STAGE, "key": f"{raw['dimension']}|{raw['instance_id']}", "settings": settings}
-                | {"value": value}
-            )
-        return out
+def older_audit_record(raw: Mapping[str, JSONValue]) -> StageRecord | None:
+    """A record written before the runner's layout (the instance, judge, model, ``parsed`` for the value; no key or
+    settings) in the runner's layout; None for a line that is no such record."""
+    if "dimension" not in raw or "instance_id" not in raw:
+        return legacy_record(raw)
+    record = {k: v for k, v in raw.items() if k != "parsed"}
+    settings: dict[str, JSONValue] = {
+        "judge": raw.get("judge"),
+        "model": raw.get("model"),
+        "prompt_hash": raw.get("prompt_hash"),
+    }
+    key = f"{raw['dimension']}|{raw['instance_id']}"
+    return StageRecord.from_json(
+        {**record, "stage": STAGE, "key": key, "settings": settings, "value": raw.get("parsed")}
+    )

@@ -205,7 +205,7 @@ def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNeg
 
 def _pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: Callable[[str], None]) -> set[str]:
     """The keys of the items some judge has still to answer; says how many the log has answered."""
-    outcomes, _ = plan_stages(stages, audit.log)
+    outcomes = plan_stages(stages, audit.log).outcomes
     n_pending = sum(len(o.pending) for o in outcomes)
     n_done = len(plan.items) * len(audit.judges) - n_pending
     say(
