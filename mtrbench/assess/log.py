@@ -26,7 +26,7 @@ from typing import Any
 
 from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.infra.errors import DataError
-from mtrbench.llm.stage import JSONValue, LogWriter, StageLog, StageRecord, now
+from mtrbench.llm.stage import JSONValue, LogWriter, Setting, StageLog, StageRecord, now
 
 PREFILTER, DEBATE, ADJUDICATION, HUMAN = "prefilter", "debate", "adjudication", "human"
 KINDS = (PREFILTER, DEBATE, ADJUDICATION, HUMAN)
@@ -109,7 +109,7 @@ def step_key(qid: str, doc_id: str, kind: str) -> str:
     return f"{qid} | {doc_id} | {kind}"
 
 
-def debate_identity(settings: dict[str, Any]) -> dict[str, JSONValue]:
+def debate_identity(settings: dict[str, Any]) -> dict[str, Setting]:
     """``debate_settings`` as the runner's flat settings (agents by name and model, --rounds)."""
     agents, models = settings.get("agents") or {}, settings.get("agent_models") or {}
     return {
@@ -153,7 +153,7 @@ class OlderAssessRecords:
             return None
         record: dict[str, Any] = {**raw, "qid": str(qid), "doc_id": str(doc_id)}
         pair = (record["qid"], record["doc_id"])
-        settings: dict[str, JSONValue] = {}
+        settings: dict[str, Setting] = {}
         if kind == DEBATE:
             settings = debate_identity(record)
             self.debates[pair] = record

@@ -40,7 +40,16 @@ from mtrbench.assess.roles import Roles
 from mtrbench.llm.client import ChatClient
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.hf_async import AsyncHFClient
-from mtrbench.llm.stage import JSONValue, ReplyFields, Stage, StageItem, StageOptions, arun_stages, combined_result
+from mtrbench.llm.stage import (
+    JSONValue,
+    ReplyFields,
+    Setting,
+    Stage,
+    StageItem,
+    StageOptions,
+    arun_stages,
+    combined_result,
+)
 from mtrbench.llm.types import ChatRequest, ChatResult
 
 AsyncClient = AsyncHFClient | ChatClient
@@ -96,7 +105,8 @@ class PairAssessor:
             status = "failed"
         else:
             status = "discarded"
-        self.fields.by_key[item.key] = {"status": status, "votes": votes, **({"errors": errors} if errors else {})}
+        fields: dict[str, Any] = {"status": status, "votes": votes, **({"errors": errors} if errors else {})}
+        self.fields.by_key[item.key] = fields
         combined = combined_result(item.key, results, status == "kept", by=[j.name for j in judges])
         ok = status != "failed"  # one judge's "relevant" keeps the pair even when another failed
         return replace(
@@ -131,13 +141,14 @@ class PairAssessor:
                 error = "; ".join(f"{agent.name} round {n}: {r.error}" for agent, r in failed)
                 break
             debate.add_round(results[0].value, results[1].value)
-        self.fields.by_key[item.key] = {
+        fields: dict[str, Any] = {
             "status": "failed" if error else debate.state,
             "label": debate.label,
             "consensus_round": debate.consensus_round,
             **self.settings,
             "rounds": debate.rounds_as_dicts(),
         }
+        self.fields.by_key[item.key] = fields
         return combined_result(item.key, [r for _, r in asked], debate.label, error, by=[who for who, _ in asked])
 
     async def adjudicate(self, stage: Stage, item: StageItem) -> ChatResult:
@@ -158,7 +169,7 @@ class PairAssessor:
         return combined_result(item.key, [result], result.value.relevant if result.ok else None, by=[judge.name])
 
 
-def _step_item(kind: str, case: Case, request: ChatRequest, settings: dict[str, JSONValue] | None = None) -> StageItem:
+def _step_item(kind: str, case: Case, request: ChatRequest, settings: dict[str, Setting] | None = None) -> StageItem:
     fields: dict[str, JSONValue] = {"kind": kind, "qid": case.qid, "doc_id": case.doc_id}
     return StageItem(step_key(case.qid, case.doc_id, kind), request, settings or {}, fields)
 
@@ -220,7 +231,7 @@ class Passes:
                     entry.adjudication = None  # an adjudication settles the debate before it
 
     def _stage(
-        self, kind: str, asked: JudgeConfig, items: list[StageItem], label: str, settings: dict[str, JSONValue]
+        self, kind: str, asked: JudgeConfig, items: list[StageItem], label: str, settings: dict[str, Setting]
     ) -> Stage:
         return Stage(
             kind, asked, items, settings, desc=f"DREAM {label}", unit="pairs", reply_fields=self.assessor.fields
