@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, Debate
 from mtrbench.assess.log import PairRecords
@@ -16,11 +15,10 @@ from mtrbench.assess.prompts import (
     prefilter_messages,
 )
 from mtrbench.assess.roles import Roles
-
-if TYPE_CHECKING:
-    from mtrbench.llm.cache import ResponseCache
-    from mtrbench.llm.config import JudgeConfig
-    from mtrbench.llm.cost import CostEstimate
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.cost import CostEstimate, estimate_cost
+from mtrbench.llm.types import ChatRequest
 
 # For the cost estimate of rounds after the first and of adjudication, whose history is not known yet.
 _PLACEHOLDER_REASON = "x" * 600
@@ -31,8 +29,6 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
     """{judge name: {stage: requests}} for every request the work could need: all pairs pass the filter,
     debate every round and (with an adjudicator) reach it. Later rounds carry a placeholder history of
     typical length, since their real one is not known yet."""
-    from mtrbench.llm.client import ChatRequest
-
     placeholder = [(AGENT_A.name, f"Yes. {_PLACEHOLDER_REASON}"), (AGENT_B.name, f"No. {_PLACEHOLDER_REASON}")]
     out: dict[str, dict] = {}
 
@@ -84,8 +80,6 @@ def requests_upper_bound(roles: Roles, rounds: int, work: list[tuple[Case, PairR
 def cost_estimates(
     by_judge: dict[str, dict], judges: Sequence[JudgeConfig], cache: ResponseCache | None
 ) -> list[tuple[JudgeConfig, CostEstimate]]:
-    from mtrbench.llm.cost import CostEstimate, estimate_cost
-
     out = []
     for judge in judges:
         stages = by_judge.get(judge.name)

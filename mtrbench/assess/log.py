@@ -1,9 +1,13 @@
-"""The append-only assessment log (JSONL) and the per-pair state it implies on restart.
+"""The append-only assessment log (JSONL, the LLM stage runner's record layout) and the per-pair state it implies.
 
 One record per finished step of a pair, written and flushed the moment the step ends, so a killed
-run loses at most the pairs in flight. Record kinds: ``prefilter`` (kept | discarded | failed),
-``debate`` (consensus | disagreement | failed), ``adjudication`` (ok | failed) and ``human``. The
-latest record of a kind wins, so a failed step is simply retried and appended again.
+run loses at most the pairs in flight. Each step is a stage of ``mtrbench.llm.stage`` (its name is the
+record's ``stage`` and ``kind``): ``prefilter`` (kept | discarded | failed), ``debate`` (consensus |
+disagreement | failed), ``adjudication`` (ok | failed), and ``human`` for labels merged from people. A
+record's key is ``qid | doc_id | kind``; its settings are what it may be reused under (a debate: the
+agents and --rounds; an adjudication: the adjudicator and the debate it settles). The latest record of a
+kind wins, so a failed step is simply retried and appended again, and a debate drops the adjudication
+logged before it. Logs written before the runner's layout are read (``OlderAssessRecords``).
 
 A run holds ``assessments.jsonl.lock`` (``hold``) from reading the log to writing its outputs, so a second
 run on the same folder stops at once instead of debating, and paying for, the same pairs again.
@@ -11,18 +15,22 @@ run on the same folder stops at once instead of debating, and paying for, the sa
 
 from __future__ import annotations
 
+import hashlib
 import json
-import time
 from collections import Counter
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.infra.errors import DataError
-from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.llm.stage import JSONValue, LogWriter, Setting, StageLog, StageRecord, now
 
-KINDS = ("prefilter", "debate", "adjudication", "human")
+PREFILTER, DEBATE, ADJUDICATION, HUMAN = "prefilter", "debate", "adjudication", "human"
+KINDS = (PREFILTER, DEBATE, ADJUDICATION, HUMAN)
+UNREADABLE = "log: incomplete last line ignored"
 
 
 def debate_settings(agents: dict[str, Any], max_rounds: int) -> dict[str, Any]:
@@ -96,91 +104,128 @@ class PairRecords:
         )
 
 
-def _record(line: str) -> dict[str, Any] | None:
-    """A log record, or None when the line is not one."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
+def step_key(qid: str, doc_id: str, kind: str) -> str:
+    """A step's key in the log: the pair and the step."""
+    return f"{qid} | {doc_id} | {kind}"
+
+
+def debate_identity(settings: dict[str, Any]) -> dict[str, Setting]:
+    """``debate_settings`` as the runner's flat settings (agents by name and model, --rounds)."""
+    agents, models = settings.get("agents") or {}, settings.get("agent_models") or {}
+    return {
+        "max_rounds": settings.get("max_rounds"),
+        "agent_a": agents.get("Agent A"),
+        "agent_b": agents.get("Agent B"),
+        "agent_a_model": models.get("Agent A"),
+        "agent_b_model": models.get("Agent B"),
+    }
+
+
+def debate_id(debate: dict[str, Any] | None) -> str | None:
+    """What an adjudication settles: the debate's settings and rounds, hashed (None without a debate)."""
+    if debate is None:
         return None
-    if not isinstance(record, dict) or record.get("kind") not in KINDS or "qid" not in record or "doc_id" not in record:
-        return None
-    record["qid"], record["doc_id"] = str(record["qid"]), str(record["doc_id"])
-    return record
+    content = {"settings": debate_identity(debate), "rounds": debate.get("rounds")}
+    text = json.dumps(content, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def step_ok(kind: str, record: dict[str, Any]) -> bool:
+    return kind == HUMAN or record.get("status") not in ("failed", None)
+
+
+class OlderAssessRecords:
+    """Reads a record of the layout assess wrote before the stage runner (``kind``, ``qid``, ``doc_id`` and the
+    step's fields; no key, settings or ok): the record in the runner's layout, or None when the line is no
+    assessment record. Lines come in file order, so it keeps each pair's last debate: an old adjudication settles
+    the debate logged before it."""
+
+    def __init__(self) -> None:
+        self.debates: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def __call__(self, raw: Mapping[str, JSONValue]) -> StageRecord | None:
+        upgraded = self.upgrade(raw)
+        return None if upgraded is None else StageRecord.from_json(upgraded)
+
+    def upgrade(self, raw: Mapping[str, JSONValue]) -> dict[str, JSONValue] | None:
+        kind, qid, doc_id = raw.get("kind"), raw.get("qid"), raw.get("doc_id")
+        if kind not in KINDS or qid is None or doc_id is None:
+            return None
+        record: dict[str, Any] = {**raw, "qid": str(qid), "doc_id": str(doc_id)}
+        pair = (record["qid"], record["doc_id"])
+        settings: dict[str, Setting] = {}
+        if kind == DEBATE:
+            settings = debate_identity(record)
+            self.debates[pair] = record
+        elif kind == ADJUDICATION:
+            settings = {"judge": record.get("judge"), "debate": debate_id(self.debates.get(pair))}
+        return {
+            **record,
+            "stage": str(kind),
+            "key": step_key(record["qid"], record["doc_id"], str(kind)),
+            "judge": record.get("judge") or "",
+            "settings": settings,
+            "ok": step_ok(str(kind), record),
+            "value": record.get("label"),
+        }
 
 
 class AssessmentLog:
+    """The assessment's ``StageLog`` (``stage_log``, which the stage runner appends to) and the pairs it holds."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.stage_log = StageLog(self.path, purpose="assessment log", legacy=OlderAssessRecords())
         self.warnings: Counter = Counter()
-        self._handle: TextIO | None = None
+        self._open: ExitStack | None = None
+        self._writer: LogWriter | None = None
+        self._older = OlderAssessRecords()  # for the records written by hand (append)
 
-    @property
-    def lock_path(self) -> Path:
-        return lock_path_for(self.path)
-
-    def hold(self) -> AbstractContextManager[LockHolder]:
+    def hold(self) -> AbstractContextManager[None]:
         """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
-        return held_lock(self.lock_path, purpose=f"assessment log {self.path}")
+        return self.stage_log.hold()
+
+    def records(self) -> Iterator[StageRecord]:
+        """The log's records in file order (lines cut short by a kill counted in ``warnings``); a line that is
+        no assessment record stops the run with its place."""
+        numbered, unreadable = read_numbered_log_records(self.path)
+        if unreadable:
+            self.warnings[UNREADABLE] += unreadable
+        older = OlderAssessRecords()
+        for number, raw in numbered:
+            record = StageRecord.from_json(raw) or older(raw)
+            if (
+                record is None
+                or record.stage not in KINDS
+                or "qid" not in record.fields
+                or "doc_id" not in record.fields
+            ):
+                raise DataError(f"{self.path}:{number}: not an assessment log record")
+            yield record
 
     def read(self) -> dict[tuple[str, str], PairRecords]:
         pairs: dict[tuple[str, str], PairRecords] = {}
-        if not self.path.is_file():
-            return pairs
-        with self.path.open(encoding="utf-8") as handle:
-            for n, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                record = _record(line)
-                if record is None:
-                    if not line.endswith("\n"):  # the last line, cut short by a kill: that step is redone
-                        self.warnings["log: incomplete last line ignored"] += 1
-                        continue
-                    raise DataError(f"{self.path}:{n}: not an assessment log record")
-                entry = pairs.setdefault(
-                    (record["qid"], record["doc_id"]), PairRecords(record["qid"], record["doc_id"])
-                )
-                setattr(entry, record["kind"], record)
-                if record["kind"] == "debate":  # an adjudication settles the debate logged before it, not this one
-                    entry.adjudication = None
+        for record in self.records():
+            fields = record.to_json()
+            qid, doc_id = str(fields["qid"]), str(fields["doc_id"])
+            entry = pairs.setdefault((qid, doc_id), PairRecords(qid, doc_id))
+            setattr(entry, record.stage, fields)
+            if record.stage == DEBATE:  # an adjudication settles the debate logged before it, not this one
+                entry.adjudication = None
         return pairs
 
     def append(self, record: dict[str, Any]) -> None:
-        if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_last_line()
-            self._handle = self.path.open("a", encoding="utf-8")
-        record = {
-            "kind": record["kind"],
-            "qid": record["qid"],
-            "doc_id": record["doc_id"],
-            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            **record,
-        }
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._handle.flush()
-
-    def _repair_last_line(self) -> None:
-        """Before appending: end a complete last record that lacks its newline, drop one a kill cut short."""
-        if not self.path.is_file() or self.path.stat().st_size == 0:
-            return
-        with self.path.open("rb+") as handle:
-            end = handle.seek(0, 2)
-            start = end
-            tail = b""
-            while start > 0 and b"\n" not in tail[:-1]:
-                start = max(0, start - 65536)
-                handle.seek(start)
-                tail = handle.read(end - start)
-            if tail.endswith(b"\n"):
-                return
-            cut = tail.rfind(b"\n") + 1
-            if _record(tail[cut:].decode("utf-8", "replace")) is not None:
-                handle.seek(0, 2)
-                handle.write(b"\n")
-            else:
-                handle.truncate(start + cut)
+        """Log a step written by hand (a human label) as the runner would; the log stays open until ``close``."""
+        if self._writer is None:
+            self._open = ExitStack()
+            self._writer = self._open.enter_context(self.stage_log.appending())
+        parsed = StageRecord.from_json(record) or self._older(record)
+        if parsed is None:
+            raise ValueError(f"not an assessment log record: {record}")
+        self._writer.append(parsed if parsed.time else replace(parsed, time=now()))
 
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._open is not None:
+            self._open.close()
+        self._open = None
+        self._writer = None

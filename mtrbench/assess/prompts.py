@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtrbench.data.model import USER, ConversationalQuery, Corpus
+from mtrbench.llm.replies import extract_json
 
 YES_MEANING = "The passage holds everything needed to state at least one of the answers to the question."
 NO_MEANING = "The passage does not hold everything needed to state any of the answers to the question."
@@ -218,8 +219,6 @@ SUPPORT_FORMAT = '{"is_supported": true} or {"is_supported": false}, and nothing
 
 def parse_verdict(text: str) -> Verdict:
     """A debate or adjudication reply; raises ValueError (the client then asks again) when malformed."""
-    from mtrbench.llm.replies import extract_json
-
     data = extract_json(text)
     if not isinstance(data, dict):
         raise ValueError("reply is not a JSON object")
@@ -240,8 +239,6 @@ def parse_verdict(text: str) -> Verdict:
 
 def parse_support(text: str) -> bool:
     """A pre-filter reply ``{"is_supported": true|false}``; raises ValueError when malformed."""
-    from mtrbench.llm.replies import extract_json
-
     data = extract_json(text)
     if isinstance(data, dict):
         lowered = {str(k).lower(): v for k, v in data.items()}

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtrbench.assess.dream import AGENT_A, AGENT_B
+from mtrbench.assess.log import debate_settings
 from mtrbench.infra.errors import UserInputError, closest
 from mtrbench.llm.config import JudgeConfig
 
@@ -28,9 +30,6 @@ class Roles:
 
     def debate_settings(self, rounds: int) -> dict[str, Any]:
         """What a logged debate must match to be reused (see ``log.debate_settings``)."""
-        from mtrbench.assess.dream import AGENT_A, AGENT_B
-        from mtrbench.assess.log import debate_settings
-
         return debate_settings({AGENT_A.name: self.agent_a, AGENT_B.name: self.agent_b}, rounds)
 
     def describe(self) -> dict[str, Any]:

@@ -1,18 +1,31 @@
-"""Running the pending steps of each pair against the judges: pre-filter -> debate -> adjudication.
+"""Running the pending steps of the pairs against the judges, as stages of the LLM stage runner: pre-filter ->
+debate -> adjudication, one pass per step (``mtrbench.llm.stage.arun_stages``).
 
-Each pair is one coroutine; a step's record is appended to the log the moment it ends, so a killed
-run loses only the pairs in flight. The clients bound how many requests are in flight.
+An item of a pass is one pair's step, asked through its own coroutine (a pre-filter asks three judges, a debate
+several rounds of two agents) and logged as one record the moment it ends, so a killed run loses only the pairs in
+flight. The runner asks an item only when the log has no ok record for it under the same settings (agents and
+--rounds for a debate, the adjudicator and the debate for an adjudication). The clients bound how many requests are
+in flight.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mtrbench.assess.dream import AGENT_A, AGENT_B, AGENTS, Debate
-from mtrbench.assess.log import AssessmentLog, PairRecords
+from mtrbench.assess.log import (
+    ADJUDICATION,
+    DEBATE,
+    PREFILTER,
+    AssessmentLog,
+    PairRecords,
+    debate_id,
+    debate_identity,
+    step_key,
+)
 from mtrbench.assess.prompts import (
     SUPPORT_FORMAT,
     VERDICT_FORMAT,
@@ -24,57 +37,87 @@ from mtrbench.assess.prompts import (
     prefilter_messages,
 )
 from mtrbench.assess.roles import Roles
+from mtrbench.llm.client import ChatClient
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.hf_async import AsyncHFClient
+from mtrbench.llm.stage import (
+    JSONValue,
+    ReplyFields,
+    Setting,
+    Stage,
+    StageItem,
+    StageOptions,
+    arun_stages,
+    combined_result,
+)
+from mtrbench.llm.types import ChatRequest, ChatResult
 
-if TYPE_CHECKING:
-    from mtrbench.llm.client import ChatClient, ChatResult
+AsyncClient = AsyncHFClient | ChatClient
 
 
+class StepFields(ReplyFields):
+    """A step's record fields (status, votes, rounds, verdict ...), left here by the coroutine that asked it."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, dict[str, JSONValue]] = {}
+
+    def __call__(self, item: StageItem, result: ChatResult) -> dict[str, JSONValue]:
+        return self.by_key.pop(item.key, {})
+
+
+@dataclass
 class PairAssessor:
-    """Runs the pending steps of pairs against the judges and logs each finished step."""
+    """Asks the steps of pairs against the judges; one coroutine per step of a pair."""
 
-    def __init__(self, roles: Roles, clients: dict[str, ChatClient], log: AssessmentLog, rounds: int) -> None:
-        self.roles = roles
-        self.clients = clients
-        self.log = log
-        self.rounds = rounds
-        self.settings = roles.debate_settings(rounds)
+    roles: Roles
+    clients: dict[str, AsyncClient]
+    rounds: int
+    cases: dict[str, Case] = field(default_factory=dict)  # by step key
+    debates: dict[str, dict[str, Any]] = field(default_factory=dict)  # by adjudication key: the debate to settle
+    fields: StepFields = field(default_factory=StepFields)
 
-    async def _ask(self, judge, key: str, messages: list[dict[str, str]], parse, reply_format: str) -> ChatResult:
-        from mtrbench.llm.client import ChatRequest
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.roles.debate_settings(self.rounds)
 
-        return await self.clients[judge.name].acomplete(
-            ChatRequest(key=key, messages=messages, parse=parse, want_json=True, reply_format=reply_format)
-        )
+    async def _ask(
+        self, judge: JudgeConfig, key: str, messages: list[dict[str, str]], parse: Callable[[str], Any], reply: str
+    ) -> ChatResult:
+        request = ChatRequest(key=key, messages=messages, parse=parse, want_json=True, reply_format=reply)
+        return await self.clients[judge.name].acomplete(request)
 
-    async def prefilter(self, case: Case) -> dict[str, Any]:
+    async def prefilter(self, stage: Stage, item: StageItem) -> ChatResult:
+        case, judges = self.cases[item.key], self.roles.prefilter
         results = await asyncio.gather(
             *(
                 self._ask(
-                    j,
-                    f"{case.qid} | {case.doc_id} | prefilter | {j.name}",
-                    prefilter_messages(case),
-                    parse_support,
+                    j, f"{case.qid} | {case.doc_id} | prefilter | {j.name}", prefilter_messages(case), parse_support,
                     SUPPORT_FORMAT,
                 )
-                for j in self.roles.prefilter
+                for j in judges
             )
-        )
-        votes = {j.name: (r.value if r.ok else None) for j, r in zip(self.roles.prefilter, results)}
-        errors = {j.name: r.error for j, r in zip(self.roles.prefilter, results) if not r.ok}
+        )  # fmt: skip
+        votes = {j.name: (r.value if r.ok else None) for j, r in zip(judges, results)}
+        errors = {j.name: r.error for j, r in zip(judges, results) if not r.ok}
         if any(v is True for v in votes.values()):
             status = "kept"
         elif errors:  # not every judge said "irrelevant": undecided until the failed ones answer
             status = "failed"
         else:
             status = "discarded"
-        record = {"kind": "prefilter", "qid": case.qid, "doc_id": case.doc_id, "status": status, "votes": votes}
-        if errors:
-            record["errors"] = errors
-        _add_malformed(record, [(j.name, r) for j, r in zip(self.roles.prefilter, results)])
-        return record
+        fields: dict[str, Any] = {"status": status, "votes": votes, **({"errors": errors} if errors else {})}
+        self.fields.by_key[item.key] = fields
+        combined = combined_result(item.key, results, status == "kept", by=[j.name for j in judges])
+        ok = status != "failed"  # one judge's "relevant" keeps the pair even when another failed
+        return replace(
+            combined,
+            ok=ok,
+            value=(status == "kept") if ok else None,
+            error=None if ok else "; ".join(str(e) for e in errors.values()),
+        )
 
-    async def debate(self, case: Case) -> dict[str, Any]:
-        debate = Debate(self.rounds)
+    async def debate(self, stage: Stage, item: StageItem) -> ChatResult:
+        case, debate = self.cases[item.key], Debate(self.rounds)
         judges = {AGENT_A.name: self.roles.agent_a, AGENT_B.name: self.roles.agent_b}
         error = None
         asked: list[tuple[str, ChatResult]] = []
@@ -98,23 +141,18 @@ class PairAssessor:
                 error = "; ".join(f"{agent.name} round {n}: {r.error}" for agent, r in failed)
                 break
             debate.add_round(results[0].value, results[1].value)
-        record = {
-            "kind": "debate",
-            "qid": case.qid,
-            "doc_id": case.doc_id,
+        fields: dict[str, Any] = {
             "status": "failed" if error else debate.state,
             "label": debate.label,
             "consensus_round": debate.consensus_round,
             **self.settings,
             "rounds": debate.rounds_as_dicts(),
         }
-        if error:
-            record["error"] = error
-        _add_malformed(record, asked)
-        return record
+        self.fields.by_key[item.key] = fields
+        return combined_result(item.key, [r for _, r in asked], debate.label, error, by=[who for who, _ in asked])
 
-    async def adjudicate(self, case: Case, debate_record: dict[str, Any]) -> dict[str, Any]:
-        judge = self.roles.adjudicator
+    async def adjudicate(self, stage: Stage, item: StageItem) -> ChatResult:
+        judge, case, debate_record = stage.judge, self.cases[item.key], self.debates[item.key]
         history = Debate.from_dicts(len(debate_record["rounds"]), debate_record["rounds"]).history()
         result = await self._ask(
             judge,
@@ -123,81 +161,117 @@ class PairAssessor:
             parse_verdict,
             VERDICT_FORMAT,
         )
-        record = {
-            "kind": "adjudication",
-            "qid": case.qid,
-            "doc_id": case.doc_id,
-            "judge": judge.name,
+        self.fields.by_key[item.key] = {
             "status": "ok" if result.ok else "failed",
             "label": result.value.relevant if result.ok else None,
             "verdict": result.value.as_dict() if result.ok else None,
         }
-        if not result.ok:
-            record["error"] = result.error
-        _add_malformed(record, [(judge.name, result)])
-        return record
-
-    async def assess(self, case: Case, entry: PairRecords) -> None:
-        if entry.needs_prefilter(bool(self.roles.prefilter)):
-            entry.prefilter = self._logged(await self.prefilter(case))
-            if entry.prefilter["status"] != "kept":
-                return
-        if entry.needs_debate(self.settings):
-            entry.debate = self._logged(await self.debate(case))
-            entry.adjudication = None
-        if entry.needs_adjudication(self.roles.adjudicator.name if self.roles.adjudicator else None):
-            entry.adjudication = self._logged(await self.adjudicate(case, entry.debate))
-
-    def _logged(self, record: dict[str, Any]) -> dict[str, Any]:
-        self.log.append(record)
-        return record
+        return combined_result(item.key, [result], result.value.relevant if result.ok else None, by=[judge.name])
 
 
-def _outcome(entry: PairRecords) -> str:
-    """The pair's state for the progress bar."""
-    if entry.adjudication is not None:
-        return "adjudicated" if entry.adjudication["status"] == "ok" else "failed"
-    if entry.debate is not None:
-        status = entry.debate["status"]
-        return "escalated" if status == "disagreement" else status
-    if entry.prefilter is not None:
-        return entry.prefilter["status"]
-    return "open"
+def _step_item(kind: str, case: Case, request: ChatRequest, settings: dict[str, Setting] | None = None) -> StageItem:
+    fields: dict[str, JSONValue] = {"kind": kind, "qid": case.qid, "doc_id": case.doc_id}
+    return StageItem(step_key(case.qid, case.doc_id, kind), request, settings or {}, fields)
 
 
-async def assess_all(
-    assessor: PairAssessor, work: list[tuple[Case, PairRecords]], n_workers: int, show_progress: bool
-) -> None:
-    from tqdm.auto import tqdm
+def _first_request(key: str, messages: list[dict[str, str]]) -> ChatRequest:
+    """What the stage shows for an item (its first request); the coroutines send their own."""
+    return ChatRequest(key=key, messages=messages, want_json=True)
 
-    queue: asyncio.Queue = asyncio.Queue()
-    for item in work:
-        queue.put_nowait(item)
-    counts: Counter = Counter()
-    bar = tqdm(
-        total=len(work), desc="DREAM", unit="pair", disable=not show_progress, dynamic_ncols=True, file=sys.stderr
-    )
 
-    async def worker() -> None:
-        while True:
-            try:
-                case, entry = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            await assessor.assess(case, entry)
-            counts[_outcome(entry)] += 1
-            bar.update(1)
-            bar.set_postfix(dict(counts), refresh=False)
+@dataclass
+class Passes:
+    """The three passes over the pairs with work left, in order, each a stage of the runner."""
 
+    assessor: PairAssessor
+    log: AssessmentLog
+    options: StageOptions
+    concurrency: int
+
+    async def run(self, work: Sequence[tuple[Case, PairRecords]]) -> None:
+        """Each step of each pair that needs it, the pairs' records updated as each pass ends."""
+        roles = self.assessor.roles
+        going = list(work)
+        if roles.prefilter:
+            filtered = [(c, e) for c, e in going if e.needs_prefilter(True)]
+            await self._pass(self._prefilter_stage(filtered), filtered, self.assessor.prefilter)
+            stopped = {(c.qid, c.doc_id) for c, e in filtered if (e.prefilter or {}).get("status") != "kept"}
+            going = [(c, e) for c, e in going if (c.qid, c.doc_id) not in stopped]
+        debated = [(c, e) for c, e in going if e.needs_debate(self.assessor.settings)]
+        await self._pass(self._debate_stage(debated), debated, self.assessor.debate)
+        adjudicator = roles.adjudicator
+        if adjudicator is not None:
+            settled = [(c, e) for c, e in going if e.needs_adjudication(adjudicator.name)]
+            await self._pass(self._adjudication_stage(adjudicator, settled), settled, self.assessor.adjudicate)
+
+    async def _pass(
+        self,
+        stage: Stage,
+        pairs: Sequence[tuple[Case, PairRecords]],
+        ask: Callable[[Stage, StageItem], Awaitable[ChatResult]],
+    ) -> None:
+        if not pairs:
+            return
+        roles = self.assessor.roles
+        run = await arun_stages(
+            [stage],
+            self.log.stage_log,
+            self.options,
+            ask,
+            concurrency=self.concurrency,
+            confirm=False,  # the upper bound over every pass was confirmed before the first
+            also_asked=roles.judges(),
+        )
+        records = run.outcomes[0].records
+        for case, entry in pairs:
+            record = records.get(step_key(case.qid, case.doc_id, stage.name))
+            if record is not None:
+                setattr(entry, stage.name, record.to_json())
+                if stage.name == DEBATE:
+                    entry.adjudication = None  # an adjudication settles the debate before it
+
+    def _stage(
+        self, kind: str, asked: JudgeConfig, items: list[StageItem], label: str, settings: dict[str, Setting]
+    ) -> Stage:
+        return Stage(
+            kind, asked, items, settings, desc=f"DREAM {label}", unit="pairs", reply_fields=self.assessor.fields
+        )
+
+    def _prefilter_stage(self, pairs: Sequence[tuple[Case, PairRecords]]) -> Stage:
+        items = []
+        for case, _ in pairs:
+            key = step_key(case.qid, case.doc_id, PREFILTER)
+            self.assessor.cases[key] = case
+            items.append(_step_item(PREFILTER, case, _first_request(key, prefilter_messages(case))))
+        return self._stage(PREFILTER, self.assessor.roles.prefilter[0], items, "pre-filter", {})
+
+    def _debate_stage(self, pairs: Sequence[tuple[Case, PairRecords]]) -> Stage:
+        items = []
+        opening = Debate(self.assessor.rounds).history()
+        for case, _ in pairs:
+            key = step_key(case.qid, case.doc_id, DEBATE)
+            self.assessor.cases[key] = case
+            request = _first_request(key, agent_messages(case, AGENT_A.name, AGENT_B.name, opening))
+            items.append(_step_item(DEBATE, case, request))
+        identity = debate_identity(self.assessor.settings)
+        return self._stage(DEBATE, self.assessor.roles.agent_a, items, "debate", identity)
+
+    def _adjudication_stage(self, judge: JudgeConfig, pairs: Sequence[tuple[Case, PairRecords]]) -> Stage:
+        items = []
+        for case, entry in pairs:
+            debate = entry.debate
+            assert debate is not None, "only an escalated debate is adjudicated"
+            key = step_key(case.qid, case.doc_id, ADJUDICATION)
+            self.assessor.cases[key], self.assessor.debates[key] = case, debate
+            history = Debate.from_dicts(len(debate["rounds"]), debate["rounds"]).history()
+            request = _first_request(key, adjudicator_messages(case, history))
+            items.append(_step_item(ADJUDICATION, case, request, {"debate": debate_id(debate)}))
+        return self._stage(ADJUDICATION, judge, items, "adjudication", {"judge": judge.name})
+
+
+async def assess_all(passes: Passes, work: Sequence[tuple[Case, PairRecords]]) -> None:
+    """The passes over ``work``; the clients are closed at the end, also after an error."""
     try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(n_workers, len(work))))))
+        await passes.run(work)
     finally:
-        bar.close()
-        await asyncio.gather(*(client.aclose() for client in assessor.clients.values()))
-
-
-def _add_malformed(record: dict[str, Any], asked: list[tuple[str, ChatResult]]) -> None:
-    """Every malformed reply met (redacted), under who gave it; nothing added when there was none."""
-    malformed = [{"by": who, **m.as_dict()} for who, result in asked for m in result.malformed]
-    if malformed:
-        record["malformed"] = malformed
+        await asyncio.gather(*(client.aclose() for client in passes.assessor.clients.values()))

@@ -1,125 +1,90 @@
-"""The audit's append-only JSONL log: one record per judge reply, written as each reply arrives.
+"""The audit as stages of the LLM stage runner (``mtrbench.llm.stage``): one stage per judge over the planned items,
+one shared append-only log (``log.jsonl``) in the runner's record layout.
 
-It is the audit's memory. A restarted run skips every (dimension, instance, judge) the log has answered
-successfully with the same prompt and model, even without the LLM cache; failures are asked again.
-A line cut short by a kill is ignored (and counted) when read back.
-
-A run holds ``log.jsonl.lock`` (``hold``) from reading the log to writing its results, so a second run on
-the same folder stops at once instead of asking, and paying for, the same items again.
+A record is the runner's (stage ``audit``, key ``dimension|instance_id``, judge, settings, ok, value, error, reply,
+attempts, tokens, malformed) with the instance (``instances.jsonl``'s fields), the model and the score between
+settings and ok; completeness records add the pick (position, document, whether it is the gold one). A restarted
+run skips every item the log has answered successfully under the same judge, model and prompt, even without the LLM
+cache; failures are asked again. Logs written before the runner's layout are read as such.
 """
 
 from __future__ import annotations
 
-import json
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
 
-from mtrbench.audit.plan import COMPLETENESS, AuditItem
-from mtrbench.formats.lines import read_log_records
-from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
-
-if TYPE_CHECKING:
-    from mtrbench.llm.client import ChatResult
+from mtrbench.audit.defaults import COMPLETENESS
+from mtrbench.audit.plan import AuditItem
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.stage import JSONValue, ReplyFields, Stage, StageItem, StageLog, StageRecord, legacy_record
+from mtrbench.llm.types import ChatRequest, ChatResult
 
 LOG_NAME = "log.jsonl"
+STAGE = "audit"
 
 ItemKey = tuple[str, str, str]  # (dimension, instance_id, judge)
 
 
-def make_record(item: AuditItem, judge: str, model: str, result: ChatResult) -> dict[str, Any]:
-    """A log record from a ``ChatResult`` (the reply text is kept raw; no request headers, no key)."""
-    record: dict[str, Any] = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        **item.describe(),
-        "judge": judge,
-        "model": model,
-        "ok": bool(result.ok),
-        "reply": result.text,
-        "parsed": result.value if result.ok else None,
-        "score": None,
-        "error": result.error,
-        "attempts": result.attempts,
-        "cached": result.cached,
-        "prompt_tokens": result.prompt_tokens,
-        "completion_tokens": result.completion_tokens,
-        "malformed": [m.as_dict() for m in result.malformed],
+def audit_log(path: str | Path) -> StageLog:
+    """The audit's log at ``path``; its lock stops a second audit on the same folder."""
+    return StageLog(path, purpose="audit log", legacy=older_audit_record)
+
+
+def request(item: AuditItem) -> ChatRequest:
+    return ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
+
+
+def audit_requests(items: Sequence[AuditItem]) -> list[ChatRequest]:
+    return [request(item) for item in items]
+
+
+def judge_stage(judge: JudgeConfig, items: Sequence[AuditItem]) -> Stage:
+    """One judge's part of the audit: every planned item, reused under the same judge, model and prompt."""
+    return Stage(
+        STAGE,
+        judge,
+        [
+            StageItem(
+                item.key, request(item), {"prompt_hash": item.prompt_hash}, {**item.describe(), "model": judge.model}
+            )
+            for item in items
+        ],
+        settings={"judge": judge.name, "model": judge.model},
+        desc=judge.name,
+        reply_fields=Scores({item.key: item for item in items}),
+    )
+
+
+class Scores(ReplyFields):
+    """A reply's score: the rating, or for completeness 1.0 when the pick is the gold document (with the pick)."""
+
+    def __init__(self, items: dict[str, AuditItem]) -> None:
+        self.items = items
+
+    def __call__(self, item: StageItem, result: ChatResult) -> dict[str, JSONValue]:
+        if not result.ok:
+            return {"score": None}
+        audited = self.items[item.key]
+        if audited.dimension != COMPLETENESS:
+            return {"score": float(result.value)}
+        picked = int(result.value)
+        doc = audited.doc_ids[picked - 1]
+        on_gold = doc == audited.gold_doc
+        return {"score": 1.0 if on_gold else 0.0, "picked_position": picked, "picked_doc": doc, "on_gold": on_gold}
+
+
+def older_audit_record(raw: Mapping[str, JSONValue]) -> StageRecord | None:
+    """A record written before the runner's layout (the instance, judge, model, ``parsed`` for the value; no key or
+    settings) in the runner's layout; None for a line that is no such record."""
+    if "dimension" not in raw or "instance_id" not in raw:
+        return legacy_record(raw)
+    record = {k: v for k, v in raw.items() if k != "parsed"}
+    settings: dict[str, JSONValue] = {
+        "judge": raw.get("judge"),
+        "model": raw.get("model"),
+        "prompt_hash": raw.get("prompt_hash"),
     }
-    if result.ok:
-        if item.dimension == COMPLETENESS:
-            picked = int(result.value)
-            record["picked_position"] = picked
-            record["picked_doc"] = item.doc_ids[picked - 1]
-            record["on_gold"] = record["picked_doc"] == item.gold_doc
-            record["score"] = 1.0 if record["on_gold"] else 0.0
-        else:
-            record["score"] = float(result.value)
-    return record
-
-
-@dataclass
-class LogContents:
-    records: list[dict[str, Any]]
-    unreadable_lines: int
-
-    def latest(self, items: list[AuditItem], judge: str, model: str) -> dict[ItemKey, dict[str, Any]]:
-        """For each planned item: its ok record if there is one, else its latest failure.
-
-        Records with another prompt or model (an earlier configuration) are not the same question and
-        are left out.
-        """
-        wanted = {(i.dimension, i.instance_id): i.prompt_hash for i in items}
-        out: dict[ItemKey, dict[str, Any]] = {}
-        for record in self.records:
-            pair = (record.get("dimension"), record.get("instance_id"))
-            same_question = wanted.get(pair) == record.get("prompt_hash")
-            if record.get("judge") != judge or record.get("model") != model or not same_question:
-                continue
-            key = (pair[0], pair[1], judge)
-            previous = out.get(key)
-            if previous is None or not previous.get("ok"):
-                out[key] = record
-        return out
-
-
-class AuditLog:
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._handle: TextIO | None = None
-
-    @property
-    def lock_path(self) -> Path:
-        return lock_path_for(self.path)
-
-    def hold(self) -> AbstractContextManager[LockHolder]:
-        """This run's exclusive use of the log (``with log.hold(): ...``); another holder stops it with an error."""
-        return held_lock(self.lock_path, purpose=f"audit log {self.path}")
-
-    def read(self) -> LogContents:
-        records, bad = read_log_records(self.path)
-        return LogContents(records, bad)
-
-    def __enter__(self) -> AuditLog:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not self._ends_with_newline()
-        self._handle = self.path.open("a", encoding="utf-8")
-        if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
-            self._handle.write("\n")
-        return self
-
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as handle:
-            handle.seek(-1, 2)
-            return handle.read(1) == b"\n"
-
-    def append(self, record: dict[str, Any]) -> None:
-        assert self._handle is not None, "use AuditLog as a context manager to append"
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._handle.flush()  # the OS has it now: a killed process loses nothing already answered
-
-    def __exit__(self, *exc: object) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+    key = f"{raw['dimension']}|{raw['instance_id']}"
+    return StageRecord.from_json(
+        {**record, "stage": STAGE, "key": key, "settings": settings, "value": raw.get("parsed")}
+    )

@@ -2,12 +2,13 @@
 
 task -> audited queries -> hard negatives (completeness) -> plan of judge items -> skip what the log has
 answered -> cost estimate -> ask each judge (every reply appended to the log) -> aggregates, hole
-candidates, correlation with human scores -> files and a table.
+candidates, correlation with human scores -> files. The CLI prints the table and notes from the outcome.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -15,21 +16,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from mtrbench import __version__
-from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES  # noqa: F401
-from mtrbench.audit.human import Correlation, read_human_scores
-from mtrbench.audit.log import LOG_NAME, AuditLog, make_record
+from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES
+from mtrbench.audit.human import Correlation, HumanScores, read_human_scores
+from mtrbench.audit.log import LOG_NAME, ItemKey, audit_log, audit_requests, judge_stage
 from mtrbench.audit.negatives import HardNegatives, negatives_from_retriever, negatives_from_run
-from mtrbench.audit.plan import COMPLETENESS, AuditItem, AuditPlan, build_plan, select_queries, supported_dimensions
-from mtrbench.audit.report import ENSEMBLE, Stats, aggregate, correlations, hole_candidates, print_table, write_holes
+from mtrbench.audit.plan import COMPLETENESS, AuditPlan, build_plan, select_queries, supported_dimensions
+from mtrbench.audit.report import ENSEMBLE, Stats, aggregate, correlations, hole_candidates, write_holes
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.cards import TaskCard
+from mtrbench.data.model import TaskData, first_conversations
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.failure_rate import JudgeFailures
+from mtrbench.llm.stage import Stage, StageLog, StageOptions, StageRun, plan_stages, run_stages
 from mtrbench.results.writer import safe_name
 
 INSTANCES_NAME = "instances.jsonl"
 SUMMARY_NAME = "summary.json"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,20 +65,53 @@ class AuditConfig:
 
 @dataclass
 class AuditOutcome:
+    """What an audit did, for the caller to show: after a dry run only ``plan`` and ``notes`` are filled."""
+
     output_dir: Path
     plan: AuditPlan
-    stats: dict[str, dict[str, Stats]]
-    correlation: dict[str, dict[str, Correlation]]
-    holes: list[dict[str, Any]]
-    sent: dict[str, int]  # judge -> requests asked in this run (items, not HTTP attempts)
+    notes: Counter
+    dry_run: bool = False
+    title: str = ""  # the table's title: MTR-EVAL · task (split) · N queries
+    stats: dict[str, dict[str, Stats]] = field(default_factory=dict)
+    correlation: dict[str, dict[str, Correlation]] = field(default_factory=dict)
+    holes: list[dict[str, Any]] = field(default_factory=list)
+    sent: dict[str, int] = field(default_factory=dict)  # judge -> requests asked in this run (items, not attempts)
+    failures: list[JudgeFailures] = field(default_factory=list)  # per judge, for --max-failure-rate
     summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary_path(self) -> Path:
+        return self.output_dir / SUMMARY_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.output_dir / LOG_NAME
+
+    @property
+    def holes_qrels_path(self) -> Path:
+        return self.output_dir / self.summary["files"]["hole_candidates_qrels"]
+
+
+@dataclass
+class _Audit:
+    """One audit's fixed inputs, handed from step to step."""
+
+    config: AuditConfig
+    judges: Sequence[JudgeConfig]
+    card: TaskCard
+    task: TaskData
+    log: StageLog
+
+    @property
+    def output_dir(self) -> Path:
+        return self.log.path.parent
 
 
 def default_output_dir(task_name: str) -> Path:
     return Path("results") / "audit" / safe_name(task_name)
 
 
-def _validate(config: AuditConfig) -> None:
+def _validate(config: AuditConfig, judges: Sequence[JudgeConfig]) -> None:
     if config.n_negatives < 1:
         raise UserInputError("--negatives must be at least 1")
     if config.limit is not None and config.limit < 1:
@@ -79,9 +120,13 @@ def _validate(config: AuditConfig) -> None:
         raise UserInputError("--sample must be at least 1")
     if config.max_doc_chars is not None and config.max_doc_chars < 1:
         raise UserInputError("--max-doc-chars must be positive (0 on the command line: no limit)")
+    if not judges:
+        raise UserInputError("no judge: pass --judges FILE or --llm-model MODEL")
+    if len(judges) > 1 and any(j.name == ENSEMBLE for j in judges):
+        raise UserInputError(f"a judge may not be named '{ENSEMBLE}': that row averages the judges")
 
 
-def _negatives(config: AuditConfig, task, queries) -> HardNegatives:
+def _negatives(config: AuditConfig, task: TaskData, queries) -> HardNegatives:
     if config.negatives_run:
         return negatives_from_run(config.negatives_run, task, queries, config.n_negatives)
     return negatives_from_retriever(
@@ -95,67 +140,42 @@ def _negatives(config: AuditConfig, task, queries) -> HardNegatives:
     )
 
 
-def _requests(items: Sequence[AuditItem]) -> list:
-    from mtrbench.llm.client import ChatRequest
-
-    return [
-        ChatRequest(key=item.key, messages=item.messages, parse=item.parser(), reply_format=item.reply_format)
-        for item in items
-    ]
-
-
-def _print_notes(notes: Counter, console: Console) -> None:
-    for note, count in notes.items():
-        console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
-
-
 def run_audit(
     config: AuditConfig,
-    judges: Sequence,
-    cache=None,
-    console: Console | None = None,
+    judges: Sequence[JudgeConfig],
+    cache: ResponseCache | None = None,
     say: Callable[[str], None] | None = None,
-) -> AuditOutcome | None:
-    """Run (or resume) an audit; None after a dry run."""
-    from mtrbench.data import load_task, resolve_card
-
-    console = console or Console()
-    say = say or (lambda message: console.print(f"[dim]{message}[/dim]"))
-    _validate(config)
-    if not judges:
-        raise UserInputError("no judge: pass --judges FILE or --llm-model MODEL")
-    if len(judges) > 1 and any(j.name == ENSEMBLE for j in judges):
-        raise UserInputError(f"a judge may not be named '{ENSEMBLE}': that row averages the judges")
+) -> AuditOutcome:
+    """Run (or resume) an audit; ``say`` gets the progress lines (default: this module's logger)."""
+    say = say or log.info
+    _validate(config, judges)
     human = read_human_scores(config.human_scores) if config.human_scores else None  # bad file: fail before spending
 
     card = resolve_card(config.task)
     say(f"Loading task {card.name}")
     task = load_task(card, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
     output_dir = Path(config.output_dir) if config.output_dir else default_output_dir(task.name)
-    log = AuditLog(output_dir / LOG_NAME)
+    audit = _Audit(config, judges, card, task, audit_log(output_dir / LOG_NAME))
+    options = StageOptions(cache=cache, dry_run=config.dry_run, yes=config.yes, show_progress=config.show_progress)
     # A dry run only reads the log. A real run holds it from computing what is left to ask until the summary
     # is written, so a second run on the same folder stops here, before retrieving negatives or asking anyone.
-    with nullcontext() if config.dry_run else log.hold():
-        return _audit(config, judges, cache, console, say, human, card, task, log)
+    with nullcontext() if config.dry_run else audit.log.hold():
+        plan, negatives = _plan(audit, say)
+        stages = [judge_stage(judge, plan.items) for judge in judges]
+        pending = _pending(audit, plan, stages, say)
+        if config.dry_run:  # the runner reports the first prompts and the requests: each pending item once per judge
+            run_stages(stages, audit.log, options, shown=audit_requests([i for i in plan.items if i.key in pending]))
+            return AuditOutcome(output_dir, plan, plan.notes, dry_run=True)
+        atomic_write_text(
+            output_dir / INSTANCES_NAME,
+            "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items),
+        )
+        return _finish(audit, plan, negatives, human, run_stages(stages, audit.log, options))
 
 
-def _audit(
-    config: AuditConfig,
-    judges: Sequence,
-    cache,
-    console: Console,
-    say: Callable[[str], None],
-    human,
-    card,
-    task,
-    log: AuditLog,
-) -> AuditOutcome | None:
-    from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
-    from mtrbench.llm.hf import make_client
-
-    output_dir = log.path.parent
-    from mtrbench.data.model import first_conversations
-
+def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNegatives | None]:
+    """The audited queries, the dimensions their data supports, hard negatives and the judge items."""
+    config, card, task = audit.config, audit.card, audit.task
     candidates = first_conversations(task, config.limit).queries if config.limit else task.queries
     queries, notes = select_queries(candidates, card.relevance_level, config.sample, config.seed)
     dimensions, left_out = supported_dimensions(queries, config.dimensions)
@@ -180,88 +200,92 @@ def _audit(
     )
     if not plan.items:
         raise DataError("the audit plan is empty: no audited query supports the requested dimensions")
+    return plan, negatives
 
-    contents = log.read()
-    pending: dict[str, list[AuditItem]] = {}
-    for judge in judges:
-        latest = contents.latest(plan.items, judge.name, judge.model)
-        pending[judge.name] = [
-            i for i in plan.items if not latest.get((i.dimension, i.instance_id, judge.name), {}).get("ok")
-        ]
-    n_pending = sum(len(v) for v in pending.values())
-    n_done = len(plan.items) * len(judges) - n_pending
+
+def _pending(audit: _Audit, plan: AuditPlan, stages: Sequence[Stage], say: Callable[[str], None]) -> set[str]:
+    """The keys of the items some judge has still to answer; says how many the log has answered."""
+    outcomes = plan_stages(stages, audit.log).outcomes
+    n_pending = sum(len(o.pending) for o in outcomes)
+    n_done = len(plan.items) * len(audit.judges) - n_pending
     say(
-        f"{len(queries)} queries, {len(plan.items)} items x {len(judges)} judge(s): {n_done} answered in "
-        f"{log.path}, {n_pending} to ask"
+        f"{len(plan.queries)} queries, {len(plan.items)} items x {len(audit.judges)} judge(s): {n_done} answered in "
+        f"{audit.log.path}, {n_pending} to ask"
     )
+    return {item.key for outcome in outcomes for item in outcome.pending}
 
-    if config.dry_run:
-        pending_keys = {i.key for items in pending.values() for i in items}
-        union = [i for i in plan.items if i.key in pending_keys]
-        print_dry_run(_requests(union), list(judges))
-        _print_notes(notes, console)
-        return None
-    # keys are checked before the cost question, so a missing one stops the run before anything is asked
-    clients = {j.name: make_client(j, cache) for j in judges if pending[j.name]}  # hf:// runs in-process
-    if n_pending:
-        confirm_cost(
-            [(j, estimate_cost(_requests(pending[j.name]), j, cache)) for j in judges if pending[j.name]], config.yes
-        )
 
-    atomic_write_text(
-        output_dir / INSTANCES_NAME, "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items)
-    )
-    sent: dict[str, int] = {}
-    usage: dict[str, dict[str, Any]] = {}
-    with log:
-        for judge in judges:
-            items = pending[judge.name]
-            sent[judge.name] = len(items)
-            if not items:
-                continue
-            by_key = {i.key: i for i in items}
-            client = clients[judge.name]
-
-            def on_result(result, judge=judge, by_key=by_key) -> None:
-                log.append(make_record(by_key[result.key], judge.name, judge.model, result))
-
-            client.run(_requests(items), desc=f"{judge.name}", show_progress=config.show_progress, on_result=on_result)
-            u = client.usage
-            usage[judge.name] = {
-                "requests": u.requests,
-                "cached": u.cached,
-                "failures": u.failures,
-                "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens,
-                "cost_usd": u.cost_usd(judge),
-            }
-
-    contents = log.read()
-    latest = {j.name: contents.latest(plan.items, j.name, j.model) for j in judges}
-    stats, scores = aggregate(plan.items, dimensions, latest)
+def _finish(
+    audit: _Audit,
+    plan: AuditPlan,
+    negatives: HardNegatives | None,
+    human: HumanScores | None,
+    run: StageRun,
+) -> AuditOutcome:
+    """Aggregates, correlations and hole candidates from the judges' latest records; writes holes and the summary."""
+    latest: dict[str, dict[ItemKey, dict[str, Any]]] = {}
+    for outcome in run.outcomes:
+        name = outcome.stage.judge.name
+        records = ((item, outcome.records.get(item.key)) for item in plan.items)
+        latest[name] = {(i.dimension, i.instance_id, name): r.to_json() for i, r in records if r is not None}
+    stats, scores = aggregate(plan.items, plan.dimensions, latest)
     correlation = correlations(scores, human) if human else {}
     holes = hole_candidates(plan.items, latest)
-    holes_qrels, holes_jsonl = write_holes(output_dir, holes)
-    if contents.unreadable_lines:
-        notes["log lines cut short by an interrupted run (ignored)"] = contents.unreadable_lines
-    summary = {
+    holes_qrels, holes_jsonl = write_holes(audit.output_dir, holes)
+    if run.unreadable_log_lines:
+        plan.notes["log lines cut short by an interrupted run (ignored)"] = run.unreadable_log_lines
+    files = {
+        "log": LOG_NAME,
+        "instances": INSTANCES_NAME,
+        "hole_candidates_qrels": holes_qrels.name,
+        "hole_candidates_jsonl": holes_jsonl.name,
+    }
+    usage = {o.stage.judge.name: o.usage_summary() for o in run.outcomes if o.pending}
+    summary = _summary(audit, plan, negatives, stats, correlation, holes, usage, files)
+    atomic_write_text(audit.output_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    return AuditOutcome(
+        audit.output_dir,
+        plan,
+        plan.notes,
+        title=f"MTR-EVAL · {audit.task.name} ({audit.task.split}) · {len(plan.queries)} queries",
+        stats=stats,
+        correlation=correlation,
+        holes=holes,
+        sent={o.stage.judge.name: len(o.pending) for o in run.outcomes},
+        failures=run.failures(),
+        summary=summary,
+    )
+
+
+def _summary(
+    audit: _Audit,
+    plan: AuditPlan,
+    negatives: HardNegatives | None,
+    stats: dict[str, dict[str, Stats]],
+    correlation: dict[str, dict[str, Correlation]],
+    holes: list[dict[str, Any]],
+    usage: dict[str, dict[str, int | float | None]],
+    files: dict[str, str],
+) -> dict[str, Any]:
+    config, task, judges = audit.config, audit.task, audit.judges
+    return {
         "mtrbench_version": __version__,
         "task": task.name,
         "split": task.split,
         "dataset_revision": task.dataset_revision,
         "judges": [{"name": j.name, "model": j.model, "base_url": j.base_url} for j in judges],
         "settings": {
-            "dimensions": dimensions,
+            "dimensions": plan.dimensions,
             "seed": config.seed,
             "limit": config.limit,
             "sample": config.sample,
-            "relevance_level": card.relevance_level,
+            "relevance_level": audit.card.relevance_level,
             "max_doc_chars": config.max_doc_chars,
             "negatives": None if negatives is None else {"n": config.n_negatives, **negatives.source},
         },
         "counts": {
             "queries_in_split": len(task.queries),
-            "audited_queries": len(queries),
+            "audited_queries": len(plan.queries),
             "items": dict(Counter(i.dimension for i in plan.items)),
         },
         "aggregates": {d: {j: s.as_dict() for j, s in by_judge.items()} for d, by_judge in stats.items()},
@@ -272,22 +296,8 @@ def _audit(
             "picks": len(holes),
             "distinct_query_documents": len({(h["qid"], h["doc_id"]) for h in holes}),
         },
-        "notes": dict(notes),
+        "notes": dict(plan.notes),
         "usage_this_run": usage,
-        "files": {
-            "log": LOG_NAME,
-            "instances": INSTANCES_NAME,
-            "hole_candidates_qrels": holes_qrels.name,
-            "hole_candidates_jsonl": holes_jsonl.name,
-        },
+        "files": files,
         "ensemble": f"'{ENSEMBLE}' rows average the judges per instance" if len(judges) > 1 else None,
     }
-    atomic_write_text(output_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-
-    print_table(f"MTR-EVAL · {task.name} ({task.split}) · {len(queries)} queries", stats, correlation, console)
-    _print_notes(notes, console)
-    console.print(
-        f"[dim]{len(holes)} completeness pick(s) on non-gold documents -> {holes_qrels}[/dim]", soft_wrap=True
-    )
-    console.print(f"[dim]results: {output_dir / SUMMARY_NAME}, per-reply log {log.path}[/dim]", soft_wrap=True)
-    return AuditOutcome(output_dir, plan, stats, correlation, holes, sent, summary)

@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery, TaskData
+from mtrbench.formats.run import ranked, read_run
 from mtrbench.infra.errors import DataError
+from mtrbench.retrieve import RetrieverOptions, assemble, resolve
+from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import Truncator
 
 
 @dataclass
@@ -38,8 +42,6 @@ def _relevant(query: ConversationalQuery) -> set[str]:
 def negatives_from_run(
     run_path: str | Path, task: TaskData, queries: Sequence[ConversationalQuery], n: int
 ) -> HardNegatives:
-    from mtrbench.formats.run import ranked, read_run
-
     run = read_run(run_path)
     if not set(run) & {q.qid for q in queries}:
         raise DataError(
@@ -69,10 +71,6 @@ def negatives_from_retriever(
     show_progress: bool = True,
 ) -> HardNegatives:
     """Retrieve with any mtrbench model alias; queries are serialized with a ``--history`` strategy."""
-    from mtrbench.retrieve import RetrieverOptions, assemble, resolve
-    from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
-    from mtrbench.serialize.truncate import Truncator
-
     resolved = resolve(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)

@@ -13,18 +13,13 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtrbench.audit import prompts
 from mtrbench.audit.defaults import ALIGNMENT, COMPLETENESS, DIMENSIONS, FAITHFULNESS, QUALITY
 from mtrbench.audit.prompts import ShownDocument
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import DataError, UserInputError
-
-if TYPE_CHECKING:
-    from mtrbench.llm.config import JudgeConfig
-    from mtrbench.llm.failure_rate import JudgeFailures
 
 NEEDS_ANSWER = (FAITHFULNESS, QUALITY)
 
@@ -232,18 +227,3 @@ def build_plan(
                     )
                 )
     return AuditPlan(items, queries, dimensions, notes)
-
-
-def judge_failures(output_dir: Path, items: Sequence[AuditItem], judges: Sequence[JudgeConfig]) -> list[JudgeFailures]:
-    """Per judge: the planned items whose latest reply in the log failed, of those it has any reply for, with the
-    most common reason (``failure_rate.JudgeFailures``, for ``--max-failure-rate``)."""
-    from mtrbench.audit.log import LOG_NAME, AuditLog
-    from mtrbench.llm.failure_rate import JudgeFailures, most_common
-
-    contents = AuditLog(Path(output_dir) / LOG_NAME).read()
-    counts = []
-    for judge in judges:
-        latest = contents.latest(list(items), judge.name, judge.model)
-        reasons = [r.get("error") for r in latest.values() if not r.get("ok")]
-        counts.append(JudgeFailures(judge.name, len(reasons), len(latest), most_common(reasons)))
-    return counts

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mtrbench.data.model import USER, Message
+from mtrbench.llm.replies import extract_choice, extract_rating
 
 RATING_LOW, RATING_HIGH = 1, 5
 NO_HISTORY = "(none: this is the first turn of the conversation)"
@@ -221,8 +222,6 @@ def quality_messages(
 
 def parse_rating(text: str) -> float:
     """The 1-5 rating of a reply (the last labelled one: judges justify first, conclude last)."""
-    from mtrbench.llm.replies import extract_rating
-
     return extract_rating(text, RATING_LOW, RATING_HIGH)
 
 
@@ -230,8 +229,6 @@ def choice_parser(n_options: int) -> Callable[[str], int]:
     """Reads "Document ID: [N]" (1-based) from a reply; a number outside 1..n_options is malformed."""
 
     def parse(text: str) -> int:
-        from mtrbench.llm.replies import extract_choice
-
         return extract_choice(text, n_options)
 
     return parse

@@ -1,5 +1,5 @@
 """Audit results from the log: aggregates per dimension and judge, hole candidates, correlation with
-humans, the terminal table."""
+humans, the terminal table (printed by the CLI)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.table import Table
 
 from mtrbench.audit.human import Correlation, HumanScores, pearson
 from mtrbench.audit.log import ItemKey
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
 from mtrbench.formats.qrels import Qrels, format_qrels
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.results.table import compact_table
 
 ENSEMBLE = "ensemble"  # per-instance mean over the judges that answered (MTR-SUITE averages its judges)
 HOLES_QRELS = "hole_candidates.qrels"
 HOLES_JSONL = "hole_candidates.jsonl"
+TABLE_LEGEND = "(ratings 1-5; completeness = share of picks on the gold document)"  # the line under the title
 
 
 @dataclass
@@ -132,11 +134,8 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def print_table(
-    title: str, stats: dict[str, dict[str, Stats]], correlation: dict[str, dict[str, Correlation]], console: Console
-) -> None:
-    from mtrbench.results.table import compact_table, print_titled
-
+def results_table(stats: dict[str, dict[str, Stats]], correlation: dict[str, dict[str, Correlation]]) -> Table:
+    """Mean, std, n, failures and missing per dimension and judge (and Pearson r when there are human scores)."""
     table = compact_table()
     table.add_column("dimension", no_wrap=True)
     table.add_column("judge", overflow="fold")
@@ -159,4 +158,4 @@ def print_table(
                 c = correlation.get(dimension, {}).get(judge)
                 row.append("" if c is None else (f"{c.pearson:.3f} ({c.n})" if c.pearson is not None else f"- ({c.n})"))
             table.add_row(*row)
-    print_titled(console, f"{title}\n(ratings 1-5; completeness = share of picks on the gold document)", table)
+    return table

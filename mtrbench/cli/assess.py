@@ -97,8 +97,14 @@ def _cmd_assess(args: argparse.Namespace) -> int:
         yes=args.yes,
         quiet=args.quiet,
     )
-    result = run_assessment(options, roles, cache=None if args.dry_run else cache_from_args(args), console=console)
+    result = run_assessment(
+        options,
+        roles,
+        cache=None if args.dry_run else cache_from_args(args),
+        say=lambda message: console.print(f"[dim]{message}[/dim]"),
+    )
     if result.dry_run:
+        print(result.message)
         return 0
     out = Console()
     out.print(stats_table(result.stats, f"DREAM assessment of {result.stats['task']} ({result.stats['split']})"))
@@ -133,7 +139,7 @@ def _logged_failure_reasons(log: Path) -> list[str]:
     for record in records:
         if record.get("status") != "failed":
             continue
-        texts = [record["error"]] if record.get("error") else list((record.get("errors") or {}).values())
+        texts = list((record.get("errors") or {}).values()) or ([record["error"]] if record.get("error") else [])
         for text in texts:
             reasons.extend(re.sub(r"^\S+ round \d+: ", "", part) for part in str(text).split("; "))
     return reasons

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.infra.errors import MtrbenchError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mtrbench.audit.mtr_eval import AuditOutcome
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -81,8 +87,10 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     _check_names(args)
+    from rich.console import Console
+
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit
-    from mtrbench.audit.plan import judge_failures, parse_dimensions
+    from mtrbench.audit.plan import parse_dimensions
     from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 
     config = AuditConfig(
@@ -108,7 +116,32 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     )
     check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     judges = judges_from_args(args)
-    outcome = run_audit(config, judges, cache=None if args.dry_run else cache_from_args(args))
-    if outcome is None:
+    console = Console()
+    outcome = run_audit(
+        config,
+        judges,
+        cache=None if args.dry_run else cache_from_args(args),
+        say=lambda message: console.print(f"[dim]{message}[/dim]"),
+    )
+    _show(outcome, console)
+    if outcome.dry_run:
         return 0
-    return check_failure_rates(args, judge_failures(outcome.output_dir, outcome.plan.items, judges))
+    return check_failure_rates(args, outcome.failures)
+
+
+def _show(outcome: AuditOutcome, console: Console) -> None:
+    """The results table (not after a dry run), the notes, and where the files are."""
+    from mtrbench.audit.report import TABLE_LEGEND, results_table
+    from mtrbench.results.table import print_titled
+
+    if not outcome.dry_run:
+        print_titled(console, f"{outcome.title}\n{TABLE_LEGEND}", results_table(outcome.stats, outcome.correlation))
+    for note, count in outcome.notes.items():
+        console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
+    if outcome.dry_run:
+        return
+    console.print(
+        f"[dim]{len(outcome.holes)} completeness pick(s) on non-gold documents -> {outcome.holes_qrels_path}[/dim]",
+        soft_wrap=True,
+    )
+    console.print(f"[dim]results: {outcome.summary_path}, per-reply log {outcome.log_path}[/dim]", soft_wrap=True)

@@ -137,13 +137,19 @@ def diagnose_text(path: str | Path, kind: str) -> None:
 def read_log_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
     """The JSON objects of an append-only JSONL log (audit, judge, synthesis logs), in order, and how many
     non-blank lines are not one (a line cut short by a kill). A log that does not exist yet is empty."""
+    numbered, unreadable = read_numbered_log_records(path)
+    return [record for _, record in numbered], unreadable
+
+
+def read_numbered_log_records(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+    """:func:`read_log_records` with each record's line number (1-based)."""
     path = Path(path)
-    records: list[dict[str, Any]] = []
+    records: list[tuple[int, dict[str, Any]]] = []
     unreadable = 0
     if not path.is_file():
         return records, unreadable
     with path.open(encoding="utf-8") as handle:
-        for line in handle:
+        for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
@@ -152,7 +158,7 @@ def read_log_records(path: str | Path) -> tuple[list[dict[str, Any]], int]:
                 unreadable += 1
                 continue
             if isinstance(record, dict):
-                records.append(record)
+                records.append((number, record))
             else:
                 unreadable += 1
     return records, unreadable

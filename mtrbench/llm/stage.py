@@ -256,12 +256,22 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
 
 
 def _malformed(reply: MalformedReply) -> dict[str, JSONValue]:
-    return {"attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
+    who: dict[str, JSONValue] = {"by": reply.by} if reply.by is not None else {}
+    return {**who, "attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
 
 
-def combined_result(key: str, results: Sequence[ChatResult], value: JSONValue, error: str | None = None) -> ChatResult:
+def combined_result(
+    key: str,
+    results: Sequence[ChatResult],
+    value: JSONValue,
+    error: str | None = None,
+    by: Sequence[str] | None = None,
+) -> ChatResult:
     """One ``ChatResult`` for an item that sent several requests (a debate's rounds): ok unless ``error`` or one
-    of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given."""
+    of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given.
+    ``by``: who sent each request (e.g. "Agent A round 1"), recorded with its malformed replies."""
+    if by is not None:
+        results = [replace(r, malformed=[replace(m, by=who) for m in r.malformed]) for r, who in zip(results, by)]
     failed = next((r for r in results if not r.ok), None)
     reason = error or (failed.error if failed is not None else None)
     return ChatResult(
@@ -546,11 +556,13 @@ class _Recorder:
 
 
 @contextmanager
-def _recording(log: StageLog | None, stages: Sequence[Stage], sink: RecordSink | None) -> Iterator[_Recorder]:
+def _recording(
+    log: StageLog | None, stages: Sequence[Stage], sink: RecordSink | None, also: Sequence[JudgeConfig] = ()
+) -> Iterator[_Recorder]:
     if log is None:
         yield _Recorder(None, sink)
         return
-    with log.appending(_judges(stages)) as writer:
+    with log.appending([*_judges(stages), *also]) as writer:
         yield _Recorder(writer, sink)
 
 
@@ -654,13 +666,17 @@ async def arun_stages(
     *,
     concurrency: int,
     estimates: Sequence[tuple[JudgeConfig, CostEstimate]] | None = None,
+    confirm: bool = True,
+    also_asked: Sequence[JudgeConfig] = (),
     shown: Sequence[ChatRequest] | None = None,
     on_record: RecordSink | None = None,
 ) -> StageRun:
     """:func:`run_stages` for items that ask through a coroutine (``ask(stage, item)``: one ``ChatResult`` per item,
     see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
-    (e.g. an upper bound over every round), else each item's first request per stage's judge. The caller makes
-    and closes its (async) clients; ``StageOutcome.usage`` counts items and failures only."""
+    (e.g. an upper bound over every round), else each item's first request per stage's judge; ``confirm=False``:
+    an earlier call confirmed it. ``also_asked``: judges the items ask besides the stages' own (a pre-filter's
+    three), whose secrets are kept out of the log as well. The caller makes and closes its (async) clients;
+    ``StageOutcome.usage`` counts items and failures only."""
     run = plan_stages(stages, log)
     if options.dry_run:
         run.dry_run = _dry_run(stages, run.outcomes, (), log, shown)
@@ -668,12 +684,13 @@ async def arun_stages(
     to_ask = _to_ask(run.outcomes)
     if not to_ask:
         return _finish(run, options)
-    confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
+    if confirm:
+        confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
     work = [(o, i) for o in run.outcomes for i in o.pending]
     semaphore = asyncio.Semaphore(max(1, concurrency))
     label = " + ".join(s.label for s in to_ask)
     bar = tqdm(total=len(work), desc=label, unit="item", disable=not options.show_progress, dynamic_ncols=True)
-    with _recording(log, stages, on_record) as recorder:
+    with _recording(log, stages, on_record, also_asked) as recorder:
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:
             async with semaphore:

@@ -797,3 +797,36 @@ def test_a_second_assess_on_a_held_log_stops_before_asking_anything(native_mini,
         assert server.request_count > 0
     assert "taking over the assessment log" in capsys.readouterr().err and not lock.exists()
     assert sorted(qrels_lines(tmp_path / "out" / "refined_qrels.trec")) == sorted(ORIGINAL_LINES + EXPECTED_NEW)
+
+
+def _earlier_layout(record: dict) -> dict:
+    """A log record as assess wrote it before the stage runner: kind, pair, time and the step's own fields."""
+    runner = ("stage", "key", "settings", "ok", "value", "reply", "attempts", "cached", "prompt_tokens")
+    old = {k: v for k, v in record.items() if k not in (*runner, "completion_tokens", "judge", "error", "malformed")}
+    if record["kind"] == "adjudication":
+        old["judge"] = record["judge"]
+    if record.get("error"):
+        old["error"] = record["error"]
+    return old
+
+
+def test_a_log_of_the_earlier_layout_is_resumed(native_mini, tmp_path):
+    with ScriptedChatServer(Responder()) as server:
+        assert main(assess_args(native_mini, tmp_path, server.base_url, "--adjudicator", "adj")) == 0
+    out = tmp_path / "out"
+    qrels = qrels_lines(out / "refined_qrels.trec")
+    records = [_earlier_layout(json.loads(line)) for line in (out / "assessments.jsonl").read_text().splitlines()]
+    assert {r["kind"] for r in records} == {"debate", "adjudication"}
+    broken = next(r for r in records if (r["qid"], r["doc_id"]) == ("c1_1", "varn-fish"))
+    broken.update(status="failed", label=None, consensus_round=None, rounds=[], error="Agent A round 1: HTTP 503")
+    (out / "assessments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    again = Responder()
+    with ScriptedChatServer(again) as server:
+        assert main(assess_args(native_mini, tmp_path, server.base_url, "--adjudicator", "adj")) == 0
+    # only the failed debate is held again (one round: SCRIPT agrees at once); the adjudications are reused
+    assert sorted((s["pair"], s["role"]) for s in again.seen) == [
+        (("c1_1", "varn-fish"), "Agent A"),
+        (("c1_1", "varn-fish"), "Agent B"),
+    ]
+    assert qrels_lines(out / "refined_qrels.trec") == qrels

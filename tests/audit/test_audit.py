@@ -610,3 +610,40 @@ def test_credentials_in_the_base_url_reach_no_file_and_no_output(native_mini, mi
     for place, text in texts.items():
         for secret in (password, encoded, f"{user}:{password}"):
             assert secret not in text, (place, secret)
+
+
+def _earlier_layout(record: dict) -> dict:
+    """A log record as audits wrote it before the stage runner: no stage, key or settings; the value as 'parsed'."""
+    old = {k: v for k, v in record.items() if k not in ("stage", "key", "settings", "value")}
+    return {**old, "parsed": record["value"]}
+
+
+def test_a_log_of_the_earlier_layout_is_resumed(native_mini, mini_task, tmp_path):
+    out = tmp_path / "audit"
+    args = [
+        "audit",
+        str(native_mini),
+        "--dimensions",
+        "alignment,quality",
+        "--llm-model",
+        "m",
+        "--output-dir",
+        str(out),
+    ]
+    args += ["--no-llm-cache", "--yes", "--quiet"]
+    with ScriptedChatServer(ScriptedJudge(mini_task)) as server:
+        assert main([*args, "--llm-base-url", server.base_url]) == 0
+        assert server.request_count == 9  # 5 alignment + 4 quality
+    first = json.loads((out / "summary.json").read_text())["aggregates"]
+    records = [_earlier_layout(r) for r in read_jsonl(out / "log.jsonl")]
+    failed = next(r for r in records if r["dimension"] == "quality")
+    failed.update(ok=False, parsed=None, score=None, error="timeout after 1 attempts")
+    (out / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    with ScriptedChatServer(ScriptedJudge(mini_task)) as server:
+        assert main([*args, "--llm-base-url", server.base_url]) == 0
+        asked = [body["messages"] for body in server.requests]
+    from mtrbench.audit.plan import prompt_hash
+
+    assert [prompt_hash(m) for m in asked] == [failed["prompt_hash"]]  # only the failed item is asked again
+    assert json.loads((out / "summary.json").read_text())["aggregates"] == first

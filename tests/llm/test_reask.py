@@ -149,7 +149,7 @@ def _judge_requests():
 
 
 def _audit_requests():
-    from mtrbench.audit.mtr_eval import _requests
+    from mtrbench.audit.log import audit_requests as _requests
     from mtrbench.audit.plan import COMPLETENESS, AuditItem
     from mtrbench.audit.prompts import ShownDocument, completeness_messages
 
