@@ -86,9 +86,9 @@ def evaluate(
         made = run_eval(
             resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
         )
-        finished = {s.history: Result.load(s.path) for s in skipped}
+        finished: dict[str | None, Result] = {s.history: Result.load(s.path) for s in skipped}
         skipped.clear()
-        by_history = {**finished, **{r.history: r for r in made}}
+        by_history: dict[str | None, Result] = {**finished, **{r.history: r for r in made}}
         results.extend(by_history[name] for name in names if name in by_history)
     return results
 
