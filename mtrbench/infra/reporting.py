@@ -66,7 +66,8 @@ def cli_output() -> Iterator[PlainHandler]:
     handler = PlainHandler()
     level = logger.level
     logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    if logger.getEffectiveLevel() > logging.INFO:  # a more verbose level set by the user (or a test) stays
+        logger.setLevel(logging.INFO)
     try:
         yield handler
     finally:

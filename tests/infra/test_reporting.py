@@ -61,3 +61,16 @@ def test_the_command_line_prints_a_library_note_on_stderr(tmp_path, monkeypatch,
         "(pass ./mtrbench-sample for the folder)\n"
     )
     assert "name: mtrbench-sample" in captured.out
+
+
+def test_cli_output_keeps_a_more_verbose_level(capsys):
+    logger = logging.getLogger("mtrbench")
+    logger.setLevel(logging.DEBUG)
+    try:
+        with cli_output():
+            assert logger.level == logging.DEBUG
+            log.debug("a debug detail")
+        assert logger.level == logging.DEBUG
+    finally:
+        logger.setLevel(logging.NOTSET)
+    assert capsys.readouterr() == ("", "")  # the handler still prints only what the command line showed before
