@@ -7,7 +7,14 @@
 The names below load on first use, so ``import mtrbench`` (and ``mtrbench --version``) stays fast.
 """
 
+import logging
+
 from mtrbench.infra.errors import DataError, LLMError, ModelError, MtrbenchError, UserInputError
+
+# A library logs and lets the application decide what to show: without a handler of the user's, mtrbench's
+# warnings are not printed (Python's last-resort handler would put them on stderr). The command line shows
+# them through mtrbench.infra.reporting.cli_output.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

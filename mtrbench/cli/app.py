@@ -33,7 +33,7 @@ from mtrbench.cli import (
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.infra.reporting import show_reports
+from mtrbench.infra.reporting import cli_output
 
 # In the order `mtrbench --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
@@ -74,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    with cli_output():  # the library's notes and warnings (logging) print as plain lines while a command runs
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in results as the reproducing command
@@ -81,7 +86,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     handler: Handler = args.handler
-    show_reports()  # dry runs and cost estimates from the library, on stdout
     try:
         return handler(args)
     except MtrbenchError as exc:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
 from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
+
+log = logging.getLogger(__name__)
 
 
 def detect_format(folder: Path) -> str:
@@ -58,7 +60,7 @@ def card_for_folder(folder: Path) -> TaskCard:
 
 
 def _note(message: str) -> None:
-    print(f"note: {message}", file=sys.stderr)
+    log.warning(f"note: {message}")
 
 
 def looks_like_path(task: str) -> bool:

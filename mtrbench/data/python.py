@@ -89,7 +89,7 @@ def _queries(
     name: str, conversation_id: str, messages: Sequence[Mapping[str, str]], qrels: Mapping[str, Mapping[str, int]]
 ) -> list[ConversationalQuery]:
     history: list[Message] = []
-    queries = []
+    queries: list[ConversationalQuery] = []
     for n, message in enumerate(messages, 1):
         role, content = message.get("role"), message.get("content")
         if role not in ROLES or not isinstance(content, str):

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import secrets
 import signal
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +49,8 @@ try:
     import fcntl
 except ImportError:  # Windows: the pid check alone (a narrow race when two runs take over the same stale file)
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
@@ -164,8 +166,8 @@ def is_stale(holder: LockHolder) -> bool:
     return holder.host == socket.gethostname() and not pid_alive(holder.pid, holder.proc_start)
 
 
-def _warn_stderr(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+def _log_warning(message: str) -> None:
+    log.warning(f"warning: {message}")
 
 
 @contextmanager
@@ -182,11 +184,11 @@ def held_lock(
 
     ``purpose`` names what is protected in messages ("audit log"). ``wait_s`` > 0: when held by a live run,
     retry for up to that many seconds before raising ``LockHeld``; ``on_wait`` is called once with the holder
-    when that wait begins. ``warn`` receives the stale-lock takeover notice [printed to stderr as
-    ``warning: ...``]; ``on_stale``, when given, is called with the stale holder instead.
+    when that wait begins. ``warn`` receives the stale-lock takeover notice [logged as a
+    ``warning: ...`` line, which the command line prints on stderr]; ``on_stale``, when given, is called with the stale holder instead.
     """
     path = Path(path)
-    warn = warn or _warn_stderr
+    warn = warn or _log_warning
     deadline = time.monotonic() + max(0.0, wait_s)
     announced = False
     while True:

@@ -15,13 +15,15 @@ Each group is read once per process, and only when a name is looked up that is n
 items are listed, so commands that never look one up (``mtrbench --version``) pay nothing. Built-in
 names win; a name taken by a built-in or by an earlier plugin (entry points in the order of their
 distribution's and their own name), an entry point that fails to load, and an item of the wrong type are
-each one ``warning: plugin ...`` line on stderr (recorded in :func:`warnings`) and are skipped.
+each one ``warning: plugin ...`` warning, logged (the command line prints it on stderr) and recorded in
+:func:`warnings`, and are skipped.
 
 This module knows nothing of cards, models or measures: their registries import it, never the reverse.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
+
+log = logging.getLogger(__name__)
 
 TASKS = "mtrbench.tasks"
 MODELS = "mtrbench.models"
@@ -45,10 +49,10 @@ T = TypeVar("T")
 
 
 def warn(message: str) -> None:
-    """One ``warning:`` line on stderr; the same message is printed once per process."""
+    """One ``warning:`` line, logged (on stderr from the command line); the same message once per process."""
     if message not in _WARNINGS:
         _WARNINGS.append(message)
-        print(f"warning: {message}", file=sys.stderr)
+        log.warning(f"warning: {message}")
 
 
 def warnings() -> list[str]:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -31,6 +32,8 @@ from mtrbench.judge.table import Rated, scenario_table, turn_means
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.measures import Measure, evaluate
+
+log = logging.getLogger(__name__)
 
 SUMMARY_NAME = "summary.json"
 VERDICTS_NAME = "verdicts.jsonl"
@@ -98,19 +101,17 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     """``output_dir`` when its replies were made with these settings (or it holds none yet); else, after a
     ``note:``, the sibling folder named by the settings' digest (``<dir>.<digest>``), as generations do. A folder
     with a judge log but no settings file predates recorded settings: reused with a note, as generations are."""
-    import sys
-
     from mtrbench.generation.settings import RECORD_ONLY, describe_differences, differences, settings_digest, unrecorded
 
     compared = {k: v for k, v in settings.items() if k not in RECORD_ONLY}
-    settings_file, log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
+    settings_file, reply_log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
     if settings_file.is_file():
         try:
             recorded = json.loads(settings_file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             recorded = {}
         recorded = recorded if isinstance(recorded, dict) else {}
-    elif log.is_file():
+    elif reply_log.is_file():
         recorded = {}
     else:
         return Path(output_dir)
@@ -118,17 +119,15 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     if not differs:
         missing = unrecorded(recorded, compared)
         if missing:
-            print(
+            log.warning(
                 f"note: the judge replies in {output_dir} predate recorded settings ({', '.join(missing)} not "
-                "recorded) and are reused as they are; move the folder away to ask again",
-                file=sys.stderr,
+                "recorded) and are reused as they are; move the folder away to ask again"
             )
         return Path(output_dir)
     other = Path(output_dir).with_name(f"{Path(output_dir).name}.{settings_digest(compared)}")
-    print(
+    log.warning(
         f"note: {output_dir} holds judge replies made with other settings ({describe_differences(differs)}); "
-        f"these settings' replies go to {other}",
-        file=sys.stderr,
+        f"these settings' replies go to {other}"
     )
     return other
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import torch
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
 
-Embeddings = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
-Run = dict[str, dict[str, float]]  # qid -> doc id -> score, as pytrec_eval and beir take it
+Embeddings: TypeAlias = np.ndarray | torch.Tensor | Sequence[Sequence[float]]
+Run: TypeAlias = dict[str, dict[str, float]]  # qid -> doc id -> score, as pytrec_eval and beir take it
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from mtrbench.data.python import PythonTask
 from mtrbench.generation.model_history import RewriterOptions
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.reporting import progress_messages
 from mtrbench.pipeline.evaluate import run_eval
 from mtrbench.pipeline.histories import HistoryChoice, resolve_history
 from mtrbench.pipeline.plan import EvalConfig, SkippedResult, check_before_loading
@@ -76,7 +76,7 @@ def evaluate(
         rewriter=rewriter,
         protocol=protocol,
     )
-    say = _say if show_progress else (lambda message: None)
+    say = progress_messages(show_progress)
     skipped: list[SkippedResult] = []
     check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])
     retriever = assemble(resolved, options)
@@ -86,9 +86,9 @@ def evaluate(
         made = run_eval(
             resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
         )
-        finished = {s.history: Result.load(s.path) for s in skipped}
+        finished: dict[str | None, Result] = {s.history: Result.load(s.path) for s in skipped}
         skipped.clear()
-        by_history = {**finished, **{r.history: r for r in made}}
+        by_history: dict[str | None, Result] = {**finished, **{r.history: r for r in made}}
         results.extend(by_history[name] for name in names if name in by_history)
     return results
 
@@ -108,7 +108,3 @@ def _tasks(tasks: TaskInput | Sequence[TaskInput]) -> list[TaskInput]:
     if not listed:
         raise UserInputError("evaluate: no task given")
     return listed
-
-
-def _say(message: str) -> None:
-    print(message, file=sys.stderr)

@@ -5,7 +5,7 @@ function ``Conversation -> str`` or a rewriter object) whose texts the user's co
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,6 +18,8 @@ from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.failure_rate import JudgeFailures, failure_line, most_common
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
 from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
+
+log = logging.getLogger(__name__)
 
 PYTHON_PREFIX = "python:"
 HistoryChoice = str | Callable[[Conversation], str] | Rewriter
@@ -116,11 +118,10 @@ def write_texts(
             excluded = frozenset(report.failed())
             if excluded:  # a counted warning even with --quiet
                 where = f"; replies logged in {log_path}" if log_path is not None else ""
-                print(
+                log.warning(
                     f"warning: --history {history.name}: {report.failures} of {report.requested} {kind} requests "
                     f"failed after retries; those {len(excluded)} queries are left out of its scores "
-                    f"(queries.excluded_rewriter_failed) and a re-run asks only them{where}",
-                    file=sys.stderr,
+                    f"(queries.excluded_rewriter_failed) and a re-run asks only them{where}"
                 )
             ready.append(
                 replace(

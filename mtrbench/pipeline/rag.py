@@ -102,7 +102,7 @@ def _check(config: RagConfig) -> None:
     check_share(config.max_failure_rate)
     if len(config.eval.histories) != 1:
         raise MtrbenchError(
-            f"rag takes one retrieval history strategy (--history); got {', '.join(config.eval.histories)}"
+            f"rag takes one retrieval history strategy (--history); got {', '.join(map(str, config.eval.histories))}"
         )
     if config.judge_mode not in ("verdict", "rating"):
         raise MtrbenchError(f"--judge must be verdict or rating, got '{config.judge_mode}'")
@@ -214,7 +214,9 @@ def _score_and_judge(config: RagConfig, report: RagReport, folder: Path, stem: s
         yes=config.yes,
         show_progress=config.show_progress,
     )
-    outcome = report.outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
+    outcome = judge_generations(generations, task, config.judge, options, cache=config.cache)
+    report.outcome = outcome
+    assert outcome is not None, "only a dry run judges nothing, and rag's dry run stopped before judging"
     failures = outcome.failures
     judge_failures = JudgeFailures(
         config.judge.model, len(failures), len(outcome.run.turns), most_common([f["error"] for f in failures])
@@ -272,6 +274,8 @@ def _stop(config: RagConfig, report: RagReport, output: Path) -> RagReport:
 
 
 def _first_failure(generated: GenerateReport) -> str:
+    if generated.failures_path is None:
+        return ""
     try:
         with open(generated.failures_path, encoding="utf-8") as handle:
             return f" (first: {json.loads(handle.readline())['error']})"
@@ -281,6 +285,7 @@ def _first_failure(generated: GenerateReport) -> str:
 
 def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
     retrieval = report.retrieval
+    assert retrieval.path is not None, "retrieval results are saved before rag reports on them"
     generated = report.generation
     if report.task is not None:
         document = scores_payload(

@@ -68,6 +68,7 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
     """The retriever with every pipeline stage; ``legs`` reuses loaded first stages (a new cell of a sweep)."""
     stages = options.pipeline
     _check_pipeline(model, stages)
+    retriever: Retriever
     if stages.chunking:
         from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
 
@@ -113,9 +114,11 @@ def _first_stage(
         from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
 
         legs = legs if legs is not None and legs.dense is not None else load_legs(model, options)
+        dense, sparse = legs.dense, legs.sparse
+        assert dense is not None and sparse is not None, "a hybrid model loads both legs"
         return HybridRetriever(
-            legs.dense,
-            legs.sparse,
+            dense,
+            sparse,
             alpha=DEFAULT_ALPHA if stages.alpha is None else stages.alpha,
             candidate_k=stages.candidate_k,
         )
@@ -132,6 +135,7 @@ def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
 
         return retriever_from_object(model.obj, loading, scale)
     spec = model.spec
+    assert spec is not None, "a resolved model has a spec or an object"
     if spec.kind == "sparse":
         from mtrbench.retrieve.sparse import BM25Retriever
 

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.reporting import progress_bar
 from mtrbench.models.loading import NamedSource
 from mtrbench.models.protocols import (
     Conversation,
@@ -110,7 +111,7 @@ class ObjectEngine:
         items = list(items)
         sizes = list(chunk_sizes) if chunk_sizes is not None else [len(items)]
         parts: list[torch.Tensor] = []
-        with tqdm(total=len(items), desc=desc, unit="text", disable=not show_progress, leave=False) as bar:
+        with progress_bar(total=len(items), desc=desc, unit="text", show_progress=show_progress, leave=False) as bar:
             start = 0
             for index, size in enumerate(sizes):
                 chunk = [

@@ -16,7 +16,7 @@ class BM25Retriever:
     name = "bm25"
     revision = f"bm25s-k1={K1}-b={B}"
     tokenizer = None
-    max_length = None
+    max_length: int | None = None
     query_prompt = ""
 
     def __init__(self, show_progress: bool = True) -> None:
