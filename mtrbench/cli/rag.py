@@ -163,7 +163,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
-    from mtrbench.generation.runner import HISTORY_SOURCES, GenerateConfig, generation_history
+    from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
     from mtrbench.pipeline.evaluate import EvalConfig, command_line
     from mtrbench.pipeline.rag import RagConfig, run_rag
     from mtrbench.retrieve import RetrieverOptions
@@ -190,7 +190,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
         )
         if args.judge_max_tokens is not None:
             judge = dataclasses.replace(judge, max_tokens=args.judge_max_tokens)
-    if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
+    if generation_strategy(answer_history).needs_rewriter and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     rewriter = rewriter_from_args(args, not args.quiet)
     config = RagConfig(

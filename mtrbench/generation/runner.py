@@ -25,7 +25,7 @@ from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData, first_conversations
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.formats.mtrag_eval import MAX_CONTEXTS
-from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
+from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
@@ -38,7 +38,7 @@ from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
-from mtrbench.serialize.history import MODEL_STRATEGIES, get_strategy
+from mtrbench.serialize.history import HistoryStrategy, get_strategy
 
 
 @dataclass
@@ -97,9 +97,24 @@ def generation_failures(report: GenerateReport, generator: str) -> JudgeFailures
 def generation_history(name: str) -> str:
     """The current ``--history`` name for generation; an old one ("raw", "summary") is read as its new one."""
     history = current_history(name.strip())
-    if history not in HISTORY_SOURCES:
+    if history not in GENERATION_HISTORIES:
         raise UserInputError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, got '{name}'")
     return history
+
+
+def generation_strategy(name: str) -> HistoryStrategy:
+    """Eval's history strategy for a generation ``--history`` name (old names read as their current ones)."""
+    return get_strategy(generation_history(name))
+
+
+def history_source(strategy: HistoryStrategy, rewriter: RewriterOptions | None) -> str:
+    """Where the text the generator sees comes from, as recorded: the task's turns, its gold rewrite, or
+    ``llm:<rewriter model>``."""
+    if strategy.needs_rewriter:
+        if rewriter is None:
+            raise UserInputError(f"--history {strategy.name} needs a rewriter model (--rewriter-model)")
+        return f"llm:{rewriter.judge.model}"
+    return "gold" if strategy.needs_gold_rewrite else "task"
 
 
 def default_output(config: GenerateConfig, run_file: Path | None, task_name: str, generator: str) -> Path:
@@ -172,11 +187,11 @@ def parse_answer(reply: str) -> str:
     return text
 
 
-def _history_text(history: str, query: ConversationalQuery) -> str:
+def _history_text(strategy: HistoryStrategy, query: ConversationalQuery) -> str:
     """The dialogue the generator sees for a history taken from the task's turns; else empty."""
-    if HISTORY_SOURCES[history] != "task":
+    if strategy.needs_rewriter or strategy.needs_gold_rewrite:
         return ""
-    return dialogue(get_strategy(history).select(query)[0])
+    return dialogue(strategy.select(query)[0])
 
 
 def run_generate(
@@ -190,7 +205,8 @@ def run_generate(
     (tests); else made from the judge configurations."""
     from mtrbench.llm.hf import make_client
 
-    history = generation_history(config.history)
+    strategy = generation_strategy(config.history)
+    history, model_kind = strategy.name, strategy.model_kind
     if config.oracle == (config.run_path is not None):
         raise UserInputError("give a retrieval result (--run) or --oracle, exactly one")
     if config.top_k < 1:
@@ -204,18 +220,16 @@ def run_generate(
             f"--mtrag-out: MTRAGEval allows at most {MAX_CONTEXTS} contexts per task; show at most "
             f"{MAX_CONTEXTS} passages, got {config.top_k}"
         )
-    history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
-    if history_source == "llm" and config.rewriter is None:
-        raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")
+    source_of_history = history_source(strategy, config.rewriter)
     if config.dry_run:  # an unusable endpoint is reported before the prompts, not after the run
         from mtrbench.llm.preflight import check_endpoint
 
         check_endpoint(generator, "generator")
-        if config.rewriter is not None and history_source == "llm":
+        if config.rewriter is not None and strategy.needs_rewriter:
             check_endpoint(config.rewriter.judge, "rewriter")
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
-    if history_source == "gold" and not task.has_rewrites:
+    if strategy.needs_gold_rewrite and not task.has_rewrites:
         raise UserInputError(
             f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
             "use --history rewrite:llm for a model's rewrites"
@@ -232,7 +246,7 @@ def run_generate(
         top_k=config.top_k,
         max_passage_chars=config.max_passage_chars,
         history=history,
-        history_source=history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
+        history_source=source_of_history,
         source=source,
     )
     output = default_output(config, run_file, task.name, generator.model)
@@ -288,7 +302,7 @@ def run_generate(
         )
         if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
             client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
-        if history_source == "llm":
+        if strategy.needs_rewriter:
             texts, model_report = compute_model_history(
                 model_kind, [q for q, _ in plan], config.rewriter, rewriter_client
             )
@@ -319,12 +333,12 @@ def run_generate(
         requests, records = [], {}
         for q, doc_ids in plan:
             question = q.query
-            history_text = _history_text(history, q)
+            history_text = _history_text(strategy, q)
             if model_kind == "rewrite":
                 question = texts[q.qid]
             elif model_kind == "summary":
                 history_text = texts[q.qid]
-            elif history == "rewrite":
+            elif strategy.needs_gold_rewrite:
                 if q.gold_rewrite:
                     question = q.gold_rewrite
                 else:
