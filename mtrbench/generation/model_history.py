@@ -26,6 +26,7 @@ from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_ba
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
+from mtrbench.llm.hf import is_hf_url, make_client
 from mtrbench.serialize.history import MODEL_STRATEGIES
 
 KINDS = tuple(MODEL_STRATEGIES.values())  # what a rewriter model writes: "rewrite", "summary"
@@ -99,8 +100,6 @@ def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
     """What decides a model-backed history's texts (recorded in results, compared to skip finished ones):
     kind, model, endpoint without credentials, prompt hash, and the temperature when it is not 0 (results written
     before it was recorded were all made at 0)."""
-    from mtrbench.llm.hf import is_hf_url
-
     judge = options.judge
     base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
     identity = {"kind": kind, "model": judge.model, "base_url": base, "prompt_hash": prompt_hash(kind)}
@@ -116,8 +115,6 @@ def compute_model_history(
 
     ``client``: one made already (tests, a shared generator); else made from ``options.judge``.
     """
-    from mtrbench.llm.hf import make_client
-
     judge = options.judge
     report = ModelHistoryReport(**rewriter_identity(kind, options), queries=len(queries))
     texts = {q.qid: (q.query if kind == "rewrite" else "") for q in queries if not q.history}
