@@ -15,7 +15,6 @@ Citation ``[n]`` in ``answer`` refers to ``passages[n-1]``.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,19 +31,20 @@ from mtrbench.generation.mtrag_output import write_mtrag_predictions
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
-from mtrbench.generation.store import GenerationStore
+from mtrbench.generation.store import GenerationLog, GenerationStore
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.llm.hf import make_client
 from mtrbench.llm.preflight import check_endpoint
+from mtrbench.llm.stage import NoLog, Stage, StageItem, StageOptions, run_stage
+from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import HistoryStrategy, get_strategy
 
 log = logging.getLogger(__name__)
+ANSWER_STAGE = "generate"  # the answer stage's name (the runner's messages)
 
 
 @dataclass
@@ -252,11 +252,12 @@ def run_generate(
             if written is None:
                 return report  # dry run
             texts, turns = written
-        requests, records = _answer_requests(config, inputs, turns, texts, report)
-        if config.dry_run:
-            print_dry_run(requests, [generator])
+        stage = _answer_stage(generator, inputs.settings, _answer_items(config, inputs, turns, texts, report))
+        options = StageOptions(cache, config.dry_run, config.yes, config.show_progress)
+        if config.dry_run:  # the turns already in the store were left out above: the dry run reads no log
+            run_stage(stage, NoLog(), options)
             return report
-        _ask(config, generator, cache, clients.generator, store, requests, records, failures, report)
+        _answer(stage, options, clients, store, failures, report)
     if config.mtrag_output is not None:
         report.mtrag_output = Path(config.mtrag_output)
         report.mtrag_predictions = write_mtrag_predictions(
@@ -414,12 +415,12 @@ def _model_history(
     return texts, [t for t in turns if t.query.qid in texts]
 
 
-def _answer_requests(
+def _answer_items(
     config: GenerateConfig, inputs: _Inputs, turns: list[_Turn], texts: dict[str, str], report: GenerateReport
-) -> tuple[list[ChatRequest], dict[str, dict[str, Any]]]:
-    """The answer request of each turn, and its generations record without the answer."""
+) -> list[StageItem]:
+    """Each turn's answer request, with its generations record (the answer left empty) as the item's fields."""
     strategy, model_kind = inputs.strategy, inputs.strategy.model_kind
-    requests, records = [], {}
+    items = []
     for turn in turns:
         q = turn.query
         question = q.query
@@ -435,8 +436,7 @@ def _answer_requests(
                 report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
         passages = [_passage_text(inputs.task, d, config.max_passage_chars) for d in turn.doc_ids]
         messages = answer_messages(strategy.name, question, passages, history_text)
-        requests.append(ChatRequest(key=q.qid, messages=messages, parse=parse_answer))
-        records[q.qid] = {
+        record = {
             "qid": q.qid,
             "conversation_id": q.conversation_id,
             "turn": q.turn_id,
@@ -447,57 +447,52 @@ def _answer_requests(
             **({"summary": history_text} if model_kind == "summary" else {}),
             **inputs.settings.record(),
         }
-    return requests, records
+        items.append(StageItem(q.qid, ChatRequest(key=q.qid, messages=messages, parse=parse_answer), fields=record))
+    return items
 
 
-def _ask(
-    config: GenerateConfig,
-    generator: JudgeConfig,
-    cache: ResponseCache | None,
-    client: ChatRunner | None,
+def _answer_stage(generator: JudgeConfig, settings: GenerationSettings, items: list[StageItem]) -> Stage:
+    return Stage(
+        ANSWER_STAGE,
+        generator,
+        items,
+        settings.compared(),
+        desc=f"generate ({generator.model})",
+        kind="generator",
+        unit="turns",
+    )
+
+
+def _answer(
+    stage: Stage,
+    options: StageOptions,
+    clients: _Clients,
     store: GenerationStore,
-    requests: list[ChatRequest],
-    records: dict[str, dict[str, Any]],
     failures: list[dict[str, Any]],
     report: GenerateReport,
 ) -> None:
-    if not requests:
-        report.failed = len(failures)
-        store.write_failures(failures)
-        return
-    confirm_cost([(generator, estimate_cost(requests, generator, cache))], config.yes)
-    client = client or make_client(generator, cache)
-
-    def finished(result: ChatResult) -> None:
-        malformed = [m.as_dict() for m in result.malformed]  # redacted by the client
-        if result.ok:
-            record = dict(
-                records[result.key],
-                answer=result.value,
-                cached=result.cached,
-                time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                **({"malformed": malformed} if malformed else {}),
-            )
-            store.append(record)
-            report.generated += 1
-        else:
+    """The answer stage: each answer appended to the store as it comes; the failed turns (the rewriter's first)
+    written to the failures file, even when the run stops."""
+    log = GenerationLog(store, store.read(stage.settings), stage.name, stage.settings)
+    try:
+        if stage.items:
+            outcome, _ = run_stage(stage, log, options, client=clients.generator)
+            shared = clients.generator is not None and clients.rewriter is clients.generator
+            rewriter_usage = (report.rewriter or {}) if shared else {}  # one client: its usage counts both
+            report.requests = outcome.usage.requests + rewriter_usage.get("http_requests", 0)
+            report.cached = outcome.usage.cached + rewriter_usage.get("cached", 0)
+    finally:
+        for record in log.failed:
             failures.append(
                 {
-                    "qid": result.key,
-                    "error": result.error,
-                    "attempts": result.attempts,
+                    "qid": record.key,
+                    "error": record.error,
+                    "attempts": record.attempts,
                     "stage": "answer",
-                    "malformed": malformed,
+                    "malformed": [dict(m) for m in record.malformed],
                 }
             )
-            report.failure_reasons[result.error or "unknown"] += 1
-
-    with store:
-        try:
-            client.run(
-                requests, desc=f"generate ({generator.model})", show_progress=config.show_progress, on_result=finished
-            )
-        finally:
-            report.requests, report.cached = client.usage.requests, client.usage.cached
-            report.failed = len(failures)
-            store.write_failures(failures)
+            report.failure_reasons[record.error or "unknown"] += 1
+        report.generated += log.answered
+        report.failed = len(failures)
+        store.write_failures(failures)

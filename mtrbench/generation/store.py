@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,6 +25,9 @@ from mtrbench.generation.settings import describe_differences, differences, unre
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.redact import Redactor
+from mtrbench.llm.stage import LogContents, Setting, StageRecord, judge_redactor
 
 
 @dataclass
@@ -126,9 +130,10 @@ class GenerationStore:
             if keep < end:
                 handle.truncate(keep)
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any], redact: Redactor | None = None) -> None:
         assert self._handle is not None, "use GenerationStore as a context manager to append"
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False)
+        self._handle.write((redact.known(line) if redact is not None else line) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -142,3 +147,67 @@ class GenerationStore:
             atomic_write_text(self.failures_path, "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in failures))
         elif self.failures_path.exists():
             self.failures_path.unlink()
+
+
+class GenerationLog:
+    """The generations file as the answer stage's log (``mtrbench.llm.stage.RecordLog``), so the file keeps its own
+    layout: an answered turn is appended as its generations record (the item's fields, then the answer,
+    ``cached``, ``time`` and any malformed replies); a failed one is kept in ``failed`` for the failures file.
+    Reading gives the turns ``stored`` (read under the store's lock) holds, under the stage's settings."""
+
+    def __init__(
+        self, store: GenerationStore, stored: StoredGenerations, stage: str, settings: Mapping[str, Setting]
+    ) -> None:
+        self.store = store
+        self.stored = stored
+        self.stage = stage
+        self.settings = dict(settings)
+        self.failed: list[StageRecord] = []  # this run's failed turns, in the order they finished
+        self.answered = 0  # turns appended by this run
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    def read(self) -> LogContents:
+        records = [
+            StageRecord(
+                stage=self.stage,
+                key=qid,
+                judge="",
+                settings=self.settings,
+                ok=True,
+                value=record.get("answer"),
+                error=None,
+                reply=None,
+                fields=record,
+            )
+            for qid, record in self.stored.done.items()
+        ]
+        return LogContents(records, self.stored.unreadable_lines)
+
+    @contextmanager
+    def appending(self, judges: Sequence[JudgeConfig] = ()) -> Iterator[_GenerationWriter]:
+        with self.store:
+            yield _GenerationWriter(self, judge_redactor(judges))
+
+
+class _GenerationWriter:
+    def __init__(self, log: GenerationLog, redact: Redactor) -> None:
+        self._log = log
+        self._redact = redact
+
+    def append(self, record: StageRecord) -> None:
+        if not record.ok:
+            self._log.failed.append(record)
+            return
+        malformed = [dict(m) for m in record.malformed]  # redacted by the client
+        line = dict(
+            record.fields,
+            answer=record.value,
+            cached=record.cached,
+            time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"malformed": malformed} if malformed else {}),
+        )
+        self._log.store.append(line, self._redact)
+        self._log.answered += 1

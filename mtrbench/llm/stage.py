@@ -5,7 +5,8 @@ the settings that must match for a logged reply to be reused (model, prompt hash
 records carry. :func:`run_stages` owns everything else:
 
 * the append-only JSONL log (:class:`StageLog`), held under its lock while asking; a line cut short by a kill is
-  ignored and counted, and the next line starts on a fresh one;
+  ignored and counted, and the next line starts on a fresh one (a stage may bring its own :class:`RecordLog`, or
+  none: :class:`NoLog`);
 * resume: an item is asked only when the log has no ok record for it under the same settings (a failure, a
   missing item or a changed setting is asked again);
 * the dry run (a :class:`DryRunReport`, also reported to the person running the command), the cost estimate and
@@ -28,11 +29,11 @@ import asyncio
 import json
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from tqdm.auto import tqdm
 
@@ -326,6 +327,43 @@ class StageLog:
                 yield LogWriter(handle, judge_redactor(judges))
 
 
+class RecordWriter(Protocol):
+    def append(self, record: StageRecord) -> None: ...
+
+
+class RecordLog(Protocol):
+    """What the runner reads to resume and appends to as replies come: :class:`StageLog` (the one layout, a JSONL
+    file), :class:`NoLog`, or a stage's own (``generate`` appends its answers to its generations file in that
+    file's layout). ``path``: the file named in messages, None when there is none."""
+
+    @property
+    def path(self) -> Path | None: ...
+
+    def read(self) -> LogContents: ...
+
+    def appending(self, judges: Sequence[JudgeConfig] = ()) -> AbstractContextManager[RecordWriter]: ...
+
+
+class _Dropped:
+    def append(self, record: StageRecord) -> None:
+        return None
+
+
+class NoLog:
+    """A stage without a log: nothing is read (every item is asked) and nothing written. For stages whose replies
+    the response cache keeps (eval's rewriter: a re-run sends only what the cache lacks), and for callers that
+    left the answered items out themselves."""
+
+    path: Path | None = None
+
+    def read(self) -> LogContents:
+        return LogContents([], 0)
+
+    @contextmanager
+    def appending(self, judges: Sequence[JudgeConfig] = ()) -> Iterator[RecordWriter]:
+        yield _Dropped()
+
+
 def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as handle:
         handle.seek(-1, os.SEEK_END)
@@ -415,7 +453,7 @@ class DryRunReport:
 @dataclass
 class StageRun:
     outcomes: list[StageOutcome]
-    log_path: Path
+    log_path: Path | None  # None: a NoLog stage
     unreadable_log_lines: int
     dry_run: DryRunReport | None = None  # set (and nothing asked) for a dry run
 
@@ -438,15 +476,15 @@ def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
 
 
 def _dry_run(
-    stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: StageLog
+    stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: RecordLog
 ) -> DryRunReport:
     requests = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
     total = sum(len(s.items) for s in stages)
     pending = sum(len(o.pending) for o in outcomes)
     unit = stages[0].unit if stages else "items"
-    text = dry_run_text(requests, _judges(stages)) + (
-        f"\n{total - pending} of {total} {unit} already answered in {log.path}"
-    )
+    text = dry_run_text(requests, _judges(stages))
+    if log.path is not None:
+        text += f"\n{total - pending} of {total} {unit} already answered in {log.path}"
     report(text)
     return DryRunReport(text=text, pending=pending, answered=total - pending, total=total)
 
@@ -464,7 +502,7 @@ def cost_estimates(stages: Sequence[Stage], cache: ResponseCache | None) -> list
     ]
 
 
-def plan_stages(stages: Sequence[Stage], log: StageLog) -> tuple[list[StageOutcome], int]:
+def plan_stages(stages: Sequence[Stage], log: RecordLog) -> tuple[list[StageOutcome], int]:
     """Each stage's logged records and pending items, and the log's unreadable line count."""
     _check_keys(stages)
     contents = log.read()
@@ -492,7 +530,7 @@ def _finish(run: StageRun, options: StageOptions) -> StageRun:
 
 def run_stages(
     stages: Sequence[Stage],
-    log: StageLog,
+    log: RecordLog,
     options: StageOptions,
     *,
     clients: Mapping[str, ChatRunner] | None = None,
@@ -560,7 +598,7 @@ def _usage_since(before: Usage, after: Usage) -> Usage:
 
 
 def run_stage(
-    stage: Stage, log: StageLog, options: StageOptions, *, client: ChatRunner | None = None
+    stage: Stage, log: RecordLog, options: StageOptions, *, client: ChatRunner | None = None
 ) -> tuple[StageOutcome, StageRun]:
     """:func:`run_stages` for one stage: (its outcome, the run)."""
     run = run_stages([stage], log, options, clients={stage.judge.name: client} if client is not None else None)
@@ -575,7 +613,7 @@ ItemAsker = Callable[[Stage, StageItem], Awaitable[ChatResult]]
 
 async def arun_stages(
     stages: Sequence[Stage],
-    log: StageLog,
+    log: RecordLog,
     options: StageOptions,
     ask: ItemAsker,
     *,
