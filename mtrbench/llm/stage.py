@@ -476,29 +476,37 @@ def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
 
 
 def _dry_run(
-    stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: RecordLog
+    stages: Sequence[Stage],
+    outcomes: list[StageOutcome],
+    later: Sequence[Stage],
+    log: RecordLog,
+    shown: Sequence[ChatRequest] | None,
 ) -> DryRunReport:
-    requests = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
+    if shown is None:
+        shown = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
     total = sum(len(s.items) for s in stages)
     pending = sum(len(o.pending) for o in outcomes)
     unit = stages[0].unit if stages else "items"
-    text = dry_run_text(requests, _judges(stages))
+    text = dry_run_text(shown, _judges(stages))
     if log.path is not None:
         text += f"\n{total - pending} of {total} {unit} already answered in {log.path}"
     report(text)
     return DryRunReport(text=text, pending=pending, answered=total - pending, total=total)
 
 
-def cost_estimates(stages: Sequence[Stage], cache: ResponseCache | None) -> list[tuple[JudgeConfig, CostEstimate]]:
-    """One estimate per judge over the given stages' items (those with no request are left out)."""
+def cost_estimates(
+    stages: Sequence[Stage], cache: ResponseCache | None, order: Sequence[JudgeConfig] = ()
+) -> list[tuple[JudgeConfig, CostEstimate]]:
+    """One estimate per judge (in ``order``, else as the stages name them) over the stages' items; a judge with
+    nothing to ask is left out."""
     by_judge: dict[str, list[ChatRequest]] = {}
     per_request = {s.judge.name: s.completion_tokens_per_request for s in stages}
     for stage in stages:
         by_judge.setdefault(stage.judge.name, []).extend(i.request for i in stage.items)
     return [
         (judge, estimate_cost(by_judge[judge.name], judge, cache, per_request[judge.name]))
-        for judge in _judges(stages)
-        if by_judge[judge.name]
+        for judge in (order or _judges(stages))
+        if by_judge.get(judge.name)
     ]
 
 
@@ -536,22 +544,27 @@ def run_stages(
     clients: Mapping[str, ChatRunner] | None = None,
     costed_later: Sequence[Stage] = (),
     confirm: bool = True,
+    shown: Sequence[ChatRequest] | None = None,
 ) -> StageRun:
     """Ask every item of ``stages`` that ``log`` has not answered under the same settings; one log, one cost
     question for all of them (plus ``costed_later``: items a later call will ask, e.g. a second step), one client
     per judge (``clients`` by judge name, else made from the judge). ``confirm=False``: the cost was confirmed
-    by an earlier call. A dry run asks nothing and returns the report in ``StageRun.dry_run``."""
+    by an earlier call. A dry run asks nothing and returns the report in ``StageRun.dry_run``; it shows the prompts
+    of ``shown`` (default: every pending item's, then ``costed_later``'s) and counts them per judge."""
     outcomes, unreadable = plan_stages(stages, log)
     run = StageRun(outcomes, log.path, unreadable)
     if options.dry_run:
-        run.dry_run = _dry_run(stages, outcomes, costed_later, log)
+        run.dry_run = _dry_run(stages, outcomes, costed_later, log, shown)
         return run
+    to_ask = _to_ask(outcomes)
+    if not to_ask and not any(s.items for s in costed_later):
+        return _finish(run, options)
     given = dict(clients or {})
     # made before the cost question: a missing API key stops the run before anything is asked
     made = {j.name: given.get(j.name) or make_client(j, options.cache) for j in _judges(stages)}
-    to_ask = _to_ask(outcomes)
-    if confirm and (to_ask or any(s.items for s in costed_later)):
-        confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache), options.yes)
+    if confirm:
+        order = _judges([*stages, *costed_later])
+        confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache, order), options.yes)
     if not to_ask:
         return _finish(run, options)
     with log.appending(_judges(stages)) as writer:
@@ -626,7 +639,7 @@ async def arun_stages(
     outcomes, unreadable = plan_stages(stages, log)
     run = StageRun(outcomes, log.path, unreadable)
     if options.dry_run:
-        run.dry_run = _dry_run(stages, outcomes, (), log)
+        run.dry_run = _dry_run(stages, outcomes, (), log, None)
         return run
     to_ask = _to_ask(outcomes)
     if to_ask:
