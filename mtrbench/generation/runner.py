@@ -338,7 +338,7 @@ def _plan_turns(
         if q.qid in stored.done:
             report.done_before += 1
             continue
-        doc_ids = oracle_passages(q, config.top_k) if config.oracle else run_passages(run, q.qid, config.top_k)
+        doc_ids = oracle_passages(q, config.top_k) if run is None else run_passages(run, q.qid, config.top_k)
         if doc_ids is None:
             report.skipped["turns absent from the run"] += 1
             continue

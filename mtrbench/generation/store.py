@@ -50,7 +50,7 @@ class GenerationStore:
     def hold(self) -> AbstractContextManager[LockHolder]:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
-    def _records(self):
+    def _records(self) -> Iterator[tuple[int, dict[str, Any] | None]]:
         """(line number, record or None for an unreadable line) of every non-empty line."""
         with self.path.open(encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):

@@ -574,7 +574,7 @@ def run_stages(
     return _finish(run, options)
 
 
-def _ask(outcome: StageOutcome, client: ChatRunner, writer: LogWriter, show_progress: bool) -> None:
+def _ask(outcome: StageOutcome, client: ChatRunner, writer: RecordWriter, show_progress: bool) -> None:
     stage = outcome.stage
     by_key = {i.key: i for i in outcome.pending}
     before = _usage_copy(client.usage)
