@@ -25,7 +25,7 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig, display_url, resolve_base_url
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 from mtrbench.llm.hf import is_hf_url
-from mtrbench.llm.stage import NoLog, Stage, StageItem, StageOptions, StageRecord, run_stage
+from mtrbench.llm.stage import Stage, StageItem, StageOptions, StageRecord, run_stage
 from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.serialize.history import MODEL_STRATEGIES
 
@@ -127,8 +127,8 @@ def compute_model_history(
 ) -> tuple[dict[str, str] | None, ModelHistoryReport]:
     """(qid -> text for every query that got one, report); texts is None on a dry run.
 
-    ``client``: one made already (tests, a shared generator); else made from ``options.judge``. The stage keeps no
-    log: the response cache holds the replies, so a re-run sends only the requests that failed.
+    ``client``: one made already (tests, a shared generator); else made from ``options.judge``. The stage runs
+    without a log: the response cache holds the replies, so a re-run sends only the requests that failed.
     """
     judge = options.judge
     report = ModelHistoryReport(**rewriter_identity(kind, options), queries=len(queries))
@@ -138,11 +138,11 @@ def compute_model_history(
     report.requested = len(stage.items)
     stage_options = StageOptions(options.cache, options.dry_run, options.yes, options.show_progress)
     if options.dry_run:
-        run_stage(stage, NoLog(), stage_options)
+        run_stage(stage, None, stage_options)
         return None, report
     if not stage.items:
         return texts, report
-    outcome, _ = run_stage(stage, NoLog(), stage_options, client=client)
+    outcome, _ = run_stage(stage, None, stage_options, client=client)
     for item in stage.items:  # in request order
         _count_reply(report, texts, outcome.records[item.key])
     usage = outcome.usage

@@ -31,14 +31,14 @@ from mtrbench.generation.mtrag_output import write_mtrag_predictions
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
-from mtrbench.generation.store import GenerationLog, GenerationStore
+from mtrbench.generation.store import AnswerSink, GenerationStore
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.llm.hf import make_client
 from mtrbench.llm.preflight import check_endpoint
-from mtrbench.llm.stage import NoLog, Stage, StageItem, StageOptions, run_stage
+from mtrbench.llm.stage import Stage, StageItem, StageOptions, run_stage
 from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.results.writer import safe_name
 from mtrbench.serialize.history import HistoryStrategy, get_strategy
@@ -254,8 +254,8 @@ def run_generate(
             texts, turns = written
         stage = _answer_stage(generator, inputs.settings, _answer_items(config, inputs, turns, texts, report))
         options = StageOptions(cache, config.dry_run, config.yes, config.show_progress)
-        if config.dry_run:  # the turns already in the store were left out above: the dry run reads no log
-            run_stage(stage, NoLog(), options)
+        if config.dry_run:
+            run_stage(stage, None, options)
             return report
         _answer(stage, options, clients, store, failures, report)
     if config.mtrag_output is not None:
@@ -471,18 +471,20 @@ def _answer(
     failures: list[dict[str, Any]],
     report: GenerateReport,
 ) -> None:
-    """The answer stage: each answer appended to the store as it comes; the failed turns (the rewriter's first)
-    written to the failures file, even when the run stops."""
-    log = GenerationLog(store, store.read(stage.settings), stage.name, stage.settings)
+    """The answer stage, without a stage log: the store (read above) holds the finished turns, and each answer is
+    appended to it as it comes; the failed turns (the rewriter's first) go to the failures file, even when the run
+    stops."""
+    sink = AnswerSink(store, [stage.judge])
     try:
         if stage.items:
-            outcome, _ = run_stage(stage, log, options, client=clients.generator)
+            with store:
+                outcome, _ = run_stage(stage, None, options, client=clients.generator, on_record=sink)
             shared = clients.generator is not None and clients.rewriter is clients.generator
             rewriter_usage = (report.rewriter or {}) if shared else {}  # one client: its usage counts both
             report.requests = outcome.usage.requests + rewriter_usage.get("http_requests", 0)
             report.cached = outcome.usage.cached + rewriter_usage.get("cached", 0)
     finally:
-        for record in log.failed:
+        for record in sink.failed:
             failures.append(
                 {
                     "qid": record.key,
@@ -493,6 +495,6 @@ def _answer(
                 }
             )
             report.failure_reasons[record.error or "unknown"] += 1
-        report.generated += log.answered
+        report.generated += sink.answered
         report.failed = len(failures)
         store.write_failures(failures)

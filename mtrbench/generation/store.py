@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -27,7 +27,7 @@ from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.redact import Redactor
-from mtrbench.llm.stage import LogContents, Setting, StageRecord, judge_redactor
+from mtrbench.llm.stage import StageRecord, judge_redactor
 
 
 @dataclass
@@ -149,57 +149,21 @@ class GenerationStore:
             self.failures_path.unlink()
 
 
-class GenerationLog:
-    """The generations file as the answer stage's log (``mtrbench.llm.stage.RecordLog``), so the file keeps its own
-    layout: an answered turn is appended as its generations record (the item's fields, then the answer,
-    ``cached``, ``time`` and any malformed replies); a failed one is kept in ``failed`` for the failures file.
-    Reading gives the turns ``stored`` (read under the store's lock) holds, under the stage's settings."""
+class AnswerSink:
+    """Where the answer stage's records go (``run_stage(..., on_record=sink)``), so the generations file keeps its
+    own layout: an answered turn is appended to the open store as its generations record (the item's fields, then
+    the answer, ``cached``, ``time`` and any malformed replies), without the judges' secrets; a failed one is kept
+    in ``failed`` for the failures file."""
 
-    def __init__(
-        self, store: GenerationStore, stored: StoredGenerations, stage: str, settings: Mapping[str, Setting]
-    ) -> None:
+    def __init__(self, store: GenerationStore, judges: Sequence[JudgeConfig]) -> None:
         self.store = store
-        self.stored = stored
-        self.stage = stage
-        self.settings = dict(settings)
+        self._redact = judge_redactor(judges)
         self.failed: list[StageRecord] = []  # this run's failed turns, in the order they finished
         self.answered = 0  # turns appended by this run
 
-    @property
-    def path(self) -> Path:
-        return self.store.path
-
-    def read(self) -> LogContents:
-        records = [
-            StageRecord(
-                stage=self.stage,
-                key=qid,
-                judge="",
-                settings=self.settings,
-                ok=True,
-                value=record.get("answer"),
-                error=None,
-                reply=None,
-                fields=record,
-            )
-            for qid, record in self.stored.done.items()
-        ]
-        return LogContents(records, self.stored.unreadable_lines)
-
-    @contextmanager
-    def appending(self, judges: Sequence[JudgeConfig] = ()) -> Iterator[_GenerationWriter]:
-        with self.store:
-            yield _GenerationWriter(self, judge_redactor(judges))
-
-
-class _GenerationWriter:
-    def __init__(self, log: GenerationLog, redact: Redactor) -> None:
-        self._log = log
-        self._redact = redact
-
-    def append(self, record: StageRecord) -> None:
+    def __call__(self, record: StageRecord) -> None:
         if not record.ok:
-            self._log.failed.append(record)
+            self.failed.append(record)
             return
         malformed = [dict(m) for m in record.malformed]  # redacted by the client
         line = dict(
@@ -209,5 +173,5 @@ class _GenerationWriter:
             time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **({"malformed": malformed} if malformed else {}),
         )
-        self._log.store.append(line, self._redact)
-        self._log.answered += 1
+        self.store.append(line, self._redact)
+        self.answered += 1
