@@ -95,10 +95,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
     from mtrbench.generation.runner import (
-        HISTORY_SOURCES,
         GenerateConfig,
         generation_failures,
-        generation_history,
+        generation_strategy,
         run_generate,
     )
     from mtrbench.llm.failure_rate import check_share, raise_if_over
@@ -113,8 +112,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         args.temperature,
         args.seed,
     )
-    history = generation_history(args.history)  # an old name ("raw", "summary") is read as its current one
-    if HISTORY_SOURCES[history] == "llm" and not args.rewriter_model:
+    strategy = generation_strategy(args.history)  # an old name ("raw", "summary") is read as its current one
+    if strategy.needs_rewriter and not args.rewriter_model:
         # the generator writes its own rewrites/summaries unless another model is named
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     config = GenerateConfig(
@@ -122,7 +121,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         run_path=Path(args.run) if args.run else None,
         oracle=args.oracle,
         top_k=args.top_k,
-        history=history,
+        history=strategy.name,
         output=Path(args.output) if args.output else None,
         split=args.split,
         data_dir=args.data_dir,

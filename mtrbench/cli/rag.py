@@ -204,14 +204,14 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     _check_names(args)
     from rich.console import Console
 
-    from mtrbench.generation.runner import HISTORY_SOURCES, generation_history
+    from mtrbench.generation.runner import generation_history, generation_strategy
     from mtrbench.pipeline.rag import run_rag
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = _generator(args)
     status = Console(stderr=True)
     judge = _judge(args, status)
-    if HISTORY_SOURCES[answer_history] == "llm" and not args.rewriter_model:
+    if generation_strategy(answer_history).needs_rewriter and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
     config = _rag_config(args, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))

@@ -22,10 +22,11 @@ from mtrbench.data.model import ConversationalQuery
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
 from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, ChatRunner, display_url, resolve_base_url
-from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
+from mtrbench.llm.config import JudgeConfig, display_url, resolve_base_url
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
+from mtrbench.llm.hf import is_hf_url
+from mtrbench.llm.stage import Stage, StageItem, StageOptions, StageRecord, run_stage
+from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.serialize.history import MODEL_STRATEGIES
 
 KINDS = tuple(MODEL_STRATEGIES.values())  # what a rewriter model writes: "rewrite", "summary"
@@ -99,8 +100,6 @@ def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
     """What decides a model-backed history's texts (recorded in results, compared to skip finished ones):
     kind, model, endpoint without credentials, prompt hash, and the temperature when it is not 0 (results written
     before it was recorded were all made at 0)."""
-    from mtrbench.llm.hf import is_hf_url
-
     judge = options.judge
     base = judge.base_url if is_hf_url(judge.base_url) else display_url(resolve_base_url(judge))
     identity = {"kind": kind, "model": judge.model, "base_url": base, "prompt_hash": prompt_hash(kind)}
@@ -109,60 +108,67 @@ def rewriter_identity(kind: str, options: RewriterOptions) -> dict[str, str]:
     return identity
 
 
+def history_stage(kind: str, queries: Sequence[ConversationalQuery], judge: JudgeConfig) -> Stage:
+    """The rewriter's stage: one request per query with history, keyed by query id."""
+    items = [StageItem(request.key, request) for request in history_requests(kind, queries)]
+    return Stage(
+        kind,
+        judge,
+        items,
+        desc=f"{kind} ({judge.model})",
+        kind="rewriter",
+        unit="requests",
+        completion_tokens_per_request=60 if kind == "rewrite" else 150,
+    )
+
+
 def compute_model_history(
     kind: str, queries: Sequence[ConversationalQuery], options: RewriterOptions, client: ChatRunner | None = None
 ) -> tuple[dict[str, str] | None, ModelHistoryReport]:
     """(qid -> text for every query that got one, report); texts is None on a dry run.
 
-    ``client``: one made already (tests, a shared generator); else made from ``options.judge``.
+    ``client``: one made already (tests, a shared generator); else made from ``options.judge``. The stage runs
+    without a log: the response cache holds the replies, so a re-run sends only the requests that failed.
     """
-    from mtrbench.llm.hf import make_client
-
     judge = options.judge
     report = ModelHistoryReport(**rewriter_identity(kind, options), queries=len(queries))
     texts = {q.qid: (q.query if kind == "rewrite" else "") for q in queries if not q.history}
     report.without_history = len(texts)
-    requests = history_requests(kind, queries)
-    report.requested = len(requests)
+    stage = history_stage(kind, queries, judge)
+    report.requested = len(stage.items)
+    stage_options = StageOptions(options.cache, options.dry_run, options.yes, options.show_progress)
     if options.dry_run:
-        print_dry_run(requests, [judge])
+        run_stage(stage, None, stage_options)
         return None, report
-    if not requests:
+    if not stage.items:
         return texts, report
-    confirm_cost(
-        [
-            (
-                judge,
-                estimate_cost(
-                    requests, judge, options.cache, completion_tokens_per_request=60 if kind == "rewrite" else 150
-                ),
-            )
-        ],
-        options.yes,
-    )
-    client = client or make_client(judge, options.cache)
-    results = client.run(requests, desc=f"{kind} ({judge.model})", show_progress=options.show_progress)
-    for result in results:
-        if not result.ok or result.malformed:
-            report.replies.append(
-                {
-                    "qid": result.key,
-                    "ok": result.ok,
-                    "error": result.error,
-                    "attempts": result.attempts,
-                    "malformed": [m.as_dict() for m in result.malformed],
-                }
-            )
-        if result.ok:
-            texts[result.key] = result.value
-        else:
-            report.failures += 1
-            reason = result.error or "unknown"
-            report.failure_reasons[reason] = report.failure_reasons.get(reason, 0) + 1
-            if len(report.failed_qids) < MAX_FAILED_SHOWN:
-                report.failed_qids.append(result.key)
-    usage = client.usage
+    outcome, _ = run_stage(stage, None, stage_options, client=client)
+    for item in stage.items:  # in request order
+        _count_reply(report, texts, outcome.records[item.key])
+    usage = outcome.usage
     report.cached, report.http_requests = usage.cached, usage.requests
     report.prompt_tokens, report.completion_tokens = usage.prompt_tokens, usage.completion_tokens
     report.cost_usd = usage.cost_usd(judge)
     return texts, report
+
+
+def _count_reply(report: ModelHistoryReport, texts: dict[str, str], record: StageRecord) -> None:
+    """A query's text, or its failure counted; a failed request or a malformed reply kept for the reply log."""
+    if not record.ok or record.malformed:
+        report.replies.append(
+            {
+                "qid": record.key,
+                "ok": record.ok,
+                "error": record.error,
+                "attempts": record.attempts,
+                "malformed": [dict(m) for m in record.malformed],
+            }
+        )
+    if record.ok:
+        texts[record.key] = str(record.value)
+        return
+    report.failures += 1
+    reason = record.error or "unknown"
+    report.failure_reasons[reason] = report.failure_reasons.get(reason, 0) + 1
+    if len(report.failed_qids) < MAX_FAILED_SHOWN:
+        report.failed_qids.append(record.key)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from mtrbench.data.model import USER, Message
+from mtrbench.llm.replies import extract_line
 
 REWRITE_SYSTEM = (
     "You turn the last question of a conversation into a stand-alone question: one that a search engine or "
@@ -99,8 +100,6 @@ def parse_model_history(kind: str, reply: str) -> str:
     an empty reply, or a rewrite spread over several lines with no ``Rewrite:`` label to say which is it.
     A rewrite is read as every one-line text is (``mtrbench.llm.replies.extract_line``)."""
     if kind == "rewrite":
-        from mtrbench.llm.replies import extract_line
-
         return extract_line(reply or " ", _REWRITE_LABELS, "rewrite")
     text = (reply or "").strip()
     matches = _LABELS[kind].findall(text)

@@ -14,8 +14,7 @@ Citation ``[n]`` in ``answer`` refers to ``passages[n-1]``.
 
 from __future__ import annotations
 
-import sys
-import time
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,20 +24,27 @@ from mtrbench.data import load_task
 from mtrbench.data.model import ConversationalQuery, TaskData, first_conversations
 from mtrbench.formats.generations import LEGACY_HISTORIES, current_history
 from mtrbench.formats.mtrag_eval import MAX_CONTEXTS
-from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES, HISTORY_SOURCES  # noqa: F401
+from mtrbench.formats.run import Run
+from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.model_history import RewriterOptions, compute_model_history
+from mtrbench.generation.mtrag_output import write_mtrag_predictions
 from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dialogue
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
-from mtrbench.generation.store import GenerationStore
+from mtrbench.generation.store import AnswerSink, GenerationStore
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, ChatResult, ChatRunner
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.cost import confirm_cost, estimate_cost, print_dry_run
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
+from mtrbench.llm.hf import make_client
+from mtrbench.llm.preflight import check_endpoint
+from mtrbench.llm.stage import Stage, StageItem, StageOptions, run_stage
+from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.results.writer import safe_name
-from mtrbench.serialize.history import MODEL_STRATEGIES, get_strategy
+from mtrbench.serialize.history import HistoryStrategy, get_strategy
+
+log = logging.getLogger(__name__)
+ANSWER_STAGE = "generate"  # the answer stage's name (the runner's messages)
 
 
 @dataclass
@@ -97,9 +103,24 @@ def generation_failures(report: GenerateReport, generator: str) -> JudgeFailures
 def generation_history(name: str) -> str:
     """The current ``--history`` name for generation; an old one ("raw", "summary") is read as its new one."""
     history = current_history(name.strip())
-    if history not in HISTORY_SOURCES:
+    if history not in GENERATION_HISTORIES:
         raise UserInputError(f"--history must be one of {', '.join(GENERATION_HISTORIES)} for generation, got '{name}'")
     return history
+
+
+def generation_strategy(name: str) -> HistoryStrategy:
+    """Eval's history strategy for a generation ``--history`` name (old names read as their current ones)."""
+    return get_strategy(generation_history(name))
+
+
+def history_source(strategy: HistoryStrategy, rewriter: RewriterOptions | None) -> str:
+    """Where the text the generator sees comes from, as recorded: the task's turns, its gold rewrite, or
+    ``llm:<rewriter model>``."""
+    if strategy.needs_rewriter:
+        if rewriter is None:
+            raise UserInputError(f"--history {strategy.name} needs a rewriter model (--rewriter-model)")
+        return f"llm:{rewriter.judge.model}"
+    return "gold" if strategy.needs_gold_rewrite else "task"
 
 
 def default_output(config: GenerateConfig, run_file: Path | None, task_name: str, generator: str) -> Path:
@@ -151,10 +172,9 @@ def _open_store(
         return store
     alternative = settings_path(current_name, settings)
     report.other_settings = differs
-    print(
+    log.warning(
         f"note: {output} holds answers made with other settings ({differs}); these settings' answers go to "
-        f"{alternative}",
-        file=sys.stderr,
+        f"{alternative}"
     )
     return GenerationStore(alternative)
 
@@ -172,11 +192,30 @@ def parse_answer(reply: str) -> str:
     return text
 
 
-def _history_text(history: str, query: ConversationalQuery) -> str:
+def _history_text(strategy: HistoryStrategy, query: ConversationalQuery) -> str:
     """The dialogue the generator sees for a history taken from the task's turns; else empty."""
-    if HISTORY_SOURCES[history] != "task":
+    if strategy.needs_rewriter or strategy.needs_gold_rewrite:
         return ""
-    return dialogue(get_strategy(history).select(query)[0])
+    return dialogue(strategy.select(query)[0])
+
+
+@dataclass
+class _Inputs:
+    """What a generate run works on, once checked and loaded."""
+
+    strategy: HistoryStrategy
+    task: TaskData
+    run_file: Path | None
+    run: Run | None
+    settings: GenerationSettings
+
+
+@dataclass
+class _Turn:
+    """A turn still to generate: its query and the documents shown for it."""
+
+    query: ConversationalQuery
+    doc_ids: list[str]
 
 
 def run_generate(
@@ -188,9 +227,51 @@ def run_generate(
 ) -> GenerateReport:
     """Generate the turns not yet in the output file. ``client``/``rewriter_client``: clients made already
     (tests); else made from the judge configurations."""
-    from mtrbench.llm.hf import make_client
+    inputs = _load_inputs(config, generator)
+    output = default_output(config, inputs.run_file, inputs.task.name, generator.model)
+    report = GenerateReport(output=output, settings=inputs.settings)
+    default_name = _default_paths(config, inputs.run_file, inputs.task.name, generator.model)[0]
+    store = _open_store(config, output, default_name, inputs.settings, report)
+    report.output, report.failures_path = store.path, store.failures_path
+    if config.limit is not None and config.limit < 1:
+        raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
+    queries = first_conversations(inputs.task, config.limit).queries if config.limit else inputs.task.queries
+    if inputs.run is not None:
+        unknown = [qid for qid in inputs.run if qid not in {q.qid for q in inputs.task.queries}]
+        if unknown:
+            report.skipped["run queries not in the task"] = len(unknown)
+    with store.hold():
+        turns = _plan_turns(config, inputs, queries, store, report)
+        clients = _Clients(client, rewriter_client)
+        if _same_model(config.rewriter, generator) and not config.dry_run and clients.none_made and turns:
+            clients = _Clients.shared(make_client(generator, cache))  # one model loaded, one connection
+        failures: list[dict[str, Any]] = []
+        texts: dict[str, str] = {}
+        if inputs.strategy.needs_rewriter:
+            written = _model_history(config, inputs.strategy, turns, clients.rewriter, report, failures)
+            if written is None:
+                return report  # dry run
+            texts, turns = written
+        stage = _answer_stage(generator, inputs.settings, _answer_items(config, inputs, turns, texts, report))
+        options = StageOptions(cache, config.dry_run, config.yes, config.show_progress)
+        if config.dry_run:
+            run_stage(stage, None, options)
+            return report
+        _answer(stage, options, clients, store, failures, report)
+    if config.mtrag_output is not None:
+        report.mtrag_output = Path(config.mtrag_output)
+        report.mtrag_predictions = write_mtrag_predictions(
+            report.mtrag_output,
+            queries,
+            store.read(inputs.settings.compared()).done,
+            inputs.task,
+            inputs.run,
+            config.oracle,
+        )
+    return report
 
-    history = generation_history(config.history)
+
+def _check_config(config: GenerateConfig) -> None:
     if config.oracle == (config.run_path is not None):
         raise UserInputError("give a retrieval result (--run) or --oracle, exactly one")
     if config.top_k < 1:
@@ -204,23 +285,24 @@ def run_generate(
             f"--mtrag-out: MTRAGEval allows at most {MAX_CONTEXTS} contexts per task; show at most "
             f"{MAX_CONTEXTS} passages, got {config.top_k}"
         )
-    history_source, model_kind = HISTORY_SOURCES[history], MODEL_STRATEGIES.get(history)
-    if history_source == "llm" and config.rewriter is None:
-        raise UserInputError(f"--history {history} needs a rewriter model (--rewriter-model)")
-    if config.dry_run:  # an unusable endpoint is reported before the prompts, not after the run
-        from mtrbench.llm.preflight import check_endpoint
 
+
+def _load_inputs(config: GenerateConfig, generator: JudgeConfig) -> _Inputs:
+    """The checked configuration's strategy, task, run and settings; errors before anything is asked."""
+    strategy = generation_strategy(config.history)
+    _check_config(config)
+    source_of_history = history_source(strategy, config.rewriter)
+    if config.dry_run:  # an unusable endpoint is reported before the prompts, not after the run
         check_endpoint(generator, "generator")
-        if config.rewriter is not None and history_source == "llm":
+        if config.rewriter is not None and strategy.needs_rewriter:
             check_endpoint(config.rewriter.judge, "rewriter")
     run_file, run = load_run(config.run_path) if config.run_path is not None else (None, None)
     task = load_task(config.task, split=config.split, data_dir=config.data_dir, corpus_path=config.corpus_path)
-    if history_source == "gold" and not task.has_rewrites:
+    if strategy.needs_gold_rewrite and not task.has_rewrites:
         raise UserInputError(
             f"--history rewrite uses the task's gold rewrites and task '{task.name}' has none; "
             "use --history rewrite:llm for a model's rewrites"
         )
-    source = "oracle" if config.oracle else "run"
     model = ModelSettings.of(generator)
     settings = GenerationSettings(
         generator=model.model,
@@ -228,175 +310,191 @@ def run_generate(
         max_tokens=model.max_tokens,
         temperature=model.temperature,
         seed=model.seed,
-        prompt_hash=answer_prompt_hash(history),
+        prompt_hash=answer_prompt_hash(strategy.name),
         top_k=config.top_k,
         max_passage_chars=config.max_passage_chars,
-        history=history,
-        history_source=history_source if history_source != "llm" else f"llm:{config.rewriter.judge.model}",
-        source=source,
+        history=strategy.name,
+        history_source=source_of_history,
+        source="oracle" if config.oracle else "run",
     )
-    output = default_output(config, run_file, task.name, generator.model)
-    report = GenerateReport(output=output, settings=settings)
-    store = _open_store(
-        config, output, _default_paths(config, run_file, task.name, generator.model)[0], settings, report
+    return _Inputs(strategy, task, run_file, run, settings)
+
+
+def _plan_turns(
+    config: GenerateConfig,
+    inputs: _Inputs,
+    queries: list[ConversationalQuery],
+    store: GenerationStore,
+    report: GenerateReport,
+) -> list[_Turn]:
+    """The turns not in the store yet that can be asked, with their documents; the others counted."""
+    stored = store.read(inputs.settings.compared())
+    report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
+    if stored.unrecorded:
+        log.warning(unrecorded_note(store.path, max(stored.unrecorded.values()), list(stored.unrecorded)))
+    task, run = inputs.task, inputs.run
+    turns: list[_Turn] = []
+    for q in queries:
+        if q.qid in stored.done:
+            report.done_before += 1
+            continue
+        doc_ids = oracle_passages(q, config.top_k) if run is None else run_passages(run, q.qid, config.top_k)
+        if doc_ids is None:
+            report.skipped["turns absent from the run"] += 1
+            continue
+        if config.oracle and not doc_ids and not has_reference_passages(q):
+            report.skipped["turns without gold passages (oracle)"] += 1
+            continue
+        missing = [d for d in doc_ids if d not in task.corpus]
+        if missing:
+            where = inputs.run_file if inputs.run_file is not None else f"task {task.name} qrels"
+            raise DataError(
+                f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
+                f"corpus of task {task.name}"
+            )
+        turns.append(_Turn(q, doc_ids))
+    report.turns = report.done_before + len(turns)
+    return turns
+
+
+@dataclass
+class _Clients:
+    """The clients made already (tests, or one shared when the rewriter is the generator); None: made later."""
+
+    generator: ChatRunner | None
+    rewriter: ChatRunner | None
+
+    @classmethod
+    def shared(cls, client: ChatRunner) -> _Clients:
+        return cls(client, client)
+
+    @property
+    def none_made(self) -> bool:
+        return self.generator is None and self.rewriter is None
+
+
+def _same_model(rewriter: RewriterOptions | None, generator: JudgeConfig) -> bool:
+    return rewriter is not None and (rewriter.judge.model, rewriter.judge.base_url) == (
+        generator.model,
+        generator.base_url,
     )
-    report.output, report.failures_path = store.path, store.failures_path
 
-    if config.limit is not None and config.limit < 1:
-        raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
-    queries = first_conversations(task, config.limit).queries if config.limit else task.queries
-    if run is not None:
-        unknown = [qid for qid in run if qid not in {q.qid for q in task.queries}]
-        if unknown:
-            report.skipped["run queries not in the task"] = len(unknown)
-    with store.hold():
-        stored = store.read(settings.compared())
-        report.torn_lines, report.duplicates = stored.unreadable_lines, stored.duplicates
-        if stored.unrecorded:
-            print(
-                unrecorded_note(store.path, max(stored.unrecorded.values()), list(stored.unrecorded)), file=sys.stderr
+
+def _model_history(
+    config: GenerateConfig,
+    strategy: HistoryStrategy,
+    turns: list[_Turn],
+    client: ChatRunner | None,
+    report: GenerateReport,
+    failures: list[dict[str, Any]],
+) -> tuple[dict[str, str], list[_Turn]] | None:
+    """The rewriter's texts for the turns still to generate, and the turns that got one (the others recorded as
+    failed); None on a dry run."""
+    rewriter = config.rewriter
+    assert rewriter is not None and strategy.model_kind is not None  # history_source checked it
+    texts, model_report = compute_model_history(strategy.model_kind, [t.query for t in turns], rewriter, client)
+    report.rewriter = model_report.as_dict()
+    if texts is None:
+        return None
+    replies = {r["qid"]: r for r in model_report.replies}
+    for turn in turns:
+        if turn.query.qid not in texts:
+            reply = replies.get(turn.query.qid, {})
+            failures.append(
+                {
+                    "qid": turn.query.qid,
+                    "error": f"{strategy.name} by {rewriter.judge.model} failed "
+                    f"after retries: {reply.get('error') or 'unknown'}",
+                    "stage": strategy.name,
+                    "malformed": reply.get("malformed", []),
+                }
             )
-        plan: list[tuple[ConversationalQuery, list[str]]] = []
-        for q in queries:
-            if q.qid in stored.done:
-                report.done_before += 1
-                continue
-            doc_ids = oracle_passages(q, config.top_k) if config.oracle else run_passages(run, q.qid, config.top_k)
-            if doc_ids is None:
-                report.skipped["turns absent from the run"] += 1
-                continue
-            if config.oracle and not doc_ids and not has_reference_passages(q):
-                report.skipped["turns without gold passages (oracle)"] += 1
-                continue
-            missing = [d for d in doc_ids if d not in task.corpus]
-            if missing:
-                where = run_file if run_file is not None else f"task {task.name} qrels"
-                raise DataError(
-                    f"{where}: query '{q.qid}' lists document '{missing[0]}', which is not in the "
-                    f"corpus of task {task.name}"
-                )
-            plan.append((q, doc_ids))
-        report.turns = report.done_before + len(plan)
+    report.failure_reasons.update(
+        {f"{strategy.name}: {reason}": n for reason, n in model_report.failure_reasons.items()}
+    )
+    return texts, [t for t in turns if t.query.qid in texts]
 
-        # the model-written history, only for the turns still to generate
-        texts: dict[str, str] | None = None
-        failures: list[dict[str, Any]] = []
-        rewriter = config.rewriter
-        same_model = rewriter is not None and (rewriter.judge.model, rewriter.judge.base_url) == (
-            generator.model,
-            generator.base_url,
-        )
-        if same_model and not config.dry_run and client is None and rewriter_client is None and plan:
-            client = rewriter_client = make_client(generator, cache)  # one model loaded, one connection
-        if history_source == "llm":
-            texts, model_report = compute_model_history(
-                model_kind, [q for q, _ in plan], config.rewriter, rewriter_client
-            )
-            report.rewriter = model_report.as_dict()
-            if texts is None:
-                return report  # dry run
-            kept = []
-            replies = {r["qid"]: r for r in model_report.replies}
-            for q, doc_ids in plan:
-                if q.qid in texts:
-                    kept.append((q, doc_ids))
-                else:
-                    reply = replies.get(q.qid, {})
-                    failures.append(
-                        {
-                            "qid": q.qid,
-                            "error": f"{history} by {config.rewriter.judge.model} failed "
-                            f"after retries: {reply.get('error') or 'unknown'}",
-                            "stage": history,
-                            "malformed": reply.get("malformed", []),
-                        }
-                    )
-            plan = kept
-            report.failure_reasons.update(
-                {f"{history}: {reason}": n for reason, n in model_report.failure_reasons.items()}
-            )
 
-        requests, records = [], {}
-        for q, doc_ids in plan:
-            question = q.query
-            history_text = _history_text(history, q)
-            if model_kind == "rewrite":
-                question = texts[q.qid]
-            elif model_kind == "summary":
-                history_text = texts[q.qid]
-            elif history == "rewrite":
-                if q.gold_rewrite:
-                    question = q.gold_rewrite
-                else:
-                    report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
-            passages = [_passage_text(task, d, config.max_passage_chars) for d in doc_ids]
-            requests.append(
-                ChatRequest(
-                    key=q.qid, messages=answer_messages(history, question, passages, history_text), parse=parse_answer
-                )
-            )
-            records[q.qid] = {
-                "qid": q.qid,
-                "conversation_id": q.conversation_id,
-                "turn": q.turn_id,
-                "question": q.query,
-                "answer": None,
-                "passages": doc_ids,
-                **({"rewrite": question} if history in ("rewrite", "rewrite:llm") else {}),
-                **({"summary": history_text} if model_kind == "summary" else {}),
-                **settings.record(),
-            }
-        if config.dry_run:
-            print_dry_run(requests, [generator])
-            return report
-        if requests:
-            confirm_cost([(generator, estimate_cost(requests, generator, cache))], config.yes)
-            client = client or make_client(generator, cache)
+def _answer_items(
+    config: GenerateConfig, inputs: _Inputs, turns: list[_Turn], texts: dict[str, str], report: GenerateReport
+) -> list[StageItem]:
+    """Each turn's answer request, with its generations record (the answer left empty) as the item's fields."""
+    strategy, model_kind = inputs.strategy, inputs.strategy.model_kind
+    items = []
+    for turn in turns:
+        q = turn.query
+        question = q.query
+        history_text = _history_text(strategy, q)
+        if model_kind == "rewrite":
+            question = texts[q.qid]
+        elif model_kind == "summary":
+            history_text = texts[q.qid]
+        elif strategy.needs_gold_rewrite:
+            if q.gold_rewrite:
+                question = q.gold_rewrite
+            else:
+                report.skipped["turns without a gold rewrite asked with the raw question (not skipped)"] += 1
+        passages = [_passage_text(inputs.task, d, config.max_passage_chars) for d in turn.doc_ids]
+        messages = answer_messages(strategy.name, question, passages, history_text)
+        record = {
+            "qid": q.qid,
+            "conversation_id": q.conversation_id,
+            "turn": q.turn_id,
+            "question": q.query,
+            "answer": None,
+            "passages": turn.doc_ids,
+            **({"rewrite": question} if model_kind == "rewrite" or strategy.needs_gold_rewrite else {}),
+            **({"summary": history_text} if model_kind == "summary" else {}),
+            **inputs.settings.record(),
+        }
+        items.append(StageItem(q.qid, ChatRequest(key=q.qid, messages=messages, parse=parse_answer), fields=record))
+    return items
 
-            def finished(result: ChatResult) -> None:
-                malformed = [m.as_dict() for m in result.malformed]  # redacted by the client
-                if result.ok:
-                    record = dict(
-                        records[result.key],
-                        answer=result.value,
-                        cached=result.cached,
-                        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        **({"malformed": malformed} if malformed else {}),
-                    )
-                    store.append(record)
-                    report.generated += 1
-                else:
-                    failures.append(
-                        {
-                            "qid": result.key,
-                            "error": result.error,
-                            "attempts": result.attempts,
-                            "stage": "answer",
-                            "malformed": malformed,
-                        }
-                    )
-                    report.failure_reasons[result.error or "unknown"] += 1
 
+def _answer_stage(generator: JudgeConfig, settings: GenerationSettings, items: list[StageItem]) -> Stage:
+    return Stage(
+        ANSWER_STAGE,
+        generator,
+        items,
+        settings.compared(),
+        desc=f"generate ({generator.model})",
+        kind="generator",
+        unit="turns",
+    )
+
+
+def _answer(
+    stage: Stage,
+    options: StageOptions,
+    clients: _Clients,
+    store: GenerationStore,
+    failures: list[dict[str, Any]],
+    report: GenerateReport,
+) -> None:
+    """The answer stage, without a stage log: the store (read above) holds the finished turns, and each answer is
+    appended to it as it comes; the failed turns (the rewriter's first) go to the failures file, even when the run
+    stops."""
+    sink = AnswerSink(store, [stage.judge])
+    try:
+        if stage.items:
             with store:
-                try:
-                    client.run(
-                        requests,
-                        desc=f"generate ({generator.model})",
-                        show_progress=config.show_progress,
-                        on_result=finished,
-                    )
-                finally:
-                    report.requests, report.cached = client.usage.requests, client.usage.cached
-                    report.failed = len(failures)
-                    store.write_failures(failures)
-        else:
-            report.failed = len(failures)
-            store.write_failures(failures)
-    if config.mtrag_output is not None:
-        from mtrbench.generation.mtrag_output import write_mtrag_predictions
-
-        report.mtrag_output = Path(config.mtrag_output)
-        report.mtrag_predictions = write_mtrag_predictions(
-            report.mtrag_output, queries, store.read(settings.compared()).done, task, run, config.oracle
-        )
-    return report
+                outcome, _ = run_stage(stage, None, options, client=clients.generator, on_record=sink)
+            shared = clients.generator is not None and clients.rewriter is clients.generator
+            rewriter_usage = (report.rewriter or {}) if shared else {}  # one client: its usage counts both
+            report.requests = outcome.usage.requests + rewriter_usage.get("http_requests", 0)
+            report.cached = outcome.usage.cached + rewriter_usage.get("cached", 0)
+    finally:
+        for record in sink.failed:
+            failures.append(
+                {
+                    "qid": record.key,
+                    "error": record.error,
+                    "attempts": record.attempts,
+                    "stage": "answer",
+                    "malformed": [dict(m) for m in record.malformed],
+                }
+            )
+            report.failure_reasons[record.error or "unknown"] += 1
+        report.generated += sink.answered
+        report.failed = len(failures)
+        store.write_failures(failures)

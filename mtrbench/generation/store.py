@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,9 @@ from mtrbench.generation.settings import describe_differences, differences, unre
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.redact import Redactor
+from mtrbench.llm.stage import StageRecord, judge_redactor
 
 
 @dataclass
@@ -46,7 +50,7 @@ class GenerationStore:
     def hold(self) -> AbstractContextManager[LockHolder]:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
-    def _records(self):
+    def _records(self) -> Iterator[tuple[int, dict[str, Any] | None]]:
         """(line number, record or None for an unreadable line) of every non-empty line."""
         with self.path.open(encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, start=1):
@@ -126,9 +130,10 @@ class GenerationStore:
             if keep < end:
                 handle.truncate(keep)
 
-    def append(self, record: dict[str, Any]) -> None:
+    def append(self, record: dict[str, Any], redact: Redactor | None = None) -> None:
         assert self._handle is not None, "use GenerationStore as a context manager to append"
-        self._handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False)
+        self._handle.write((redact.known(line) if redact is not None else line) + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
 
@@ -142,3 +147,31 @@ class GenerationStore:
             atomic_write_text(self.failures_path, "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in failures))
         elif self.failures_path.exists():
             self.failures_path.unlink()
+
+
+class AnswerSink:
+    """Where the answer stage's records go (``run_stage(..., on_record=sink)``), so the generations file keeps its
+    own layout: an answered turn is appended to the open store as its generations record (the item's fields, then
+    the answer, ``cached``, ``time`` and any malformed replies), without the judges' secrets; a failed one is kept
+    in ``failed`` for the failures file."""
+
+    def __init__(self, store: GenerationStore, judges: Sequence[JudgeConfig]) -> None:
+        self.store = store
+        self._redact = judge_redactor(judges)
+        self.failed: list[StageRecord] = []  # this run's failed turns, in the order they finished
+        self.answered = 0  # turns appended by this run
+
+    def __call__(self, record: StageRecord) -> None:
+        if not record.ok:
+            self.failed.append(record)
+            return
+        malformed = [dict(m) for m in record.malformed]  # redacted by the client
+        line = dict(
+            record.fields,
+            answer=record.value,
+            cached=record.cached,
+            time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **({"malformed": malformed} if malformed else {}),
+        )
+        self.store.append(line, self._redact)
+        self.answered += 1

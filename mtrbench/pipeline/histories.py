@@ -69,7 +69,7 @@ def resolve_histories(choices: list[HistoryChoice], rewriter: RewriterOptions | 
         raise UserInputError(
             f"history strategies named twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}"
         )
-    needs_model = [h.name for h in histories if h.strategy.model_kind and h.python is None]
+    needs_model = [h.name for h in histories if h.strategy.needs_rewriter]
     if needs_model and rewriter is None:
         raise UserInputError(
             f"--history {', '.join(needs_model)} needs a rewriter model: pass --rewriter-model (and "
@@ -80,7 +80,7 @@ def resolve_histories(choices: list[HistoryChoice], rewriter: RewriterOptions | 
 
 def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool) -> list[History]:
     if skip_inapplicable and not task.has_rewrites:
-        histories = [h for h in histories if h.name != "rewrite"]
+        histories = [h for h in histories if not h.strategy.needs_gold_rewrite]
     for history in histories:
         check_strategy_applies(history.strategy, task.name, task.has_rewrites)
     return histories

@@ -71,7 +71,9 @@ class HistoryStrategy:
     A model-backed strategy (``model_kind`` "rewrite" or "summary") reads texts a model wrote beforehand,
     per query id (``with_texts``); serialization itself never calls a model. A query without a text (its
     request failed after retries) is never serialized: the step that computed the texts leaves it out and
-    counts it.
+    counts it. What a strategy needs before it can be used (eval, generate and rag read the same fields):
+    ``needs_gold_rewrite``, the task's gold rewrites; ``needs_rewriter``, an LLM rewriter writing its texts
+    (``model_kind`` alone is also set for texts the user's Python code writes).
     """
 
     name: str
@@ -80,6 +82,8 @@ class HistoryStrategy:
     model_kind: str | None = None
     texts: Mapping[str, str] | None = None
     prefix_first_turn: bool = False  # MTR-SUITE's scripts: a query without history reads "User: q" too
+    needs_gold_rewrite: bool = False
+    needs_rewriter: bool = False
 
     def with_texts(self, texts: Mapping[str, str]) -> HistoryStrategy:
         return replace(self, texts=texts)
@@ -172,13 +176,13 @@ def get_strategy(spec: str) -> HistoryStrategy:
             raise MtrbenchError(f"--history {spec}: use window:K with K >= 1 (messages, current question included)")
         return HistoryStrategy(spec, _window(int(k)))
     if spec in MODEL_STRATEGIES:
-        return HistoryStrategy(spec, _full, model_kind=MODEL_STRATEGIES[spec])
+        return HistoryStrategy(spec, _full, model_kind=MODEL_STRATEGIES[spec], needs_rewriter=True)
     fixed = {
         "current": HistoryStrategy("current", _current, prefixed=False),
         "full": FULL,
         "questions": HistoryStrategy("questions", _questions),
         "last-response": HistoryStrategy("last-response", _last_response),
-        "rewrite": HistoryStrategy("rewrite", _rewrite, prefixed=False),
+        "rewrite": HistoryStrategy("rewrite", _rewrite, prefixed=False, needs_gold_rewrite=True),
     }
     if spec not in fixed:
         raise unknown_name("history strategy", spec, STRATEGY_NAMES)
@@ -186,7 +190,7 @@ def get_strategy(spec: str) -> HistoryStrategy:
 
 
 def check_strategy_applies(strategy: HistoryStrategy, task_name: str, has_rewrites: bool) -> None:
-    if strategy.name == "rewrite" and not has_rewrites:
+    if strategy.needs_gold_rewrite and not has_rewrites:
         raise MtrbenchError(
             f"--history rewrite: task '{task_name}' has no gold rewrites; "
             f"use current, full, window:K, questions or last-response"

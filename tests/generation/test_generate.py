@@ -474,6 +474,37 @@ def test_generation_takes_evals_history_names():
     ]
 
 
+def test_generation_reads_what_a_history_needs_from_evals_strategy():
+    from mtrbench.generation.model_history import RewriterOptions
+    from mtrbench.generation.runner import generation_strategy, history_source
+    from mtrbench.infra.errors import UserInputError
+    from mtrbench.llm.config import JudgeConfig
+
+    rewriter = RewriterOptions(JudgeConfig(name="rw", model="rw-model"))
+    needs = {
+        name: (generation_strategy(name).needs_gold_rewrite, generation_strategy(name).needs_rewriter)
+        for name in ("full", "last-response", "rewrite", "rewrite:llm", "summary:llm", "raw", "summary")
+    }
+    assert needs == {
+        "full": (False, False),
+        "last-response": (False, False),
+        "rewrite": (True, False),
+        "rewrite:llm": (False, True),
+        "summary:llm": (False, True),
+        "raw": (False, False),
+        "summary": (False, True),
+    }
+    assert [history_source(generation_strategy(n), rewriter) for n in ("full", "rewrite", "summary:llm")] == [
+        "task",
+        "gold",
+        "llm:rw-model",
+    ]
+    with pytest.raises(UserInputError, match="--history rewrite:llm needs a rewriter model"):
+        history_source(generation_strategy("rewrite:llm"), None)
+    with pytest.raises(UserInputError, match="--history must be one of full, last-response, rewrite"):
+        generation_strategy("window:3")
+
+
 def test_old_summary_and_model_rewrite_records_read_as_the_new_names(tmp_path):
     from mtrbench.formats.generations import read_generations
     from mtrbench.generation.store import GenerationStore
