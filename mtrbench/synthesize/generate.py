@@ -39,6 +39,7 @@ from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.client import ChatClient, ChatRequest, ChatResult
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import price_for
+from mtrbench.llm.hf_async import make_async_client
 from mtrbench.synthesize import prompts
 from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import Chunk
@@ -300,8 +301,6 @@ def run_generate(
             "lower --conversations or --turns, or raise --max-cost"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    from mtrbench.llm.hf_async import make_async_client
-
     clients = {name: make_async_client(judge, cache) for name, judge in agents.items()}  # hf:// runs in-process
     by_id = {c.chunk_id: c for c in chunks}
     runner = ConversationRunner(clients, by_id, clusters)

