@@ -23,6 +23,14 @@ SHARED = Path(os.environ.get("MTRBENCH_SHARED", DATA / "shared"))
 OPTIONAL_DATA = "optional data missing:"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def reports_on_stdout() -> None:
+    """Library reports (dry runs, cost estimates) on stdout, as the command line shows them."""
+    from mtrbench.infra.reporting import show_reports
+
+    show_reports()
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
     if not (SHARED / "datasets").is_dir():

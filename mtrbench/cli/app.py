@@ -33,6 +33,7 @@ from mtrbench.cli import (
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.reporting import show_reports
 
 # In the order `mtrbench --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     handler: Handler = args.handler
+    show_reports()  # dry runs and cost estimates from the library, on stdout
     try:
         return handler(args)
     except MtrbenchError as exc:

@@ -29,112 +29,41 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from dataclasses import dataclass
+from typing import Any
 
 import openai
 from tqdm.auto import tqdm
 
 from mtrbench.infra.errors import LLMError, UserInputError
-from mtrbench.llm.cache import ResponseCache, request_key
-from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.reask import MalformedReply, reask_request
-from mtrbench.llm.redact import Redactor, public_url, split_userinfo
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import (  # noqa: F401 (DEFAULT_BASE_URL, LOCAL_HOSTS: importable here as before)
+    DEFAULT_BASE_URL,
+    LOCAL_HOSTS,
+    JudgeConfig,
+    display_url,
+    is_local_url,
+    resolve_base_url,
+)
+from mtrbench.llm.reask import reask_request
+from mtrbench.llm.redact import Redactor, split_userinfo
+from mtrbench.llm.types import (  # noqa: F401 (ChatRunner, Usage, uses_json_mode: importable here as before)
+    PARSE_ERRORS,
+    ChatRequest,
+    ChatResult,
+    ChatRunner,
+    MalformedReply,
+    Usage,
+    cache_key,
+    generation_params,
+    short_reason,
+    uses_json_mode,
+)
 
 log = logging.getLogger(__name__)
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-# What a parse function raises for a malformed reply (a KeyError from data["score"] is one too).
-PARSE_ERRORS = (ValueError, KeyError, IndexError, TypeError)
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key, but the HTTP client insists on one
-
-
-@dataclass
-class ChatRequest:
-    key: str  # caller's id for the item (used in results/progress, not sent)
-    messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": ...}]
-    parse: Callable[[str], Any] | None = None  # reply text -> value; raise ExtractionError/ValueError if malformed
-    want_json: bool = False  # ask for JSON mode when the server offers it
-    params: dict[str, Any] = field(default_factory=dict)  # per-request overrides (temperature, max_tokens, ...)
-    reply_format: str = ""  # the exact format expected, restated when a malformed reply is asked for again
-
-
-@dataclass
-class ChatResult:
-    key: str
-    ok: bool
-    text: str | None  # raw reply text of the last attempt (None when no reply came)
-    value: Any  # parse(text) when ok, else None
-    error: str | None  # short reason when not ok
-    attempts: int  # HTTP requests sent for this item (0 when served from cache)
-    cached: bool
-    prompt_tokens: int  # tokens billed for this item over all its attempts (0 when cached)
-    completion_tokens: int
-    malformed: list[MalformedReply] = field(default_factory=list)  # replies that did not parse, redacted
-
-
-@dataclass
-class Usage:
-    requests: int = 0  # HTTP requests sent, retries included
-    cached: int = 0  # items served from the cache
-    failures: int = 0  # items that ended with ok=False
-    items: int = 0  # items finished, ok or not, cached included
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def cost_usd(self, judge: JudgeConfig) -> float | None:
-        from mtrbench.llm.cost import usd_for_tokens
-
-        return usd_for_tokens(judge, self.prompt_tokens, self.completion_tokens)
-
-
-class ChatRunner(Protocol):
-    """What callers use of a chat client (``ChatClient``, the in-process ``hf.HFChatClient``, a test's
-    stand-in): complete requests, results in request order, and count usage."""
-
-    usage: Usage
-
-    def run(
-        self,
-        requests: Sequence[ChatRequest],
-        *,
-        desc: str = "LLM",
-        show_progress: bool = True,
-        on_result: Callable[[ChatResult], None] | None = None,
-    ) -> list[ChatResult]: ...
-
-
-def resolve_base_url(judge: JudgeConfig) -> str:
-    return (judge.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-
-
-def is_local_url(url: str) -> bool:
-    return (urlsplit(url).hostname or "").lower() in LOCAL_HOSTS
-
-
-def display_url(url: str) -> str:
-    """The URL for messages: any user:password part shown as ``***``."""
-    return public_url(url)
-
-
-def uses_json_mode(judge: JudgeConfig, request: ChatRequest) -> bool:
-    """Whether a request asks for JSON mode at all (the runtime fallback does not change its cache key)."""
-    return request.want_json and judge.json_mode is not False
-
-
-def generation_params(judge: JudgeConfig, request: ChatRequest) -> dict[str, Any]:
-    """Sampling parameters sent with a request: the judge's, overridden by the request's."""
-    params = {"temperature": judge.temperature, "max_tokens": judge.max_tokens, **judge.extra_body}
-    params.update(request.params)
-    return params
-
-
-def cache_key(judge: JudgeConfig, request: ChatRequest) -> str:
-    params = dict(generation_params(judge, request), json_mode=uses_json_mode(judge, request))
-    return request_key(judge.model, request.messages, params)
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
@@ -604,9 +533,3 @@ def _server_message(err: openai.APIStatusError) -> str:
     if not message:
         message = getattr(err, "message", "") or ""
     return " ".join(str(message).split())[:200]
-
-
-def short_reason(err: BaseException) -> str:
-    """One line of at most 200 characters: a parse error's message, else the exception type and message."""
-    text = " ".join(str(err).split())[:200] or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"

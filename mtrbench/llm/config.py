@@ -19,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -240,3 +242,20 @@ def _parse_judge(path: Path, index: int, entry: Any, prices: dict[str, tuple[flo
         message = str(err)
         detail = message.split(": ", 1)[1] if message.startswith("judge '") else message
         raise UserInputError(f"{where}: {detail}") from None
+
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
+
+
+def resolve_base_url(judge: JudgeConfig) -> str:
+    return (judge.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def is_local_url(url: str) -> bool:
+    return (urlsplit(url).hostname or "").lower() in LOCAL_HOSTS
+
+
+def display_url(url: str) -> str:
+    """The URL for messages: any user:password part shown as ``***``."""
+    return public_url(url)

@@ -1,4 +1,7 @@
-"""Token prices, the cost estimate shown before a run, and the dry run."""
+"""The cost estimate shown before a run, its confirmation, and the dry run's text.
+
+The estimate and the dry run reach the person running the command through ``mtrbench.infra.reporting`` (the
+command line shows them on stdout); nothing here prints."""
 
 from __future__ import annotations
 
@@ -8,44 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.reporting import report
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import ChatRequest, cache_key, display_url, generation_params, resolve_base_url
-from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.config import JudgeConfig, display_url, resolve_base_url
+from mtrbench.llm.prices import PRICES, price_for, usd_for_tokens  # noqa: F401 (PRICES, price_for: importable here)
+from mtrbench.llm.types import ChatRequest, cache_key, generation_params
 
-# USD per 1M (input, output) tokens. List prices as of writing (mid 2025); providers change them, so a
-# judge's price_input_per_mtok / price_output_per_mtok or the judges file's "prices" mapping override these.
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "deepseek-chat": (0.27, 1.10),
-}
 CHARS_PER_TOKEN = 4  # rough average for English text with BPE tokenizers
-
-
-def price_for(judge: JudgeConfig) -> tuple[float, float] | None:
-    """(input, output) USD per 1M tokens: the judge's own prices, else the table (an OpenRouter-style
-    "openai/gpt-4o" is looked up as "gpt-4o"); None when unknown."""
-    if (judge.base_url or "").startswith("hf://"):
-        return 0.0, 0.0  # runs on this machine
-    table = PRICES.get(judge.model) or PRICES.get(judge.model.rsplit("/", 1)[-1])
-    prompt_price = (
-        judge.price_input_per_mtok if judge.price_input_per_mtok is not None else (table[0] if table else None)
-    )
-    completion_price = (
-        judge.price_output_per_mtok if judge.price_output_per_mtok is not None else (table[1] if table else None)
-    )
-    if prompt_price is None or completion_price is None:
-        return None
-    return prompt_price, completion_price
-
-
-def usd_for_tokens(judge: JudgeConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-    prices = price_for(judge)
-    if prices is None:
-        return None
-    return (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
 
 
 @dataclass
@@ -92,11 +64,8 @@ def _usd_text(usd: float | None) -> str:
     return "unknown price" if usd is None else f"${usd:,.2f}"
 
 
-def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: bool) -> None:
-    """Print the estimate table; unless ``yes``, ask on a terminal, and refuse on a non-terminal.
-
-    Nothing is asked when every request is already cached (nothing would be sent).
-    """
+def cost_table(estimates: Sequence[tuple[JudgeConfig, CostEstimate]]) -> str:
+    """The estimate table, one judge per row, and the total (lines without a final newline)."""
     rows = [("judge", "model", "requests", "cached", "~prompt tok", "~completion tok", "~cost")]
     for judge, est in estimates:
         rows.append(
@@ -113,11 +82,18 @@ def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: boo
     known = [est.usd for _, est in estimates if est.usd is not None]
     unknown = any(est.usd is None and est.to_send for _, est in estimates)
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    print("LLM cost estimate (prompt tokens ~ characters/4; retries not included):")
-    for row in rows:
-        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)))
-    total = f"${sum(known):,.2f}" + (" + unknown-price judges" if unknown else "")
-    print(f"  total: {total}")
+    lines = ["LLM cost estimate (prompt tokens ~ characters/4; retries not included):"]
+    lines += ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)) for row in rows]
+    lines.append(f"  total: ${sum(known):,.2f}" + (" + unknown-price judges" if unknown else ""))
+    return "\n".join(lines)
+
+
+def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: bool) -> None:
+    """Report the estimate table; unless ``yes``, ask on a terminal, and refuse on a non-terminal.
+
+    Nothing is asked when every request is already cached (nothing would be sent).
+    """
+    report(cost_table(estimates))
     if yes or not any(est.to_send for _, est in estimates):
         return
     if not sys.stdin.isatty():
@@ -133,16 +109,25 @@ def confirm_cost(estimates: Sequence[tuple[JudgeConfig, CostEstimate]], yes: boo
         raise UserInputError("cancelled: cost estimate not confirmed")
 
 
-def print_dry_run(requests: Sequence[ChatRequest], judges: Sequence[JudgeConfig], n_show: int = 2) -> None:
-    """Print the first ``n_show`` prompts and how many requests a real run would send; no network."""
+def dry_run_text(requests: Sequence[ChatRequest], judges: Sequence[JudgeConfig], n_show: int = 2) -> str:
+    """The first ``n_show`` prompts and how many requests a real run would send (no final newline)."""
+    lines: list[str] = []
     for index, request in enumerate(requests[:n_show], start=1):
         flags = " (JSON reply requested)" if request.want_json else ""
-        print(f"--- prompt {index}/{len(requests)}: {request.key}{flags} ---")
+        lines.append(f"--- prompt {index}/{len(requests)}: {request.key}{flags} ---")
         for message in request.messages:
-            print(f"[{message.get('role', '?')}]")
-            print(message.get("content", ""))
-        print()
+            lines.append(f"[{message.get('role', '?')}]")
+            lines.append(str(message.get("content", "")))
+        lines.append("")
     for judge in judges:
-        print(f"judge {judge.name}: model {judge.model} at {display_url(resolve_base_url(judge))}")
+        lines.append(f"judge {judge.name}: model {judge.model} at {display_url(resolve_base_url(judge))}")
     total = len(requests) * len(judges)
-    print(f"dry run: {len(requests)} requests x {len(judges)} judge(s) = {total} chat completions; nothing was sent")
+    lines.append(
+        f"dry run: {len(requests)} requests x {len(judges)} judge(s) = {total} chat completions; nothing was sent"
+    )
+    return "\n".join(lines)
+
+
+def print_dry_run(requests: Sequence[ChatRequest], judges: Sequence[JudgeConfig], n_show: int = 2) -> None:
+    """Report :func:`dry_run_text` (the name is kept for its callers: it no longer prints itself); no network."""
+    report(dry_run_text(requests, judges, n_show))

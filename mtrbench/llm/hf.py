@@ -41,19 +41,20 @@ from tqdm.auto import tqdm
 
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.client import (
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.reask import reask_request
+from mtrbench.llm.redact import Redactor
+from mtrbench.llm.types import (
     PARSE_ERRORS,
     ChatRequest,
     ChatResult,
     ChatRunner,
+    MalformedReply,
     Usage,
     cache_key,
     generation_params,
     short_reason,
 )
-from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.reask import MalformedReply, reask_request
-from mtrbench.llm.redact import Redactor
 
 if TYPE_CHECKING:
     import torch
@@ -503,6 +504,6 @@ def make_client(judge: JudgeConfig, cache: ResponseCache | None = None) -> ChatR
     """The client for a judge: the in-process HF backend for ``hf://`` base URLs, else the HTTP client."""
     if is_hf_url(judge.base_url):
         return HFChatClient(judge, cache)
-    from mtrbench.llm.client import ChatClient
+    from mtrbench.llm.client import ChatClient  # deferred: openai takes seconds to import
 
     return ChatClient(judge, cache)

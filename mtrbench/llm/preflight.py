@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from mtrbench.infra.errors import UserInputError
-from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.config import JudgeConfig, resolve_base_url
 
 CONNECT_TIMEOUT_S = 3.0
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -32,7 +32,6 @@ JUDGES_RUN_IN_PROCESS = True
 
 def endpoint_label(judge: JudgeConfig) -> str:
     """Where the model is served, without credentials or query string: ``http://host:port/v1``, ``hf://DIR``."""
-    from mtrbench.llm.client import resolve_base_url
     from mtrbench.llm.hf import is_hf_url
 
     if is_hf_url(judge.base_url):

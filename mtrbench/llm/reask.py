@@ -14,28 +14,14 @@ The reply to a re-ask is the item's reply: it is parsed, scored and cached under
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
-if TYPE_CHECKING:
-    from mtrbench.llm.client import ChatRequest
+from mtrbench.llm.types import ChatRequest, MalformedReply  # noqa: F401 (MalformedReply: importable here as before)
 
 REASK_TEMPERATURE = 0.7
 QUOTE_MAX_CHARS = 1500  # a runaway reply is quoted in part: the repair turn must not outgrow the context
 GENERIC_FORMAT = "the exact reply format the instructions above ask for"
 REPAIR_OPENING = "Your previous reply could not be read"
-
-
-@dataclass(frozen=True)
-class MalformedReply:
-    """One reply that could not be parsed (its text already redacted), kept for the failure logs."""
-
-    attempt: int  # 1 for the original request, 2 for the first re-ask, ...
-    reason: str
-    text: str | None  # None when the server's 200 held no message at all
-
-    def as_dict(self) -> dict[str, object]:
-        return {"attempt": self.attempt, "reason": self.reason, "text": self.text}
 
 
 def _quoted(text: str | None) -> str:

@@ -1,0 +1,620 @@
+"""The one LLM stage runner: every LLM path declares a stage, and this module runs it.
+
+A stage is a small declared thing (:class:`Stage`): its items, each with the request to send (:class:`StageItem`),
+the settings that must match for a logged reply to be reused (model, prompt hash, mode, ...) and the fields its
+records carry. :func:`run_stages` owns everything else:
+
+* the append-only JSONL log (:class:`StageLog`), held under its lock while asking; a line cut short by a kill is
+  ignored and counted, and the next line starts on a fresh one;
+* resume: an item is asked only when the log has no ok record for it under the same settings (a failure, a
+  missing item or a changed setting is asked again);
+* the dry run (a :class:`DryRunReport`, also reported to the person running the command), the cost estimate and
+  its confirmation (``--yes``), the client's progress bar;
+* failure counting and the ``--max-failure-rate`` exit naming the most common reason;
+* redaction: records hold reply and error texts the client already redacted, and every line written loses the
+  judge's exact secrets once more.
+
+Every stage writes the same record layout (:class:`StageRecord`, documented in docs/llm-judges.md); logs written
+before it (the judge engine's and MTRAG's) are read too (:meth:`StageRecord.from_json`).
+
+Multi-request or async items (a debate of several rounds) ask through their own coroutine and hand back one
+``ChatResult`` per item (:func:`combined_result`); :func:`arun_stages` gives them the same log, resume, cost and
+failure accounting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TextIO
+
+from tqdm.auto import tqdm
+
+from mtrbench.formats.lines import read_log_records
+from mtrbench.infra.errors import DataError
+from mtrbench.infra.locking import held_lock, lock_path_for
+from mtrbench.infra.reporting import report
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.cost import CostEstimate, confirm_cost, dry_run_text, estimate_cost
+from mtrbench.llm.failure_rate import JudgeFailures, most_common, raise_if_over
+from mtrbench.llm.hf import make_client
+from mtrbench.llm.redact import Redactor
+from mtrbench.llm.types import ChatRequest, ChatResult, ChatRunner, MalformedReply, Usage
+
+JSONValue = None | bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"]
+Setting = None | bool | int | float | str
+Settings = Mapping[str, Setting]
+Fields = Mapping[str, JSONValue]
+
+# The fields every record has, in this order; a stage's own fields come between ``settings`` and ``ok``.
+RECORD_FIELDS = (
+    "time",
+    "stage",
+    "key",
+    "judge",
+    "settings",
+    "ok",
+    "value",
+    "error",
+    "reply",
+    "attempts",
+    "cached",
+    "prompt_tokens",
+    "completion_tokens",
+    "malformed",
+)
+
+
+@dataclass(frozen=True)
+class StageItem:
+    """One thing to ask: its key (unique within its stage), its request, and what its record carries."""
+
+    key: str
+    request: ChatRequest  # what is sent (an async item: its first request, shown by the dry run and costed)
+    settings: Settings = field(default_factory=dict)  # this item's part of the identity, e.g. its prompt hash
+    fields: Fields = field(default_factory=dict)  # stage-specific record fields known before asking (qid, ...)
+
+
+class ReplyFields:
+    """Stage-specific record fields computed from a result (e.g. the audit's picked document); none by default."""
+
+    def __call__(self, item: StageItem, result: ChatResult) -> dict[str, JSONValue]:
+        return {}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage as declared by its path: the items one judge answers, under shared settings.
+
+    ``settings`` plus each item's own are the identity a logged reply must match to be reused (model, mode, prompt
+    hash, ...). Several stages may share one log (one per judge, or per step): their records are told apart by
+    ``name`` and by key.
+    """
+
+    name: str  # written in each record as "stage": judge, mtrag, audit, generate, ...
+    judge: JudgeConfig
+    items: Sequence[StageItem]
+    settings: Settings = field(default_factory=dict)
+    desc: str = ""  # the progress bar's label; default "<name> <judge name>"
+    kind: str = "judge"  # what failed, for the --max-failure-rate message: judge, stage, generator, ...
+    unit: str = "items"  # what the items are, in messages: items, turns, ...
+    completion_tokens_per_request: int = 200  # the cost estimate's guess per request
+    reply_fields: ReplyFields = field(default_factory=ReplyFields)
+
+    def identity(self, item: StageItem) -> dict[str, Setting]:
+        """The settings an item's logged reply must have been made under to be reused."""
+        return {**self.settings, **item.settings}
+
+    @property
+    def label(self) -> str:
+        return self.desc or f"{self.name} {self.judge.name}"
+
+
+@dataclass(frozen=True)
+class StageRecord:
+    """One line of a stage log: an item's reply (or failure) under the settings it was asked with."""
+
+    stage: str
+    key: str
+    judge: str
+    settings: dict[str, Setting]
+    ok: bool
+    value: JSONValue  # the parsed reply when ok, else None
+    error: str | None
+    reply: str | None  # the reply text (redacted), None when no reply came
+    attempts: int = 0
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    malformed: tuple[dict[str, JSONValue], ...] = ()  # the replies that did not parse: attempt, reason, text
+    fields: dict[str, JSONValue] = field(default_factory=dict)  # stage-specific
+    time: str = ""
+    legacy: bool = False  # read from a log written before the one layout (its settings are in ``fields``)
+
+    def matches(self, stage: str, settings: Settings) -> bool:
+        """Whether this record answers an item of ``stage`` asked under ``settings``. A legacy record has no
+        stage or settings of its own: it matches when its fields hold the same values under the same names."""
+        if self.legacy:
+            return all(self.fields.get(name) == value for name, value in settings.items())
+        return self.stage == stage and self.settings == dict(settings)
+
+    def to_json(self) -> dict[str, JSONValue]:
+        head: dict[str, JSONValue] = {
+            "time": self.time,
+            "stage": self.stage,
+            "key": self.key,
+            "judge": self.judge,
+            "settings": dict(self.settings),
+        }
+        tail: dict[str, JSONValue] = {
+            "ok": self.ok,
+            "value": self.value,
+            "error": self.error,
+            "reply": self.reply,
+            "attempts": self.attempts,
+            "cached": self.cached,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "malformed": [dict(m) for m in self.malformed],
+        }
+        return {**head, **{k: v for k, v in self.fields.items() if k not in RECORD_FIELDS}, **tail}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, JSONValue]) -> StageRecord | None:
+        """A record of the one layout or of a legacy log (judge engine, MTRAG judges); None without a key."""
+        key = raw.get("key")
+        if not isinstance(key, str):
+            return None
+        settings = raw.get("settings")
+        legacy = not isinstance(settings, dict) or not isinstance(raw.get("stage"), str)
+        malformed = raw.get("malformed")
+        return cls(
+            stage="" if legacy else str(raw["stage"]),
+            key=key,
+            judge=str(raw.get("judge") or ""),
+            settings={} if legacy or not isinstance(settings, dict) else _settings(settings),
+            ok=bool(raw.get("ok")),
+            value=raw.get("value"),
+            error=_text(raw.get("error")),
+            reply=_text(raw.get("reply")),
+            attempts=_count(raw.get("attempts")),
+            cached=bool(raw.get("cached")),
+            prompt_tokens=_count(raw.get("prompt_tokens")),
+            completion_tokens=_count(raw.get("completion_tokens")),
+            malformed=tuple(m for m in malformed if isinstance(m, dict)) if isinstance(malformed, list) else (),
+            fields={k: v for k, v in raw.items() if legacy or k not in RECORD_FIELDS},
+            time=str(raw.get("time") or ""),
+            legacy=legacy,
+        )
+
+
+def _settings(raw: dict[str, JSONValue]) -> dict[str, Setting]:
+    return {k: v for k, v in raw.items() if v is None or isinstance(v, (bool, int, float, str))}
+
+
+def _text(value: JSONValue) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: JSONValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord:
+    """The log record of one finished item (texts in ``result`` are already redacted by the client)."""
+    return StageRecord(
+        stage=stage.name,
+        key=item.key,
+        judge=stage.judge.name,
+        settings=stage.identity(item),
+        ok=bool(result.ok),
+        value=result.value if result.ok else None,
+        error=result.error,
+        reply=result.text,
+        attempts=result.attempts,
+        cached=result.cached,
+        prompt_tokens=result.prompt_tokens,
+        completion_tokens=result.completion_tokens,
+        malformed=tuple(_malformed(m) for m in result.malformed),
+        fields={**item.fields, **stage.reply_fields(item, result)},
+        time=now(),
+    )
+
+
+def _malformed(reply: MalformedReply) -> dict[str, JSONValue]:
+    return {"attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
+
+
+def combined_result(key: str, results: Sequence[ChatResult], value: JSONValue, error: str | None = None) -> ChatResult:
+    """One ``ChatResult`` for an item that sent several requests (a debate's rounds): ok unless ``error`` or one
+    of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given."""
+    failed = next((r for r in results if not r.ok), None)
+    reason = error or (failed.error if failed is not None else None)
+    return ChatResult(
+        key=key,
+        ok=reason is None,
+        text=results[-1].text if results else None,
+        value=value if reason is None else None,
+        error=reason,
+        attempts=sum(r.attempts for r in results),
+        cached=bool(results) and all(r.cached for r in results),
+        prompt_tokens=sum(r.prompt_tokens for r in results),
+        completion_tokens=sum(r.completion_tokens for r in results),
+        malformed=[m for r in results for m in r.malformed],
+    )
+
+
+@dataclass
+class LogContents:
+    records: list[StageRecord]
+    unreadable_lines: int  # lines cut short by a kill (or otherwise not a record): ignored
+
+    def latest(self, stage: Stage) -> dict[str, StageRecord]:
+        """Per item key of ``stage``: its ok record under the item's settings if there is one, else its latest
+        failure under them. Records of other settings (an earlier configuration) are another question."""
+        wanted = {item.key: stage.identity(item) for item in stage.items}
+        out: dict[str, StageRecord] = {}
+        for record in self.records:
+            settings = wanted.get(record.key)
+            if settings is None or not record.matches(stage.name, settings):
+                continue
+            previous = out.get(record.key)
+            if previous is None or not previous.ok:
+                out[record.key] = record
+        return out
+
+
+class LogWriter:
+    """Appends records to an open log, one flushed line each, without the judges' secrets."""
+
+    def __init__(self, handle: TextIO, redactor: Redactor) -> None:
+        self._handle = handle
+        self._redactor = redactor
+
+    def append(self, record: StageRecord) -> None:
+        line = self._redactor.known(json.dumps(record.to_json(), ensure_ascii=False))
+        self._handle.write(line + "\n")
+        self._handle.flush()  # a killed run keeps every reply already received
+
+
+class StageLog:
+    """An append-only JSONL log of stage records. ``hold()`` takes its lock (a second hold by the same object is
+    free, so a caller may hold it from planning to writing its results around :func:`run_stages`)."""
+
+    def __init__(self, path: str | Path, purpose: str = "LLM log") -> None:
+        self.path = Path(path)
+        self.purpose = purpose
+        self._held = 0
+
+    def read(self) -> LogContents:
+        raw, bad = read_log_records(self.path)
+        records = [StageRecord.from_json(r) for r in raw]
+        return LogContents([r for r in records if r is not None], bad)
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        lock = (
+            nullcontext() if self._held else held_lock(lock_path_for(self.path), purpose=f"{self.purpose} {self.path}")
+        )
+        with lock:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+
+    @contextmanager
+    def appending(self, judges: Sequence[JudgeConfig] = ()) -> Iterator[LogWriter]:
+        """The log open for appending (under its lock); a line cut short by a kill is ended first."""
+        with self.hold():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
+            with self.path.open("a", encoding="utf-8") as handle:
+                if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
+                    handle.write("\n")
+                yield LogWriter(handle, judge_redactor(judges))
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def judge_redactor(judges: Sequence[JudgeConfig]) -> Redactor:
+    """The exact secrets of ``judges``: their API keys (from the environment) and base-URL credentials."""
+    secrets: list[str] = []
+    for judge in judges:
+        key = os.environ.get(judge.api_key_env, "").strip()
+        if key:
+            secrets.append(key)
+        if judge.base_url_auth is not None:
+            secrets += judge.base_url_auth.secrets()
+    return Redactor(secrets)
+
+
+@dataclass
+class StageOptions:
+    cache: ResponseCache | None = None
+    dry_run: bool = False
+    yes: bool = False  # run without confirming the cost estimate
+    show_progress: bool = True
+    max_failure_rate: float | None = None  # past it (after the run), TooManyFailures; None: the caller checks
+
+
+@dataclass
+class StageOutcome:
+    """A stage after the run (or the dry run): per item key its record (ok first), what was asked now."""
+
+    stage: Stage
+    records: dict[str, StageRecord]  # items without a key here were never answered under these settings
+    pending: list[StageItem]  # the items that had no ok record before this run (asked now, unless a dry run)
+    asked_now: list[StageRecord] = field(default_factory=list)  # this run's records, in arrival order
+    usage: Usage = field(default_factory=Usage)  # this run's client usage
+
+    @property
+    def sent(self) -> int:
+        return len(self.asked_now)
+
+    def record(self, item: StageItem) -> StageRecord | None:
+        return self.records.get(item.key)
+
+    def answered(self, item: StageItem) -> bool:
+        record = self.records.get(item.key)
+        return record is not None and record.ok
+
+    def failures(self) -> JudgeFailures:
+        """Failed (or never answered) items of the stage and the most common reason, for --max-failure-rate."""
+        reasons = [self._reason(item) for item in self.stage.items if not self.answered(item)]
+        return JudgeFailures(
+            self.stage.judge.name,
+            len(reasons),
+            len(self.stage.items),
+            most_common(reasons),
+            self.stage.kind,
+            self.stage.unit,
+        )
+
+    def _reason(self, item: StageItem) -> str:
+        record = self.records.get(item.key)
+        return (record.error if record is not None else None) or "not answered"
+
+    def usage_summary(self) -> dict[str, int | float | None]:
+        u = self.usage
+        return {
+            "requests": u.requests,
+            "cached": u.cached,
+            "failures": u.failures,
+            "prompt_tokens": u.prompt_tokens,
+            "completion_tokens": u.completion_tokens,
+            "cost_usd": u.cost_usd(self.stage.judge),
+        }
+
+
+@dataclass(frozen=True)
+class DryRunReport:
+    """What a real run would ask: the first prompts, the request count, and how much the log has answered."""
+
+    text: str
+    pending: int
+    answered: int
+    total: int
+
+
+@dataclass
+class StageRun:
+    outcomes: list[StageOutcome]
+    log_path: Path
+    unreadable_log_lines: int
+    dry_run: DryRunReport | None = None  # set (and nothing asked) for a dry run
+
+    def failures(self) -> list[JudgeFailures]:
+        return [o.failures() for o in self.outcomes]
+
+
+def _check_keys(stages: Sequence[Stage]) -> None:
+    for stage in stages:
+        if len({i.key for i in stage.items}) != len(stage.items):
+            raise DataError(f"two items of stage {stage.name} ({stage.judge.name}) share a key")
+
+
+def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
+    """The stages' judges, each once, in order of appearance."""
+    seen: dict[str, JudgeConfig] = {}
+    for stage in stages:
+        seen.setdefault(stage.judge.name, stage.judge)
+    return list(seen.values())
+
+
+def _dry_run(
+    stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: StageLog
+) -> DryRunReport:
+    requests = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
+    total = sum(len(s.items) for s in stages)
+    pending = sum(len(o.pending) for o in outcomes)
+    unit = stages[0].unit if stages else "items"
+    text = dry_run_text(requests, _judges(stages)) + (
+        f"\n{total - pending} of {total} {unit} already answered in {log.path}"
+    )
+    report(text)
+    return DryRunReport(text=text, pending=pending, answered=total - pending, total=total)
+
+
+def cost_estimates(stages: Sequence[Stage], cache: ResponseCache | None) -> list[tuple[JudgeConfig, CostEstimate]]:
+    """One estimate per judge over the given stages' items (those with no request are left out)."""
+    by_judge: dict[str, list[ChatRequest]] = {}
+    per_request = {s.judge.name: s.completion_tokens_per_request for s in stages}
+    for stage in stages:
+        by_judge.setdefault(stage.judge.name, []).extend(i.request for i in stage.items)
+    return [
+        (judge, estimate_cost(by_judge[judge.name], judge, cache, per_request[judge.name]))
+        for judge in _judges(stages)
+        if by_judge[judge.name]
+    ]
+
+
+def plan_stages(stages: Sequence[Stage], log: StageLog) -> tuple[list[StageOutcome], int]:
+    """Each stage's logged records and pending items, and the log's unreadable line count."""
+    _check_keys(stages)
+    contents = log.read()
+    outcomes = []
+    for stage in stages:
+        latest = contents.latest(stage)
+        pending = [i for i in stage.items if not (i.key in latest and latest[i.key].ok)]
+        outcomes.append(StageOutcome(stage, latest, pending))
+    return outcomes, contents.unreadable_lines
+
+
+def _to_ask(outcomes: Sequence[StageOutcome]) -> list[Stage]:
+    return [replace(o.stage, items=o.pending) for o in outcomes if o.pending]
+
+
+def _finish(run: StageRun, options: StageOptions) -> StageRun:
+    if options.max_failure_rate is not None:
+        raise_if_over(
+            run.failures(),
+            options.max_failure_rate,
+            "the log keeps the reasons; a re-run asks only the failed items again",
+        )
+    return run
+
+
+def run_stages(
+    stages: Sequence[Stage],
+    log: StageLog,
+    options: StageOptions,
+    *,
+    clients: Mapping[str, ChatRunner] | None = None,
+    costed_later: Sequence[Stage] = (),
+    confirm: bool = True,
+) -> StageRun:
+    """Ask every item of ``stages`` that ``log`` has not answered under the same settings; one log, one cost
+    question for all of them (plus ``costed_later``: items a later call will ask, e.g. a second step), one client
+    per judge (``clients`` by judge name, else made from the judge). ``confirm=False``: the cost was confirmed
+    by an earlier call. A dry run asks nothing and returns the report in ``StageRun.dry_run``."""
+    outcomes, unreadable = plan_stages(stages, log)
+    run = StageRun(outcomes, log.path, unreadable)
+    if options.dry_run:
+        run.dry_run = _dry_run(stages, outcomes, costed_later, log)
+        return run
+    given = dict(clients or {})
+    # made before the cost question: a missing API key stops the run before anything is asked
+    made = {j.name: given.get(j.name) or make_client(j, options.cache) for j in _judges(stages)}
+    to_ask = _to_ask(outcomes)
+    if confirm and (to_ask or any(s.items for s in costed_later)):
+        confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache), options.yes)
+    if not to_ask:
+        return _finish(run, options)
+    with log.appending(_judges(stages)) as writer:
+        for outcome in outcomes:
+            if outcome.pending:
+                _ask(outcome, made[outcome.stage.judge.name], writer, options.show_progress)
+    return _finish(run, options)
+
+
+def _ask(outcome: StageOutcome, client: ChatRunner, writer: LogWriter, show_progress: bool) -> None:
+    stage = outcome.stage
+    by_key = {i.key: i for i in outcome.pending}
+    before = _usage_copy(client.usage)
+
+    def on_result(result: ChatResult) -> None:
+        record = record_for(stage, by_key[result.key], result)
+        writer.append(record)
+        outcome.records[result.key] = record
+        outcome.asked_now.append(record)
+
+    try:
+        client.run(
+            [i.request for i in outcome.pending], desc=stage.label, show_progress=show_progress, on_result=on_result
+        )
+    finally:
+        outcome.usage = _usage_since(before, client.usage)
+
+
+def _usage_copy(usage: Usage) -> Usage:
+    return Usage(
+        usage.requests, usage.cached, usage.failures, usage.items, usage.prompt_tokens, usage.completion_tokens
+    )
+
+
+def _usage_since(before: Usage, after: Usage) -> Usage:
+    return Usage(
+        after.requests - before.requests,
+        after.cached - before.cached,
+        after.failures - before.failures,
+        after.items - before.items,
+        after.prompt_tokens - before.prompt_tokens,
+        after.completion_tokens - before.completion_tokens,
+    )
+
+
+def run_stage(
+    stage: Stage, log: StageLog, options: StageOptions, *, client: ChatRunner | None = None
+) -> tuple[StageOutcome, StageRun]:
+    """:func:`run_stages` for one stage: (its outcome, the run)."""
+    run = run_stages([stage], log, options, clients={stage.judge.name: client} if client is not None else None)
+    return run.outcomes[0], run
+
+
+# -- items that ask through their own coroutine (several requests, several judges, async clients) -----------------
+
+# asks one item of a stage (all its requests) and returns one result for it
+ItemAsker = Callable[[Stage, StageItem], Awaitable[ChatResult]]
+
+
+async def arun_stages(
+    stages: Sequence[Stage],
+    log: StageLog,
+    options: StageOptions,
+    ask: ItemAsker,
+    *,
+    concurrency: int,
+    estimates: Sequence[tuple[JudgeConfig, CostEstimate]] | None = None,
+) -> StageRun:
+    """:func:`run_stages` for items that ask through a coroutine (``ask(stage, item)``: one ``ChatResult`` per item,
+    see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
+    (e.g. an upper bound over every round), else each item's first request per stage's judge."""
+    outcomes, unreadable = plan_stages(stages, log)
+    run = StageRun(outcomes, log.path, unreadable)
+    if options.dry_run:
+        run.dry_run = _dry_run(stages, outcomes, (), log)
+        return run
+    to_ask = _to_ask(outcomes)
+    if to_ask:
+        confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
+    if not to_ask:
+        return _finish(run, options)
+    work = [(o, i) for o in outcomes for i in o.pending]
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    bar = tqdm(
+        total=len(work), desc=" + ".join(s.label for s in to_ask), unit="item", disable=not options.show_progress
+    )
+    with log.appending(_judges(stages)) as writer:
+
+        async def one(outcome: StageOutcome, item: StageItem) -> None:
+            async with semaphore:
+                result = await ask(outcome.stage, item)
+            record = record_for(outcome.stage, item, result)
+            writer.append(record)
+            outcome.records[item.key] = record
+            outcome.asked_now.append(record)
+            outcome.usage.items += 1
+            outcome.usage.failures += not result.ok
+            bar.update(1)
+
+        try:
+            await asyncio.gather(*(one(o, i) for o, i in work))
+        finally:
+            bar.close()
+    return _finish(run, options)
