@@ -103,6 +103,9 @@ class Stage:
     items: Sequence[StageItem]
     settings: Settings = field(default_factory=dict)
     desc: str = ""  # the progress bar's label; default "<name> <judge name>"
+    # further judges an item's own coroutine asks (arun_stages; synthesize's responder and polisher): named with
+    # ``judge`` in records and failure messages, and their secrets kept out of the log too
+    also_asks: Sequence[JudgeConfig] = ()
     kind: str = "judge"  # what failed, for the --max-failure-rate message: judge, stage, generator, ...
     unit: str = "items"  # what the items are, in messages: items, turns, ...
     completion_tokens_per_request: int = 200  # the cost estimate's guess per request
@@ -113,8 +116,13 @@ class Stage:
         return {**self.settings, **item.settings}
 
     @property
+    def judge_name(self) -> str:
+        """The judge's name, or the names of every judge the stage asks joined by "/"."""
+        return "/".join(j.name for j in (self.judge, *self.also_asks))
+
+    @property
     def label(self) -> str:
-        return self.desc or f"{self.name} {self.judge.name}"
+        return self.desc or f"{self.name} {self.judge_name}"
 
 
 @dataclass(frozen=True)
@@ -216,7 +224,7 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
     return StageRecord(
         stage=stage.name,
         key=item.key,
-        judge=stage.judge.name,
+        judge=stage.judge_name,
         settings=stage.identity(item),
         ok=bool(result.ok),
         value=result.value if result.ok else None,
@@ -233,7 +241,7 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
 
 
 def _malformed(reply: MalformedReply) -> dict[str, JSONValue]:
-    return {"attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
+    return {**dict(reply.origin), "attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
 
 
 def combined_result(key: str, results: Sequence[ChatResult], value: JSONValue, error: str | None = None) -> ChatResult:
@@ -288,18 +296,24 @@ class LogWriter:
         self._handle.flush()  # a killed run keeps every reply already received
 
 
+# How a path reads a line of its log written before the one layout, when that line has no "key" of its own
+# (synthesize's conversation records): the line with a key, "ok" and "error" added, read as a legacy record.
+LineUpgrade = Callable[[dict[str, JSONValue]], dict[str, JSONValue]]
+
+
 class StageLog:
     """An append-only JSONL log of stage records. ``hold()`` takes its lock (a second hold by the same object is
     free, so a caller may hold it from planning to writing its results around :func:`run_stages`)."""
 
-    def __init__(self, path: str | Path, purpose: str = "LLM log") -> None:
+    def __init__(self, path: str | Path, purpose: str = "LLM log", upgrade: LineUpgrade | None = None) -> None:
         self.path = Path(path)
         self.purpose = purpose
+        self.upgrade = upgrade
         self._held = 0
 
     def read(self) -> LogContents:
         raw, bad = read_log_records(self.path)
-        records = [StageRecord.from_json(r) for r in raw]
+        records = [StageRecord.from_json(self.upgrade(r) if self.upgrade is not None else r) for r in raw]
         return LogContents([r for r in records if r is not None], bad)
 
     @contextmanager
@@ -378,7 +392,7 @@ class StageOutcome:
         """Failed (or never answered) items of the stage and the most common reason, for --max-failure-rate."""
         reasons = [self._reason(item) for item in self.stage.items if not self.answered(item)]
         return JudgeFailures(
-            self.stage.judge.name,
+            self.stage.judge_name,
             len(reasons),
             len(self.stage.items),
             most_common(reasons),
@@ -418,6 +432,7 @@ class StageRun:
     log_path: Path
     unreadable_log_lines: int
     dry_run: DryRunReport | None = None  # set (and nothing asked) for a dry run
+    stopped: bool = False  # arun_stages' keep_asking said stop: the items not started by then were not asked
 
     def failures(self) -> list[JudgeFailures]:
         return [o.failures() for o in self.outcomes]
@@ -427,6 +442,11 @@ def _check_keys(stages: Sequence[Stage]) -> None:
     for stage in stages:
         if len({i.key for i in stage.items}) != len(stage.items):
             raise DataError(f"two items of stage {stage.name} ({stage.judge.name}) share a key")
+
+
+def _secret_holders(stages: Sequence[Stage]) -> list[JudgeConfig]:
+    """Every judge the stages ask, ``also_asks`` included: their secrets never reach the log."""
+    return [*_judges(stages), *(j for s in stages for j in s.also_asks)]
 
 
 def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
@@ -516,7 +536,7 @@ def run_stages(
         confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache), options.yes)
     if not to_ask:
         return _finish(run, options)
-    with log.appending(_judges(stages)) as writer:
+    with log.appending(_secret_holders(stages)) as writer:
         for outcome in outcomes:
             if outcome.pending:
                 _ask(outcome, made[outcome.stage.judge.name], writer, options.show_progress)
@@ -581,17 +601,21 @@ async def arun_stages(
     *,
     concurrency: int,
     estimates: Sequence[tuple[JudgeConfig, CostEstimate]] | None = None,
+    confirm: bool = True,
+    keep_asking: Callable[[], bool] | None = None,
 ) -> StageRun:
     """:func:`run_stages` for items that ask through a coroutine (``ask(stage, item)``: one ``ChatResult`` per item,
     see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
-    (e.g. an upper bound over every round), else each item's first request per stage's judge."""
+    (e.g. an upper bound over every round), else each item's first request per stage's judge; ``confirm=False``:
+    the caller estimated and capped the cost itself. ``keep_asking`` (e.g. a spending cap) is asked as each item
+    gets its slot: once it says no, the items not started are left unasked and ``StageRun.stopped`` is set."""
     outcomes, unreadable = plan_stages(stages, log)
     run = StageRun(outcomes, log.path, unreadable)
     if options.dry_run:
         run.dry_run = _dry_run(stages, outcomes, (), log)
         return run
     to_ask = _to_ask(outcomes)
-    if to_ask:
+    if to_ask and confirm:
         confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
     if not to_ask:
         return _finish(run, options)
@@ -600,10 +624,13 @@ async def arun_stages(
     bar = tqdm(
         total=len(work), desc=" + ".join(s.label for s in to_ask), unit="item", disable=not options.show_progress
     )
-    with log.appending(_judges(stages)) as writer:
+    with log.appending(_secret_holders(stages)) as writer:
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:
             async with semaphore:
+                if run.stopped or (keep_asking is not None and not keep_asking()):
+                    run.stopped = True
+                    return
                 result = await ask(outcome.stage, item)
             record = record_for(outcome.stage, item, result)
             writer.append(record)

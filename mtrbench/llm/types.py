@@ -27,9 +27,12 @@ class MalformedReply:
     attempt: int  # 1 for the original request, 2 for the first re-ask, ...
     reason: str
     text: str | None  # None when the server's 200 held no message at all
+    # which request of an item that sends several it answered (synthesize: agent, request key), as (name, value)
+    # pairs written before attempt, reason and text
+    origin: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        return {"attempt": self.attempt, "reason": self.reason, "text": self.text}
+        return {**dict(self.origin), "attempt": self.attempt, "reason": self.reason, "text": self.text}
 
 
 @dataclass
