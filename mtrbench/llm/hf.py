@@ -42,6 +42,7 @@ from tqdm.auto import tqdm
 from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.packaged import resolve_chat_model
 from mtrbench.llm.reask import reask_request
 from mtrbench.llm.redact import Redactor
 from mtrbench.llm.types import (
@@ -475,8 +476,6 @@ def load_chat_model(path: str, device: str = "auto") -> LoadedChatModel:
     """The causal LM and tokenizer named after ``hf://``, loaded once per process per (path, dtype, device)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from mtrbench.llm.packaged import resolve_chat_model
 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -81,6 +81,10 @@ class StageItem:
     settings: Settings = field(default_factory=dict)  # this item's part of the identity, e.g. its prompt hash
     fields: Fields = field(default_factory=dict)  # stage-specific record fields known before asking (qid, ...)
 
+    def __post_init__(self) -> None:
+        if self.request.key != self.key:  # results come back under the request's key
+            raise ValueError(f"stage item '{self.key}' has a request keyed '{self.request.key}'")
+
 
 class ReplyFields:
     """Stage-specific record fields computed from a result (e.g. the audit's picked document); none by default."""
@@ -176,31 +180,50 @@ class StageRecord:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, JSONValue]) -> StageRecord | None:
-        """A record of the one layout or of a legacy log (judge engine, MTRAG judges); None without a key."""
-        key = raw.get("key")
-        if not isinstance(key, str):
+        """A record of the one layout; None for anything else (a legacy record: see :func:`legacy_record`)."""
+        key, stage, settings = raw.get("key"), raw.get("stage"), raw.get("settings")
+        if not isinstance(key, str) or not isinstance(stage, str) or not isinstance(settings, dict):
             return None
-        settings = raw.get("settings")
-        legacy = not isinstance(settings, dict) or not isinstance(raw.get("stage"), str)
-        malformed = raw.get("malformed")
-        return cls(
-            stage="" if legacy else str(raw["stage"]),
-            key=key,
-            judge=str(raw.get("judge") or ""),
-            settings={} if legacy or not isinstance(settings, dict) else _settings(settings),
-            ok=bool(raw.get("ok")),
-            value=raw.get("value"),
-            error=_text(raw.get("error")),
-            reply=_text(raw.get("reply")),
-            attempts=_count(raw.get("attempts")),
-            cached=bool(raw.get("cached")),
-            prompt_tokens=_count(raw.get("prompt_tokens")),
-            completion_tokens=_count(raw.get("completion_tokens")),
-            malformed=tuple(m for m in malformed if isinstance(m, dict)) if isinstance(malformed, list) else (),
-            fields={k: v for k, v in raw.items() if legacy or k not in RECORD_FIELDS},
-            time=str(raw.get("time") or ""),
-            legacy=legacy,
-        )
+        return _record(raw, key, stage, _settings(settings), {k: v for k, v in raw.items() if k not in RECORD_FIELDS})
+
+
+def legacy_record(raw: Mapping[str, JSONValue]) -> StageRecord | None:
+    """A record of a log written before the one layout by the judge engine or the MTRAG judges (``key``, ``ok``,
+    ``value``, ``error``, ``reply`` under those names; the settings among its other fields); None without a key.
+    Another path's old layout comes with its own reader (``StageLog(legacy=...)``)."""
+    key = raw.get("key")
+    if not isinstance(key, str):
+        return None
+    return _record(raw, key, "", {}, dict(raw), legacy=True)
+
+
+def _record(
+    raw: Mapping[str, JSONValue],
+    key: str,
+    stage: str,
+    settings: dict[str, Setting],
+    fields: dict[str, JSONValue],
+    legacy: bool = False,
+) -> StageRecord:
+    malformed = raw.get("malformed")
+    return StageRecord(
+        stage=stage,
+        key=key,
+        judge=str(raw.get("judge") or ""),
+        settings=settings,
+        ok=bool(raw.get("ok")),
+        value=raw.get("value"),
+        error=_text(raw.get("error")),
+        reply=_text(raw.get("reply")),
+        attempts=_count(raw.get("attempts")),
+        cached=bool(raw.get("cached")),
+        prompt_tokens=_count(raw.get("prompt_tokens")),
+        completion_tokens=_count(raw.get("completion_tokens")),
+        malformed=tuple(m for m in malformed if isinstance(m, dict)) if isinstance(malformed, list) else (),
+        fields=fields,
+        time=str(raw.get("time") or ""),
+        legacy=legacy,
+    )
 
 
 def _settings(raw: dict[str, JSONValue]) -> dict[str, Setting]:
@@ -283,6 +306,12 @@ class LogContents:
         return out
 
 
+# a line of an older layout -> a (legacy) record, or None when it is not one
+LegacyReader = Callable[[Mapping[str, JSONValue]], StageRecord | None]
+# receives each record as it is logged (a path that keeps its own store or its results in memory)
+RecordSink = Callable[[StageRecord], None]
+
+
 class LogWriter:
     """Appends records to an open log, one flushed line each, without the judges' secrets."""
 
@@ -296,24 +325,19 @@ class LogWriter:
         self._handle.flush()  # a killed run keeps every reply already received
 
 
-# How a path reads a line of its log written before the one layout, when that line has no "key" of its own
-# (synthesize's conversation records): the line with a key, "ok" and "error" added, read as a legacy record.
-LineUpgrade = Callable[[dict[str, JSONValue]], dict[str, JSONValue]]
-
-
 class StageLog:
     """An append-only JSONL log of stage records. ``hold()`` takes its lock (a second hold by the same object is
     free, so a caller may hold it from planning to writing its results around :func:`run_stages`)."""
 
-    def __init__(self, path: str | Path, purpose: str = "LLM log", upgrade: LineUpgrade | None = None) -> None:
+    def __init__(self, path: str | Path, purpose: str = "LLM log", legacy: LegacyReader = legacy_record) -> None:
         self.path = Path(path)
         self.purpose = purpose
-        self.upgrade = upgrade
+        self.legacy = legacy  # reads a line of the layout this path's log had before the one layout
         self._held = 0
 
     def read(self) -> LogContents:
         raw, bad = read_log_records(self.path)
-        records = [StageRecord.from_json(self.upgrade(r) if self.upgrade is not None else r) for r in raw]
+        records = [StageRecord.from_json(r) or self.legacy(r) for r in raw]
         return LogContents([r for r in records if r is not None], bad)
 
     @contextmanager
@@ -429,7 +453,7 @@ class DryRunReport:
 @dataclass
 class StageRun:
     outcomes: list[StageOutcome]
-    log_path: Path
+    log_path: Path | None  # None: run without a log
     unreadable_log_lines: int
     dry_run: DryRunReport | None = None  # set (and nothing asked) for a dry run
     stopped: bool = False  # arun_stages' keep_asking said stop: the items not started by then were not asked
@@ -458,42 +482,50 @@ def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
 
 
 def _dry_run(
-    stages: Sequence[Stage], outcomes: list[StageOutcome], later: Sequence[Stage], log: StageLog
+    stages: Sequence[Stage],
+    outcomes: list[StageOutcome],
+    later: Sequence[Stage],
+    log: StageLog | None,
+    shown: Sequence[ChatRequest] | None,
 ) -> DryRunReport:
-    requests = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
+    if shown is None:
+        shown = [i.request for o in outcomes for i in o.pending] + [i.request for s in later for i in s.items]
     total = sum(len(s.items) for s in stages)
     pending = sum(len(o.pending) for o in outcomes)
     unit = stages[0].unit if stages else "items"
-    text = dry_run_text(requests, _judges(stages)) + (
-        f"\n{total - pending} of {total} {unit} already answered in {log.path}"
-    )
+    text = dry_run_text(shown, _judges(stages))
+    if log is not None:
+        text += f"\n{total - pending} of {total} {unit} already answered in {log.path}"
     report(text)
     return DryRunReport(text=text, pending=pending, answered=total - pending, total=total)
 
 
-def cost_estimates(stages: Sequence[Stage], cache: ResponseCache | None) -> list[tuple[JudgeConfig, CostEstimate]]:
-    """One estimate per judge over the given stages' items (those with no request are left out)."""
+def cost_estimates(
+    stages: Sequence[Stage], cache: ResponseCache | None, order: Sequence[JudgeConfig] = ()
+) -> list[tuple[JudgeConfig, CostEstimate]]:
+    """One estimate per judge (in ``order``, else as the stages name them) over the stages' items; a judge with
+    nothing to ask is left out."""
     by_judge: dict[str, list[ChatRequest]] = {}
     per_request = {s.judge.name: s.completion_tokens_per_request for s in stages}
     for stage in stages:
         by_judge.setdefault(stage.judge.name, []).extend(i.request for i in stage.items)
     return [
         (judge, estimate_cost(by_judge[judge.name], judge, cache, per_request[judge.name]))
-        for judge in _judges(stages)
-        if by_judge[judge.name]
+        for judge in (order or _judges(stages))
+        if by_judge.get(judge.name)
     ]
 
 
-def plan_stages(stages: Sequence[Stage], log: StageLog) -> tuple[list[StageOutcome], int]:
-    """Each stage's logged records and pending items, and the log's unreadable line count."""
+def plan_stages(stages: Sequence[Stage], log: StageLog | None) -> StageRun:
+    """Each stage's logged records and pending items (every item when there is no log); nothing is asked."""
     _check_keys(stages)
-    contents = log.read()
+    contents = log.read() if log is not None else LogContents([], 0)
     outcomes = []
     for stage in stages:
         latest = contents.latest(stage)
         pending = [i for i in stage.items if not (i.key in latest and latest[i.key].ok)]
         outcomes.append(StageOutcome(stage, latest, pending))
-    return outcomes, contents.unreadable_lines
+    return StageRun(outcomes, log.path if log is not None else None, contents.unreadable_lines)
 
 
 def _to_ask(outcomes: Sequence[StageOutcome]) -> list[Stage]:
@@ -510,53 +542,82 @@ def _finish(run: StageRun, options: StageOptions) -> StageRun:
     return run
 
 
+class _Recorder:
+    """Takes each finished item: its record to the log (if any), the outcome, and the caller's sink."""
+
+    def __init__(self, writer: LogWriter | None, sink: RecordSink | None) -> None:
+        self.writer = writer
+        self.sink = sink
+
+    def take(self, outcome: StageOutcome, item: StageItem, result: ChatResult) -> None:
+        record = record_for(outcome.stage, item, result)
+        if self.writer is not None:
+            self.writer.append(record)
+        outcome.records[item.key] = record
+        outcome.asked_now.append(record)
+        if self.sink is not None:
+            self.sink(record)
+
+
+@contextmanager
+def _recording(log: StageLog | None, stages: Sequence[Stage], sink: RecordSink | None) -> Iterator[_Recorder]:
+    if log is None:
+        yield _Recorder(None, sink)
+        return
+    with log.appending(_secret_holders(stages)) as writer:
+        yield _Recorder(writer, sink)
+
+
 def run_stages(
     stages: Sequence[Stage],
-    log: StageLog,
+    log: StageLog | None,
     options: StageOptions,
     *,
     clients: Mapping[str, ChatRunner] | None = None,
     costed_later: Sequence[Stage] = (),
     confirm: bool = True,
+    shown: Sequence[ChatRequest] | None = None,
+    on_record: RecordSink | None = None,
 ) -> StageRun:
-    """Ask every item of ``stages`` that ``log`` has not answered under the same settings; one log, one cost
-    question for all of them (plus ``costed_later``: items a later call will ask, e.g. a second step), one client
-    per judge (``clients`` by judge name, else made from the judge). ``confirm=False``: the cost was confirmed
-    by an earlier call. A dry run asks nothing and returns the report in ``StageRun.dry_run``."""
-    outcomes, unreadable = plan_stages(stages, log)
-    run = StageRun(outcomes, log.path, unreadable)
+    """Ask every item of ``stages`` that ``log`` has not answered under the same settings (every item when
+    ``log`` is None: a path that keeps its results itself, through ``on_record`` or the returned outcomes).
+
+    One cost question for all of them (plus ``costed_later``: items a later call will ask, e.g. a second step;
+    ``confirm=False``: confirmed by an earlier call), one client per judge (``clients`` by judge name, else made
+    from the judge). A dry run asks nothing and returns its report in ``StageRun.dry_run``; it shows the prompts
+    of ``shown`` (default: every pending item's, then ``costed_later``'s) and counts them per judge."""
+    run = plan_stages(stages, log)
     if options.dry_run:
-        run.dry_run = _dry_run(stages, outcomes, costed_later, log)
+        run.dry_run = _dry_run(stages, run.outcomes, costed_later, log, shown)
         return run
+    to_ask = _to_ask(run.outcomes)
+    if not to_ask and not any(s.items for s in costed_later):
+        return _finish(run, options)
     given = dict(clients or {})
     # made before the cost question: a missing API key stops the run before anything is asked
     made = {j.name: given.get(j.name) or make_client(j, options.cache) for j in _judges(stages)}
-    to_ask = _to_ask(outcomes)
-    if confirm and (to_ask or any(s.items for s in costed_later)):
-        confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache), options.yes)
+    if confirm:
+        order = _judges([*stages, *costed_later])
+        confirm_cost(cost_estimates([*to_ask, *costed_later], options.cache, order), options.yes)
     if not to_ask:
         return _finish(run, options)
-    with log.appending(_secret_holders(stages)) as writer:
-        for outcome in outcomes:
+    with _recording(log, stages, on_record) as recorder:
+        for outcome in run.outcomes:
             if outcome.pending:
-                _ask(outcome, made[outcome.stage.judge.name], writer, options.show_progress)
+                _ask(outcome, made[outcome.stage.judge.name], recorder, options.show_progress)
     return _finish(run, options)
 
 
-def _ask(outcome: StageOutcome, client: ChatRunner, writer: LogWriter, show_progress: bool) -> None:
-    stage = outcome.stage
+def _ask(outcome: StageOutcome, client: ChatRunner, recorder: _Recorder, show_progress: bool) -> None:
     by_key = {i.key: i for i in outcome.pending}
     before = _usage_copy(client.usage)
-
-    def on_result(result: ChatResult) -> None:
-        record = record_for(stage, by_key[result.key], result)
-        writer.append(record)
-        outcome.records[result.key] = record
-        outcome.asked_now.append(record)
-
+    requests = [i.request for i in outcome.pending]
     try:
         client.run(
-            [i.request for i in outcome.pending], desc=stage.label, show_progress=show_progress, on_result=on_result
+            requests,
+            desc=outcome.stage.label,
+            show_progress=show_progress,
+            on_result=lambda result: recorder.take(outcome, by_key[result.key], result),
         )
     finally:
         outcome.usage = _usage_since(before, client.usage)
@@ -580,10 +641,16 @@ def _usage_since(before: Usage, after: Usage) -> Usage:
 
 
 def run_stage(
-    stage: Stage, log: StageLog, options: StageOptions, *, client: ChatRunner | None = None
+    stage: Stage,
+    log: StageLog | None,
+    options: StageOptions,
+    *,
+    client: ChatRunner | None = None,
+    on_record: RecordSink | None = None,
 ) -> tuple[StageOutcome, StageRun]:
     """:func:`run_stages` for one stage: (its outcome, the run)."""
-    run = run_stages([stage], log, options, clients={stage.judge.name: client} if client is not None else None)
+    clients = {stage.judge.name: client} if client is not None else None
+    run = run_stages([stage], log, options, clients=clients, on_record=on_record)
     return run.outcomes[0], run
 
 
@@ -595,12 +662,14 @@ ItemAsker = Callable[[Stage, StageItem], Awaitable[ChatResult]]
 
 async def arun_stages(
     stages: Sequence[Stage],
-    log: StageLog,
+    log: StageLog | None,
     options: StageOptions,
     ask: ItemAsker,
     *,
     concurrency: int,
     estimates: Sequence[tuple[JudgeConfig, CostEstimate]] | None = None,
+    shown: Sequence[ChatRequest] | None = None,
+    on_record: RecordSink | None = None,
     confirm: bool = True,
     keep_asking: Callable[[], bool] | None = None,
 ) -> StageRun:
@@ -608,23 +677,22 @@ async def arun_stages(
     see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
     (e.g. an upper bound over every round), else each item's first request per stage's judge; ``confirm=False``:
     the caller estimated and capped the cost itself. ``keep_asking`` (e.g. a spending cap) is asked as each item
-    gets its slot: once it says no, the items not started are left unasked and ``StageRun.stopped`` is set."""
-    outcomes, unreadable = plan_stages(stages, log)
-    run = StageRun(outcomes, log.path, unreadable)
+    gets its slot: once it says no, the items not started are left unasked and ``StageRun.stopped`` is set. The
+    caller makes and closes its (async) clients; ``StageOutcome.usage`` counts items and failures only."""
+    run = plan_stages(stages, log)
     if options.dry_run:
-        run.dry_run = _dry_run(stages, outcomes, (), log)
+        run.dry_run = _dry_run(stages, run.outcomes, (), log, shown)
         return run
-    to_ask = _to_ask(outcomes)
-    if to_ask and confirm:
-        confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
+    to_ask = _to_ask(run.outcomes)
     if not to_ask:
         return _finish(run, options)
-    work = [(o, i) for o in outcomes for i in o.pending]
+    if confirm:
+        confirm_cost(list(estimates) if estimates is not None else cost_estimates(to_ask, options.cache), options.yes)
+    work = [(o, i) for o in run.outcomes for i in o.pending]
     semaphore = asyncio.Semaphore(max(1, concurrency))
-    bar = tqdm(
-        total=len(work), desc=" + ".join(s.label for s in to_ask), unit="item", disable=not options.show_progress
-    )
-    with log.appending(_secret_holders(stages)) as writer:
+    label = " + ".join(s.label for s in to_ask)
+    bar = tqdm(total=len(work), desc=label, unit="item", disable=not options.show_progress, dynamic_ncols=True)
+    with _recording(log, stages, on_record) as recorder:
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:
             async with semaphore:
@@ -632,12 +700,9 @@ async def arun_stages(
                     run.stopped = True
                     return
                 result = await ask(outcome.stage, item)
-            record = record_for(outcome.stage, item, result)
-            writer.append(record)
-            outcome.records[item.key] = record
-            outcome.asked_now.append(record)
+            recorder.take(outcome, item, result)
             outcome.usage.items += 1
-            outcome.usage.failures += not result.ok
+            outcome.usage.failures += 0 if result.ok else 1
             bar.update(1)
 
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -47,6 +47,7 @@ from mtrbench.llm.stage import (
     StageRun,
     arun_stages,
     combined_result,
+    legacy_record,
 )
 from mtrbench.llm.types import ChatRequest, ChatResult
 from mtrbench.synthesize import prompts
@@ -123,14 +124,16 @@ class LoggedConversations:
 
 
 def conversation_log(folder: Path) -> StageLog:
-    return StageLog(folder / LOG, purpose="synthesis log", upgrade=_record_of_old_layout)
+    return StageLog(folder / LOG, purpose="synthesis log", legacy=_old_conversation_record)
 
 
-def _record_of_old_layout(raw: dict[str, JSONValue]) -> dict[str, JSONValue]:
+def _old_conversation_record(raw: Mapping[str, JSONValue]) -> StageRecord | None:
     """A conversation record written before the one stage layout (it has no key): its id is its key, done is ok."""
-    if "key" in raw or "conversation_id" not in raw:
-        return raw
-    return {**raw, "key": str(raw["conversation_id"]), "ok": raw.get("status") == "done", "error": raw.get("reason")}
+    if "conversation_id" not in raw:
+        return None
+    return legacy_record(
+        {**raw, "key": str(raw["conversation_id"]), "ok": raw.get("status") == "done", "error": raw.get("reason")}
+    )
 
 
 def read_conversations(folder: Path, digest: str) -> LoggedConversations:
@@ -415,10 +418,11 @@ def _plan_lines(
 
 
 def _first_request(plan: ConversationPlan, chunks: dict[str, Chunk], clusters: list[list[str]]) -> ChatRequest:
-    """The questioner's request of a conversation's first turn (every plan starts with START)."""
+    """The questioner's request of a conversation's first turn (every plan starts with START), keyed by the
+    conversation as its stage item is (the runner asks it through ``Conversations.ask``)."""
     shown = [chunks[c].text for c in clusters[plan.cluster][:CANDIDATES_SHOWN]]
     return ChatRequest(
-        key=f"{plan.conversation_id}/t1/questioner",
+        key=plan.conversation_id,
         messages=questioner_messages(START, shown, []),
         reply_format=prompts.QUESTION_FORMAT,
     )

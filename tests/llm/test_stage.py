@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from llm_server import Reply, ScriptedChatServer
@@ -22,6 +23,7 @@ from mtrbench.llm.stage import (
     StageRecord,
     arun_stages,
     combined_result,
+    legacy_record,
     run_stage,
     run_stages,
 )
@@ -277,3 +279,43 @@ def test_stages_of_several_judges_share_one_log_and_one_cost_question(tmp_path, 
     assert sorted((r["judge"], r["key"]) for r in lines(log.path)) == sorted(
         [("a", k) for k in QUESTIONS] + [("b", "q1")]
     )
+
+
+def test_without_a_log_every_item_is_asked_and_each_record_reaches_the_sink(tmp_path):
+    """A path that keeps its results itself (eval's rewriter in memory, generate's store) runs with no log."""
+    taken: list[StageRecord] = []
+    with ScriptedChatServer(rating_by_key) as server:
+        for _ in range(2):
+            outcome, run = run_stage(rating_stage(judge_at(server)), None, OPTIONS, on_record=taken.append)
+        assert server.request_count == 2 * len(QUESTIONS)
+    assert run.log_path is None and list(tmp_path.iterdir()) == []
+    assert sorted((r.key, r.value) for r in taken) == sorted([(k, int(k[1:])) for k in QUESTIONS] * 2)
+    assert {k: r.value for k, r in outcome.records.items()} == {k: int(k[1:]) for k in QUESTIONS}
+
+
+def test_a_path_reads_its_own_older_layout(tmp_path):
+    """An older layout without ``key``/``value`` (the audit's: dimension, instance_id, parsed) is read by the
+    reader its path hands to the log."""
+
+    def audit_layout(raw):
+        if "dimension" not in raw:
+            return None
+        fields = {**raw, "value": raw.get("parsed")}
+        return legacy_record({**fields, "key": f"{raw['dimension']}|{raw['instance_id']}"})
+
+    path = tmp_path / "log.jsonl"
+    path.write_text(
+        json.dumps({"dimension": "d", "instance_id": "q1", "judge": "j", "model": "m", "prompt_hash": "hash-q1",
+                    "mode": "rating", "ok": True, "parsed": 4, "score": 4.0}) + "\n"
+    )  # fmt: skip
+    with ScriptedChatServer(rating_by_key) as server:
+        stage = rating_stage(judge_at(server), keys=("q1", "q2"))
+        stage = Stage(
+            stage.name,
+            stage.judge,
+            [replace(i, key=f"d|{i.key}", request=replace(i.request, key=f"d|{i.key}")) for i in stage.items],
+            stage.settings,
+        )
+        outcome, _ = run_stage(stage, StageLog(path, legacy=audit_layout), OPTIONS)
+        assert server.request_count == 1
+    assert (outcome.records["d|q1"].value, outcome.records["d|q2"].value) == (4, 2)

@@ -1,8 +1,8 @@
 """MTRAG's LLM judges through ``mtrbench.llm``: ask, log every reply, resume.
 
-Each question is an item keyed ``metric|task_id|judge``; its reply is appended to ``llm_judgments.jsonl`` as it
-arrives, so a killed run keeps what was answered and a rerun asks only the items the log has no readable reply
-for (same prompt, same judge model). The cost estimate covers both RL_F steps and is shown before anything is
+Each question is an item keyed ``metric|task_id|judge``, asked through ``mtrbench.llm.stage`` (one stage per
+judge); its reply is appended to ``llm_judgments.jsonl`` as it arrives, so a killed run keeps what was answered
+and a rerun asks only the items the log has no readable reply for (same prompt, same judge model). The cost estimate covers both RL_F steps and is shown before anything is
 sent; step 2 (verdicts) depends on step 1's statements, so it is sent after step 1.
 
 RB_llm asks every judge and takes the median; idk_eval, underspecified_eval and RL_F ask the first judge, as the
@@ -11,16 +11,12 @@ official script runs them with its one judge model.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any
 
-from mtrbench.formats.lines import read_log_records
 from mtrbench.formats.mtrag_eval import MtragTask
-from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.judge.mtrag import prompts
 from mtrbench.judge.mtrag.faithfulness import faithfulness_score, parse_statements, parse_verdicts
 from mtrbench.judge.mtrag.names import LLM_METRICS
@@ -29,11 +25,11 @@ from mtrbench.judge.mtrag.verdicts import clarification_verdict, idk_verdict
 from mtrbench.judge.prompts import prompt_hash
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
-
-if TYPE_CHECKING:
-    from mtrbench.llm.client import ChatResult
+from mtrbench.llm.stage import JSONValue, Stage, StageItem, StageLog, StageOptions, StageRecord, StageRun, run_stages
+from mtrbench.llm.types import ChatRequest
 
 LOG_NAME = "llm_judgments.jsonl"
+STAGE = "mtrag"
 _STATEMENTS, _VERDICTS = "RL_F.statements", "RL_F.verdicts"
 
 
@@ -48,6 +44,22 @@ class _Item:
     @property
     def key(self) -> str:
         return f"{self.step}|{self.task_id}|{self.judge.name}"
+
+    @property
+    def settings(self) -> dict[str, str]:
+        """What a logged reply must match to be reused (the names MTRAG's earlier log layout used)."""
+        return {"model": self.judge.model, "prompt_hash": prompt_hash(self.messages)}
+
+    def stage_item(self) -> StageItem:
+        request = ChatRequest(
+            key=self.key,
+            messages=self.messages,
+            parse=self.parse,
+            want_json=self.step in (_STATEMENTS, _VERDICTS, "underspecified_eval"),
+        )
+        return StageItem(
+            self.key, request, {"prompt_hash": prompt_hash(self.messages)}, {"step": self.step, "task_id": self.task_id}
+        )
 
 
 @dataclass
@@ -115,97 +127,49 @@ def _verdict_item(task: MtragTask, judge: JudgeConfig, statements: Sequence[str]
     )
 
 
-class _Log:
-    """The append-only reply log: the readable reply per key for the current prompt and judge model."""
+class _Answers:
+    """The log's readable replies: per item, its value when an ok record has the item's prompt and judge model."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        records, _ = read_log_records(path)
-        self.answered: dict[tuple[str, str, str], Any] = {}
-        for r in records:
-            if r.get("ok"):
-                self.answered[(r.get("key"), r.get("prompt_hash"), r.get("model"))] = r.get("value")
+    def __init__(self, log: StageLog) -> None:
+        self.log = log
+        self.reload()
 
-    def lookup(self, item: _Item) -> tuple[bool, Any]:
-        key = (item.key, prompt_hash(item.messages), item.judge.model)
-        return key in self.answered, self.answered.get(key)
+    def reload(self) -> None:
+        self.by_key: dict[str, list[StageRecord]] = {}
+        for record in self.log.read().records:
+            if record.ok:
+                self.by_key.setdefault(record.key, []).append(record)
 
-    def append(self, handle: TextIO, item: _Item, result: ChatResult) -> None:
-        record = {
-            "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "key": item.key,
-            "step": item.step,
-            "task_id": item.task_id,
-            "judge": item.judge.name,
-            "model": item.judge.model,
-            "prompt_hash": prompt_hash(item.messages),
-            "ok": bool(result.ok),
-            "value": result.value if result.ok else None,
-            "error": result.error,
-            "reply": result.text,
-        }
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        handle.flush()  # a killed run keeps every reply already received
-        if result.ok:
-            self.answered[(item.key, record["prompt_hash"], item.judge.model)] = result.value
+    def lookup(self, item: _Item) -> tuple[bool, JSONValue]:
+        settings = item.settings
+        for record in reversed(self.by_key.get(item.key, [])):
+            if record.matches(STAGE, settings):
+                return True, record.value
+        return False, None
 
 
-def _requests(items: Sequence[_Item]):
-    from mtrbench.llm.client import ChatRequest
-
+def _stages(items: Sequence[_Item], judges: Sequence[JudgeConfig]) -> list[Stage]:
+    """One stage per judge (in the judges' order, an empty one for a judge with nothing to ask)."""
     return [
-        ChatRequest(
-            key=i.key,
-            messages=i.messages,
-            parse=i.parse,
-            want_json=i.step in (_STATEMENTS, _VERDICTS, "underspecified_eval"),
+        Stage(
+            name=STAGE,
+            judge=judge,
+            items=[i.stage_item() for i in items if i.judge.name == judge.name],
+            settings={"model": judge.model},
+            desc=f"MTRAG judge {judge.name}",
+            unit="step-one items",
         )
-        for i in items
+        for judge in judges
     ]
 
 
-def _ask(
-    items: Sequence[_Item], log: _Log, cache: ResponseCache | None, outcome: LlmJudgements, show_progress: bool
-) -> None:
-    from mtrbench.llm.hf import make_client
-
-    by_judge: dict[str, list[_Item]] = {}
-    for item in items:
-        by_judge.setdefault(item.judge.name, []).append(item)
-    log.path.parent.mkdir(parents=True, exist_ok=True)
-    with held_lock(lock_path_for(log.path), purpose=f"MTRAG judge log {log.path}"):
-        cut_short = log.path.is_file() and log.path.stat().st_size > 0 and not log.path.read_bytes().endswith(b"\n")
-        with log.path.open("a", encoding="utf-8") as handle:
-            if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
-                handle.write("\n")
-            for name, pending in by_judge.items():
-                by_key = {i.key: i for i in pending}
-                client = make_client(pending[0].judge, cache)  # HTTP, or an in-process hf:// model
-
-                def on_result(result: ChatResult, by_key: dict[str, _Item] = by_key, name: str = name) -> None:
-                    item = by_key[result.key]
-                    log.append(handle, item, result)
-                    if not result.ok:
-                        outcome.failures.setdefault(name, []).append((item.key, result.error or "no reply"))
-
-                client.run(
-                    _requests(pending), desc=f"MTRAG judge {name}", show_progress=show_progress, on_result=on_result
-                )
-                outcome.sent += len(pending)
-
-
-def _confirm(pending: Sequence[_Item], judges: Sequence[JudgeConfig], cache: ResponseCache | None, yes: bool) -> None:
-    from mtrbench.llm.client import ChatClient
-    from mtrbench.llm.cost import confirm_cost, estimate_cost
-    from mtrbench.llm.hf import is_hf_url
-
-    for judge in judges:
-        if not is_hf_url(judge.base_url):
-            ChatClient(judge, cache)  # a missing key stops here, before the cost question
-    estimates = [
-        (j, estimate_cost(_requests([i for i in pending if i.judge.name == j.name]), j, cache)) for j in judges
-    ]
-    confirm_cost([(j, e) for j, e in estimates if e.n_requests], yes)
+def _note(run: StageRun, outcome: LlmJudgements) -> None:
+    """This run's sent items and failures, per judge."""
+    for stage_outcome in run.outcomes:
+        outcome.sent += len(stage_outcome.pending)
+        for record in stage_outcome.asked_now:
+            if not record.ok:
+                outcome.failures.setdefault(record.judge, []).append((record.key, record.error or "no reply"))
 
 
 def run_llm_judges(
@@ -215,46 +179,53 @@ def run_llm_judges(
     cache: ResponseCache | None = None,
 ) -> LlmJudgements | None:
     """Every asked LLM metric for every task; None after a dry run."""
-    from mtrbench.llm.cost import print_dry_run
-
     metrics = [m for m in options.metrics if m in LLM_METRICS]
-    log = _Log(Path(options.output_dir) / LOG_NAME)
+    log = StageLog(Path(options.output_dir) / LOG_NAME, purpose="MTRAG judge log")
+    answers = _Answers(log)
     outcome = LlmJudgements(log_path=log.path)
-    first = _step_one_items(tasks, judges, metrics)
-    pending = [i for i in first if not log.lookup(i)[0]]
+    stage_options = StageOptions(
+        cache=cache, dry_run=options.dry_run, yes=options.yes, show_progress=options.show_progress
+    )
     # for the estimate, step 2 is costed with the whole answer as its one statement
     planned = [
         _verdict_item(t, judges[0], [t.prediction])
         for t in tasks
-        if "RL_F" in metrics and not _verdicts_done(t, judges[0], log)
+        if "RL_F" in metrics and not _verdicts_done(t, judges[0], answers)
     ]
-    if options.dry_run:
-        print_dry_run(_requests(pending + planned), judges)
-        print(f"{len(first) - len(pending)} of {len(first)} step-one items already answered in {log.path}")
+    step_one = _step_one_items(tasks, judges, metrics)
+    shown = [i.stage_item().request for i in step_one if not answers.lookup(i)[0]] + [
+        i.stage_item().request for i in planned
+    ]
+    run = run_stages(
+        _stages(step_one, judges), log, stage_options, costed_later=_stages(planned, judges[:1]), shown=shown
+    )
+    if run.dry_run is not None:
         return None
-    if pending or planned:
-        _confirm(pending + planned, judges, cache, options.yes)
-    if pending:
-        _ask(pending, log, cache, outcome, options.show_progress)
+    _note(run, outcome)
+    answers.reload()
     second = []
     for task in tasks if "RL_F" in metrics else ():
-        done, statements = log.lookup(_step_one_items([task], judges, ["RL_F"])[0])
-        if done and statements:
-            second.append(_verdict_item(task, judges[0], statements))
-    pending_second = [i for i in second if not log.lookup(i)[0]]
-    if pending_second:
-        _ask(pending_second, log, cache, outcome, options.show_progress)
-    _collect(tasks, judges, metrics, log, outcome)
+        done, statements = answers.lookup(_step_one_items([task], judges, ["RL_F"])[0])
+        if done and statements and isinstance(statements, list):
+            second.append(_verdict_item(task, judges[0], [str(s) for s in statements]))
+    if second:
+        _note(run_stages(_stages(second, judges[:1]), log, stage_options, confirm=False), outcome)
+        answers.reload()
+    _collect(tasks, judges, metrics, answers, outcome)
     return outcome
 
 
-def _verdicts_done(task: MtragTask, judge: JudgeConfig, log: _Log) -> bool:
+def _verdicts_done(task: MtragTask, judge: JudgeConfig, log: _Answers) -> bool:
     done, statements = log.lookup(_step_one_items([task], [judge], ["RL_F"])[0])
     return done and (not statements or log.lookup(_verdict_item(task, judge, statements))[0])
 
 
 def _collect(
-    tasks: Sequence[MtragTask], judges: Sequence[JudgeConfig], metrics: Sequence[str], log: _Log, outcome: LlmJudgements
+    tasks: Sequence[MtragTask],
+    judges: Sequence[JudgeConfig],
+    metrics: Sequence[str],
+    log: _Answers,
+    outcome: LlmJudgements,
 ) -> None:
     """Values of the answered items only: a task missing from ``values[metric]`` was not answered."""
     outcome.asked = {j.name: 0 for j in judges}
@@ -282,7 +253,7 @@ def _collect(
                 outcome.unanswered[judges[0].name] += 1
 
 
-def _rl_f(task: MtragTask, judge: JudgeConfig, log: _Log) -> float | None:
+def _rl_f(task: MtragTask, judge: JudgeConfig, log: _Answers) -> float | None:
     done, statements = log.lookup(_step_one_items([task], [judge], ["RL_F"])[0])
     if not done:
         return None
