@@ -28,7 +28,7 @@ from mtrbench.retrieve import build_retriever
 from mtrbench.retrieve.dense import EmbeddingRetriever
 from mtrbench.search.exact import full_search
 from mtrbench.synthesize.curate import Chunk, shingles
-from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
+from mtrbench.synthesize.workdir import finished_summary, read_jsonl, write_jsonl, write_summary
 
 CLUSTERS = "clusters.jsonl"
 

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from mtrbench.infra.errors import DataError
 from mtrbench.synthesize.quality import QualityScorer, QualityVerdict, build_scorer
 from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
-from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
+from mtrbench.synthesize.workdir import finished_summary, read_jsonl, write_jsonl, write_summary
 
 # Table 8 of the seed, in priority order.
 TABLE8_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", " ", ".", ",", "\u200b", "\uff0c", "\u3001", "\uff0e", "\u3002", "")

@@ -54,7 +54,7 @@ from mtrbench.synthesize import prompts
 from mtrbench.synthesize.cost import SeedCostModel, estimate_synthesis
 from mtrbench.synthesize.curate import Chunk
 from mtrbench.synthesize.plan import DRILL, HARD, SOFT, START, ConversationPlan, PlanOptions, plan_conversations
-from mtrbench.synthesize.stage import settings_digest, write_summary
+from mtrbench.synthesize.workdir import settings_digest, write_summary
 
 LOG = "conversations.log.jsonl"
 STAGE = "synthesize"  # the log records' "stage"

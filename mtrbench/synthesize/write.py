@@ -25,7 +25,7 @@ import yaml
 
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.synthesize.curate import Chunk
-from mtrbench.synthesize.stage import write_jsonl
+from mtrbench.synthesize.workdir import write_jsonl
 
 SPLIT = "test"
 
