@@ -6,11 +6,13 @@ switch; of another cluster for a hard switch), the responder answers it from tha
 polisher rewrites it into the casual follow-up the user actually types (coreference, ellipsis). The
 stand-alone question is kept as the turn's rewrite.
 
-Finished conversations are appended to ``conversations.log.jsonl`` one line each, flushed and synced;
-a conversation cut short by a kill is never written, so a rerun requests exactly the conversations the
-log does not hold (with the same plan digest). A conversation whose agent reply stays malformed after
-the client's re-asks, or whose request fails, is logged as dropped with its reason and counted; every
-malformed reply (redacted) is in its conversation's record, dropped or done.
+The conversations are one stage of the LLM stage runner (``mtrbench.llm.stage``): one item per conversation,
+asked through the three agents by ``Conversations.ask``. The runner appends each finished one to
+``conversations.log.jsonl`` in its one record layout (flushed, under the log's lock); a conversation cut short
+by a kill is never written, so a rerun requests exactly the conversations the log does not hold (with the same
+plan digest). A log of the layout before (no ``key``) is read too. A conversation whose agent reply stays
+malformed after the client's re-asks, or whose request fails, is logged as dropped with its reason and
+counted; every malformed reply (redacted) is in its conversation's record, dropped or done.
 
 A dropped conversation is tried again on a rerun, up to ``GenerateOptions.retry_dropped`` more times in
 all: its agents are then asked with the seed moved by the try number (``DROPPED_SEED_STEP``), since the
