@@ -12,8 +12,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
 
 # Modules still being moved to logging by the other parts of this change. The list ends empty.
 BEING_MIGRATED = {
-    "synthesize/generate.py",  # being migrated
-    "synthesize/pipeline.py",  # being migrated
 }
 
 
