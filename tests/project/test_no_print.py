@@ -10,10 +10,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
 
-# Modules still being moved to logging by the other parts of this change. The list ends empty.
-BEING_MIGRATED = {
-}
-
 
 def print_calls(path: Path) -> list[int]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -30,10 +26,7 @@ def library_modules() -> list[Path]:
 
 def test_no_print_in_library_code():
     found = {p.relative_to(PACKAGE).as_posix(): lines for p in library_modules() if (lines := print_calls(p))}
-    unexpected = {name: lines for name, lines in found.items() if name not in BEING_MIGRATED}
-    assert not unexpected, f"print() outside mtrbench/cli/ (log instead, or return what the CLI prints): {unexpected}"
-    finished = sorted(BEING_MIGRATED - set(found))
-    assert not finished, f"no print() left in {finished}: take them off BEING_MIGRATED"
+    assert not found, f"print() outside mtrbench/cli/ (log instead, or return what the CLI prints): {found}"
 
 
 def test_the_check_finds_calls_of_the_name_print_only(tmp_path):
