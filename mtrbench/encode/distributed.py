@@ -27,6 +27,7 @@ import torch
 from mtrbench.encode.engine import EngineOptions
 from mtrbench.encode.towers import TowerSpec
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.reporting import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,6 @@ class RayEncoder:
         return (gpus, 1.0) if gpus else (2, 0.0)
 
     def __call__(self, texts: list[str], sizes: list[int], on_chunk: Callable[[int, torch.Tensor], None]) -> None:
-        from tqdm.auto import tqdm
 
         connect(self.settings)
         ray = ray_module()
@@ -191,11 +191,11 @@ class RayEncoder:
         )
         waiting: dict[int, torch.Tensor] = {}
         expected = 0
-        bar = tqdm(
+        bar = progress_bar(
             total=len(texts),
             desc=f"Encoding corpus (Ray, {actors} workers)",
             unit="text",
-            disable=not self.show_progress,
+            show_progress=self.show_progress,
             leave=False,
             mininterval=0.5,
         )

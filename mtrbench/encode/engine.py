@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from mtrbench.encode.batching import Ragged, plan_batches
 from mtrbench.encode.towers import Tower, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.reporting import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +202,6 @@ class EncodingEngine:
         show_progress: bool,
         desc: str,
     ) -> torch.Tensor:
-        from tqdm.auto import tqdm
 
         self.tower.prepare(prompt)
         packed = self.packed and getattr(self.tower, "fast_tokenization", True)
@@ -217,8 +217,8 @@ class EncodingEngine:
                 args=(texts, prompt, packed, sizes, batches, stop, executor, threads),
             )
             producer.start()
-            bar = tqdm(
-                total=len(texts), desc=desc, unit="text", disable=not show_progress, leave=False, mininterval=0.5
+            bar = progress_bar(
+                total=len(texts), desc=desc, unit="text", show_progress=show_progress, leave=False, mininterval=0.5
             )
             try:
                 while True:

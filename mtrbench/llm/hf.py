@@ -37,9 +37,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tqdm.auto import tqdm
-
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.reporting import progress_bar
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.packaged import resolve_chat_model
@@ -204,12 +203,12 @@ class HFChatClient:
                     on_result(hit)
             else:
                 todo.append(_Item(index, request, request))
-        bar = tqdm(
+        bar = progress_bar(
             total=len(requests),
             initial=len(results),
             desc=desc,
             unit="req",
-            disable=not show_progress,
+            show_progress=show_progress,
             dynamic_ncols=True,
         )
         started = time.monotonic()

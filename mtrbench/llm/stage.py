@@ -34,12 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
-from tqdm.auto import tqdm
-
 from mtrbench.formats.lines import read_log_records
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import held_lock, lock_path_for
-from mtrbench.infra.reporting import report
+from mtrbench.infra.reporting import progress_bar, report
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.cost import CostEstimate, confirm_cost, dry_run_text, estimate_cost
@@ -708,7 +706,9 @@ async def arun_stages(
     work = [(o, i) for o in run.outcomes for i in o.pending]
     semaphore = asyncio.Semaphore(max(1, concurrency))
     label = " + ".join(s.label for s in to_ask)
-    bar = tqdm(total=len(work), desc=label, unit="item", disable=not options.show_progress, dynamic_ncols=True)
+    bar = progress_bar(
+        total=len(work), desc=label, unit="item", show_progress=options.show_progress, dynamic_ncols=True
+    )
     with _recording(log, stages, on_record, also_asked) as recorder:
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:

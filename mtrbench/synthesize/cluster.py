@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from mtrbench.data.model import Corpus
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.reporting import progress_bar
 from mtrbench.retrieve import build_retriever
 from mtrbench.retrieve.dense import EmbeddingRetriever
 from mtrbench.search.exact import full_search
@@ -113,7 +113,7 @@ def greedy_traversal(embeddings: torch.Tensor, graph: np.ndarray, start: int, sh
     pool_vectors = embeddings
     unsynced = [start]
     current = start
-    bar = tqdm(total=n, desc="Cluster: greedy traversal", unit="chunk", disable=not show_progress)
+    bar = progress_bar(total=n, desc="Cluster: greedy traversal", unit="chunk", show_progress=show_progress)
     bar.update(1)
     while len(path) < n:
         step = next((int(j) for j in graph[current] if j >= 0 and not visited[j]), None)

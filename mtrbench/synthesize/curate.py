@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.reporting import progress_bar
 from mtrbench.synthesize.quality import QualityScorer, QualityVerdict, build_scorer
 from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
 from mtrbench.synthesize.workdir import finished_summary, read_jsonl, write_jsonl, write_summary
@@ -118,7 +117,7 @@ def chunk_documents(
 ) -> list[Chunk]:
     splitter = make_splitter(options.chunk_size, options.chunk_overlap)
     chunks: list[Chunk] = []
-    for document in tqdm(documents, desc="Curate: chunking", unit="doc", disable=not show_progress):
+    for document in progress_bar(documents, desc="Curate: chunking", unit="doc", show_progress=show_progress):
         text = strip_non_text(document.text)
         if not text:
             counts["documents empty after stripping"] += 1
@@ -209,11 +208,11 @@ QUALITY_BATCH = 256
 
 def score_quality(texts: list[str], scorer: QualityScorer, show_progress: bool = False) -> list[QualityVerdict]:
     verdicts: list[QualityVerdict] = []
-    for start in tqdm(
+    for start in progress_bar(
         range(0, len(texts), QUALITY_BATCH),
         desc=f"Curate: quality ({scorer.name})",
         unit="batch",
-        disable=not show_progress,
+        show_progress=show_progress,
     ):
         verdicts.extend(scorer.score(texts[start : start + QUALITY_BATCH]))
     return verdicts
