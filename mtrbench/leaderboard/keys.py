@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtrbench.results.labels import canonical
-from mtrbench.results.overwrite import EXECUTION_ONLY  # settings that change speed, never scores: not an identity
+from mtrbench.results.settings import RETRIEVER_EXECUTION_KEYS  # they change speed, never scores: not an identity
 
 COMPARABILITY_SETTINGS = ("history", "truncate", "query_format")
 
@@ -24,7 +24,7 @@ def score_settings(entry: dict[str, Any]) -> dict[str, Any]:
     settings = dict(entry["settings"])
     retriever = settings.get("retriever")
     if isinstance(retriever, dict):
-        settings["retriever"] = {k: v for k, v in retriever.items() if k not in EXECUTION_ONLY}
+        settings["retriever"] = {k: v for k, v in retriever.items() if k not in RETRIEVER_EXECUTION_KEYS}
     return settings
 
 
