@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,14 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries, load_result_entry
+from mtrbench.leaderboard.entries import (
+    EntryLike,
+    LeaderboardEntry,
+    SourcedEntry,
+    as_entry,
+    load_leaderboard_entries,
+    load_result_entry,
+)
 from mtrbench.leaderboard.keys import (
     comparability,
     flatten,
@@ -34,7 +42,7 @@ from mtrbench.leaderboard.keys import (
     system_settings,
     truncation_free,
 )
-from mtrbench.leaderboard.schema import validate
+from mtrbench.leaderboard.schema import resolve, validate
 from mtrbench.results.documents import find_inputs
 from mtrbench.results.labels import canonical, short_model
 from mtrbench.results.writer import safe_name
@@ -63,10 +71,10 @@ class BuildReport:
 
 
 def _date_order(sourced: SourcedEntry) -> str:
-    return sourced.entry.get("date") or ""
+    return sourced.entry.date or ""
 
 
-def same_scores(a: dict[str, float], b: dict[str, float]) -> bool:
+def same_scores(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     """Equal metric sets with equal values; 1e-12 absorbs only the last bit of a float round trip."""
     return a.keys() == b.keys() and all(abs(a[k] - b[k]) <= 1e-12 for k in a)
 
@@ -82,49 +90,50 @@ def deduplicate(entries: list[SourcedEntry], keep_newest: bool, report: BuildRep
             kept[key] = sourced
             continue
         a, b = previous.entry, sourced.entry
-        what = f"{a['model']} on {a['task']} (history {a['settings'].get('history')})"
-        if same_scores(a["scores"], b["scores"]):
+        what = f"{a.model} on {a.task} (history {a.history})"
+        if same_scores(a.scores, b.scores):
             # the same result reached twice, or a re-run that reproduced it: one entry, the newer one
             if _date_order(sourced) > _date_order(previous):
                 kept[key] = sourced
-            if a.get("date") != b.get("date"):
+            if a.date != b.date:
                 report.warnings.append(
                     f"{what}: {previous.origin} and {sourced.origin} have identical scores "
-                    f"(a re-run); kept once, dated {kept[key].entry.get('date')}"
+                    f"(a re-run); kept once, dated {kept[key].entry.date}"
                 )
             continue
         if not keep_newest:
-            differing = sorted(
-                k for k in set(a["scores"]) | set(b["scores"]) if a["scores"].get(k) != b["scores"].get(k)
-            )
+            differing = sorted(k for k in set(a.scores) | set(b.scores) if a.scores.get(k) != b.scores.get(k))
             raise MtrbenchError(
                 f"conflicting entries for {what} with the same settings: {previous.origin} and "
                 f"{sourced.origin} differ in {len(differing)} score(s) (e.g. {differing[0]}: "
-                f"{a['scores'].get(differing[0])} vs {b['scores'].get(differing[0])}); remove one, "
+                f"{a.scores.get(differing[0])} vs {b.scores.get(differing[0])}); remove one, "
                 f"or pass --keep-newest to keep the newer one"
             )
         newer, older = (sourced, previous) if _date_order(sourced) >= _date_order(previous) else (previous, sourced)
         kept[key] = newer
         report.warnings.append(
-            f"duplicate {what}: kept {newer.origin} (date {newer.entry.get('date')}), "
-            f"dropped {older.origin} (date {older.entry.get('date')})"
+            f"duplicate {what}: kept {newer.origin} (date {newer.entry.date}), "
+            f"dropped {older.origin} (date {older.entry.date})"
         )
     return list(kept.values())
 
 
-def assign_unique_ids(entries: list[dict[str, Any]]) -> None:
+def assign_unique_ids(entries: Sequence[LeaderboardEntry]) -> list[LeaderboardEntry]:
     """Ids stay as they are unless two entries share one; then the later ones get a suffix from their identity."""
     taken: set[str] = set()
+    unique = []
     for entry in entries:
-        base = entry["id"]
+        base = entry.id
         if base in taken:
-            experiment = (entry["source"].get("experiment") or "") if entry["label"] == "run" else ""
+            experiment = entry.experiment or ""
             suffix = hashlib.sha256(identity(entry).encode()).hexdigest()[:8]
             candidate = (
                 f"{base}__{experiment}" if experiment and f"{base}__{experiment}" not in taken else f"{base}__{suffix}"
             )
-            entry["id"] = safe_name(candidate)
-        taken.add(entry["id"])
+            entry = entry.with_id(safe_name(candidate))
+        taken.add(entry.id)
+        unique.append(entry)
+    return unique
 
 
 # ---------------------------------------------------------------- grouping
@@ -133,13 +142,13 @@ def assign_unique_ids(entries: list[dict[str, Any]]) -> None:
 @dataclass
 class Group:
     comparability: dict[str, Any]
-    members: list[dict[str, Any]] = field(default_factory=list)
+    members: list[LeaderboardEntry] = field(default_factory=list)
     datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _partition_by_comparability(entries: list[dict[str, Any]]) -> list[Group]:
+def _partition_by_comparability(entries: Sequence[LeaderboardEntry]) -> list[Group]:
     groups: dict[str, Group] = {}
-    free: list[dict[str, Any]] = []
+    free: list[LeaderboardEntry] = []
     for entry in entries:
         if truncation_free(entry):
             free.append(entry)
@@ -163,16 +172,13 @@ def _partition_by_comparability(entries: list[dict[str, Any]]) -> list[Group]:
 
 
 def _split_by_dataset(group: Group) -> list[Group]:
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    by_task: dict[str, list[LeaderboardEntry]] = {}
     for entry in group.members:
-        by_task.setdefault(entry["task"], []).append(entry)
+        by_task.setdefault(entry.task, []).append(entry)
     layers: list[Group] = []
     for task, task_entries in by_task.items():
-        counts = Counter((e["split"], e["dataset_revision"]) for e in task_entries)
-        newest = {
-            v: max((e.get("date") or "") for e in task_entries if (e["split"], e["dataset_revision"]) == v)
-            for v in counts
-        }
+        counts = Counter((e.split, e.dataset_revision) for e in task_entries)
+        newest = {v: max((e.date or "") for e in task_entries if (e.split, e.dataset_revision) == v) for v in counts}
         variants = sorted(counts, key=str)
         variants.sort(key=lambda v: newest[v], reverse=True)
         variants.sort(key=lambda v: -counts[v])  # stable sorts: most entries, then newest, then name
@@ -180,7 +186,7 @@ def _split_by_dataset(group: Group) -> list[Group]:
             while len(layers) <= layer:
                 layers.append(Group(dict(group.comparability)))
             layers[layer].datasets[task] = {"split": variant[0], "dataset_revision": variant[1]}
-            layers[layer].members.extend(e for e in task_entries if (e["split"], e["dataset_revision"]) == variant)
+            layers[layer].members.extend(e for e in task_entries if (e.split, e.dataset_revision) == variant)
     return layers
 
 
@@ -197,25 +203,25 @@ def competition_ranks(values: dict[str, float], digits: int = 12) -> dict[str, i
     return ranks
 
 
-def _main_score_of(task_entries: list[dict[str, Any]]) -> str:
-    counts = Counter(e["main_score"] for e in task_entries)
+def _main_score_of(task_entries: list[LeaderboardEntry]) -> str:
+    counts = Counter(e.main_score for e in task_entries)
     return sorted(counts, key=lambda k: (-counts[k], k))[0]
 
 
-def _system_names(members: list[dict[str, Any]]) -> dict[str, str]:
+def _system_names(members: list[LeaderboardEntry]) -> dict[str, str]:
     """system identity -> a readable, unique name: the model, plus what tells same-model systems apart."""
-    systems: dict[str, dict[str, Any]] = {}
+    systems: dict[str, LeaderboardEntry] = {}
     for entry in members:
         systems.setdefault(system_identity(entry), entry)
     by_model: dict[str, list[str]] = {}
     for key, entry in systems.items():
-        by_model.setdefault(entry["model"], []).append(key)
+        by_model.setdefault(entry.model, []).append(key)
     names: dict[str, str] = {}
     for model, keys in by_model.items():
         if len(keys) == 1:
             names[keys[0]] = model
             continue
-        flat = {k: flatten({"revision": systems[k]["model_revision"], **system_settings(systems[k])}) for k in keys}
+        flat = {k: flatten({"revision": systems[k].model_revision, **system_settings(systems[k])}) for k in keys}
         differing = sorted(
             {name for k in keys for name, v in flat[k].items() if any(flat[o].get(name) != v for o in keys)}
         )
@@ -230,12 +236,12 @@ def _system_names(members: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _finish_group(group: Group, group_id: str, separations: list[str]) -> dict[str, Any]:
-    tasks = list(dict.fromkeys(e["task"] for e in group.members))
+    tasks = list(dict.fromkeys(e.task for e in group.members))
     main_scores, ranks = {}, {}
     for task in tasks:
-        task_entries = [e for e in group.members if e["task"] == task]
+        task_entries = [e for e in group.members if e.task == task]
         main = main_scores[task] = _main_score_of(task_entries)
-        ranks[task] = competition_ranks({e["id"]: e["scores"][main] for e in task_entries if main in e["scores"]})
+        ranks[task] = competition_ranks({e.id: e.scores[main] for e in task_entries if main in e.scores})
     names = _system_names(group.members)
     systems: dict[str, dict[str, Any]] = {}
     for entry in group.members:
@@ -243,17 +249,17 @@ def _finish_group(group: Group, group_id: str, separations: list[str]) -> dict[s
         system = systems.setdefault(
             name,
             {
-                "model": entry["model"],
-                "model_revision": entry["model_revision"],
+                "model": entry.model,
+                "model_revision": entry.model_revision,
                 "settings": system_settings(entry),
                 "entries": {},
             },
         )
-        system["entries"][entry["task"]] = entry["id"]
+        system["entries"][entry.task] = entry.id
     averages: dict[str, dict[str, float]] = {}
     average_over = tasks if len(tasks) >= 2 else []
     if average_over:
-        by_id = {e["id"]: e for e in group.members}
+        by_id = {e.id: e for e in group.members}
         for name, system in systems.items():
             missing = [t for t in tasks if t not in system["entries"]]
             if missing:
@@ -263,13 +269,13 @@ def _finish_group(group: Group, group_id: str, separations: list[str]) -> dict[s
                 )
                 continue
             entries = [by_id[system["entries"][t]] for t in tasks]
-            shared = [k for k in entries[0]["scores"] if all(k in e["scores"] for e in entries)]
-            averages[name] = {k: sum(e["scores"][k] for e in entries) / len(entries) for k in shared}
+            shared = [k for k in entries[0].scores if all(k in e.scores for e in entries)]
+            averages[name] = {k: sum(e.scores[k] for e in entries) / len(entries) for k in shared}
     return {
         "id": group_id,
         "comparability": {**group.comparability, "datasets": group.datasets},
         "tasks": tasks,
-        "entries": [e["id"] for e in group.members],
+        "entries": [e.id for e in group.members],
         "main_scores": main_scores,
         "ranks": ranks,
         "average_over": average_over,
@@ -284,7 +290,7 @@ def _describe(value: Any) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[dict[str, Any]]]) -> str | None:
+def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[LeaderboardEntry]]) -> str | None:
     ca, cb = a["comparability"], b["comparability"]
     reasons = []
     for key, name in REASON_NAMES.items():
@@ -302,13 +308,13 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     if not reasons:
         return None
     ea, eb = members[a["id"]], members[b["id"]]
-    shared_models = [e["model"] for e in ea if any(o["model"] == e["model"] for o in eb)]
+    shared_models = [e.model for e in ea if any(o.model == e.model for o in eb)]
     shared_tasks = [t for t in a["tasks"] if t in b["tasks"]]
     if not shared_models and not shared_tasks:
         return None  # nothing these groups could have been compared on
-    model_a = short_model(shared_models[0] if shared_models else ea[0]["model"])
-    model_b = short_model(shared_models[0] if shared_models else eb[0]["model"])
-    task = shared_tasks[0] if shared_tasks else ea[0]["task"]
+    model_a = short_model(shared_models[0] if shared_models else ea[0].model)
+    model_b = short_model(shared_models[0] if shared_models else eb[0].model)
+    task = shared_tasks[0] if shared_tasks else ea[0].task
     return (
         f"{model_a} ({a['id']}) vs {model_b} ({b['id']}) on {task}: "
         + "; ".join(reasons)
@@ -316,11 +322,12 @@ def _separation(a: dict[str, Any], b: dict[str, Any], members: dict[str, list[di
     )
 
 
-def group_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    """(groups, separations) for entries with unique ids."""
-    layers = [layer for group in _partition_by_comparability(entries) for layer in _split_by_dataset(group)]
-    position = {e["id"]: n for n, e in enumerate(entries)}
-    layers.sort(key=lambda g: min(position[e["id"]] for e in g.members))
+def group_entries(entries: Sequence[EntryLike]) -> tuple[list[dict[str, Any]], list[str]]:
+    """(groups, separations) for entries with unique ids (typed, or as read from a leaderboard file)."""
+    typed = [as_entry(e) for e in entries]
+    layers = [layer for group in _partition_by_comparability(typed) for layer in _split_by_dataset(group)]
+    position = {e.id: n for n, e in enumerate(typed)}
+    layers.sort(key=lambda g: min(position[e.id] for e in g.members))
     separations: list[str] = []
     groups = [_finish_group(layer, f"g{n}", separations) for n, layer in enumerate(layers, 1)]
     members = {g["id"]: layer.members for g, layer in zip(groups, layers)}
@@ -349,8 +356,7 @@ def build_document(
     report: BuildReport | None = None,
 ) -> dict[str, Any]:
     report = report or BuildReport()
-    entries = [s.entry for s in deduplicate(sourced, keep_newest, report)]
-    assign_unique_ids(entries)
+    entries = assign_unique_ids([s.entry for s in deduplicate(sourced, keep_newest, report)])
     groups, separations = group_entries(entries)
     document = {
         "schema_version": 1,
@@ -358,7 +364,7 @@ def build_document(
         "description": description,
         "created": utc_now(),
         "generator": f"mtrbench {__version__}",
-        "entries": entries,
+        "entries": [e.to_json() for e in entries],
         "groups": groups,
         "separations": separations,
     }
@@ -368,8 +374,6 @@ def build_document(
 
 def collect(paths: list[str | Path], report: BuildReport) -> list[SourcedEntry]:
     """Entries from result files/folders and leaderboards; a bare NAME that is no path means a shipped leaderboard."""
-    from mtrbench.leaderboard.schema import resolve
-
     paths = [
         resolve(str(p)) if not Path(p).exists() and Path(p).suffix == "" and "/" not in str(p) else p for p in paths
     ]

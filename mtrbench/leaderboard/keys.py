@@ -11,79 +11,91 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from mtrbench.leaderboard.entries import RUN, EntryLike, as_entry
 from mtrbench.results.labels import canonical
-from mtrbench.results.overwrite import EXECUTION_ONLY  # settings that change speed, never scores: not an identity
+from mtrbench.results.settings import DEFAULT_PROTOCOL, RETRIEVER_EXECUTION_KEYS, without_keys
 
 COMPARABILITY_SETTINGS = ("history", "truncate", "query_format")
 
 
-def score_settings(entry: dict[str, Any]) -> dict[str, Any]:
-    """The entry's settings without those that only change how fast it ran."""
-    settings = dict(entry["settings"])
-    retriever = settings.get("retriever")
-    if isinstance(retriever, dict):
-        settings["retriever"] = {k: v for k, v in retriever.items() if k not in EXECUTION_ONLY}
+def score_settings(entry: EntryLike) -> dict[str, Any]:
+    """The entry's settings without the retriever's that only change how fast it ran (the execution keys of
+    ``results/settings.py``, at the retriever's top level)."""
+    settings = dict(as_entry(entry).settings)
+    if isinstance(settings.get("retriever"), dict):
+        settings["retriever"] = without_keys(settings["retriever"], RETRIEVER_EXECUTION_KEYS, nested=False)
     return settings
 
 
-def reported_in(entry: dict[str, Any]) -> str | None:
-    if entry["label"] != "reported":
+def reported_in(entry: EntryLike) -> str | None:
+    typed = as_entry(entry)
+    if not typed.is_reported:
         return None
-    source = entry["source"]
-    return ", ".join(str(p) for p in (source.get("citation"), source.get("table")) if p)
+    return ", ".join(str(p) for p in (typed.source.get("citation"), typed.source.get("table")) if p)
 
 
-def identity(entry: dict[str, Any]) -> str:
+def identity(entry: EntryLike) -> str:
+    typed = as_entry(entry)
     parts: dict[str, Any] = {
-        k: entry[k] for k in ("label", "model", "model_revision", "task", "split", "dataset_revision")
+        "label": typed.label,
+        "model": typed.model,
+        "model_revision": typed.model_revision,
+        "task": typed.task,
+        "split": typed.split,
+        "dataset_revision": typed.dataset_revision,
+        "settings": score_settings(typed),
     }
-    parts["settings"] = score_settings(entry)
-    if entry["label"] == "reported":
-        parts["reported"] = [entry["source"].get(k) for k in ("citation", "table", "row")]
+    if typed.is_reported:
+        parts["reported"] = [typed.source.get(k) for k in ("citation", "table", "row")]
     return canonical(parts)
 
 
-def comparability(entry: dict[str, Any]) -> dict[str, Any]:
-    settings = entry["settings"]
+def comparability(entry: EntryLike) -> dict[str, Any]:
+    typed = as_entry(entry)
+    settings = typed.settings
     keys = {
-        "label": entry["label"],
+        "label": typed.label,
         "history": settings.get("history"),
         "truncate": settings.get("truncate"),
         "query_format": settings.get("query_format"),
-        "reported_in": reported_in(entry),
+        "reported_in": reported_in(typed),
     }
     if settings.get("limit") is not None:  # a run on the first N conversations is ranked only with its like
         keys["limit"] = settings["limit"]
-    if settings.get("protocol", "trec_eval") != "trec_eval":  # an official protocol's numbers rank apart
+    if settings.get("protocol", DEFAULT_PROTOCOL) != DEFAULT_PROTOCOL:  # an official protocol's numbers rank apart
         keys["protocol"] = settings["protocol"]
     if settings.get("queries_left_out"):  # a mean over fewer queries (its rewriter failed on some) ranks apart
         keys["queries_left_out"] = settings["queries_left_out"]
     return keys
 
 
-def truncation_free(entry: dict[str, Any]) -> bool:
+def truncation_free(entry: EntryLike) -> bool:
     """A run whose retriever has no token limit (BM25): no truncation policy can change its scores."""
+    typed = as_entry(entry)
     return (
-        entry["label"] == "run"
-        and entry["settings"].get("max_length") is None
-        and entry["settings"].get("truncate") in ("none", None)
+        typed.label == RUN
+        and typed.settings.get("max_length") is None
+        and typed.settings.get("truncate") in ("none", None)
     )
 
 
-def system_settings(entry: dict[str, Any]) -> dict[str, Any]:
-    settings = {k: v for k, v in score_settings(entry).items() if k not in COMPARABILITY_SETTINGS}
-    if entry["label"] == "reported" and entry["source"].get("row"):
-        settings["row"] = entry["source"]["row"]
+def system_settings(entry: EntryLike) -> dict[str, Any]:
+    typed = as_entry(entry)
+    settings = {k: v for k, v in score_settings(typed).items() if k not in COMPARABILITY_SETTINGS}
+    if typed.is_reported and typed.source.get("row"):
+        settings["row"] = typed.source["row"]
     return settings
 
 
-def system_identity(entry: dict[str, Any]) -> str:
-    return canonical([entry["model"], entry["model_revision"], system_settings(entry)])
+def system_identity(entry: EntryLike) -> str:
+    typed = as_entry(entry)
+    return canonical([typed.model, typed.model_revision, system_settings(typed)])
 
 
-def flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(settings: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"retriever": {"dtype": "fp32"}}`` -> ``{"retriever.dtype": "fp32"}``."""
     flat: dict[str, Any] = {}
     for key, value in settings.items():

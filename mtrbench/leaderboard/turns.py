@@ -15,7 +15,7 @@ import numpy as np
 
 from mtrbench.analyses.turn_bands import TurnBand, conversation_bootstrap, turn_bands
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.leaderboard.entries import entry_from_result
+from mtrbench.leaderboard.entries import result_entry
 from mtrbench.leaderboard.keys import identity
 from mtrbench.results.documents import find_inputs
 from mtrbench.results.result import Result
@@ -38,7 +38,7 @@ def _matched_rows(
     for path in find_inputs(list(results_dirs)).results:
         try:
             result = Result.load(path)
-            matches = by_identity.get(identity(entry_from_result(path, result)), [])
+            matches = by_identity.get(identity(result_entry(path, result)), [])
             rows = [row.as_row() for row in result.per_query] if matches else []
         except MtrbenchError as exc:
             if warnings is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import mtrbench
 from mtrbench.infra.errors import MtrbenchError, closest
-from mtrbench.leaderboard.entries import SourcedEntry, load_result_entry, results_in
+from mtrbench.leaderboard.entries import REPORTED, LeaderboardEntry, SourcedEntry, load_result_entry, results_in
 from mtrbench.leaderboard.keys import flatten, score_settings
 
 OK, FAIL, SKIP, REFUSED = "OK", "FAIL", "SKIP", "REFUSED"
@@ -56,10 +56,14 @@ class Check:
     mismatches: list[Mismatch] = field(default_factory=list)
 
 
-def setup_differences(expected: dict[str, Any], obtained: dict[str, Any]) -> list[str]:
+def setup_differences(expected: LeaderboardEntry, obtained: LeaderboardEntry) -> list[str]:
     """What differs in model, task, data and score-changing settings. A setting recorded on one side only
     (written by an older or newer mtrbench) is not a difference."""
-    differences = [f"{k} {expected[k]!r} vs {obtained[k]!r}" for k in IDENTITY_FIELDS if expected[k] != obtained[k]]
+    differences = [
+        f"{k} {getattr(expected, k)!r} vs {getattr(obtained, k)!r}"
+        for k in IDENTITY_FIELDS
+        if getattr(expected, k) != getattr(obtained, k)
+    ]
     want, got = flatten(score_settings(expected)), flatten(score_settings(obtained))
     for key in sorted(set(want) & set(got)):
         if want[key] != got[key]:
@@ -67,22 +71,22 @@ def setup_differences(expected: dict[str, Any], obtained: dict[str, Any]) -> lis
     return differences
 
 
-def compare(expected: dict[str, Any], obtained: dict[str, Any], tolerance: float, how: str) -> Check:
+def compare(expected: LeaderboardEntry, obtained: LeaderboardEntry, tolerance: float, how: str) -> Check:
     """Every stored metric of ``expected`` against ``obtained`` (absolute difference <= tolerance)."""
-    main = expected["main_score"]
+    main = expected.main_score
     check = Check(
-        expected["id"],
+        expected.id,
         OK,
         how,
         main_score=main,
-        expected=expected["scores"].get(main),
-        obtained=obtained["scores"].get(main),
+        expected=expected.scores.get(main),
+        obtained=obtained.scores.get(main),
     )
     differences = setup_differences(expected, obtained)
     if differences:
         check.status, check.reason = FAIL, "settings differ: " + "; ".join(differences)
-    for metric, value in expected["scores"].items():
-        got = obtained["scores"].get(metric)
+    for metric, value in expected.scores.items():
+        got = obtained.scores.get(metric)
         check.compared += 1
         if got is None or abs(got - value) > tolerance:
             check.status = FAIL
@@ -118,12 +122,12 @@ class LocalOptions:
 
 
 def _existing_result(
-    entry: dict[str, Any], leaderboard_path: Path, results_found: list[SourcedEntry]
+    entry: LeaderboardEntry, leaderboard_path: Path, results_found: list[SourcedEntry]
 ) -> SourcedEntry | None:
     found = next((s for s in results_found if not setup_differences(entry, s.entry)), None)
     if found is not None:
         return found
-    result_file = entry["source"].get("result_file")
+    result_file = entry.source.get("result_file")
     if not result_file:
         return None
     for candidate in (Path(result_file), leaderboard_path.parent / result_file):
@@ -157,9 +161,9 @@ def _run_command(arguments: list[str]) -> tuple[int, str]:
     return completed.returncode, (errors[-1] if errors else (lines[-1] if lines else ""))
 
 
-def _closest_obtained(entry: dict[str, Any], produced: list[SourcedEntry]) -> SourcedEntry | None:
-    same = [p for p in produced if p.entry["model"] == entry["model"] and p.entry["task"] == entry["task"]]
-    same.sort(key=lambda p: p.entry["settings"].get("history") != entry["settings"].get("history"))
+def _closest_obtained(entry: LeaderboardEntry, produced: list[SourcedEntry]) -> SourcedEntry | None:
+    same = [p for p in produced if p.entry.model == entry.model and p.entry.task == entry.task]
+    same.sort(key=lambda p: p.entry.history != entry.history)
     return same[0] if same else None
 
 
@@ -179,13 +183,13 @@ def verify(
     """``screen`` turns an entry's recorded command into the arguments that may be re-run, or says why
     not (the CLI's ``screen_command``); without it nothing is re-run."""
     local = local or LocalOptions()
-    entries = document["entries"]
+    entries = [LeaderboardEntry.from_json(e) for e in document["entries"]]
     if only:
-        known = {e["id"] for e in entries}
+        known = {e.id for e in entries}
         for wanted in only:
             if wanted not in known:
                 raise MtrbenchError(f"no entry '{wanted}' in {leaderboard_path}.{closest(wanted, known)}")
-        entries = [e for e in entries if e["id"] in only]
+        entries = [e for e in entries if e.id in only]
     results_found: list[SourcedEntry] = []
     if results_dir is not None and not rerun:
         if not results_dir.is_dir():
@@ -193,20 +197,20 @@ def verify(
         results_found = results_in(results_dir)
 
     checks: dict[str, Check] = {}
-    to_run: dict[str, list[dict[str, Any]]] = {}
+    to_run: dict[str, list[LeaderboardEntry]] = {}
     for entry in entries:
-        if entry["label"] == "reported":
-            checks[entry["id"]] = Check(entry["id"], SKIP, reason="a published number: nothing to re-run")
+        if entry.label == REPORTED:
+            checks[entry.id] = Check(entry.id, SKIP, reason="a published number: nothing to re-run")
             continue
         existing = None if rerun else _existing_result(entry, leaderboard_path, results_found)
         if existing is not None:
-            checks[entry["id"]] = compare(entry, existing.entry, tolerance, f"existing result {existing.origin}")
+            checks[entry.id] = compare(entry, existing.entry, tolerance, f"existing result {existing.origin}")
             continue
-        screened = screen(entry.get("command")) if screen else Screened(None, "re-running is not enabled")
+        screened = screen(entry.command) if screen else Screened(None, "re-running is not enabled")
         if screened.arguments is None:
-            checks[entry["id"]] = Check(entry["id"], REFUSED if screened.refused else SKIP, reason=screened.reason)
+            checks[entry.id] = Check(entry.id, REFUSED if screened.refused else SKIP, reason=screened.reason)
             if screened.refused:
-                say(f"{entry['id']}: {screened.reason}")
+                say(f"{entry.id}: {screened.reason}")
             continue
         to_run.setdefault(shlex.join(screened.arguments), []).append(entry)
 
@@ -222,22 +226,22 @@ def verify(
                 say(f"re-running {n}/{len(to_run)}: {shlex.join(['mtrbench', *arguments])}")
                 status, last_line = _run_command(arguments)
                 for entry in waiting:
-                    checks[entry["id"]] = _check_rerun(entry, status, last_line, output_dir, tolerance)
+                    checks[entry.id] = _check_rerun(entry, status, last_line, output_dir, tolerance)
         finally:
             if temporary is not None:
                 temporary.cleanup()
-    return [checks[e["id"]] for e in entries]
+    return [checks[e.id] for e in entries]
 
 
-def _check_rerun(entry: dict[str, Any], status: int, last_line: str, output_dir: Path, tolerance: float) -> Check:
+def _check_rerun(entry: LeaderboardEntry, status: int, last_line: str, output_dir: Path, tolerance: float) -> Check:
     if status == 2:  # a user error: a model, dataset or corpus this machine does not have
-        return Check(entry["id"], SKIP, "re-run", reason=f"not runnable here: {last_line}")
+        return Check(entry.id, SKIP, "re-run", reason=f"not runnable here: {last_line}")
     if status != 0:
-        return Check(entry["id"], FAIL, "re-run", reason=f"command exited with status {status}: {last_line}")
+        return Check(entry.id, FAIL, "re-run", reason=f"command exited with status {status}: {last_line}")
     produced = results_in(output_dir)
     match = next((p for p in produced if not setup_differences(entry, p.entry)), None)
     if match is None:
         match = _closest_obtained(entry, produced)
         if match is None:
-            return Check(entry["id"], FAIL, "re-run", reason="the command produced no result for this model and task")
+            return Check(entry.id, FAIL, "re-run", reason="the command produced no result for this model and task")
     return compare(entry, match.entry, tolerance, "re-run")

@@ -80,7 +80,6 @@ def run_eval(
                 scored_task,
                 retriever,
                 config,
-                max_length_set,
                 retrieved,
                 scored,
                 timings,

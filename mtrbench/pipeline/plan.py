@@ -19,7 +19,8 @@ from mtrbench.measures.protocols import ScoringProtocol
 from mtrbench.measures.protocols import for_card as protocol_for_card
 from mtrbench.pipeline.histories import History, HistoryChoice, resolve_histories
 from mtrbench.results.overwrite import decide
-from mtrbench.results.writer import ResultPaths, experiment_slug, result_paths
+from mtrbench.results.settings import ResultSettings
+from mtrbench.results.writer import ResultPaths, result_paths
 from mtrbench.retrieve.base import Retriever
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
@@ -60,7 +61,8 @@ class SkippedResult:
 class PlannedHistory:
     history: History
     paths: ResultPaths
-    settings: dict[str, Any]  # what the result records, known before the task is loaded
+    settings: ResultSettings  # what the result records, known before the task is loaded
+    experiment: str | None  # its folder name under experiments/ (None: default settings, mteb's plain layout)
 
 
 @dataclass
@@ -123,13 +125,11 @@ def make_plan(
     for history in histories:
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
-        paths, settings = plan_history(
-            history, config, retriever, max_length_set, card, split, measures, k_values, protocol
-        )
-        if decide(paths.json, settings, config.overwrite).evaluate:
-            plan.histories.append(PlannedHistory(history, paths, settings))
+        planned = plan_history(history, config, retriever, max_length_set, plan)
+        if decide(planned.paths.json, planned.settings, config.overwrite).evaluate:
+            plan.histories.append(planned)
         else:
-            skipped = SkippedResult(requested_model, card.name, history.name, paths.json)
+            skipped = SkippedResult(requested_model, card.name, history.name, planned.paths.json)
             plan.skipped.append(skipped)
             if on_skip is not None:
                 on_skip(skipped)
@@ -145,76 +145,36 @@ def history_identity(history: History, config: EvalConfig) -> dict[str, str] | N
     return None
 
 
-def rewriter_label(identity: dict[str, Any] | None) -> str | None:
-    """The rewriter part of a result's folder name: its model, and its temperature when not 0 (two rewriters, or
-    one at two temperatures, never share a folder)."""
-    if not identity:
-        return None
-    temperature = identity.get("temperature")
-    return f"{identity.get('model')}@t{temperature:g}" if temperature else identity.get("model")
-
-
 def plan_history(
-    history: History,
-    config: EvalConfig,
-    retriever: Retriever,
-    max_length_set: bool,
-    card: TaskCard,
-    split: str,
-    measures: list[Measure],
-    k_values: list[int],
-    protocol: ScoringProtocol,
-) -> tuple[ResultPaths, dict[str, Any]]:
-    """Where a history's result goes and the settings it records (a model-backed history records its rewriter's
-    identity here; the request counts are added once it has run)."""
-    rewriter = history_identity(history, config)
+    history: History, config: EvalConfig, retriever: Retriever, max_length_set: bool, plan: Plan
+) -> PlannedHistory:
+    """The settings a history's result records, built once here (a model-backed history records its rewriter's
+    identity; the request counts are added once it has run), and the folder named from them."""
     truncator = Truncator(
         retriever.tokenizer, retriever.max_length, prompt=retriever.query_prompt, side=config.truncate
     )
-    experiment = experiment_name(history.name, config, retriever, max_length_set, rewriter_label(rewriter), protocol)
-    paths = result_paths(config.output_dir, retriever.name, retriever.revision, card.name, experiment)
-    settings = {
-        "history": history.name,
-        "truncate": truncator.side,
-        "query_format": asdict(config.fmt),
-        "top_k": config.top_k,
-        "k_values": k_values,
-        "metrics": [str(m) for m in measures],
-        "split": split,
-        "relevance_level": card.relevance_level,
-        "protocol": protocol.setting,
-        "retriever": retriever.settings(),
-        **({"pipeline": pipeline_slug(retriever)} if pipeline_slug(retriever) else {}),
-        **({"limit": {"conversations": config.limit}} if config.limit is not None else {}),
-        **({"rewriter": rewriter} if rewriter else {}),
-    }
-    return paths, settings
-
-
-def experiment_name(
-    history: str,
-    config: EvalConfig,
-    retriever: Retriever,
-    max_length_set: bool,
-    rewriter_model: str | None = None,
-    protocol: ScoringProtocol | None = None,
-) -> str | None:
-    """Empty for default settings (mteb's plain layout); else a readable slug of what differs."""
-    pipeline = dict(pipeline_slug(retriever) or {})
-    if rewriter_model:  # two rewriters must not share one result folder
-        pipeline["rewriter"] = rewriter_model
-    if protocol is not None and protocol.is_official:  # never in the folder of a trec_eval result
-        pipeline["protocol"] = "official"
-    return experiment_slug(
-        history=history,
+    settings = ResultSettings(
+        history=history.name,
+        truncate=truncator.side,
+        query_format=asdict(config.fmt),
+        top_k=config.top_k,
+        k_values=tuple(plan.k_values),
+        metrics=tuple(str(m) for m in plan.measures),
+        split=plan.split,
+        relevance_level=plan.card.relevance_level,
+        protocol=plan.protocol.setting,
+        retriever=retriever.settings(),
+        pipeline=pipeline_slug(retriever) or None,
+        limit=config.limit,
+        rewriter=history_identity(history, config) or None,
+    )
+    experiment = settings.experiment_name(
         truncate=config.truncate,
         truncation_applies=retriever.tokenizer is not None,
-        fmt=asdict(config.fmt),
         max_length=retriever.max_length if max_length_set else None,
-        dtype=retriever.settings().get("dtype"),
-        pipeline=pipeline or None,
-        limit=config.limit,
     )
+    paths = result_paths(config.output_dir, retriever.name, retriever.revision, plan.card.name, experiment)
+    return PlannedHistory(history, paths, settings, experiment)
 
 
 def pipeline_slug(retriever: Retriever) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from mtrbench.analyses.report import confidence_intervals
 from mtrbench.data.model import TaskData
 from mtrbench.formats.run import run_tag
-from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory, experiment_name, rewriter_label
+from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory
 from mtrbench.pipeline.retrieval import Retrieved
 from mtrbench.pipeline.scoring import Scored
 from mtrbench.results.model_meta import model_meta, write_model_meta
@@ -41,22 +41,14 @@ def write_history(
     task: TaskData,
     retriever: Retriever,
     config: EvalConfig,
-    max_length_set: bool,
     retrieved: Retrieved,
     scored: Scored,
     timings: Timings,
 ) -> Result:
     evaluation, card = scored.evaluation, plan.card
-    history = planned.history
-    rewriter = {**planned.settings["rewriter"], **history.report} if "rewriter" in planned.settings else None
-    experiment = experiment_name(
-        history.name, config, retriever, max_length_set, rewriter_label(rewriter), plan.protocol
-    )
-    settings = {
-        **planned.settings,
-        "retriever": retriever.settings(),  # as indexed (parent-child: child count)
-        **({"rewriter": rewriter} if rewriter else {}),
-    }  # identity as planned, plus the request counts
+    history, experiment = planned.history, planned.experiment
+    # identity as planned; the retriever's settings as indexed (parent-child: child count) and the request counts
+    settings = planned.settings.after_run(retriever.settings(), history.report)
     n_no_qrels = sum(1 for q in task.queries if not q.qrels)
     warnings = {**task.warnings, **getattr(retriever, "warnings", {})}
     if history.excluded:
@@ -64,7 +56,7 @@ def write_history(
     scores = evaluation.scores()
     extra = {
         "model": {"name": retriever.name, "revision": retriever.revision, "requested": plan.requested_model},
-        "settings": settings,
+        "settings": settings.to_json(),
         "experiment": experiment,
         "main_score_key": card.main_score,
         "queries": {
@@ -104,14 +96,12 @@ def write_history(
     ]
     result = Result(document, planned.paths.json, _per_query=rows)
     result.save(retrieved.run, run_tag=run_tag(plan.requested_model, history.name))
-    _write_model_meta(retriever, config, card.name, experiment, planned)
+    _write_model_meta(retriever, config, card.name, planned)
     return result
 
 
-def _write_model_meta(
-    retriever: Retriever, config: EvalConfig, task_name: str, experiment: str | None, planned: PlannedHistory
-) -> None:
+def _write_model_meta(retriever: Retriever, config: EvalConfig, task_name: str, planned: PlannedHistory) -> None:
     revision_folder = result_paths(config.output_dir, retriever.name, retriever.revision, task_name, None).json.parent
     write_model_meta(revision_folder, model_meta(retriever))
-    if experiment:
-        write_model_meta(planned.paths.json.parent, model_meta(retriever, experiment))
+    if planned.experiment:
+        write_model_meta(planned.paths.json.parent, model_meta(retriever, planned.experiment))

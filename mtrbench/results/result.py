@@ -14,6 +14,9 @@ from typing import Any
 
 from mtrbench.formats.run import Run, read_run
 from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.results.documents import kind_of, read_json, read_per_query_rows
+from mtrbench.results.settings import ResultSettings
+from mtrbench.results.writer import ResultPaths, write_result
 
 # Keys of a split's score block that are not metrics (mteb's own bookkeeping).
 NOT_METRICS = frozenset({"hf_subset", "languages", "main_score"})
@@ -59,16 +62,12 @@ class Result:
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """A result file written by ``mtrbench eval`` (any version); one ``error:`` line when it is not one."""
-        from mtrbench.results.documents import read_json
-
         path = Path(path)
         return cls.from_document(read_json(path), path)
 
     @classmethod
     def from_document(cls, document: object, path: str | Path | None = None) -> Result:
         """An already-read document, checked as :meth:`load` checks a file (errors name ``path``)."""
-        from mtrbench.results.documents import kind_of
-
         where = path if path is not None else "result"
         if not isinstance(document, dict) or kind_of(document) != "result":
             raise DataError(f"{where}: not an `mtrbench eval` result")
@@ -89,6 +88,11 @@ class Result:
     @property
     def settings(self) -> dict[str, Any]:
         return self.meta.get("settings") or {}
+
+    @property
+    def result_settings(self) -> ResultSettings:
+        """The settings block typed, with what makes two results the same (:meth:`ResultSettings.identity`)."""
+        return ResultSettings.from_json(self.settings)
 
     @property
     def has_settings(self) -> bool:
@@ -244,8 +248,6 @@ class Result:
     @property
     def per_query(self) -> list[QueryScores]:
         if self._per_query is None:
-            from mtrbench.results.documents import read_per_query_rows
-
             if self.path is None:
                 raise DataError(f"this {self.task_name} result has not been saved: no per-query file beside it")
             rows = read_per_query_rows(self.path, self.document)
@@ -263,8 +265,6 @@ class Result:
     def save(self, run: Run, run_tag: str, path: Path | None = None) -> None:
         """The JSON, its TREC run and per-query file, each written atomically; the file names recorded in the
         document (``files``) are the ones written."""
-        from mtrbench.results.writer import ResultPaths, write_result
-
         path = Path(path or self.path or "")
         if not path.name:
             raise DataError("a result needs a path to be saved")

@@ -13,7 +13,7 @@ import pytest
 from mtrbench.cli import main
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import BuildReport, build_document, competition_ranks, group_entries
-from mtrbench.leaderboard.entries import SourcedEntry, load_leaderboard_entries
+from mtrbench.leaderboard.entries import LeaderboardEntry, SourcedEntry, load_leaderboard_entries
 from mtrbench.leaderboard.schema import leaderboards_dir, load, validate
 
 ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
@@ -296,7 +296,10 @@ def test_retriever_without_token_limit_joins_every_truncation():
 def test_duplicates_are_an_error_naming_both_files_or_the_newest_wins():
     old = run_entry("A", "t1", 0.5, date="2026-01-01T00:00:00Z", entry_id="old")
     new = run_entry("A", "t1", 0.52, date="2026-02-01T00:00:00Z", entry_id="new")
-    sourced = [SourcedEntry(old, "runs1/a.json"), SourcedEntry(new, "runs2/a.json")]
+    sourced = [
+        SourcedEntry(LeaderboardEntry.from_json(old), "runs1/a.json"),
+        SourcedEntry(LeaderboardEntry.from_json(new), "runs2/a.json"),
+    ]
     with pytest.raises(MtrbenchError, match="runs1/a.json and runs2/a.json"):
         build_document(sourced, name="x", description="")
     report = BuildReport()
@@ -305,7 +308,12 @@ def test_duplicates_are_an_error_naming_both_files_or_the_newest_wins():
     assert len(report.warnings) == 1 and "kept runs2/a.json" in report.warnings[0]
     # The same result reached twice (same scores and date) is kept once, silently.
     again = build_document(
-        [SourcedEntry(old, "a.json"), SourcedEntry(copy.deepcopy(old), "b.json")], name="x", description=""
+        [
+            SourcedEntry(LeaderboardEntry.from_json(old), "a.json"),
+            SourcedEntry(LeaderboardEntry.from_json(copy.deepcopy(old)), "b.json"),
+        ],
+        name="x",
+        description="",
     )
     assert len(again["entries"]) == 1
 

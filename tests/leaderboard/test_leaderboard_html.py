@@ -63,7 +63,7 @@ def document(results):
     from mtrbench.leaderboard.entries import results_in
 
     sourced = results_in(results) + [
-        s for s in load_leaderboard_entries(leaderboards_dir() / "sample.json") if s.entry["model"] != "bm25"
+        s for s in load_leaderboard_entries(leaderboards_dir() / "sample.json") if s.entry.model != "bm25"
     ]
     reported = leaderboards_dir() / "reported.json"
     if reported.is_file():
