@@ -13,13 +13,8 @@ MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 400
 
 # Functions other branches of issue 31 split (part 6). Being split: the lead empties this at merge.
 BEING_SPLIT = {
-    ("generation/runner.py", "run_generate"),  # being split
-    ("audit/mtr_eval.py", "_audit"),  # being split
-    ("assess/assessment.py", "run_assessment"),  # being split
-    ("judge/engine.py", "run_judge"),  # being split
     ("synthesize/generate.py", "run_generate"),  # being split
     ("synthesize/curate.py", "run_curate"),  # being split
-    ("llm/client.py", "_complete"),  # being split
 }
 
 
