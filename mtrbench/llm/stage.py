@@ -107,6 +107,9 @@ class Stage:
     items: Sequence[StageItem]
     settings: Settings = field(default_factory=dict)
     desc: str = ""  # the progress bar's label; default "<name> <judge name>"
+    # further judges an item's own coroutine asks (arun_stages; synthesize's responder and polisher): named with
+    # ``judge`` in records and failure messages, and their secrets kept out of the log too
+    also_asks: Sequence[JudgeConfig] = ()
     kind: str = "judge"  # what failed, for the --max-failure-rate message: judge, stage, generator, ...
     unit: str = "items"  # what the items are, in messages: items, turns, ...
     completion_tokens_per_request: int = 200  # the cost estimate's guess per request
@@ -117,8 +120,13 @@ class Stage:
         return {**self.settings, **item.settings}
 
     @property
+    def judge_name(self) -> str:
+        """The judge's name, or the names of every judge the stage asks joined by "/"."""
+        return "/".join(j.name for j in (self.judge, *self.also_asks))
+
+    @property
     def label(self) -> str:
-        return self.desc or f"{self.name} {self.judge.name}"
+        return self.desc or f"{self.name} {self.judge_name}"
 
 
 @dataclass(frozen=True)
@@ -239,7 +247,7 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
     return StageRecord(
         stage=stage.name,
         key=item.key,
-        judge=stage.judge.name,
+        judge=stage.judge_name,
         settings=stage.identity(item),
         ok=bool(result.ok),
         value=result.value if result.ok else None,
@@ -256,8 +264,7 @@ def record_for(stage: Stage, item: StageItem, result: ChatResult) -> StageRecord
 
 
 def _malformed(reply: MalformedReply) -> dict[str, JSONValue]:
-    who: dict[str, JSONValue] = {"by": reply.by} if reply.by is not None else {}
-    return {**who, "attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
+    return {**dict(reply.origin), "attempt": reply.attempt, "reason": reply.reason, "text": reply.text}
 
 
 def combined_result(
@@ -271,7 +278,10 @@ def combined_result(
     of them failed; attempts, tokens and malformed replies summed; the last reply's text; ``value`` as given.
     ``by``: who sent each request (e.g. "Agent A round 1"), recorded with its malformed replies."""
     if by is not None:
-        results = [replace(r, malformed=[replace(m, by=who) for m in r.malformed]) for r, who in zip(results, by)]
+        results = [
+            replace(r, malformed=[replace(m, origin=(("by", who),)) for m in r.malformed])
+            for r, who in zip(results, by)
+        ]
     failed = next((r for r in results if not r.ok), None)
     reason = error or (failed.error if failed is not None else None)
     return ChatResult(
@@ -418,7 +428,7 @@ class StageOutcome:
         """Failed (or never answered) items of the stage and the most common reason, for --max-failure-rate."""
         reasons = [self._reason(item) for item in self.stage.items if not self.answered(item)]
         return JudgeFailures(
-            self.stage.judge.name,
+            self.stage.judge_name,
             len(reasons),
             len(self.stage.items),
             most_common(reasons),
@@ -458,6 +468,7 @@ class StageRun:
     log_path: Path | None  # None: run without a log
     unreadable_log_lines: int
     dry_run: DryRunReport | None = None  # set (and nothing asked) for a dry run
+    stopped: bool = False  # arun_stages' keep_asking said stop: the items not started by then were not asked
 
     def failures(self) -> list[JudgeFailures]:
         return [o.failures() for o in self.outcomes]
@@ -467,6 +478,11 @@ def _check_keys(stages: Sequence[Stage]) -> None:
     for stage in stages:
         if len({i.key for i in stage.items}) != len(stage.items):
             raise DataError(f"two items of stage {stage.name} ({stage.judge.name}) share a key")
+
+
+def _secret_holders(stages: Sequence[Stage]) -> list[JudgeConfig]:
+    """Every judge the stages ask, ``also_asks`` included: their secrets never reach the log."""
+    return [*_judges(stages), *(j for s in stages for j in s.also_asks)]
 
 
 def _judges(stages: Sequence[Stage]) -> list[JudgeConfig]:
@@ -562,7 +578,7 @@ def _recording(
     if log is None:
         yield _Recorder(None, sink)
         return
-    with log.appending([*_judges(stages), *also]) as writer:
+    with log.appending([*_secret_holders(stages), *also]) as writer:
         yield _Recorder(writer, sink)
 
 
@@ -670,12 +686,15 @@ async def arun_stages(
     also_asked: Sequence[JudgeConfig] = (),
     shown: Sequence[ChatRequest] | None = None,
     on_record: RecordSink | None = None,
+    keep_asking: Callable[[], bool] | None = None,
 ) -> StageRun:
     """:func:`run_stages` for items that ask through a coroutine (``ask(stage, item)``: one ``ChatResult`` per item,
     see :func:`combined_result`), at most ``concurrency`` items in flight. ``estimates``: the cost to confirm
     (e.g. an upper bound over every round), else each item's first request per stage's judge; ``confirm=False``:
-    an earlier call confirmed it. ``also_asked``: judges the items ask besides the stages' own (a pre-filter's
-    three), whose secrets are kept out of the log as well. The caller makes and closes its (async) clients;
+    an earlier call confirmed it, or the caller estimated and capped the cost itself. ``also_asked``: judges the
+    items ask besides the stages' own (a pre-filter's three), whose secrets are kept out of the log as well.
+    ``keep_asking`` (e.g. a spending cap) is asked as each item gets its slot: once it says no, the items not
+    started are left unasked and ``StageRun.stopped`` is set. The caller makes and closes its (async) clients;
     ``StageOutcome.usage`` counts items and failures only."""
     run = plan_stages(stages, log)
     if options.dry_run:
@@ -694,6 +713,9 @@ async def arun_stages(
 
         async def one(outcome: StageOutcome, item: StageItem) -> None:
             async with semaphore:
+                if run.stopped or (keep_asking is not None and not keep_asking()):
+                    run.stopped = True
+                    return
                 result = await ask(outcome.stage, item)
             recorder.take(outcome, item, result)
             outcome.usage.items += 1

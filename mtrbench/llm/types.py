@@ -27,11 +27,12 @@ class MalformedReply:
     attempt: int  # 1 for the original request, 2 for the first re-ask, ...
     reason: str
     text: str | None  # None when the server's 200 held no message at all
-    by: str | None = None  # in an item of several requests: which one gave it (e.g. "Agent A round 1")
+    # which request of an item that sends several it answered, as (name, value) pairs written before attempt,
+    # reason and text (synthesize: agent and request key; assess: ("by", "Agent A round 1"))
+    origin: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict[str, object]:
-        who: dict[str, object] = {"by": self.by} if self.by is not None else {}
-        return {**who, "attempt": self.attempt, "reason": self.reason, "text": self.text}
+        return {**dict(self.origin), "attempt": self.attempt, "reason": self.reason, "text": self.text}
 
 
 @dataclass

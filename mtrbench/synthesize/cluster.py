@@ -22,9 +22,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from mtrbench.data.model import Corpus
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.retrieve import build_retriever
+from mtrbench.retrieve.dense import EmbeddingRetriever
+from mtrbench.search.exact import full_search
 from mtrbench.synthesize.curate import Chunk, shingles
-from mtrbench.synthesize.stage import finished_summary, read_jsonl, write_jsonl, write_summary
+from mtrbench.synthesize.workdir import finished_summary, read_jsonl, write_jsonl, write_summary
 
 CLUSTERS = "clusters.jsonl"
 
@@ -63,7 +67,7 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
     n = embeddings.shape[0]
     k = min(neighbours + 1, n)
     if knn != "exact":
-        import faiss
+        import faiss  # deferred: optional dependency, only for --knn faiss*
 
         vectors = np.ascontiguousarray(embeddings.float().cpu().numpy())
         if knn == "faiss":
@@ -74,8 +78,6 @@ def knn_graph(embeddings: torch.Tensor, neighbours: int, knn: str = "exact") -> 
         index.add(vectors)
         _, ids = index.search(vectors, k)
     else:
-        from mtrbench.search.exact import full_search
-
         # 1,024 x 65,536 float32 scores (256 MiB) at a time
         _, ids_t = full_search(embeddings, embeddings, k, query_chunk=1024, doc_chunk=65536)
         ids = ids_t.numpy()
@@ -162,10 +164,6 @@ def cut(path: list[int], size: int) -> list[list[int]]:
 
 def embed_chunks(chunks: list[Chunk], model: str, device: str, show_progress: bool) -> torch.Tensor:
     """The chunks' embeddings through the model's retriever: mtrbench's encoding engine and embedding cache."""
-    from mtrbench.data.model import Corpus
-    from mtrbench.retrieve import build_retriever
-    from mtrbench.retrieve.dense import EmbeddingRetriever
-
     retriever = build_retriever(model, device=device, show_progress=show_progress)
     if not isinstance(retriever, EmbeddingRetriever):
         raise UserInputError(

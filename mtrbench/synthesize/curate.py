@@ -18,9 +18,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from mtrbench.infra.errors import DataError
-from mtrbench.synthesize.quality import QualityScorer, build_scorer
+from mtrbench.synthesize.quality import QualityScorer, QualityVerdict, build_scorer
 from mtrbench.synthesize.reading import RawDocument, read_documents, source_fingerprint
-from mtrbench.synthesize.stage import finished_summary, write_jsonl, write_summary
+from mtrbench.synthesize.workdir import finished_summary, read_jsonl, write_jsonl, write_summary
 
 # Table 8 of the seed, in priority order.
 TABLE8_SEPARATORS: tuple[str, ...] = ("\n\n", "\n", " ", ".", ",", "\u200b", "\uff0c", "\u3001", "\uff0e", "\u3002", "")
@@ -76,7 +76,7 @@ def strip_non_text(text: str) -> str:
 
 
 def make_splitter(chunk_size: int, chunk_overlap: int = 0):
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from langchain_text_splitters import RecursiveCharacterTextSplitter  # deferred: slow to import, curate only
 
     return RecursiveCharacterTextSplitter(
         separators=list(TABLE8_SEPARATORS),
@@ -98,7 +98,7 @@ def near_duplicates(
     texts: list[str], threshold: float, permutations: int, shingle_words: int, seed: int = 0
 ) -> list[int]:
     """Positions of texts that are near-duplicates of an earlier kept text (MinHash-LSH)."""
-    from datasketch import MinHash, MinHashLSH
+    from datasketch import MinHash, MinHashLSH  # deferred: slow to import (scipy), curate only
 
     lsh = MinHashLSH(threshold=threshold, num_perm=permutations)
     dropped = []
@@ -162,13 +162,7 @@ def run_curate(
     counts["near-duplicates (MinHash-LSH)"] = len(duplicates)
     unique = [c for i, c in enumerate(chunks) if i not in duplicates]
     scorer = scorer or build_scorer(options.quality, options.device)
-    verdicts = []
-    texts = [c.text for c in unique]
-    step = 256
-    for start in tqdm(
-        range(0, len(texts), step), desc=f"Curate: quality ({scorer.name})", unit="batch", disable=not show_progress
-    ):
-        verdicts.extend(scorer.score(texts[start : start + step]))
+    verdicts = score_quality([c.text for c in unique], scorer, show_progress)
     kept = [(c, v) for c, v in zip(unique, verdicts) if v.kept]
     counts["low quality"] = len(unique) - len(kept)
     if not kept:
@@ -197,13 +191,7 @@ def run_curate(
         "documents": len(read.documents),
         "chunks": n_chunked,
         "kept": len(kept),
-        "dropped": {k: n for k, n in counts.items() if n and k != "documents empty after stripping"},
-        "warnings": dict(read.warnings)
-        | (
-            {"documents empty after stripping": counts["documents empty after stripping"]}
-            if counts["documents empty after stripping"]
-            else {}
-        ),
+        **_counts_summary(counts, read.warnings),
         "minhash": {
             "threshold": options.minhash_threshold,
             "num_perm": options.minhash_permutations,
@@ -216,7 +204,29 @@ def run_curate(
     return write_summary(folder, settings, summary)
 
 
-def read_chunks(folder: Path) -> list[Chunk]:
-    from mtrbench.synthesize.stage import read_jsonl
+QUALITY_BATCH = 256
 
+
+def score_quality(texts: list[str], scorer: QualityScorer, show_progress: bool = False) -> list[QualityVerdict]:
+    verdicts: list[QualityVerdict] = []
+    for start in tqdm(
+        range(0, len(texts), QUALITY_BATCH),
+        desc=f"Curate: quality ({scorer.name})",
+        unit="batch",
+        disable=not show_progress,
+    ):
+        verdicts.extend(scorer.score(texts[start : start + QUALITY_BATCH]))
+    return verdicts
+
+
+def _counts_summary(counts: Counter, read_warnings: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Dropped chunks per reason; warnings: the reader's, and documents left empty by stripping (none dropped)."""
+    empty = counts["documents empty after stripping"]
+    return {
+        "dropped": {k: n for k, n in counts.items() if n and k != "documents empty after stripping"},
+        "warnings": dict(read_warnings) | ({"documents empty after stripping": empty} if empty else {}),
+    }
+
+
+def read_chunks(folder: Path) -> list[Chunk]:
     return [Chunk(r["chunk_id"], r["source_doc"], r["title"], r["text"]) for r in read_jsonl(folder / CHUNKS)]

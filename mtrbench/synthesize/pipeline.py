@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mtrbench.infra.errors import LLMError, UserInputError
+from mtrbench.infra.reporting import report
 from mtrbench.llm.cache import ResponseCache
-from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, most_common, raise_if_over
+from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, check_share, raise_if_over
 from mtrbench.synthesize.cluster import ClusterOptions, read_clusters, run_cluster
-from mtrbench.synthesize.curate import CurateOptions, read_chunks, run_curate
+from mtrbench.synthesize.curate import Chunk, CurateOptions, read_chunks, run_curate
 from mtrbench.synthesize.generate import (
     LOG,
     Agents,
-    ConversationLog,
     GenerateOptions,
+    GenerateReport,
     finished_conversations,
     plan_digest,
     run_generate,
@@ -52,18 +54,12 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
     check_share(config.max_failure_rate)
     out = config.out
     curated = run_curate(config.corpus, out / "curate", config.curate, config.show_progress)
-    dropped = ", ".join(f"{n} {k}" for k, n in curated["dropped"].items()) or "none"
-    print(
-        f"curate: {curated['documents']} documents -> {curated['chunks']} chunks, kept {curated['kept']} "
-        f"(dropped: {dropped}); quality: {curated['quality_scorer']}"
-    )
-    for warning, n in curated.get("warnings", {}).items():
-        print(f"warning: {n} {warning}")
+    report(_curate_lines(curated))
     if last == 0:
         return 0
     chunks = read_chunks(out / "curate")
     clustered = run_cluster(chunks, out / "cluster", config.cluster, curated["settings_digest"], config.show_progress)
-    print(
+    report(
         f"cluster: {clustered['clusters']} clusters of {config.cluster.cluster_size} from {clustered['path_length']} "
         f"chunks ({clustered['dropped_near_identical']} adjacent near-identical dropped, {clustered['jumps']} jumps)"
     )
@@ -75,7 +71,7 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
             "--polisher-model (or --llm-model for all three) or --agents FILE"
         )
     clusters = read_clusters(out / "cluster")
-    report = run_generate(
+    generated = run_generate(
         chunks,
         clusters,
         out / "generate",
@@ -85,23 +81,50 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
         cache,
         config.show_progress,
     )
-    if report is None:  # dry run
+    if generated is None:  # dry run
         return 0
-    dropped_text = ", ".join(f"{n} {k}" for k, n in report.dropped.items()) or "none"
-    print(
-        f"generate: {report.finished} of {report.planned} conversations finished, dropped: {dropped_text}; "
-        f"{report.requests_sent} requests this run, ~${report.spent_usd:.4f}"
-    )
-    digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
-    raise_if_over(
-        [_dropped(out / "generate", digest, report.finished)],
-        config.max_failure_rate,
-        f"finished conversations are kept in {out / 'generate' / LOG} and the task is not written; a "
-        "re-run continues from the log",
-    )
+    _check_generated(generated, out / "generate", config.max_failure_rate)
     if last == 2:
         return 0
-    records = finished_conversations(out / "generate", digest)
+    digest = plan_digest(agents, config.generate.plan, clustered["settings_digest"])
+    _write(config, chunks, finished_conversations(out / "generate", digest), curated, clustered, generated)
+    return 0
+
+
+def _curate_lines(curated: dict[str, Any]) -> str:
+    dropped = ", ".join(f"{n} {k}" for k, n in curated["dropped"].items()) or "none"
+    lines = [
+        f"curate: {curated['documents']} documents -> {curated['chunks']} chunks, kept {curated['kept']} "
+        f"(dropped: {dropped}); quality: {curated['quality_scorer']}"
+    ]
+    return "\n".join(lines + [f"warning: {n} {warning}" for warning, n in curated.get("warnings", {}).items()])
+
+
+def _check_generated(generated: GenerateReport, folder: Path, max_failure_rate: float) -> None:
+    """Report the generation; past --max-failure-rate of dropped conversations, stop before the task is written."""
+    dropped_text = ", ".join(f"{n} {k}" for k, n in generated.dropped.items()) or "none"
+    report(
+        f"generate: {generated.finished} of {generated.planned} conversations finished, dropped: {dropped_text}; "
+        f"{generated.requests_sent} requests this run, ~${generated.spent_usd:.4f}"
+    )
+    if generated.failures is not None:
+        raise_if_over(
+            [generated.failures],
+            max_failure_rate,
+            f"finished conversations are kept in {folder / LOG} and the task is not written; a "
+            "re-run continues from the log",
+        )
+
+
+def _write(
+    config: SynthesisConfig,
+    chunks: list[Chunk],
+    records: list[dict[str, Any]],
+    curated: dict[str, Any],
+    clustered: dict[str, Any],
+    generated: GenerateReport,
+) -> None:
+    out = config.out
     if not records:
         raise LLMError(
             "no finished conversation to write (every one was dropped: see "
@@ -112,31 +135,9 @@ def run_synthesis(config: SynthesisConfig, agents: Agents | None, cache: Respons
         "minhash": curated["minhash"],
         "curate_dropped": curated["dropped"],
         "clusters": clustered["clusters"],
-        "conversations_dropped": dict(report.dropped),
+        "conversations_dropped": dict(generated.dropped),
     }
     stats = write_task(chunks, records, out / "task", config.write, summary)
-    print(f"write: {out / 'task'} (card {out / 'task' / (config.write.name + '.yaml')})")
-    print("Table 2 statistics (tokens: MiniLM WordPiece):")
-    print(format_table2(stats))
-    return 0
-
-
-REASON_CHARS = 160  # a dropped conversation's reason may quote a reply: the error line shows its start
-
-
-def _dropped(folder: Path, digest: str, finished: int) -> JudgeFailures:
-    """Dropped of (finished + dropped) conversations in the log, and the most common reason."""
-    records, _ = ConversationLog(folder / LOG).read(digest)
-    reasons = [
-        str(r.get("reason") or r.get("reason_kind") or "dropped")[:REASON_CHARS]
-        for r in records.values()
-        if r.get("status") == "dropped"
-    ]
-    return JudgeFailures(
-        "questioner/responder/polisher",
-        len(reasons),
-        finished + len(reasons),
-        most_common(reasons),
-        kind="agents",
-        unit="conversations",
-    )
+    report(f"write: {out / 'task'} (card {out / 'task' / (config.write.name + '.yaml')})")
+    report("Table 2 statistics (tokens: MiniLM WordPiece):")
+    report(format_table2(stats))

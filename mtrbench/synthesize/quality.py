@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
+from mtrbench.data.hub import hub_reachable
 from mtrbench.infra.errors import HubUnavailableError, ModelError, UserInputError
 
 NVIDIA_MODEL = "nvidia/quality-classifier-deberta"
@@ -125,16 +127,13 @@ class TransformersScorer:
     stand_in = False
 
     def __init__(self, spec: ClassifierSpec, device: str = "cpu") -> None:
+        # deferred: torch and transformers load only when a Hub classifier is chosen
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.spec = spec
         self.name = spec.model
         self.device = torch.device(device)
-        from pathlib import Path
-
-        from mtrbench.data.hub import hub_reachable
-
         # Without the Hub, only a local folder or an earlier download can work: do not wait for retries.
         local_only = not Path(spec.model).expanduser().exists() and not hub_reachable()
         try:
@@ -167,7 +166,7 @@ class TransformersScorer:
             )
 
     def score(self, texts: list[str]) -> list[QualityVerdict]:
-        import torch
+        import torch  # deferred: only a Hub classifier needs torch (loaded by __init__ already)
 
         verdicts: list[QualityVerdict] = []
         for start in range(0, len(texts), self.spec.batch_size):

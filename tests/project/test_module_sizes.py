@@ -13,8 +13,6 @@ MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 400
 
 # Functions other branches of issue 31 split (part 6). Being split: the lead empties this at merge.
 BEING_SPLIT = {
-    ("synthesize/generate.py", "run_generate"),  # being split
-    ("synthesize/curate.py", "run_curate"),  # being split
 }
 
 

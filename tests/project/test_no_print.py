@@ -12,13 +12,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
 
 # Modules still being moved to logging by the other parts of this change. The list ends empty.
 BEING_MIGRATED = {
-    "assess/assessment.py",  # being migrated
-    "generation/runner.py",  # being migrated
-    "judge/engine.py",  # being migrated
-    "judge/mtrag/judges.py",  # being migrated
-    "llm/cost.py",  # being migrated
-    "synthesize/generate.py",  # being migrated
-    "synthesize/pipeline.py",  # being migrated
 }
 
 

@@ -1,4 +1,5 @@
-"""Stage folders of the work directory: each stage writes its outputs, then ``summary.json`` last.
+"""The work directory's folders, one per pipeline stage (curate, cluster, generate, write; not an LLM stage,
+which is ``mtrbench.llm.stage``): each stage writes its outputs, then ``summary.json`` last.
 
 A stage is done when its ``summary.json`` exists and records the same settings (which include the
 digest of the stage before it): a rerun with the same settings reuses it, a changed setting redoes it
