@@ -12,8 +12,7 @@ SIZE_CHECKED = ("pipeline", "retrieve")  # the module-size limit
 MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 400
 
 # Functions other branches of issue 31 split (part 6). Being split: the lead empties this at merge.
-BEING_SPLIT = {
-}
+BEING_SPLIT: set[tuple[str, str]] = set()
 
 
 def _modules(folders: tuple[str, ...] = ()) -> Iterator[Path]:
