@@ -11,8 +11,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
 
 # Modules still being moved to logging by the other parts of this change. The list ends empty.
-BEING_MIGRATED = {
-}
+BEING_MIGRATED: set[str] = set()
 
 
 def print_calls(path: Path) -> list[int]:
