@@ -6,6 +6,13 @@ import argparse
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
+from mtrbench.data import load_task, resolve_card
+from mtrbench.infra.atomic import ensure_folder
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.interop.export import QueryTexts, export_beir, export_hf
+from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve
+from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import Truncator
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -55,13 +62,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from mtrbench.data import load_task, resolve_card
-    from mtrbench.infra.atomic import ensure_folder
-    from mtrbench.interop.export import QueryTexts, export_beir, export_hf
-    from mtrbench.measures.protocols import check_choice
-    from mtrbench.measures.protocols import for_card as protocol_for_card
-    from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
-    from mtrbench.serialize.truncate import Truncator
+    from mtrbench.measures.protocols import check_choice  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols import for_card as protocol_for_card  # deferred: loads pytrec_eval
 
     if args.protocol is not None:
         check_choice(args.protocol)
@@ -74,8 +76,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     )
     side = _truncation(args)
     if args.model:
-        from mtrbench.retrieve import resolve
-
         resolve(args.model)  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
@@ -86,8 +86,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     check_strategy_applies(strategy, task.name, task.has_rewrites)
     tokenizer, max_length, prompt = None, None, ""
     if args.model:
-        from mtrbench.retrieve import RetrieverOptions, build_retriever
-
         retriever = build_retriever(
             args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
         )
@@ -138,8 +136,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _truncation(args: argparse.Namespace) -> str:
     """The truncation side: eval's for --model; without a model only an explicit --truncate none."""
-    from mtrbench.infra.errors import MtrbenchError
-
     if args.model:
         return args.truncate or "left"
     if args.max_length is not None:
