@@ -11,7 +11,7 @@ from mtrbench.audit.plan import parse_dimensions
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.retrieve import resolve
+from mtrbench.retrieve import ResolvedModel, resolve
 from mtrbench.serialize.history import get_strategy
 
 if TYPE_CHECKING:
@@ -73,20 +73,20 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"audit": _cmd_audit}
 
 
-def _check_names(args: argparse.Namespace) -> None:
+def _check_names(args: argparse.Namespace) -> str | ResolvedModel:
     """The negatives retriever's name and history, checked before the task loads (run_audit builds that retriever
-    only after loading it)."""
+    only after loading it). Returns its model, resolved once for the run (the name as given, unused, when
+    --negatives-run replaces it)."""
     if args.negatives_run:
         if args.negatives_model != "bm25":
             raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
-        return
-
+        return args.negatives_model
     get_strategy(args.negatives_history)
-    resolve(args.negatives_model)
+    return resolve(args.negatives_model)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    _check_names(args)
+    negatives_model = _check_names(args)
     from rich.console import Console
 
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit  # deferred: loads pytrec_eval
@@ -98,7 +98,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         corpus_path=args.corpus,
         dimensions=parse_dimensions(args.dimensions),
         n_negatives=args.negatives,
-        negatives_model=args.negatives_model,
+        negatives_model=negatives_model,
         negatives_run=args.negatives_run,
         negatives_history=args.negatives_history,
         device=args.device,

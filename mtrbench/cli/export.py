@@ -75,8 +75,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         order=args.order,
     )
     side = _truncation(args)
-    if args.model:
-        resolve(args.model)  # an unknown model name fails before the task loads
+    model = resolve(args.model) if args.model else None  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
     protocol = protocol_for_card(args.protocol, card)
@@ -85,9 +84,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
     tokenizer, max_length, prompt = None, None, ""
-    if args.model:
+    if model is not None:
         retriever = build_retriever(
-            args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
+            model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
         )
         tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
     truncator = Truncator(tokenizer, max_length, prompt=prompt, side=side)

@@ -22,7 +22,7 @@ from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
-from mtrbench.retrieve import RetrieverOptions, resolve
+from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
 from mtrbench.serialize.history import DEFAULT_HISTORY, get_strategy
 
 if TYPE_CHECKING:
@@ -179,9 +179,10 @@ def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_names(args: argparse.Namespace) -> None:
+def _check_names(args: argparse.Namespace) -> ResolvedModel:
     """Typos in the retriever's name, its history and the counts, with the light parsers alone: before the
-    pipeline (torch, the LLM client) is imported and before any endpoint is asked."""
+    pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns the retriever's model,
+    resolved once for the run."""
     for flag, value in (
         ("--passages", args.passages),
         ("--max-tokens", args.max_tokens),
@@ -194,11 +195,11 @@ def _check_names(args: argparse.Namespace) -> None:
     if args.limit is not None and args.limit < 1:
         raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
     get_strategy(args.history)
-    resolve(args.model)
+    return resolve(args.model)
 
 
 def _cmd_rag(args: argparse.Namespace) -> int:
-    _check_names(args)
+    model = _check_names(args)
     from rich.console import Console
 
     from mtrbench.pipeline.rag import run_rag  # deferred: loads torch
@@ -209,7 +210,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     judge = _judge(args, status)
     if generation_strategy(answer_history).needs_rewriter and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
-    config = _rag_config(args, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
+    config = _rag_config(args, model, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
     report = run_rag(config, progress=say)
     if args.dry_run:
@@ -242,6 +243,7 @@ def _judge(args: argparse.Namespace, status: Console) -> JudgeConfig | None:
 
 def _rag_config(
     args: argparse.Namespace,
+    model: ResolvedModel,
     answer_history: str,
     generator: JudgeConfig,
     judge: JudgeConfig | None,
@@ -250,7 +252,7 @@ def _rag_config(
     from mtrbench.pipeline.rag import RagConfig  # deferred: loads torch
 
     return RagConfig(
-        model=args.model,
+        model=model,
         task=args.task,
         eval=_retrieval_config(args, rewriter),
         retriever=_retriever_options(args),

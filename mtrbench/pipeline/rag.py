@@ -43,7 +43,7 @@ from mtrbench.retrieve.builder import ModelInput
 
 @dataclass
 class RagConfig:
-    model: ModelInput  # the retriever: a name or a model object (mtrbench.models.protocols)
+    model: ModelInput  # the retriever: a name, a model object (mtrbench.models.protocols) or a ResolvedModel
     task: str
     eval: EvalConfig  # exactly one history strategy
     retriever: RetrieverOptions
