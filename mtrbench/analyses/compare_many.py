@@ -18,6 +18,8 @@ from string import ascii_lowercase
 
 import numpy as np
 
+from mtrbench.analyses.multiple import holm
+from mtrbench.analyses.significance import randomization_test
 from mtrbench.infra.errors import UserInputError
 
 TESTS = ("t", "randomization")
@@ -111,7 +113,6 @@ def compare_systems(systems: Sequence[SystemScores], options: CompareOptions) ->
         else [(i, j) for i in range(len(systems)) for j in range(i + 1, len(systems))]
     )
     tests: list[PairTest] = []
-    from mtrbench.analyses.multiple import holm
 
     for measure in options.measures:
         values = [_unit_values(s, units, measure) for s in systems]
@@ -193,6 +194,5 @@ def _p_value(a: np.ndarray, b: np.ndarray, options: CompareOptions) -> float | N
         from scipy import stats
 
         return float(stats.ttest_rel(b, a).pvalue)
-    from mtrbench.analyses.significance import randomization_test
 
     return randomization_test(b, a, n_resamples=options.n_resamples, seed=options.seed)

@@ -33,6 +33,7 @@ from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures
 from mtrbench.llm.stage import Stage, StageLog, StageOptions, StageRun, plan_stages, run_stages
 from mtrbench.results.writer import safe_name
+from mtrbench.retrieve import ResolvedModel
 
 INSTANCES_NAME = "instances.jsonl"
 SUMMARY_NAME = "summary.json"
@@ -48,7 +49,7 @@ class AuditConfig:
     corpus_path: str | None = None
     dimensions: list[str] | None = None  # None: every dimension the task's data supports
     n_negatives: int = DEFAULT_NEGATIVES
-    negatives_model: str = "bm25"
+    negatives_model: str | ResolvedModel = "bm25"  # a name, or one resolved already (the CLI checks it early)
     negatives_run: str | None = None  # take hard negatives from this TREC run instead of retrieving
     negatives_history: str = "full"  # how queries are serialized for the negatives retriever
     device: str = "auto"
@@ -140,6 +141,10 @@ def _negatives(config: AuditConfig, task: TaskData, queries) -> HardNegatives:
     )
 
 
+def _model_name(model: str | ResolvedModel) -> str:
+    return model if isinstance(model, str) else model.requested
+
+
 def run_audit(
     config: AuditConfig,
     judges: Sequence[JudgeConfig],
@@ -183,7 +188,7 @@ def _plan(audit: _Audit, say: Callable[[str], None]) -> tuple[AuditPlan, HardNeg
         notes[f"{dimension}: not run (no audited query has a reference answer)"] += 1
     negatives = None
     if COMPLETENESS in dimensions:
-        source = f"run {config.negatives_run}" if config.negatives_run else config.negatives_model
+        source = f"run {config.negatives_run}" if config.negatives_run else _model_name(config.negatives_model)
         say(f"Hard negatives: top {config.n_negatives} non-gold documents from {source}")
         negatives = _negatives(config, task, queries)
         notes.update(negatives.notes)

@@ -12,7 +12,7 @@ from typing import Any
 from mtrbench.data.model import ConversationalQuery, TaskData
 from mtrbench.formats.run import ranked, read_run
 from mtrbench.infra.errors import DataError
-from mtrbench.retrieve import RetrieverOptions, assemble, resolve
+from mtrbench.retrieve import ResolvedModel, RetrieverOptions, assemble, resolve
 from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
 from mtrbench.serialize.truncate import Truncator
 
@@ -62,7 +62,7 @@ def negatives_from_run(
 
 
 def negatives_from_retriever(
-    model: str,
+    model: str | ResolvedModel,
     task: TaskData,
     queries: Sequence[ConversationalQuery],
     n: int,
@@ -70,7 +70,8 @@ def negatives_from_retriever(
     device: str = "auto",
     show_progress: bool = True,
 ) -> HardNegatives:
-    """Retrieve with any mtrbench model alias; queries are serialized with a ``--history`` strategy."""
+    """Retrieve with any mtrbench model alias (or one resolved already); queries are serialized with a ``--history``
+    strategy."""
     resolved = resolve(model)
     strategy = get_strategy(history)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
@@ -97,6 +98,11 @@ def negatives_from_retriever(
     }
     return HardNegatives(
         by_qid,
-        {"model": model, "retriever": retriever.name, "revision": retriever.revision, "history": strategy.name},
+        {
+            "model": resolved.requested,
+            "retriever": retriever.name,
+            "revision": retriever.revision,
+            "history": strategy.name,
+        },
         Counter(),
     )

@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mtrbench import __version__
+
 
 def main(argv: list[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else argv
     if list(arguments) == ["--version"]:
-        from mtrbench import __version__
-
         print(f"mtrbench {__version__}")
         return 0
     from mtrbench.cli.app import main as run  # deferred: --version answers without the command modules

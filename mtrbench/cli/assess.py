@@ -6,7 +6,12 @@ import argparse
 from pathlib import Path
 
 from mtrbench.assess.defaults import QUERY_FORMS
+from mtrbench.assess.roles import pick_roles
+from mtrbench.assess.stats import stats_table
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.formats.lines import read_log_records
+from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -58,7 +63,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--corpus", help="external corpus, for tasks that do not ship one")
     p.add_argument("--output-dir", help="where the files go [results/assess/<task>]")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    from mtrbench.cli.llm_flags import add_llm_arguments
 
     add_llm_arguments(p)
     return {"assess": _cmd_assess}
@@ -67,11 +71,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_assess(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.assess.assessment import AssessOptions, run_assessment
-    from mtrbench.assess.roles import pick_roles
-    from mtrbench.assess.stats import stats_table
-    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
-    from mtrbench.llm.failure_rate import JudgeFailures, most_common
+    from mtrbench.assess.assessment import AssessOptions, run_assessment  # deferred: loads openai
 
     check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     console = Console(stderr=True)
@@ -131,8 +131,6 @@ def _cmd_assess(args: argparse.Namespace) -> int:
 def _logged_failure_reasons(log: Path) -> list[str]:
     """The reasons of the failed records in the assessment log, without the 'agent round n:' prefix."""
     import re
-
-    from mtrbench.formats.lines import read_log_records
 
     records, _ = read_log_records(log)
     reasons: list[str] = []

@@ -6,8 +6,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES, DIMENSIONS
+from mtrbench.audit.plan import parse_dimensions
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.retrieve import ResolvedModel, resolve
+from mtrbench.serialize.history import get_strategy
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -16,9 +21,6 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES, DIMENSIONS
-    from mtrbench.cli.llm_flags import add_llm_arguments
-
     p = sub.add_parser(
         "audit",
         help="MTR-EVAL: audit a task's gold labels with LLM judges",
@@ -71,27 +73,23 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"audit": _cmd_audit}
 
 
-def _check_names(args: argparse.Namespace) -> None:
+def _check_names(args: argparse.Namespace) -> str | ResolvedModel:
     """The negatives retriever's name and history, checked before the task loads (run_audit builds that retriever
-    only after loading it)."""
+    only after loading it). Returns its model, resolved once for the run (the name as given, unused, when
+    --negatives-run replaces it)."""
     if args.negatives_run:
         if args.negatives_model != "bm25":
             raise MtrbenchError("--negatives-run and --negatives-model exclude each other")
-        return
-    from mtrbench.retrieve import resolve
-    from mtrbench.serialize.history import get_strategy
-
+        return args.negatives_model
     get_strategy(args.negatives_history)
-    resolve(args.negatives_model)
+    return resolve(args.negatives_model)
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    _check_names(args)
+    negatives_model = _check_names(args)
     from rich.console import Console
 
-    from mtrbench.audit.mtr_eval import AuditConfig, run_audit
-    from mtrbench.audit.plan import parse_dimensions
-    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
+    from mtrbench.audit.mtr_eval import AuditConfig, run_audit  # deferred: loads pytrec_eval
 
     config = AuditConfig(
         task=args.task,
@@ -100,7 +98,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         corpus_path=args.corpus,
         dimensions=parse_dimensions(args.dimensions),
         n_negatives=args.negatives,
-        negatives_model=args.negatives_model,
+        negatives_model=negatives_model,
         negatives_run=args.negatives_run,
         negatives_history=args.negatives_history,
         device=args.device,
@@ -131,8 +129,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 def _show(outcome: AuditOutcome, console: Console) -> None:
     """The results table (not after a dry run), the notes, and where the files are."""
-    from mtrbench.audit.report import TABLE_LEGEND, results_table
-    from mtrbench.results.table import print_titled
+    from mtrbench.audit.report import TABLE_LEGEND, results_table  # deferred: loads pytrec_eval
+    from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     if not outcome.dry_run:
         print_titled(console, f"{outcome.title}\n{TABLE_LEGEND}", results_table(outcome.stats, outcome.correlation))

@@ -7,6 +7,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mtrbench.infra.errors import MtrbenchError
+
 if TYPE_CHECKING:
     from mtrbench.analyses.run import AnalysisOptions
 
@@ -40,7 +42,7 @@ def add_analysis_options(p: argparse.ArgumentParser) -> None:
 
 
 def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
-    from mtrbench.analyses.run import AnalysisOptions
+    from mtrbench.analyses.run import AnalysisOptions  # deferred: loads pytrec_eval
 
     return AnalysisOptions(
         refined_qrels=args.refined_qrels,
@@ -51,7 +53,7 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
 
 
 def print_analyses(analyses: dict, console) -> None:
-    from mtrbench.results.table import scores_table
+    from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
 
     if "refined_qrels" in analyses:
         ref = analyses["refined_qrels"]
@@ -86,8 +88,6 @@ _SIZE_UNITS = {
 def parse_size(text: str, flag: str) -> int:
     """Bytes of a size like 8GB, 512MB or 1.5GiB (binary units either way)."""
     import re
-
-    from mtrbench.infra.errors import MtrbenchError
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", text or "")
     unit = match.group(2).upper() if match else ""

@@ -6,6 +6,8 @@ import argparse
 
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.locking import is_held
+from mtrbench.retrieve.registry import recorded_names
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -28,7 +30,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from mtrbench.encode.cache import EmbeddingCache
+    from mtrbench.encode.cache import EmbeddingCache  # deferred: loads torch
 
     cache = EmbeddingCache(args.cache_dir)
     if args.action == "ls":
@@ -37,8 +39,6 @@ def _cmd_cache(args: argparse.Namespace) -> int:
     if len(chosen) != 1:
         raise MtrbenchError("usage: mtrbench cache rm KEY | --all | --model MODEL (exactly one)")
     if args.model:
-        from mtrbench.retrieve.registry import recorded_names
-
         names = recorded_names(args.model)
         entries = [e for e in cache.select(everything=True) if e.model in names]
     else:
@@ -55,7 +55,7 @@ def _cmd_cache(args: argparse.Namespace) -> int:
 def _list(cache) -> int:
     from rich.console import Console
 
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     entries = cache.entries()
     console = Console()
@@ -88,8 +88,7 @@ def _list(cache) -> int:
 
 
 def _state(entry) -> str:
-    from mtrbench.encode.cache import LOCK_FILE, MANIFEST_FORMAT
-    from mtrbench.infra.locking import is_held
+    from mtrbench.encode.cache import LOCK_FILE, MANIFEST_FORMAT  # deferred: loads torch
 
     if entry.manifest.get("format") != MANIFEST_FORMAT:
         return "old format"  # encoded again (in place) by the next run that needs it

@@ -19,8 +19,14 @@ from mtrbench.cli.common import (
     unescape,
 )
 from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
+from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
+from mtrbench.results.mtrag_taska import MODE, check_request, write_taska
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
+from mtrbench.results.result import Result
+from mtrbench.retrieve import RetrieverOptions, assemble, resolve
+from mtrbench.retrieve.registry import pair_name
+from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat, get_strategy
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
@@ -29,8 +35,7 @@ if TYPE_CHECKING:
 
     from mtrbench.pipeline.evaluate import EvalConfig
     from mtrbench.pipeline.plan import SkippedResult
-    from mtrbench.results.result import Result
-    from mtrbench.retrieve import ResolvedModel, RetrieverOptions
+    from mtrbench.retrieve import ResolvedModel
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -234,7 +239,6 @@ def _eval_models(args: argparse.Namespace) -> list[str]:
             raise MtrbenchError("--query-model and --doc-model go together")
         if args.model:
             raise MtrbenchError("use either --model or --query-model/--doc-model")
-        from mtrbench.retrieve.registry import pair_name
 
         return [pair_name(args.query_model, args.doc_model)]
     return _listed(args.model) or [DEFAULT_MODEL]
@@ -282,9 +286,8 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
-    from mtrbench.measures import parse_k_values
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
-    from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat
+    from mtrbench.measures import parse_k_values  # deferred: loads pytrec_eval
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line  # deferred: loads torch
 
     histories = [h.strip() for h in args.history.split(",") if h.strip()]
     all_histories = histories == ["all"]
@@ -318,8 +321,6 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
-    from mtrbench.retrieve import RetrieverOptions
-
     return RetrieverOptions.of(
         device=args.device,
         dtype=args.dtype,
@@ -382,9 +383,9 @@ def _one(values: tuple):
 
 
 def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
-    from mtrbench.measures import label
-    from mtrbench.pipeline.sweep import SweepGrid, best_cell, run_sweep
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
+    from mtrbench.pipeline.sweep import SweepGrid, best_cell, run_sweep  # deferred: loads torch
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
     cells = run_sweep(
@@ -430,13 +431,11 @@ def _cmd_sweep(args: argparse.Namespace, console, status) -> int:
 def _check_names(args: argparse.Namespace) -> None:
     """History and measure typos, with the light parsers alone: the pipeline (torch, the LLM client) is not imported
     yet. check_before_loading checks the whole request again once it is."""
-    from mtrbench.serialize.history import get_strategy
-
     for name in (h.strip() for h in args.history.split(",")):
         if name and name != "all":
             get_strategy(name)
     if args.metrics:
-        from mtrbench.measures import parse_k_values, parse_measures  # pytrec_eval and numpy: only when needed
+        from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
 
         parse_measures(args.metrics.split(","), parse_k_values(args.k_values) if args.k_values else [10])
 
@@ -459,17 +458,12 @@ def _check_mtrag_out(args: argparse.Namespace) -> None:
     )
     if why:
         raise MtrbenchError(f"--mtrag-out writes one run as an MTRAGEval Task A file: it takes {why}")
-    from mtrbench.data import resolve_card
-    from mtrbench.results.mtrag_taska import check_request
 
     check_request(args.mtrag_out, resolve_card(_eval_tasks(args)[0]))
 
 
 def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
     """The Task A file of the run (evaluated now, or finished before and read back from its .run.trec)."""
-    from mtrbench.data import load_task, resolve_card
-    from mtrbench.results.mtrag_taska import MODE, write_taska
-
     task = load_task(
         resolve_card(_eval_tasks(args)[0]), split=result.split, data_dir=args.data_dir, corpus_path=args.corpus
     )
@@ -496,8 +490,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     _check_mtrag_out(args)
     from rich.console import Console
 
-    from mtrbench.pipeline.plan import check_before_loading
-    from mtrbench.retrieve import resolve
+    from mtrbench.pipeline.plan import check_before_loading  # deferred: loads torch
 
     console = Console()  # tables and results: stdout
     status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
@@ -551,8 +544,7 @@ def _evaluate_pairs(
     status: Console,
 ) -> _EvalOutcome:
     """Every model on every task, each model loaded once; the tables of each pair printed as it finishes."""
-    from mtrbench.pipeline.evaluate import command_line, run_eval
-    from mtrbench.retrieve import assemble
+    from mtrbench.pipeline.evaluate import command_line, run_eval  # deferred: loads torch
 
     outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
@@ -592,8 +584,6 @@ def _evaluate_pairs(
 
 def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Console) -> None:
     """Where the result files went, and the --mtrag-out file of the run (evaluated now or read back)."""
-    from mtrbench.results.result import Result
-
     status.print(
         f"[dim]results: {len(outcome.written)} JSON file(s) written with TREC runs and per-query metrics under "
         f"{Path(args.output_dir).resolve()}[/dim]",
@@ -610,7 +600,7 @@ def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Con
 
 
 def _print_results(model: str, task: str, results, console, status) -> None:
-    from mtrbench.results.table import strategies_table, turn_table
+    from mtrbench.results.table import strategies_table, turn_table  # deferred: loads pytrec_eval
 
     first = results[0]
     title = f"{task} · {model} · {first.n_evaluated} queries evaluated"

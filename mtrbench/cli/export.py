@@ -6,6 +6,13 @@ import argparse
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
+from mtrbench.data import load_task, resolve_card
+from mtrbench.infra.atomic import ensure_folder
+from mtrbench.infra.errors import MtrbenchError
+from mtrbench.interop.export import QueryTexts, export_beir, export_hf
+from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve
+from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
+from mtrbench.serialize.truncate import Truncator
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -55,13 +62,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from mtrbench.data import load_task, resolve_card
-    from mtrbench.infra.atomic import ensure_folder
-    from mtrbench.interop.export import QueryTexts, export_beir, export_hf
-    from mtrbench.measures.protocols import check_choice
-    from mtrbench.measures.protocols import for_card as protocol_for_card
-    from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
-    from mtrbench.serialize.truncate import Truncator
+    from mtrbench.measures.protocols import check_choice  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols import for_card as protocol_for_card  # deferred: loads pytrec_eval
 
     if args.protocol is not None:
         check_choice(args.protocol)
@@ -73,10 +75,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         order=args.order,
     )
     side = _truncation(args)
-    if args.model:
-        from mtrbench.retrieve import resolve
-
-        resolve(args.model)  # an unknown model name fails before the task loads
+    model = resolve(args.model) if args.model else None  # an unknown model name fails before the task loads
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
     protocol = protocol_for_card(args.protocol, card)
@@ -85,11 +84,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
     check_strategy_applies(strategy, task.name, task.has_rewrites)
     tokenizer, max_length, prompt = None, None, ""
-    if args.model:
-        from mtrbench.retrieve import RetrieverOptions, build_retriever
-
+    if model is not None:
         retriever = build_retriever(
-            args.model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
+            model, RetrieverOptions.of(device="cpu", max_length=args.max_length, show_progress=False)
         )
         tokenizer, max_length, prompt = retriever.tokenizer, retriever.max_length, retriever.query_prompt
     truncator = Truncator(tokenizer, max_length, prompt=prompt, side=side)
@@ -138,8 +135,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _truncation(args: argparse.Namespace) -> str:
     """The truncation side: eval's for --model; without a model only an explicit --truncate none."""
-    from mtrbench.infra.errors import MtrbenchError
-
     if args.model:
         return args.truncate or "left"
     if args.max_length is not None:

@@ -7,7 +7,10 @@ import json
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.formats.run import format_run
+from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -41,10 +44,6 @@ def _weights(text: str | None) -> tuple[float, ...] | None:
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
-    from mtrbench.formats.run import format_run
-    from mtrbench.infra.atomic import atomic_write_text, ensure_parent
-    from mtrbench.retrieve.fusion import FusionOptions, fuse_files
-
     options = FusionOptions(
         method=args.method, weights=_weights(args.weights), norm=args.norm, rrf_k=args.rrf_k, top_k=args.top_k
     )

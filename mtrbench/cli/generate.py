@@ -6,13 +6,23 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.llm_flags import (
+    add_max_failure_rate,
+    add_rewriter_arguments,
+    add_run_flags,
+    add_sampling_flags,
+    cache_from_args,
+    model_judge,
+    rewriter_from_args,
+    sampling_overrides,
+)
+from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
+from mtrbench.generation.runner import GenerateConfig, generation_failures, generation_strategy, run_generate
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.llm.failure_rate import check_share, raise_if_over
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_max_failure_rate, add_rewriter_arguments, add_run_flags, add_sampling_flags
-    from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
-
     p = sub.add_parser(
         "generate",
         help="conversational RAG: answer each turn with citations [n]",
@@ -92,15 +102,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
-
-    from mtrbench.cli.llm_flags import cache_from_args, model_judge, rewriter_from_args, sampling_overrides
-    from mtrbench.generation.runner import (
-        GenerateConfig,
-        generation_failures,
-        generation_strategy,
-        run_generate,
-    )
-    from mtrbench.llm.failure_rate import check_share, raise_if_over
 
     if args.max_tokens < 1:
         raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")

@@ -8,9 +8,17 @@ from typing import TYPE_CHECKING
 
 from mtrbench.cli import judge_mtrag
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.cli.llm_flags import check_failure_rates
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.loaders.rad_bench import load_rad_bench
+from mtrbench.formats.generations import read_generations
+from mtrbench.formats.run import read_run
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
+from mtrbench.judge.table import rad_bench_tables
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
+from mtrbench.results.writer import safe_name
 
 if TYPE_CHECKING:
     from mtrbench.judge.api import JudgeOutcome
@@ -18,9 +26,6 @@ if TYPE_CHECKING:
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
-    from mtrbench.cli.llm_flags import add_llm_arguments
-    from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
-
     p = sub.add_parser(
         "judge",
         help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, RAGAlign; RAD-Bench tables",
@@ -106,8 +111,6 @@ def _cmd_judge(args: argparse.Namespace) -> int:
 
 
 def _single_judge(args: argparse.Namespace):
-    from mtrbench.cli.llm_flags import judges_from_args
-
     judges = judges_from_args(args)
     if len(judges) != 1:
         raise MtrbenchError(f"judge takes one LLM judge; the judges file lists {len(judges)}")
@@ -117,14 +120,15 @@ def _single_judge(args: argparse.Namespace):
 def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.cli.llm_flags import cache_from_args
-    from mtrbench.data import load_task, resolve_card
-    from mtrbench.formats.generations import read_generations
-    from mtrbench.judge.api import JudgeOptions, judge_generations, ragalign_from_verdicts, run_from_generations
-    from mtrbench.judge.report import print_per_turn, write_scores
-    from mtrbench.judge.scoring import generation_measures, score_generations
-    from mtrbench.measures import parse_measures
-    from mtrbench.results.writer import safe_name
+    from mtrbench.judge.api import (  # deferred: loads pytrec_eval
+        JudgeOptions,
+        judge_generations,
+        ragalign_from_verdicts,
+        run_from_generations,
+    )
+    from mtrbench.judge.report import print_per_turn, write_scores  # deferred: loads rich
+    from mtrbench.judge.scoring import generation_measures, score_generations  # deferred: loads pytrec_eval
+    from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
 
     if args.ragalign and args.judge != "verdict":
         raise MtrbenchError("--ragalign needs --judge verdict (RAGAlign pairs retrieval with binary verdicts)")
@@ -164,8 +168,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exit_code = check_failure_rates(args, [_failures(judge, outcome)] if outcome is not None else [])
     alignment = None
     if ragalign and outcome is not None and exit_code == 0:  # past the limit the verdicts cannot carry RAGAlign
-        from mtrbench.formats.run import read_run
-
         run = read_run(args.run_file) if args.run_file else run_from_generations(generations)
         alignment = ragalign_from_verdicts(
             outcome.verdicts or {}, task, run, ragalign, card.relevance_level, qids=list(generations)
@@ -222,13 +224,10 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.judge.report import print_rad_table
+    from mtrbench.judge.report import print_rad_table  # deferred: loads rich
 
     console = Console()
     if args.judgments:
-        from mtrbench.judge.table import rad_bench_tables
-
         if not args.output:
             raise MtrbenchError("--output FILE.json is needed with --judgments")
         if args.models or args.output_dir:
@@ -249,9 +248,7 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
         console.print(f"[dim]table: {args.output}[/dim]", soft_wrap=True)
         return 0
 
-    from mtrbench.cli.llm_flags import cache_from_args
-    from mtrbench.data.loaders.rad_bench import load_rad_bench
-    from mtrbench.judge.api import JudgeOptions, judge_rad_bench_answers
+    from mtrbench.judge.api import JudgeOptions, judge_rad_bench_answers  # deferred: loads pytrec_eval
 
     if args.drop_unparsable:
         raise MtrbenchError("--drop-unparsable applies to --judgments (mtrbench's own judging never scores a failure)")

@@ -6,14 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.formats.mtrag_eval import check_predictions
+from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.judge.mtrag.bertscore import BertScoreOptions
+from mtrbench.judge.mtrag.names import ALL_METRICS, OFFICIAL_MODEL
+from mtrbench.judge.mtrag.run import MtragJudgeOptions, judge_mtrag, parse_metric_list
+from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
 
 def add_parser(actions: argparse._SubParsersAction) -> None:
-    from mtrbench.cli.llm_flags import add_llm_arguments
-    from mtrbench.formats.mtrag_modes import MODES
-    from mtrbench.judge.mtrag.names import ALL_METRICS, OFFICIAL_MODEL
-
     m = actions.add_parser(
         "mtrag",
         help="MTRAG/MTRAGEval generation metrics under their official names",
@@ -55,11 +58,6 @@ def run(args: argparse.Namespace) -> int:
     if args.input_file:
         raise MtrbenchError("--input-file applies to --check-format")
     from rich.console import Console
-
-    from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
-    from mtrbench.judge.mtrag.bertscore import BertScoreOptions
-    from mtrbench.judge.mtrag.run import MtragJudgeOptions, judge_mtrag, parse_metric_list
-    from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
     with_judge = bool(args.llm_model or args.judges)
     judges = tuple(judges_from_args(args)) if with_judge else ()
@@ -123,8 +121,6 @@ def _print_summary(console, summary: dict) -> None:
 
 
 def _check_format(args: argparse.Namespace) -> int:
-    from mtrbench.formats.mtrag_eval import check_predictions
-
     if args.input_file and not Path(args.input_file).is_file():
         raise DataError(f"input file {args.input_file} does not exist")
     report = check_predictions(args.predictions, args.check_format, args.input_file)

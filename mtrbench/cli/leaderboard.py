@@ -7,7 +7,11 @@ import sys
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.screen import screen_command
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
+from mtrbench.leaderboard.schema import load
+from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
 
 NOTES_SHOWN = 3  # notes on separated entries that `leaderboard build` prints without --verbose
 
@@ -102,8 +106,6 @@ def _build(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
-
     output = Path(args.output)
     if output.suffix != ".json":
         raise MtrbenchError(f"-o {output}: a leaderboard file name must end in .json")
@@ -146,10 +148,6 @@ def _build(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.cli.screen import screen_command  # deferred: leaderboard.verify adds ~0.3 s to every command
-    from mtrbench.leaderboard.schema import load
-    from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
-
     if args.tolerance < 0:
         raise MtrbenchError("--tolerance must be >= 0")
     path, document = load(args.leaderboard)
@@ -170,7 +168,7 @@ def _verify(args: argparse.Namespace) -> int:
     )
     from rich.text import Text
 
-    from mtrbench.results.table import print_titled
+    from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     table, notes = _checks_table(checks, args.tolerance)
     print_titled(console, f"verify {path}", table)
@@ -188,8 +186,8 @@ def _checks_table(checks, tolerance):
     """The table of values per entry, and (entry, how / why) notes printed below it."""
     from rich.markup import escape
 
-    from mtrbench.measures import label as pretty_name
-    from mtrbench.results.table import compact_table
+    from mtrbench.measures import label as pretty_name  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table  # deferred: loads pytrec_eval
 
     style = {"OK": "green", "FAIL": "bold red", "SKIP": "yellow", "REFUSED": "bold magenta"}
     table = compact_table()
@@ -231,8 +229,7 @@ def _checks_table(checks, tolerance):
 def _show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.leaderboard.render import render
-    from mtrbench.leaderboard.schema import load
+    from mtrbench.leaderboard.render import render  # deferred: loads pytrec_eval
 
     _, document = load(args.leaderboard)
     render(document, Console(), task=args.task, metric=args.metric)
@@ -240,13 +237,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _html(args: argparse.Namespace) -> int:
-    from mtrbench.leaderboard.html import write_page
-    from mtrbench.leaderboard.schema import load
+    from mtrbench.leaderboard.html import write_page  # deferred: loads pytrec_eval
 
     _, document = load(args.leaderboard)
     turns = None
     if args.results:
-        from mtrbench.leaderboard.turns import turn_curves
+        from mtrbench.leaderboard.turns import turn_curves  # deferred: loads numpy
 
         missing = [r for r in args.results if not Path(r).is_dir()]
         if missing:
@@ -265,8 +261,8 @@ def _html(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from mtrbench.leaderboard.plot import plot_leaderboard
-    from mtrbench.results.plot import plot_turn_curves
+    from mtrbench.leaderboard.plot import plot_leaderboard  # deferred: loads pytrec_eval
+    from mtrbench.results.plot import plot_turn_curves  # deferred: loads pytrec_eval
 
     if not args.results and not args.leaderboard:
         raise MtrbenchError("nothing to plot: give result files/folders and/or --leaderboard NAME")
@@ -276,12 +272,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if args.results:
         written += plot_turn_curves(args.results, Path(args.output), k=args.k)
     if args.leaderboard:
-        from mtrbench.leaderboard.schema import load
-
         _, document = load(args.leaderboard)
         intervals = None
         if args.results:  # the entries' own result files: intervals on their bars
-            from mtrbench.leaderboard.turns import entry_intervals
+            from mtrbench.leaderboard.turns import entry_intervals  # deferred: loads numpy
 
             intervals = entry_intervals(document, [Path(r) for r in args.results])
         written += plot_leaderboard(document, Path(args.output), metric=args.metric, intervals=intervals)

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import TYPE_CHECKING
 
+from mtrbench.generation.model_history import RewriterOptions
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig, judge_from_flags, load_judges
+from mtrbench.llm.failure_rate import (
+    DEFAULT_MAX_FAILURE_RATE,
+    EXIT_JUDGE_FAILURES,
+    check_share,
+    failure_message,
+    over_limit,
+)
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
-
-if TYPE_CHECKING:  # the parser is built without the LLM client's modules
-    from mtrbench.llm.cache import ResponseCache
-    from mtrbench.llm.config import JudgeConfig
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,8 +58,6 @@ def check_failure_rates(args: argparse.Namespace, counts) -> int:
     """0, or 1 after one `error:` line on stderr per judge over --max-failure-rate."""
     import sys
 
-    from mtrbench.llm.failure_rate import EXIT_JUDGE_FAILURES, check_share, failure_message, over_limit
-
     bad = over_limit(counts, check_share(args.max_failure_rate))
     for c in bad:
         print(failure_message(c, args.max_failure_rate), file=sys.stderr)
@@ -63,8 +65,6 @@ def check_failure_rates(args: argparse.Namespace, counts) -> int:
 
 
 def judges_from_args(args: argparse.Namespace) -> list[JudgeConfig]:
-    from mtrbench.llm.config import judge_from_flags, load_judges
-
     judges_file = getattr(args, "judges", None)
     model = getattr(args, "llm_model", None)
     base_url = getattr(args, "llm_base_url", None)
@@ -115,8 +115,6 @@ def request_overrides(judge: JudgeConfig, args: argparse.Namespace) -> JudgeConf
 
 
 def cache_from_args(args: argparse.Namespace) -> ResponseCache | None:
-    from mtrbench.llm.cache import ResponseCache
-
     if getattr(args, "no_llm_cache", False):
         if getattr(args, "llm_cache", None):
             raise MtrbenchError("--llm-cache and --no-llm-cache contradict each other")
@@ -228,16 +226,12 @@ def sampling_overrides(
 
 def model_judge(model: str, base_url: str | None, args: argparse.Namespace, role: str) -> JudgeConfig:
     """A ``JudgeConfig`` for a generator or rewriter named on the command line."""
-    from mtrbench.llm.config import judge_from_flags
-
     judge = judge_from_flags(model, base_url, getattr(args, "api_key_env", None) or DEFAULT_KEY_ENV, name=role)
     return request_overrides(judge, args)
 
 
 def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
     """``RewriterOptions`` from the rewriter flags, or None when no rewriter model is named."""
-    from mtrbench.generation.model_history import RewriterOptions
-
     if not args.rewriter_model:
         if args.rewriter_base_url:
             raise MtrbenchError("--rewriter-base-url needs --rewriter-model")
@@ -248,7 +242,6 @@ def rewriter_from_args(args: argparse.Namespace, show_progress: bool = True):
         flag="--rewriter-temperature",
     )
     cache = None if args.dry_run else cache_from_args(args)
-    from mtrbench.llm.failure_rate import check_share
 
     max_rate = check_share(getattr(args, "max_failure_rate", DEFAULT_MAX_FAILURE_RATE))
     return RewriterOptions(

@@ -7,6 +7,7 @@ import json
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import UserInputError
 
 
@@ -114,7 +115,7 @@ def _split(text: str | None) -> list[str]:
 
 
 def _input_spec(args: argparse.Namespace, results=None, runs=None, qrels=None, level=None, tasks=None):
-    from mtrbench.analyses.meta.inputs import InputSpec
+    from mtrbench.analyses.meta.inputs import InputSpec  # deferred: loads numpy
 
     return InputSpec(
         results=tuple(args.results if results is None else results),
@@ -137,15 +138,12 @@ def _warn_filled(matrices) -> None:
 
 def _write_json(path: str | None, document: dict) -> None:
     if path:
-        from mtrbench.infra.atomic import atomic_write_text
-
         atomic_write_text(path, json.dumps(document, indent=2) + "\n")
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """A bad --output or --plot fails before any work."""
-    from mtrbench.analyses.meta.plots import check_plot_path
-    from mtrbench.infra.atomic import ensure_parent
+    from mtrbench.analyses.meta.plots import check_plot_path  # deferred: loads numpy
 
     if args.output:
         ensure_parent(args.output)
@@ -161,9 +159,9 @@ def _console():
 
 # -- meta power -----------------------------------------------------------------------------------------
 def _cmd_power(args: argparse.Namespace) -> int:
-    from mtrbench.analyses.meta.power import check_alpha, discriminative_power
-    from mtrbench.analyses.meta.tests import Resampling
-    from mtrbench.results.systems import load_matrices
+    from mtrbench.analyses.meta.power import check_alpha, discriminative_power  # deferred: loads numpy
+    from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
+    from mtrbench.results.systems import load_matrices  # deferred: loads numpy
 
     _check_outputs(args)
     check_alpha(args.alpha)
@@ -178,7 +176,7 @@ def _cmd_power(args: argparse.Namespace) -> int:
         document["reports"] = [r.as_dict() for r in reports]
     _write_json(args.output, document)
     if args.plot:
-        from mtrbench.analyses.meta.plots import plot_asl_curves
+        from mtrbench.analyses.meta.plots import plot_asl_curves  # deferred: loads numpy
 
         plot_asl_curves(reports, args.plot)
     return 0
@@ -189,8 +187,8 @@ def _p_text(p: float) -> str:
 
 
 def _print_power(reports) -> None:
-    from mtrbench.measures import label
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     console = _console()
     tasks = sorted({r.task for r in reports})
@@ -233,7 +231,7 @@ def _print_power(reports) -> None:
 # -- meta stability -------------------------------------------------------------------------------------
 def _second_condition(args: argparse.Namespace):
     """The second matrix and how to name both conditions."""
-    from mtrbench.results.systems import load_matrices
+    from mtrbench.results.systems import load_matrices  # deferred: loads numpy
 
     given = [
         name
@@ -271,7 +269,7 @@ def _second_condition(args: argparse.Namespace):
         )
     elif kind == "vs_measure":
         second = load_matrices(_input_spec(args), [args.vs_measure])
-        from mtrbench.measures import label
+        from mtrbench.measures import label  # deferred: loads pytrec_eval
 
         labels = (label(first[0].measure), label(second[0].measure))
     elif kind == "vs_results":
@@ -289,8 +287,8 @@ def _second_condition(args: argparse.Namespace):
 
 
 def _cmd_stability(args: argparse.Namespace) -> int:
-    from mtrbench.analyses.meta.stability import rank_agreement, swap_method
-    from mtrbench.analyses.meta.tests import Resampling
+    from mtrbench.analyses.meta.stability import rank_agreement, swap_method  # deferred: loads numpy
+    from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
 
     _check_outputs(args)
     plan = Resampling(test="t", unit=args.unit, samples=args.samples, seed=args.seed)
@@ -309,7 +307,7 @@ def _cmd_stability(args: argparse.Namespace) -> int:
     }
     _write_json(args.output, document)
     if args.plot:
-        from mtrbench.analyses.meta.plots import plot_stability
+        from mtrbench.analyses.meta.plots import plot_stability  # deferred: loads numpy
 
         plot_stability(agreement, swaps, args.plot)
     return 0
@@ -321,7 +319,7 @@ def _ranks(values: list[float]) -> dict[int, int]:
 
 
 def _print_stability(agreement, swaps) -> None:
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     console = _console()
     table = compact_table()
@@ -357,9 +355,9 @@ def _print_stability(agreement, swaps) -> None:
 
 # -- meta size ------------------------------------------------------------------------------------------
 def _cmd_size(args: argparse.Namespace) -> int:
-    from mtrbench.analyses.meta.size import topic_set_size
-    from mtrbench.results.systems import load_matrices
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.analyses.meta.size import topic_set_size  # deferred: loads numpy
+    from mtrbench.results.systems import load_matrices  # deferred: loads numpy
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     _check_outputs(args)
     if args.unit not in ("conversation", "query"):
@@ -367,7 +365,7 @@ def _cmd_size(args: argparse.Namespace) -> int:
     matrices = load_matrices(_input_spec(args), _split(args.measures))
     _warn_filled(matrices)
     reports = [topic_set_size(m, args.unit, args.delta, args.alpha, args.power) for m in matrices]
-    from mtrbench.measures import label
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
 
     console = _console()
     several = len({r.task for r in reports}) > 1
@@ -408,7 +406,7 @@ def _cmd_size(args: argparse.Namespace) -> int:
         document["reports"] = [r.as_dict() for r in reports]
     _write_json(args.output, document)
     if args.plot:
-        from mtrbench.analyses.meta.plots import plot_size
+        from mtrbench.analyses.meta.plots import plot_size  # deferred: loads numpy
 
         plot_size(reports[0], args.plot)
     return 0

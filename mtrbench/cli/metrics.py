@@ -20,8 +20,8 @@ def _cmd_metrics(args: argparse.Namespace) -> int:
     from rich.padding import Padding
     from rich.text import Text
 
-    from mtrbench.measures import all_families
-    from mtrbench.measures.base import family_origin
+    from mtrbench.measures import all_families  # deferred: loads pytrec_eval
+    from mtrbench.measures.base import family_origin  # deferred: loads pytrec_eval
 
     rows = [
         {

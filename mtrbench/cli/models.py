@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.retrieve.registry import all_models
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -16,8 +17,6 @@ def _cmd_models(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.padding import Padding
     from rich.text import Text
-
-    from mtrbench.retrieve.registry import all_models
 
     # One block per alias rather than a table: the checkpoint ids are what users copy, so each is printed
     # whole on the alias's line, and the notes wrap below at the terminal's width.

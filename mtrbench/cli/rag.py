@@ -19,19 +19,19 @@ from mtrbench.cli.llm_flags import (
     sampling_overrides,
 )
 from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
+from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
-from mtrbench.serialize.history import DEFAULT_HISTORY
+from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
+from mtrbench.serialize.history import DEFAULT_HISTORY, get_strategy
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mtrbench.generation.model_history import RewriterOptions
-    from mtrbench.generation.runner import GenerateConfig
     from mtrbench.llm.config import JudgeConfig
     from mtrbench.pipeline.evaluate import EvalConfig
     from mtrbench.pipeline.rag import RagConfig
-    from mtrbench.retrieve import RetrieverOptions
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -179,12 +179,10 @@ def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_names(args: argparse.Namespace) -> None:
+def _check_names(args: argparse.Namespace) -> ResolvedModel:
     """Typos in the retriever's name, its history and the counts, with the light parsers alone: before the
-    pipeline (torch, the LLM client) is imported and before any endpoint is asked."""
-    from mtrbench.retrieve import resolve
-    from mtrbench.serialize.history import get_strategy
-
+    pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns the retriever's model,
+    resolved once for the run."""
     for flag, value in (
         ("--passages", args.passages),
         ("--max-tokens", args.max_tokens),
@@ -197,15 +195,14 @@ def _check_names(args: argparse.Namespace) -> None:
     if args.limit is not None and args.limit < 1:
         raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
     get_strategy(args.history)
-    resolve(args.model)
+    return resolve(args.model)
 
 
 def _cmd_rag(args: argparse.Namespace) -> int:
-    _check_names(args)
+    model = _check_names(args)
     from rich.console import Console
 
-    from mtrbench.generation.runner import generation_history, generation_strategy
-    from mtrbench.pipeline.rag import run_rag
+    from mtrbench.pipeline.rag import run_rag  # deferred: loads torch
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = _generator(args)
@@ -213,7 +210,7 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     judge = _judge(args, status)
     if generation_strategy(answer_history).needs_rewriter and not args.rewriter_model:
         args.rewriter_model, args.rewriter_base_url = args.generator_model, args.generator_base_url
-    config = _rag_config(args, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
+    config = _rag_config(args, model, answer_history, generator, judge, rewriter_from_args(args, not args.quiet))
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]", soft_wrap=True))
     report = run_rag(config, progress=say)
     if args.dry_run:
@@ -246,15 +243,16 @@ def _judge(args: argparse.Namespace, status: Console) -> JudgeConfig | None:
 
 def _rag_config(
     args: argparse.Namespace,
+    model: ResolvedModel,
     answer_history: str,
     generator: JudgeConfig,
     judge: JudgeConfig | None,
     rewriter: RewriterOptions | None,
 ) -> RagConfig:
-    from mtrbench.pipeline.rag import RagConfig
+    from mtrbench.pipeline.rag import RagConfig  # deferred: loads torch
 
     return RagConfig(
-        model=args.model,
+        model=model,
         task=args.task,
         eval=_retrieval_config(args, rewriter),
         retriever=_retriever_options(args),
@@ -274,7 +272,7 @@ def _rag_config(
 
 
 def _retrieval_config(args: argparse.Namespace, rewriter: RewriterOptions | None) -> EvalConfig:
-    from mtrbench.pipeline.evaluate import EvalConfig, command_line
+    from mtrbench.pipeline.evaluate import EvalConfig, command_line  # deferred: loads torch
 
     return EvalConfig(
         histories=[args.history],
@@ -290,8 +288,6 @@ def _retrieval_config(args: argparse.Namespace, rewriter: RewriterOptions | None
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
-    from mtrbench.retrieve import RetrieverOptions
-
     return RetrieverOptions.of(
         device=args.device,
         max_length=args.max_length,
@@ -308,8 +304,6 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
 def _generation_config(
     args: argparse.Namespace, answer_history: str, rewriter: RewriterOptions | None
 ) -> GenerateConfig:
-    from mtrbench.generation.runner import GenerateConfig
-
     return GenerateConfig(
         task=args.task,
         top_k=args.passages,
@@ -322,7 +316,7 @@ def _generation_config(
 
 
 def _print_report(console, report, quiet: bool) -> None:
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     retrieval, generated = report.retrieval, report.generation
     main = retrieval.main_score_key

@@ -8,8 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtrbench.analyses.multiple import holm
 from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
+from mtrbench.data import load_task, resolve_card
+from mtrbench.formats.qrels import read_qrels
+from mtrbench.formats.run import read_run
+from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.results.result import Result
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -174,11 +180,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
         raise MtrbenchError("score --run needs the qrels: --qrels FILE or --task NAME")
     from rich.console import Console
 
-    from mtrbench.analyses.run import run_analyses
-    from mtrbench.formats.run import read_run
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.measures import parse_k_values, parse_measures
-    from mtrbench.results.table import scores_table
+    from mtrbench.analyses.run import run_analyses  # deferred: loads pytrec_eval
+    from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
 
     if (args.split or args.data_dir) and not args.task:
         raise MtrbenchError("--split and --data-dir choose the task's qrels: they need --task")
@@ -205,8 +209,6 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _score_qrels(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, int]], int]:
     """Where the qrels come from (shown and recorded), the qrels, and the relevance level they imply."""
-    from mtrbench.formats.qrels import read_qrels
-
     if args.task:
         return _task_qrels(args.task, args.split, args.data_dir)
     return str(args.qrels), read_qrels(args.qrels), 1
@@ -241,7 +243,7 @@ class _ScoredRun:
 
     def report(self, scores: dict[str, float], analyses: dict) -> dict:
         """The --output JSON."""
-        from mtrbench.analyses.report import confidence_intervals
+        from mtrbench.analyses.report import confidence_intervals  # deferred: loads pytrec_eval
 
         evaluation = self.evaluation
         return {
@@ -273,7 +275,7 @@ def _score_run(
     measures: list[Measure],
     relevance_level: int,
 ) -> _ScoredRun:
-    from mtrbench.measures.protocols import RoundedEvaluation
+    from mtrbench.measures.protocols import RoundedEvaluation  # deferred: loads pytrec_eval
 
     unjudged_run_queries = sorted(set(run) - set(qrels))
     evaluation = protocol.score(qrels, run, measures, relevance_level)
@@ -292,11 +294,10 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
     """An MTRAGEval Task A prediction file: one row per collection and the script's weighted "all" row."""
     from rich.console import Console
 
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.measures import parse_k_values, parse_measures
-    from mtrbench.measures.protocols import for_run
-    from mtrbench.measures.protocols.mtrag_predictions import score_predictions
-    from mtrbench.results.table import compact_table, pretty_name
+    from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols import for_run  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols.mtrag_predictions import score_predictions  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table, pretty_name  # deferred: loads pytrec_eval
 
     if args.qrels or args.task or args.split:
         raise MtrbenchError(
@@ -349,8 +350,7 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
 
 def _protocol(choice: str, task: str | None) -> ScoringProtocol:
     """score's protocol: ``official`` takes its benchmark from --task's card, ``official:<benchmark>`` names it."""
-    from mtrbench.data import resolve_card
-    from mtrbench.measures.protocols import OFFICIAL, for_run, resolve
+    from mtrbench.measures.protocols import OFFICIAL, for_run, resolve  # deferred: loads pytrec_eval
 
     if choice != OFFICIAL or not task:
         return for_run(choice)
@@ -360,8 +360,6 @@ def _protocol(choice: str, task: str | None) -> ScoringProtocol:
 
 def _task_qrels(task: str, split: str | None, data_dir: str | None) -> tuple[str, dict[str, dict[str, int]], int]:
     """(where the qrels came from, the qrels, the card's relevance level) of one split of a task."""
-    from mtrbench.data import load_task, resolve_card
-
     card = resolve_card(task)
     data = load_task(card, split=split, data_dir=data_dir, require_corpus=False)
     qrels = data.qrels()
@@ -400,10 +398,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         )
     from rich.console import Console
 
-    from mtrbench.analyses.compare_many import CompareOptions, compare_systems
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.results.compare import load_system
-    from mtrbench.results.paper_table import format_for, print_table, render
+    from mtrbench.analyses.compare_many import CompareOptions, compare_systems  # deferred: loads numpy
+    from mtrbench.results.compare import load_system  # deferred: loads numpy
+    from mtrbench.results.paper_table import format_for, print_table, render  # deferred: loads numpy
 
     fmt = format_for(args.output, args.format)
     if args.alpha is not None and not 0 < args.alpha < 1:
@@ -443,7 +440,7 @@ def _plain(table, labels: dict[str, str]) -> str:
 
     from rich.console import Console
 
-    from mtrbench.results.paper_table import print_table
+    from mtrbench.results.paper_table import print_table  # deferred: loads numpy
 
     console = Console(record=True, width=120, file=io.StringIO())
     print_table(table, labels, console)
@@ -452,8 +449,8 @@ def _plain(table, labels: dict[str, str]) -> str:
 
 def _run_judgments(args: argparse.Namespace, measure_strings: list[str] | None):
     """Qrels and measures for systems given as TREC runs; None when every system is a JSON result."""
-    from mtrbench.measures import parse_measures
-    from mtrbench.results.compare import RunJudgments
+    from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.results.compare import RunJudgments  # deferred: loads numpy
 
     measures = parse_measures(measure_strings or ["nDCG@10"], [])
     runs = [s for s in args.systems if not s.lower().endswith(".json")]
@@ -464,15 +461,11 @@ def _run_judgments(args: argparse.Namespace, measure_strings: list[str] | None):
             raise MtrbenchError(f"{runs[0]} is a TREC run (not a .json result): give --qrels FILE or --task NAME")
         return None
     if args.task:
-        from mtrbench.data import load_task, resolve_card
-
         card = resolve_card(args.task)
         task = load_task(card, split=args.split, require_corpus=False)
         qrels, level = task.qrels(), card.relevance_level
         conversations = {q.qid: q.conversation_id for q in task.queries}
     else:
-        from mtrbench.formats.qrels import read_qrels
-
         qrels, level, conversations = read_qrels(args.qrels), 1, {}
     level = level if args.relevance_level is None else args.relevance_level
     return RunJudgments(qrels, level, measures, conversations)
@@ -480,15 +473,13 @@ def _run_judgments(args: argparse.Namespace, measure_strings: list[str] | None):
 
 def _measure_keys(measure_strings: list[str] | None, first: str, judgments) -> tuple[list[str], dict[str, str]]:
     """Per-query keys of the measures asked for, and their printed names."""
-    from mtrbench.measures import label, parse_measures
+    from mtrbench.measures import label, parse_measures  # deferred: loads pytrec_eval
 
     level = judgments.relevance_level if judgments is not None else 1
     if measure_strings is None:
         if judgments is not None:
             measures = judgments.measures
         else:
-            from mtrbench.results.result import Result
-
             key = Result.load(first).main_score_key
             return [key], {key: label(key)}
     else:
@@ -531,11 +522,9 @@ def _baseline(choice: str | None, systems: list) -> int:
 def _cmd_compare_two(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.analyses.multiple import holm
-    from mtrbench.analyses.significance import compare_paired
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.results.compare import load_per_query
-    from mtrbench.results.table import print_titled
+    from mtrbench.analyses.significance import compare_paired  # deferred: loads numpy
+    from mtrbench.results.compare import load_per_query  # deferred: loads numpy
+    from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     a_name, a = load_per_query(args.result_a)
     b_name, b = load_per_query(args.result_b)
@@ -597,7 +586,7 @@ def _compared_metrics(
 
 
 def _tie_epsilon(args: argparse.Namespace) -> float:
-    from mtrbench.analyses.significance import TIE_EPSILON
+    from mtrbench.analyses.significance import TIE_EPSILON  # deferred: loads numpy
 
     epsilon = TIE_EPSILON if args.tie_epsilon is None else args.tie_epsilon
     if epsilon < 0:
@@ -607,8 +596,8 @@ def _tie_epsilon(args: argparse.Namespace) -> float:
 
 def _differences_table(rows: list[PairedComparison]) -> Table:
     """Means of A and B, their difference with its CI, the effect size and the per-query win/tie/loss."""
-    from mtrbench.measures import label as pretty_name
-    from mtrbench.results.table import compact_table
+    from mtrbench.measures import label as pretty_name  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table  # deferred: loads pytrec_eval
 
     table = compact_table()
     for column in ("metric", "A", "B", "B-A", "CI95(B-A)", "d", "B win/tie/loss"):
@@ -627,8 +616,8 @@ def _differences_table(rows: list[PairedComparison]) -> Table:
 
 
 def _p_values_table(rows: list[PairedComparison], t_holm: list[float | None], rand_holm: list[float | None]) -> Table:
-    from mtrbench.measures import label as pretty_name
-    from mtrbench.results.table import compact_table
+    from mtrbench.measures import label as pretty_name  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table  # deferred: loads pytrec_eval
 
     def p_text(p: float | None) -> str:
         return "-" if p is None else f"{p:.3g}"
@@ -646,11 +635,8 @@ def _p_values_table(rows: list[PairedComparison], t_holm: list[float | None], ra
 def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.analyses.pool import pool_analysis
-    from mtrbench.formats.qrels import read_qrels
-    from mtrbench.formats.run import read_run
-    from mtrbench.infra.atomic import atomic_write_text
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.analyses.pool import pool_analysis  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):

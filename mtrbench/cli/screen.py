@@ -16,8 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mtrbench.cli import eval as eval_command
+from mtrbench.data.cards import all_cards
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.verify import Screened
+from mtrbench.retrieve.chunking import Chunking
+from mtrbench.retrieve.registry import PAIR_SEPARATOR, REGISTRY
+from mtrbench.serialize.history import get_strategy
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 SPLIT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -46,8 +50,6 @@ def _hub_id(value: str) -> str | None:
 
 
 def _model(value: str) -> str | None:
-    from mtrbench.retrieve.registry import PAIR_SEPARATOR, REGISTRY
-
     if value in REGISTRY:
         return None
     if value.startswith("hybrid:") and value.count("+") == 1:  # hybrid:DENSE+SPARSE, each leg checked alike
@@ -65,16 +67,12 @@ def _model(value: str) -> str | None:
 
 
 def _task(value: str) -> str | None:
-    from mtrbench.data.cards import all_cards
-
     if value in all_cards():
         return None
     return "is not a registered task name (`mtrbench tasks`); task folders and card files are never re-run"
 
 
 def _histories(value: str) -> str | None:
-    from mtrbench.serialize.history import get_strategy
-
     names = [h.strip() for h in value.split(",") if h.strip()]
     if names == ["all"]:
         return None
@@ -89,7 +87,7 @@ def _histories(value: str) -> str | None:
 
 
 def _k_values(value: str) -> str | None:
-    from mtrbench.measures import parse_k_values
+    from mtrbench.measures import parse_k_values  # deferred: loads pytrec_eval
 
     try:
         parse_k_values(value)
@@ -99,7 +97,7 @@ def _k_values(value: str) -> str | None:
 
 
 def _metrics(value: str) -> str | None:
-    from mtrbench.measures import parse_measures
+    from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
 
     try:
         parse_measures(value.split(","), [10])
@@ -119,8 +117,6 @@ def _number_list(value: str, kind: type, low: float, high: float | None) -> str 
 
 
 def _chunking(value: str) -> str | None:
-    from mtrbench.retrieve.chunking import Chunking
-
     try:
         Chunking.parse(value)
     except MtrbenchError:
@@ -292,8 +288,6 @@ def screen_command(command: str | None) -> Screened:
 
 
 def _split_problem(given: dict[str, str | None]) -> str | None:
-    from mtrbench.data.cards import all_cards
-
     split = given.get("--split")
     if split is None:
         return None

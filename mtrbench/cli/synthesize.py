@@ -8,8 +8,11 @@ from pathlib import Path
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits, cache_from_args, request_overrides
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.llm.config import JudgeConfig, load_judges
+from mtrbench.synthesize.curate import CurateOptions
 from mtrbench.synthesize.quality import QUALITY_CHOICES
 from mtrbench.synthesize.stages import STAGES
+from mtrbench.synthesize.write import WriteOptions
 
 AGENT_NAMES = ("questioner", "responder", "polisher")
 
@@ -141,8 +144,7 @@ def _add_agent_request_flags(g: argparse._ArgumentGroup) -> None:
 
 
 def _agents(args: argparse.Namespace):
-    from mtrbench.llm.config import JudgeConfig, load_judges
-    from mtrbench.synthesize.generate import Agents
+    from mtrbench.synthesize.generate import Agents  # deferred: loads openai
 
     per_agent = {a: getattr(args, f"{a}_model") for a in AGENT_NAMES}
     if args.agents:
@@ -188,12 +190,10 @@ def _agents(args: argparse.Namespace):
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
-    from mtrbench.synthesize.cluster import ClusterOptions
-    from mtrbench.synthesize.curate import CurateOptions
-    from mtrbench.synthesize.generate import GenerateOptions
-    from mtrbench.synthesize.pipeline import SynthesisConfig, run_synthesis
-    from mtrbench.synthesize.plan import PlanOptions
-    from mtrbench.synthesize.write import WriteOptions
+    from mtrbench.synthesize.cluster import ClusterOptions  # deferred: loads torch
+    from mtrbench.synthesize.generate import GenerateOptions  # deferred: loads openai
+    from mtrbench.synthesize.pipeline import SynthesisConfig, run_synthesis  # deferred: loads torch
+    from mtrbench.synthesize.plan import PlanOptions  # deferred: loads numpy
 
     if args.turns < 1:
         raise MtrbenchError(f"--turns must be at least 1, got {args.turns}")
@@ -207,7 +207,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
         raise MtrbenchError("--max-cost must not be negative")
     if args.retry_dropped < 0:
         raise MtrbenchError(f"--retry-dropped must not be negative, got {args.retry_dropped}")
-    from mtrbench.models.loading import pick_device
+    from mtrbench.models.loading import pick_device  # deferred: loads torch
 
     device = pick_device(args.device)
     config = SynthesisConfig(

@@ -6,6 +6,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.cards import all_cards
+from mtrbench.data.stats import task_stats
 from mtrbench.infra.errors import MtrbenchError
 
 if TYPE_CHECKING:
@@ -34,27 +37,21 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
     import yaml
     from rich.console import Console
 
-    from mtrbench.data.cards import all_cards
-
     console = Console()
     if args.action == "show":
         if not args.name:
             raise MtrbenchError("usage: mtrbench tasks show NAME")
-        from mtrbench.data import resolve_card
 
         card = resolve_card(args.name)
         print(yaml.safe_dump(card.to_dict(), sort_keys=False, allow_unicode=True, width=100), end="")
         if args.stats:
-            from mtrbench.data import load_task
-            from mtrbench.data.stats import task_stats
-
             task = load_task(
                 card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus, require_corpus=False
             )
             print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
         return 0
-    from mtrbench.measures import label
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     cards = list(all_cards().values())
     if args.family:

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
+from mtrbench.data.loaders import LoadRequest, get_loader
+from mtrbench.data.loaders.hf import folder_splits, is_hf_layout
 from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 
@@ -15,8 +17,6 @@ log = logging.getLogger(__name__)
 
 
 def detect_format(folder: Path) -> str:
-    from mtrbench.data.loaders.hf import is_hf_layout
-
     if is_hf_layout(folder):
         return "hf"
     if (folder / "conversations").is_dir() and (folder / "corpus.jsonl").is_file():
@@ -34,8 +34,6 @@ def card_for_folder(folder: Path) -> TaskCard:
     """An ad-hoc card for ``--task PATH`` pointing at a local folder in a known format."""
     fmt = detect_format(folder)
     if fmt == "hf":
-        from mtrbench.data.loaders.hf import folder_splits
-
         splits = folder_splits(folder)
         if not splits:
             raise DataError(f"{folder}/README.md: the qrels config names no split")
@@ -107,8 +105,6 @@ def load_task(
     corpus_path: str | Path | None = None,
     require_corpus: bool = True,
 ) -> TaskData:
-    from mtrbench.data.loaders import LoadRequest, get_loader
-
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     split = split or card.eval_split
     if split not in card.splits:

@@ -7,14 +7,12 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from mtrbench.infra import plugins
 from mtrbench.infra.errors import DataError, MtrbenchError, unknown_name
-
-if TYPE_CHECKING:
-    from mtrbench.infra import plugins
 
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
 DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")
@@ -99,7 +97,7 @@ def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
 
 
 def _check_protocol(card: TaskCard, origin: str) -> None:
-    from mtrbench.measures.protocols import CHOICES, OFFICIAL, OFFICIAL_NAMES
+    from mtrbench.measures.protocols import CHOICES, OFFICIAL, OFFICIAL_NAMES  # deferred: loads pytrec_eval
 
     if card.official_protocol is not None and card.official_protocol not in OFFICIAL_NAMES:
         raise MtrbenchError(
@@ -162,8 +160,6 @@ def all_cards() -> dict[str, TaskCard]:
 def plugin_cards(builtin: frozenset[str]) -> tuple[TaskCard, ...]:
     """The cards of the ``mtrbench.tasks`` entry points whose names are not in ``builtin`` nor taken by an
     earlier plugin, each validated as a built-in card is; a card that fails is a warning and is skipped."""
-    from mtrbench.infra import plugins  # here: commands that never look a task up do not import it
-
     candidates: list[plugins.Candidate[TaskCard]] = []
     for entry in plugins.entries(plugins.TASKS):
         for card in _entry_cards(entry):

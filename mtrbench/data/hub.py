@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from mtrbench.formats.lines import check_utf8, diagnose_text, is_other_container, read_jsonl
 from mtrbench.infra.errors import DataError, HubUnavailableError, UserInputError
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -65,8 +66,6 @@ def _silent_datasets() -> Iterator[None]:
 def _fallback(builder: str | None, data_files: object, what: str) -> Any:
     """For a failed load of one local file: the rows as our own reader parses them (a JSON-lines file
     whose fields change type between lines), or an error naming the file and line. None: no opinion."""
-    from mtrbench.formats.lines import diagnose_text, is_other_container, read_jsonl
-
     if (
         builder not in ("json", "text")
         or not isinstance(data_files, (str, Path))
@@ -110,8 +109,6 @@ def load_split(
             if one_file.stat().st_size == 0:
                 raise DataError(f"{what} file {one_file} is empty (0 bytes)")
             if builder in ("json", "text"):
-                from mtrbench.formats.lines import check_utf8
-
                 check_utf8(one_file)
         try:
             with _silent_datasets():

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from mtrbench.encode.engine import EngineOptions
-from mtrbench.encode.towers import TowerSpec
+from mtrbench.encode.engine import EncodingEngine, EngineOptions
+from mtrbench.encode.towers import TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.reporting import progress_bar
 
@@ -97,9 +97,6 @@ class BlockEncoder:
     def __init__(
         self, spec: TowerSpec, options: EngineOptions, prompt: str, normalize: bool, fault: Fault | None
     ) -> None:
-        from mtrbench.encode.engine import EncodingEngine
-        from mtrbench.encode.towers import load_tower
-
         device = "cuda" if torch.cuda.is_available() else "cpu"
         self.engine = EncodingEngine(load_tower(spec, device), options)
         self.prompt, self.normalize, self.fault = prompt, normalize, fault

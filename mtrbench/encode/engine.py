@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, plan_batches
 from mtrbench.encode.towers import Tower, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
@@ -108,8 +109,6 @@ class EncodingEngine:
     # -- configuration ------------------------------------------------------------------------------
 
     def _decide_packing(self) -> bool:
-        from mtrbench.encode import varlen
-
         choice = self.options.unpad
         if choice == "off":
             return False
@@ -148,8 +147,6 @@ class EncodingEngine:
         return float(F.cosine_similarity(padded.float(), packed.float(), dim=-1).min())
 
     def settings(self) -> dict[str, Any]:
-        from mtrbench.encode import varlen
-
         return {
             "token_budget": self.token_budget,
             "max_batch_size": self.options.max_batch_size,

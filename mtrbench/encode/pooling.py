@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import torch
 
+from mtrbench.infra.errors import MtrbenchError
+
 POOLING_MODES = ("cls", "mean", "last")
 
 
 def check_pooling(mode: str) -> str:
     if mode not in POOLING_MODES:
-        from mtrbench.infra.errors import MtrbenchError
-
         raise MtrbenchError(f"--pooling must be one of {', '.join(POOLING_MODES)}, got '{mode}'")
     return mode
 

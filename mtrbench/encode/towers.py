@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from mtrbench.data.hub import hub_error
+from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, packed_arrays, padded_arrays
 from mtrbench.encode.pooling import check_pooling, pool_packed, pool_padded
 from mtrbench.infra.errors import MtrbenchError
@@ -70,7 +72,6 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
     except (OSError, ValueError) as exc:
         if Path(spec.location).expanduser().exists():
             raise MtrbenchError(f"could not load model from {spec.location}: {_first_line(exc)}") from None
-        from mtrbench.data.hub import hub_error
 
         local_option = (
             "`--query-model DIR --doc-model DIR2` (one folder per tower)"
@@ -227,7 +228,6 @@ class Tower(ABC):
         """Switch the attention implementation to the varlen one; False when this model cannot take it."""
         if not self.packable:
             return False
-        from mtrbench.encode import varlen
 
         model = self.transformer()
         if not getattr(model, "is_backend_compatible", lambda: False)():
@@ -333,8 +333,6 @@ class SentenceTransformerTower(Tower):
 
 class TransformersTower(Tower):
     def __init__(self, model, tokenizer, spec: TowerSpec) -> None:
-        from mtrbench.encode import varlen
-
         self.pooling = check_pooling(spec.pooling)
         limit = getattr(model.config, "max_position_embeddings", None)
         if limit:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, ClassVar, get_args
 
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.retrieve import RetrieverOptions, build_retriever
 
 
 class MtebMissingError(MtrbenchError, ImportError):
@@ -235,8 +236,6 @@ def query_budget(
     """Tokenizer, token limit and query prompt of the encoder, from ``model`` and/or explicit values."""
     found = QueryBudget(None, None, "")
     if isinstance(model, str):
-        from mtrbench.retrieve import RetrieverOptions, build_retriever
-
         retriever = build_retriever(
             model, RetrieverOptions.of(device="cpu", max_length=max_length, show_progress=False)
         )

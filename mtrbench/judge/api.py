@@ -23,6 +23,14 @@ from mtrbench.data.loaders.rad_bench import RadBench
 from mtrbench.data.model import ASSISTANT, USER, TaskData
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.run import Run
+from mtrbench.generation.settings import (
+    RECORD_ONLY,
+    ModelSettings,
+    describe_differences,
+    differences,
+    settings_digest,
+    unrecorded,
+)
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
@@ -31,6 +39,7 @@ from mtrbench.judge.prompts import SCENARIOS, TurnToJudge, rating_messages, verd
 from mtrbench.judge.table import Rated, scenario_table, turn_means
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
 from mtrbench.measures import Measure, evaluate
 
 log = logging.getLogger(__name__)
@@ -82,8 +91,6 @@ class JudgeOutcome:
 def judge_settings(judge: JudgeConfig, options: JudgeOptions) -> dict[str, Any]:
     """What decides a verdict or rating beyond its prompt (each reply's prompt hash is matched by the engine):
     model, endpoint without credentials, max tokens, temperature, seed, mode, scenario and passage cut."""
-    from mtrbench.generation.settings import ModelSettings
-
     model = ModelSettings.of(judge)
     return {
         "model": model.model,
@@ -101,8 +108,6 @@ def settled_output_dir(output_dir: Path, settings: dict[str, Any]) -> Path:
     """``output_dir`` when its replies were made with these settings (or it holds none yet); else, after a
     ``note:``, the sibling folder named by the settings' digest (``<dir>.<digest>``), as generations do. A folder
     with a judge log but no settings file predates recorded settings: reused with a note, as generations are."""
-    from mtrbench.generation.settings import RECORD_ONLY, describe_differences, differences, settings_digest, unrecorded
-
     compared = {k: v for k, v in settings.items() if k not in RECORD_ONLY}
     settings_file, reply_log = Path(output_dir) / SETTINGS_NAME, Path(output_dir) / "judgments.jsonl"
     if settings_file.is_file():
@@ -138,8 +143,6 @@ def _prepare(judge: JudgeConfig, options: JudgeOptions) -> tuple[JudgeOptions, d
 
     settings = judge_settings(judge, options)
     if options.dry_run:
-        from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
-
         check_endpoint(judge, "judge", in_process=JUDGES_RUN_IN_PROCESS)
     output_dir = settled_output_dir(Path(options.output_dir), settings)
     if not options.dry_run:

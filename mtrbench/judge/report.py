@@ -78,7 +78,7 @@ def print_per_turn(console: Console, title: str, scores, outcome) -> None:
                 if not t.ok
                 else (f"{t.value:g}" if name == "rating" else ("correct" if t.value else "incorrect"))
             )
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     table = compact_table()
     table.add_column("qid", no_wrap=True)
@@ -96,7 +96,7 @@ def print_per_turn(console: Console, title: str, scores, outcome) -> None:
 
 def print_rad_table(console: Console, title: str, table_data: dict[str, dict[str, float]]) -> None:
     categories = list(dict.fromkeys(c for scores in table_data.values() for c in scores if c != "average"))
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     table = compact_table()
     table.add_column("model", no_wrap=True)

@@ -29,7 +29,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import openai
@@ -102,6 +102,22 @@ class _Outcome:
     malformed: str | None = None  # a 200 whose body holds no message: treated like an unparseable reply
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+@dataclass
+class _Tally:
+    """What the sends for one logical request added up to, over its re-asks."""
+
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    parse_attempts: int = 0  # replies read (each transport success is one)
+    malformed: list[MalformedReply] = field(default_factory=list)
+
+    def add(self, outcome: _Outcome) -> None:
+        self.attempts += outcome.attempts
+        self.prompt_tokens += outcome.prompt_tokens
+        self.completion_tokens += outcome.completion_tokens
 
 
 class ChatClient:
@@ -305,99 +321,100 @@ class ChatClient:
             raise LLMError(self._stopped)
         parse = request.parse or (lambda text: text)
         key = self.cache_key(request)
-        if self.cache is not None:
-            record = self.cache.get(key)
-            if record is not None:
-                try:
-                    value = parse(record["text"])
-                except PARSE_ERRORS:
-                    log.debug(
-                        "judge %s: cached reply for %s no longer parses; asking again", self.judge.name, request.key
-                    )
-                    self.cache.delete(key)
-                else:
-                    self.usage.cached += 1
-                    return self._result(request, ok=True, text=record["text"], value=value, attempts=0, cached=True)
-        attempts = prompt_tokens = completion_tokens = parse_attempts = 0
-        malformed: list[MalformedReply] = []
+        cached = self._cached_result(request, key, parse)
+        if cached is not None:
+            return cached
+        tally = _Tally()
         sent_params = generation_params(self.judge, request)
         current = request
         while True:
             outcome = await self._send(client, current)
             self._count_transport(outcome.error)
-            attempts += outcome.attempts
-            prompt_tokens += outcome.prompt_tokens
-            completion_tokens += outcome.completion_tokens
+            tally.add(outcome)
             if outcome.error is not None:
-                return self._result(
-                    request,
-                    ok=False,
-                    text=None,
-                    error=outcome.error,
-                    attempts=attempts,
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    malformed=malformed,
-                )
-            parse_attempts += 1
+                return self._tallied_result(request, tally, ok=False, text=None, error=outcome.error)
+            tally.parse_attempts += 1
             text = outcome.text
             try:
                 if outcome.malformed is not None:
                     raise ValueError(outcome.malformed)
                 value = parse(text)
             except PARSE_ERRORS as err:
-                reason = self._redact(short_reason(err))
-                malformed.append(MalformedReply(parse_attempts, reason, None if text is None else self._redact(text)))
-                log.info(
-                    "judge %s: reply %d for %s unparseable (%s): %r",
-                    self.judge.name,
-                    parse_attempts,
-                    request.key,
-                    reason,
-                    malformed[-1].text,
-                )
-                if parse_attempts > self.judge.parse_retries:
-                    return self._result(
-                        request,
-                        ok=False,
-                        text=text,
-                        error=f"unparseable after {parse_attempts} attempts: {reason}",
-                        attempts=attempts,
-                        prompt_tokens=prompt_tokens,
-                        completion_tokens=completion_tokens,
-                        malformed=malformed,
-                    )
-                seed = sent_params.get("seed")
-                current = reask_request(
-                    request,
-                    parse_attempts,
-                    text,
-                    reason,
-                    sent_params.get("temperature"),
-                    seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-                )
+                reason = self._keep_malformed(request, tally, text, err)
+                if tally.parse_attempts > self.judge.parse_retries:
+                    error = f"unparseable after {tally.parse_attempts} attempts: {reason}"
+                    return self._tallied_result(request, tally, ok=False, text=text, error=error)
+                current = _reask(request, tally.parse_attempts, text, reason, sent_params)
                 continue
-            if self.cache is not None:
-                self.cache.put(
-                    key,
-                    {
-                        "text": text,
-                        "model": self.judge.model,
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                        "created": time.time(),
-                    },
-                )
-            return self._result(
-                request,
-                ok=True,
-                text=text,
-                value=value,
-                attempts=attempts,
-                prompt_tokens=prompt_tokens,
-                completion_tokens=completion_tokens,
-                malformed=malformed,
+            self._store(key, text, tally)
+            return self._tallied_result(request, tally, ok=True, text=text, value=value)
+
+    def _cached_result(self, request: ChatRequest, key: str, parse: Callable[[str], object]) -> ChatResult | None:
+        """The cache's reply when it still parses (one that no longer does is dropped and asked again)."""
+        if self.cache is None:
+            return None
+        record = self.cache.get(key)
+        if record is None:
+            return None
+        try:
+            value = parse(record["text"])
+        except PARSE_ERRORS:
+            log.debug("judge %s: cached reply for %s no longer parses; asking again", self.judge.name, request.key)
+            self.cache.delete(key)
+            return None
+        self.usage.cached += 1
+        return self._result(request, ok=True, text=record["text"], value=value, attempts=0, cached=True)
+
+    def _keep_malformed(self, request: ChatRequest, tally: _Tally, text: str | None, err: Exception) -> str:
+        """Record an unparseable reply (redacted) in the tally and the log; returns the redacted reason."""
+        reason = self._redact(short_reason(err))
+        tally.malformed.append(
+            MalformedReply(tally.parse_attempts, reason, None if text is None else self._redact(text))
+        )
+        log.info(
+            "judge %s: reply %d for %s unparseable (%s): %r",
+            self.judge.name,
+            tally.parse_attempts,
+            request.key,
+            reason,
+            tally.malformed[-1].text,
+        )
+        return reason
+
+    def _store(self, key: str, text: str | None, tally: _Tally) -> None:
+        if self.cache is not None:
+            self.cache.put(
+                key,
+                {
+                    "text": text,
+                    "model": self.judge.model,
+                    "prompt_tokens": tally.prompt_tokens,
+                    "completion_tokens": tally.completion_tokens,
+                    "created": time.time(),
+                },
             )
+
+    def _tallied_result(
+        self,
+        request: ChatRequest,
+        tally: _Tally,
+        *,
+        ok: bool,
+        text: str | None,
+        value: object = None,
+        error: str | None = None,
+    ) -> ChatResult:
+        return self._result(
+            request,
+            ok=ok,
+            text=text,
+            value=value,
+            error=error,
+            attempts=tally.attempts,
+            prompt_tokens=tally.prompt_tokens,
+            completion_tokens=tally.completion_tokens,
+            malformed=tally.malformed,
+        )
 
     def _request_kwargs(self, request: ChatRequest, use_json: bool) -> dict[str, Any]:
         params = generation_params(self.judge, request)
@@ -495,6 +512,21 @@ class ChatClient:
                 delay,
             )
             await asyncio.sleep(delay)
+
+
+def _reask(
+    request: ChatRequest, parse_attempts: int, text: str | None, reason: str, sent_params: dict[str, Any]
+) -> ChatRequest:
+    """The request that asks again after an unparseable reply (mtrbench.llm.reask)."""
+    seed = sent_params.get("seed")
+    return reask_request(
+        request,
+        parse_attempts,
+        text,
+        reason,
+        sent_params.get("temperature"),
+        seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
 
 
 def _read_completion(response: object, sent: int) -> _Outcome:

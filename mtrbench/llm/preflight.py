@@ -20,8 +20,10 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.llm.config import JudgeConfig, resolve_base_url
+from mtrbench.llm.hf import hf_model_path, is_hf_url
+from mtrbench.llm.packaged import check_chat_model
 
 CONNECT_TIMEOUT_S = 3.0
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -32,8 +34,6 @@ JUDGES_RUN_IN_PROCESS = True
 
 def endpoint_label(judge: JudgeConfig) -> str:
     """Where the model is served, without credentials or query string: ``http://host:port/v1``, ``hf://DIR``."""
-    from mtrbench.llm.hf import is_hf_url
-
     if is_hf_url(judge.base_url):
         return str(judge.base_url)
     parts = urlsplit(resolve_base_url(judge))
@@ -43,8 +43,6 @@ def endpoint_label(judge: JudgeConfig) -> str:
 
 def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, connect: bool = True) -> None:
     """Raise one ``UserInputError`` when ``judge``'s endpoint cannot serve ``stage`` (e.g. 'judge')."""
-    from mtrbench.llm.hf import hf_model_path, is_hf_url
-
     where = f"the {stage} ({judge.model})"
     if is_hf_url(judge.base_url):
         if not in_process:
@@ -54,8 +52,6 @@ def check_endpoint(judge: JudgeConfig, stage: str, *, in_process: bool = True, c
                 f"or name another {stage} model"
             )
         path = hf_model_path(str(judge.base_url))
-        from mtrbench.infra.errors import ModelError
-        from mtrbench.llm.packaged import check_chat_model
 
         try:
             check_chat_model(path)  # hf://smollm2 without its package, hf://missing.gguf

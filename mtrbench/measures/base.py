@@ -25,6 +25,7 @@ from functools import cache
 from mtrbench.formats.generations import Generation
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
+from mtrbench.infra import plugins
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 PerQuery = dict[str, float]  # qid -> value
@@ -182,7 +183,6 @@ def _plugins() -> dict[str, tuple[MeasureFamily, str]]:
     """Name -> (family, origin) for the ``mtrbench.measures`` entry points' families whose names and key
     stem are neither built in nor taken by an earlier plugin; a bad family is a warning and is skipped."""
     builtin = {claim for f in builtin_families().values() for claim in _claims(f)}
-    from mtrbench.infra import plugins  # deferred: commands that never look a measure up do not read entry points
 
     candidates: list[plugins.Candidate[MeasureFamily]] = []
     for entry in plugins.entries(plugins.MEASURES):

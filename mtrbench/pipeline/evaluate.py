@@ -10,6 +10,7 @@ from mtrbench.data import load_task
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData, first_conversations, without_queries
 from mtrbench.infra.errors import TooManyFailures
+from mtrbench.llm.redact import Redactor
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
@@ -99,8 +100,6 @@ def _load(plan: Plan, config: EvalConfig, say: Callable[[str], None]) -> TaskDat
 def command_line(argv: list[str]) -> str:
     """The reproducing command as recorded in results; a URL's user:password shows as ``***``."""
     import shlex
-
-    from mtrbench.llm.redact import Redactor
 
     hide_userinfo = Redactor()
     return shlex.join(["mtrbench", *(hide_userinfo(a) if "://" in a else a for a in argv)])

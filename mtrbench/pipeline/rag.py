@@ -32,6 +32,7 @@ from mtrbench.judge.scoring import DEFAULT_MEASURES, GenerationScores, generatio
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE, JudgeFailures, check_share, failure_line, most_common
+from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
 from mtrbench.measures import parse_measures
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval
 from mtrbench.results.result import Result
@@ -42,7 +43,7 @@ from mtrbench.retrieve.builder import ModelInput
 
 @dataclass
 class RagConfig:
-    model: ModelInput  # the retriever: a name or a model object (mtrbench.models.protocols)
+    model: ModelInput  # the retriever: a name, a model object (mtrbench.models.protocols) or a ResolvedModel
     task: str
     eval: EvalConfig  # exactly one history strategy
     retriever: RetrieverOptions
@@ -240,8 +241,6 @@ def _score_and_judge(config: RagConfig, report: RagReport, folder: Path, stem: s
 def check_endpoints(config: RagConfig) -> None:
     """Every stage's model and endpoint (rewriter, generator, judge), before retrieval starts: an unusable judge
     fails now, not after the whole generation."""
-    from mtrbench.llm.preflight import JUDGES_RUN_IN_PROCESS, check_endpoint
-
     rewriter = config.eval.rewriter or config.generation.rewriter
     if rewriter is not None:
         check_endpoint(rewriter.judge, "rewriter")

@@ -8,8 +8,10 @@ from dataclasses import dataclass, replace
 
 from mtrbench.infra.errors import UserInputError
 from mtrbench.retrieve.base import Retriever
+from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
 from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, RetrieverOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec, resolve_model
+from mtrbench.retrieve.rerank import CrossEncoderReranker
 
 ModelInput = str | ModelSpec | object  # a name, a resolved spec, or a model object (models/protocols.py)
 
@@ -35,7 +37,7 @@ def resolve(model: ModelInput) -> ResolvedModel:
         return ResolvedModel(model, spec=resolve_model(model))
     if isinstance(model, ModelSpec):
         return ResolvedModel(model.alias, spec=model)
-    from mtrbench.models.protocols import object_name
+    from mtrbench.models.protocols import object_name  # deferred: loads torch
 
     return ResolvedModel(object_name(model), obj=model)
 
@@ -70,8 +72,6 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
     _check_pipeline(model, stages)
     retriever: Retriever
     if stages.chunking:
-        from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
-
         chunking = Chunking.parse(stages.chunking)  # with chunking, candidate_k counts the children retrieved
         inner = _first_stage(model, options, replace(stages, candidate_k=None), legs)
         # strategy 2 scores the candidate parents with the same model over their own text: a second index
@@ -80,8 +80,6 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
     else:
         retriever = _first_stage(model, options, stages, legs)
     if stages.rerank:
-        from mtrbench.retrieve.rerank import CrossEncoderReranker
-
         retriever = CrossEncoderReranker(
             retriever,
             stages.rerank,
@@ -111,7 +109,7 @@ def _first_stage(
     model: ResolvedModel, options: RetrieverOptions, stages: PipelineOptions, legs: Legs | None
 ) -> Retriever:
     if model.spec is not None and model.spec.kind == "hybrid":
-        from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever
+        from mtrbench.retrieve.hybrid import DEFAULT_ALPHA, HybridRetriever  # deferred: loads numpy
 
         legs = legs if legs is not None and legs.dense is not None else load_legs(model, options)
         dense, sparse = legs.dense, legs.sparse
@@ -131,20 +129,20 @@ def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
     """One model, no pipeline stage."""
     loading, scale = options.loading, options.scale
     if model.obj is not None:
-        from mtrbench.retrieve.objects import retriever_from_object
+        from mtrbench.retrieve.objects import retriever_from_object  # deferred: loads torch
 
         return retriever_from_object(model.obj, loading, scale)
     spec = model.spec
     assert spec is not None, "a resolved model has a spec or an object"
     if spec.kind == "sparse":
-        from mtrbench.retrieve.sparse import BM25Retriever
+        from mtrbench.retrieve.sparse import BM25Retriever  # deferred: loads numpy
 
         return BM25Retriever(show_progress=loading.show_progress)
     if spec.kind == "dual":
-        from mtrbench.retrieve.dual import DualEncoderRetriever
+        from mtrbench.retrieve.dual import DualEncoderRetriever  # deferred: loads torch
 
         return DualEncoderRetriever(spec, loading, scale)
-    from mtrbench.retrieve.dense import DenseRetriever
+    from mtrbench.retrieve.dense import DenseRetriever  # deferred: loads torch
 
     return DenseRetriever(spec, loading, scale)
 

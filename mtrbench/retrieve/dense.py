@@ -12,21 +12,21 @@ import torch
 
 from mtrbench.data.model import Corpus
 from mtrbench.encode.cache import CacheKey, CacheReport, EmbeddingCache, corpus_fingerprint
+from mtrbench.encode.distributed import RayEncoder, RaySettings, connect, ray_module
 from mtrbench.encode.engine import EncodingEngine, EngineOptions
-from mtrbench.encode.towers import SENTENCE_TRANSFORMERS, TowerSpec, load_tower
+from mtrbench.encode.towers import SENTENCE_TRANSFORMERS, SentenceTransformerTower, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.models.loading import ModelSource, pick_devices, pick_dtype
+from mtrbench.models.loading import ModelSource, NamedSource, pick_devices, pick_dtype
 from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec
-from mtrbench.search.approximate import IndexSpec
+from mtrbench.search.approximate import FaissIndex, IndexSpec
 from mtrbench.search.exact import exact_search
 from mtrbench.search.hits import Hits
+from mtrbench.search.sharded import sharded_search
+from mtrbench.search.streaming import entry_shards
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
-
-    from mtrbench.encode.towers import SentenceTransformerTower
-    from mtrbench.models.loading import NamedSource
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +62,6 @@ class EmbeddingRetriever:
     def _setup_scale(
         self, ray: str | None, ray_workers: int | None, search_memory: int | None, index: str | None
     ) -> None:
-        from mtrbench.encode.distributed import RaySettings
-
         self.ray = RaySettings(address=None if ray == "local" else ray, workers=ray_workers) if ray else None
         self.search_memory = search_memory
         self.index_spec = IndexSpec.parse(index)
@@ -146,8 +144,6 @@ class EmbeddingRetriever:
         n_devices = len(getattr(self.doc_engine, "devices", None) or [self.doc_engine.device])
         block_device = self.doc_engine.device
         if self.ray is not None:
-            from mtrbench.encode.distributed import RayEncoder, connect, ray_module
-
             connect(self.ray)
             encode = RayEncoder(
                 tower.spec, self.engine_options, self.ray, self.doc_prompt, self.normalize, self.show_progress
@@ -171,8 +167,6 @@ class EmbeddingRetriever:
                 "; ".join(self.cache_report.messages),
             )
         if streamed:
-            from mtrbench.search.streaming import entry_shards
-
             self._shards = entry_shards(self.cache.entry_folder(key))
             self._doc_emb = embeddings  # empty: the shards stay on disk
             return
@@ -181,8 +175,6 @@ class EmbeddingRetriever:
 
     def _build_index(self) -> None:
         if self.index_spec.approximate:
-            from mtrbench.search.approximate import FaissIndex
-
             self._faiss = FaissIndex(self.index_spec, self._doc_emb)
 
     @property
@@ -208,12 +200,8 @@ class EmbeddingRetriever:
         if self._faiss is not None:
             scores, ids = self._faiss.search(q, top_k)
         else:
-            from mtrbench.search.sharded import sharded_search
-
             workers = (self.ray.workers or 0) if self.ray else 1
             if self.ray and not workers:
-                from mtrbench.encode.distributed import ray_module
-
                 workers = max(1, int(ray_module().cluster_resources().get("GPU", 0)) or 2)
             scores, ids = sharded_search(
                 q, self._shards, top_k, workers, self.search_memory, use_ray=self.ray is not None
@@ -267,9 +255,6 @@ class DenseRetriever(EmbeddingRetriever):
     ) -> DenseRetriever:
         """A sentence-transformers model object the user loaded: mtrbench's engine encodes with it. Its corpus
         embeddings are cached only under a given ``revision`` (the object's weights are not fingerprinted)."""
-        from mtrbench.encode.towers import SentenceTransformerTower
-        from mtrbench.models.loading import NamedSource
-
         self = cls.__new__(cls)
         self.spec = ModelSpec(name, "dense", model_id=name, description="a sentence-transformers object")
         self._setup_common(loading, scale)

@@ -29,7 +29,7 @@ from mtrbench.models.protocols import (
     object_name,
 )
 from mtrbench.retrieve.base import Retriever
-from mtrbench.retrieve.dense import EmbeddingRetriever
+from mtrbench.retrieve.dense import DenseRetriever, EmbeddingRetriever
 from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
 from mtrbench.search.hits import Hits
 
@@ -291,8 +291,6 @@ def retriever_from_object(model: object, loading: LoadingOptions, scale: ScaleOp
     except ImportError:  # pragma: no cover - a dependency of mtrbench
         SentenceTransformer = ()  # type: ignore[assignment,misc]
     if isinstance(model, SentenceTransformer):
-        from mtrbench.retrieve.dense import DenseRetriever
-
         revision = getattr(model, "revision", None)
         name = (
             getattr(model, "name", None) or getattr(model.model_card_data, "base_model", None) or type(model).__name__

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
+from mtrbench.infra import plugins
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
@@ -139,8 +140,6 @@ REGISTRY: dict[str, ModelSpec] = {
 def plugin_models() -> dict[str, ModelSpec]:
     """The aliases of the ``mtrbench.models`` entry points (mtrbench.infra.plugins) that are neither built in nor
     taken by an earlier plugin. Read on the first call only."""
-    from mtrbench.infra import plugins  # here: commands that never look an alias up do not import it
-
     candidates: list[plugins.Candidate[ModelSpec]] = []
     for entry in plugins.entries(plugins.MODELS):
         for spec in entry.items:

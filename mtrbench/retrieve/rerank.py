@@ -32,7 +32,7 @@ class CrossEncoderReranker:
             raise MtrbenchError("--rerank-k and --rerank-batch-size must be positive")
         from sentence_transformers import CrossEncoder
 
-        from mtrbench.models.loading import ModelSource, pick_device
+        from mtrbench.models.loading import ModelSource, pick_device  # deferred: loads torch
 
         self.first, self.rerank_k, self.batch_size, self.show_progress = first, rerank_k, batch_size, show_progress
         source = ModelSource(model, None)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
+from mtrbench.encode.distributed import ray_module
 from mtrbench.search.streaming import ShardRef, stream_search
 from mtrbench.search.topk import merge_top
 
@@ -47,8 +48,6 @@ def sharded_search(
     groups = split_shards(shards, workers)
     queries = queries.detach().to("cpu", torch.float32)
     if use_ray:
-        from mtrbench.encode.distributed import ray_module
-
         ray = ray_module()
         gpus = 1 if ray.cluster_resources().get("GPU", 0) else 0
         remote = ray.remote(num_cpus=1, num_gpus=gpus)(_search_group)

@@ -11,11 +11,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mtrbench"
 SIZE_CHECKED = ("pipeline", "retrieve")  # the module-size limit
 MAX_FUNCTION_LINES, MAX_MODULE_LINES = 80, 400
 
-# Functions other branches of issue 31 split (part 6). Being split: the lead empties this at merge.
-BEING_SPLIT = {
-    ("llm/client.py", "_complete"),  # being split
-}
-
 
 def _modules(folders: tuple[str, ...] = ()) -> Iterator[Path]:
     if not folders:
@@ -42,19 +37,8 @@ def test_the_checked_packages_have_modules():
 
 
 def test_no_function_over_80_lines():
-    long = [
-        f"{path}:{line} {name} ({lines} lines)"
-        for path, name, line, lines in _long_functions()
-        if (path, name) not in BEING_SPLIT
-    ]
+    long = [f"{path}:{line} {name} ({lines} lines)" for path, name, line, lines in _long_functions()]
     assert not long, long
-
-
-def test_the_functions_being_split_are_still_long():
-    """An entry of BEING_SPLIT whose function is short now (or gone) is stale: delete it."""
-    still_long = {(path, name) for path, name, _, _ in _long_functions()}
-    stale = sorted(BEING_SPLIT - still_long)
-    assert not stale, f"within the limit now, remove from BEING_SPLIT: {stale}"
 
 
 def test_no_module_over_400_lines():

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.formats.qrels import read_qrels
+from mtrbench.formats.run import read_run
+from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 
 # CAsT, QReCC, TopiOCQA, MTRAG and the sample name a turn `<conversation>_<turn>` (CAsT 2019: `31_1`,
 # some exports `31-1`); a run carries no conversation field, so this rule recovers it.
@@ -145,7 +147,7 @@ def score_runs(
     relevance_level: int,
     task: str,
 ) -> list[SystemScores]:
-    from mtrbench.measures import evaluate, parse
+    from mtrbench.measures import evaluate, parse  # deferred: loads pytrec_eval
 
     parsed = parse(measure)
     key = parsed.key(relevance_level)
@@ -163,8 +165,7 @@ def score_runs(
 
 def measure_key(measure: str, relevance_level: int) -> str:
     """The result key a measure string is stored under (``nDCG@3`` -> ``ndcg_at_3``); a key passes through."""
-    from mtrbench.infra.errors import MtrbenchError
-    from mtrbench.measures import measure_for_key, parse
+    from mtrbench.measures import measure_for_key, parse  # deferred: loads pytrec_eval
 
     if measure_for_key(measure) is not None:
         return measure
@@ -206,9 +207,7 @@ class InputSpec:
 
 def runs_matrices(spec: InputSpec, measures: Sequence[str]) -> list[ScoreMatrix]:
     """One matrix per measure of the runs in ``spec`` (nDCG@10 when none is asked)."""
-    from mtrbench.formats.qrels import read_qrels
-    from mtrbench.formats.run import read_run
-    from mtrbench.measures import label
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
 
     qrels = read_qrels(spec.qrels)
     runs = {file_label(p): read_run(p) for p in spec.runs}

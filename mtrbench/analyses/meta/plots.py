@@ -12,7 +12,7 @@ import numpy as np
 from mtrbench.analyses.meta.power import PowerReport
 from mtrbench.analyses.meta.size import SizeReport, anova_power, t_power
 from mtrbench.analyses.meta.stability import RankAgreement, SwapReport
-from mtrbench.infra.atomic import atomic_write_bytes
+from mtrbench.infra.atomic import atomic_write_bytes, ensure_parent
 from mtrbench.infra.errors import UserInputError
 
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -23,7 +23,6 @@ def check_plot_path(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in FORMATS:
         raise UserInputError(f"--plot {path}: name a .png or .svg file")
-    from mtrbench.infra.atomic import ensure_parent
 
     return ensure_parent(path)
 
@@ -43,7 +42,7 @@ def _save(figure, path: Path) -> Path:
 
 
 def curve_label(report: PowerReport, several_tasks: bool) -> str:
-    from mtrbench.measures import label
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
 
     task = f"{report.task} " if several_tasks else ""
     return (
@@ -132,7 +131,7 @@ def plot_size(report: SizeReport, path: str | Path) -> Path:
     axes.set_xlabel(f"{report.unit}s")
     axes.set_ylabel("power")
     axes.set_ylim(0, 1.02)
-    from mtrbench.measures import label
+    from mtrbench.measures import label  # deferred: loads pytrec_eval
 
     axes.set_title(
         f"Topic-set size: detect {report.delta:g} in {label(report.measure)} at alpha {report.alpha:g}", fontsize=10

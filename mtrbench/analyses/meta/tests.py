@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mtrbench.analyses.significance import randomization_test
 from mtrbench.infra.errors import UserInputError
 
 TESTS = ("t", "randomization", "bootstrap", "tukey-hsd")
@@ -107,8 +108,6 @@ def t_test(units: Units, a: int, b: int) -> float:
 
 
 def randomization(units: Units, a: int, b: int, samples: int, seed: int) -> float:
-    from mtrbench.analyses.significance import randomization_test
-
     return randomization_test(units.sums[a], units.sums[b], n_resamples=samples, seed=seed)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from mtrbench.data.hub import load_split
 from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
 from mtrbench.formats.lines import at_record
 from mtrbench.formats.qrels import Qrels, QrelsLayout, parse_qrels
@@ -106,8 +107,6 @@ def corpus_from_dataset(
 def text_lines(path: Path, what: str) -> Iterable[str]:
     """The lines of a text file read through ``load_split`` (datasets' text builder), as loaders read data;
     record n is line n + 1."""
-    from mtrbench.data.hub import load_split
-
     lines = load_split(path, builder="text", data_files=str(path), split="train", what=what)["text"]
     if len(lines) and lines[0].startswith("\ufeff"):  # datasets' text builder keeps a byte order mark
         lines = list(lines)
