@@ -21,6 +21,7 @@ from typing import Any
 
 from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.leaderboard.build import REASON_NAMES
 from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
 from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
@@ -323,7 +324,6 @@ def pivot_section(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCur
 
 def separations_section(separations: list[str]) -> str:
     """Collapsed, with a count per reason in its summary line."""
-    from mtrbench.leaderboard.build import REASON_NAMES
 
     counts = Counter(name for s in separations for name in REASON_NAMES.values() if f"{name} differs" in s)
     averaged = sum("not averaged" in s for s in separations)

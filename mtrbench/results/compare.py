@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.analyses.compare_many import SystemScores
+from mtrbench.formats.run import read_run
 from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 from mtrbench.results.documents import read_json
 from mtrbench.results.result import Result
@@ -68,8 +69,7 @@ def load_system(path_text: str, judgments: RunJudgments | None) -> SystemScores:
 
 
 def _scored_run(path: Path, judgments: RunJudgments | None) -> SystemScores:
-    from mtrbench.formats.run import read_run
-    from mtrbench.measures import evaluate
+    from mtrbench.measures import evaluate  # deferred: loads pytrec_eval
 
     if judgments is None:
         raise UserInputError(f"{path} is a TREC run (not a .json result): give --qrels FILE or --task NAME to score it")

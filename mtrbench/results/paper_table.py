@@ -180,7 +180,7 @@ def to_json(table: ComparisonTable, labels: dict[str, str]) -> str:
 
 
 def print_table(table: ComparisonTable, labels: dict[str, str], console) -> None:
-    from mtrbench.results.table import compact_table, print_titled
+    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
 
     rich_table = compact_table()
     rich_table.add_column("", no_wrap=True)

@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from mtrbench.analyses.turn_bands import turn_bands
+from mtrbench.data import load_task
 from mtrbench.infra.atomic import atomic_write_bytes
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.measures import label as pretty_name
@@ -69,7 +70,6 @@ def _rows_or_none(result: Result) -> list[QueryScores] | None:
 def switch_turns(result: Result) -> Counter[int]:
     """Conversations per last turn before a hard topic switch (the task's ``switch_turn``); empty when the
     task has none or cannot be loaded here (the figure then says so)."""
-    from mtrbench.data import load_task
 
     try:
         data = load_task(result.task_name, split=result.split, require_corpus=False)

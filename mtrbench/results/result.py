@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtrbench.data.cards import all_cards
 from mtrbench.formats.run import Run, read_run
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.results.documents import kind_of, read_json, read_per_query_rows
@@ -289,8 +290,6 @@ def main_score_key(task: str, block: dict[str, Any], scores: dict[str, float]) -
     """mteb stores the main score's value, not its name: take the task card's, else the metric with that value."""
     value = block.get("main_score")
     try:
-        from mtrbench.data.cards import all_cards
-
         card = all_cards().get(task)
     except MtrbenchError:
         card = None

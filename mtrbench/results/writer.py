@@ -24,6 +24,8 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.formats.run import Run, format_run
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
+from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
 
 # Written as ``mteb_version`` when mteb is not installed: the oldest mteb whose result format this
 # file follows and that today's ``TaskResult.from_disk`` reads as-is. Files claiming < 1.11.0 are
@@ -106,8 +108,6 @@ def experiment_slug(
 
     Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
     """
-    from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
-    from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
 
     parts = []
     if history != DEFAULT_HISTORY:

@@ -18,16 +18,6 @@ PACKAGE = "mtrbench"
 ROOT = Path(__file__).resolve().parents[2] / PACKAGE  # this checkout's package, whichever one is installed
 MARK = "# deferred:"
 
-# Areas that other branches of issue 31 are changing (part 5): being changed on another branch. The lead
-# empties this at merge.
-BEING_CHANGED = (
-    "synthesize/",  # being changed on another branch
-    "results/",  # being changed on another branch
-    "leaderboard/",  # being changed on another branch
-    "pipeline/plan.py",  # being changed on another branch
-    "pipeline/write.py",  # being changed on another branch
-)
-
 
 def _imports_own_module(stmt: ast.Import | ast.ImportFrom) -> bool:
     if isinstance(stmt, ast.ImportFrom):
@@ -103,8 +93,8 @@ def test_function_level_imports_of_mtrbench_modules_say_why_they_are_deferred():
     unmarked = [
         f"{relative}:{line}"
         for path in sorted(ROOT.rglob("*.py"))
-        if not (relative := path.relative_to(ROOT).as_posix()).startswith(BEING_CHANGED)
         for line in unmarked_imports(path)
+        if (relative := path.relative_to(ROOT).as_posix())
     ]
     assert not unmarked, (
         "import these at module level, or add '# deferred: <reason>' (a heavy dependency the module does not "
