@@ -176,7 +176,7 @@ def test_only_the_failed_rows_of_a_batch_are_asked_again_and_their_reasks_are_ba
         def close(self):
             pass
 
-    monkeypatch.setattr("mtrbench.llm.hf.tqdm", Bar)
+    monkeypatch.setattr("mtrbench.llm.hf.progress_bar", Bar)
     client = HFChatClient(judge(tiny_model, concurrency=4, parse_retries=2), device="cpu")
     requests = [
         request("ok1", "first question", failing(0)),
