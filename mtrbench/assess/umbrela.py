@@ -40,7 +40,7 @@ from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures
-from mtrbench.llm.stage import Stage, StageItem, StageLog, StageOptions, StageOutcome, run_stage
+from mtrbench.llm.stage import JSONValue, Stage, StageItem, StageLog, StageOptions, StageOutcome, run_stage
 from mtrbench.llm.types import ChatRequest
 from mtrbench.results.writer import safe_name
 
@@ -115,7 +115,7 @@ def umbrela_stage(task: TaskData, pairs: list[PoolPair], judge: JudgeConfig, que
         messages = umbrela_messages(build_case(queries[pair.qid], task.corpus, pair.doc_id, query_form))
         key = pair_key(pair.qid, pair.doc_id)
         request = ChatRequest(key=key, messages=messages, parse=parse_grade_reply, reply_format=GRADE_FORMAT)
-        fields = {"qid": pair.qid, "doc_id": pair.doc_id, "best_rank": pair.best_rank}
+        fields: dict[str, JSONValue] = {"qid": pair.qid, "doc_id": pair.doc_id, "best_rank": pair.best_rank}
         items.append(StageItem(key, request, {"prompt_hash": prompt_hash(messages)}, fields))
     return Stage(
         STAGE,

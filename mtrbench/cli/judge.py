@@ -183,7 +183,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     ppi = judge_ppi(outcome.run.turns, outcome.run.mode, args.human_labels) if args.human_labels and outcome else None
     output = Path(args.output) if args.output else output_dir / "scores.json"
-    write_scores(output, task, args.generations, scores, outcome, alignment, args.argv, ppi and ppi.as_dict())
+    write_scores(output, task, args.generations, scores, outcome, alignment, args.argv, ppi.as_dict() if ppi else None)
     if not args.quiet:
         print_per_turn(console, task.name, scores, outcome)
     _print_summary(console, scores, outcome, alignment)
