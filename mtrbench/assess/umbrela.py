@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,7 +142,8 @@ def run_umbrela(options: UmbrelaOptions, judge: JudgeConfig, cache: ResponseCach
     stage = umbrela_stage(task, pool.pairs, judge, options.query_form)
     stage_log = StageLog(paths.log, purpose="UMBRELA log")
     stage_options = StageOptions(cache=cache, dry_run=options.dry_run, yes=options.yes, show_progress=not options.quiet)
-    with stage_log.hold():  # held until the outputs are written: a second run on the folder stops at once
+    # a real run holds the log until the outputs are written: a second run on the folder stops at once
+    with nullcontext() if options.dry_run else stage_log.hold():
         outcome, run = run_stage(stage, stage_log, stage_options)
         filled = _grades(outcome)
         if run.dry_run is not None:
