@@ -8,6 +8,7 @@ from pathlib import Path
 from mtrbench.assess.defaults import QUERY_FORMS
 from mtrbench.assess.roles import pick_roles
 from mtrbench.assess.stats import stats_table
+from mtrbench.cli.assess_umbrela import cmd_umbrela
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.lines import read_log_records
@@ -17,12 +18,20 @@ from mtrbench.llm.failure_rate import JudgeFailures, most_common
 def register(sub: Subparsers) -> dict[str, Handler]:
     p = sub.add_parser(
         "assess",
-        help="fill a task's judgment holes by DREAM debate (pool runs, two LLM agents, escalation)",
-        description="Pool the top-k of several runs, drop pairs the task already judges, and label the rest by a "
-        "debate between two LLM agents with opposing opening stances (DREAM). Agreement gives the label; "
-        "persistent disagreement goes to humans (escalations.csv/jsonl) or to an LLM adjudicator. "
-        "Writes refined qrels (original judgments kept) usable with `mtrbench eval --refined-qrels`. "
-        "Resumable: pairs finished in the log are skipped.",
+        help="fill a task's judgment holes: DREAM debate (two LLM agents, escalation) or UMBRELA 0-3 LLM labels",
+        description="Pool the top-k of several runs, drop pairs the task already judges, and label the rest. "
+        "--method dream (default): a debate between two LLM agents with opposing opening stances (DREAM); "
+        "agreement gives the label, persistent disagreement goes to humans (escalations.csv/jsonl) or to an LLM "
+        "adjudicator; writes refined qrels usable with `mtrbench eval --refined-qrels`. --method umbrela: one "
+        "judge grades each pair 0-3 on UMBRELA's scale (TREC RAG 2024's pool filling); writes umbrela_qrels.trec "
+        "(original judgments kept) and umbrela_qrels.trec.llm.json naming every LLM-made line with the model and "
+        "its settings. Resumable: pairs finished in the log are skipped.",
+    )
+    p.add_argument(
+        "--method",
+        choices=("dream", "umbrela"),
+        default="dream",
+        help="dream: debate (yes/no labels, escalation); umbrela: one judge grades each pair 0-3 [dream]",
     )
     p.add_argument("task", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--runs", nargs="+", metavar="RUN", help="TREC run files of the task to pool")
@@ -69,6 +78,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_assess(args: argparse.Namespace) -> int:
+    if args.method == "umbrela":
+        return cmd_umbrela(args)
     from rich.console import Console
 
     from mtrbench.assess.assessment import AssessOptions, run_assessment  # deferred: loads openai

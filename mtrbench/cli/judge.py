@@ -69,6 +69,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     r.add_argument("--output-dir", help="judge log, verdicts/ratings and summary [results/judge/<task>]")
     r.add_argument("--output", help="results JSON [<output-dir>/scores.json]")
     r.add_argument("--quiet", action="store_true", help="no progress bars, no per-turn table")
+    r.add_argument(
+        "--human-labels",
+        metavar="FILE",
+        help="with --judge: human ratings/verdicts of some turns (JSONL {id, label} or TSV id<TAB>label; id = "
+        "turn id, or <generator>|<turn id>): print the PPI mean and 95%% interval next to the judge's mean",
+    )
     add_llm_arguments(r)
 
     b = actions.add_parser("rad-bench", help="RAD-Bench: Table 2 from judgment files, or rate answer files")
@@ -126,6 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ragalign_from_verdicts,
         run_from_generations,
     )
+    from mtrbench.judge.human import check_human_labels, judge_ppi  # deferred: loads numpy
     from mtrbench.judge.report import print_per_turn, write_scores  # deferred: loads rich
     from mtrbench.judge.scoring import generation_measures, score_generations  # deferred: loads pytrec_eval
     from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
@@ -134,6 +141,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise MtrbenchError("--ragalign needs --judge verdict (RAGAlign pairs retrieval with binary verdicts)")
     if args.run_file and not args.ragalign:
         raise MtrbenchError("--run is used by --ragalign only")
+    if args.human_labels:
+        check_human_labels(args.human_labels, args.judge)  # a bad file fails before the judge is asked
     measure_texts = [m for m in args.measures.split(",") if m.strip()]
     if not measure_texts and not args.judge:
         raise MtrbenchError("nothing to do: --measures is empty and no --judge asked")
@@ -172,11 +181,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         alignment = ragalign_from_verdicts(
             outcome.verdicts or {}, task, run, ragalign, card.relevance_level, qids=list(generations)
         )
+    ppi = judge_ppi(outcome.run.turns, outcome.run.mode, args.human_labels) if args.human_labels and outcome else None
     output = Path(args.output) if args.output else output_dir / "scores.json"
-    write_scores(output, task, args.generations, scores, outcome, alignment, args.argv)
+    write_scores(output, task, args.generations, scores, outcome, alignment, args.argv, ppi.as_dict() if ppi else None)
     if not args.quiet:
         print_per_turn(console, task.name, scores, outcome)
     _print_summary(console, scores, outcome, alignment)
+    if ppi is not None:
+        console.print(ppi.describe(), soft_wrap=True)
     console.print(f"[dim]results: {output}[/dim]", soft_wrap=True)
     return exit_code
 

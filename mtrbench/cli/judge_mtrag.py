@@ -49,6 +49,19 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
     )
     m.add_argument("--input-file", help="with --check-format: the task input file whose task ids must match")
     m.add_argument("--quiet", action="store_true", help="no progress bars")
+    m.add_argument(
+        "--human-labels",
+        metavar="FILE",
+        help="human labels of some tasks (JSONL {id: task_id, label} or TSV task_id<TAB>label): the PPI mean "
+        "and 95%% interval of --human-metric next to the judge's mean",
+    )
+    m.add_argument(
+        "--human-metric",
+        default="RB_llm",
+        choices=("RB_llm", "idk_eval", "underspecified_eval"),
+        help="what the human labels rate: RB_llm (a 1-10 rating, read as /10), idk_eval or underspecified_eval "
+        "(yes/no) [RB_llm]",
+    )
     add_llm_arguments(m)
 
 
@@ -79,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         yes=args.yes,
         show_progress=not args.quiet,
+        human_labels=args.human_labels,
+        human_metric=args.human_metric,
     )
     outcome = judge_mtrag(
         args.predictions, options, cache=None if args.dry_run or not with_judge else cache_from_args(args)
@@ -118,6 +133,14 @@ def _print_summary(console, summary: dict) -> None:
     console.print(table)
     for label, value in summary["harmonic_means"].items():  # type: ignore[union-attr]
         console.print(f"{label} = {value:.4f}", soft_wrap=True)
+    ppi = summary.get("judge_ppi")
+    if isinstance(ppi, dict):
+        console.print(
+            f"{ppi['metric']} with {ppi['labelled']} human labels (PPI, 95%): judge alone {ppi['llm_mean']:.4f} over "
+            f"{ppi['items']} tasks; PPI {ppi['ppi_mean']:.4f} [{ppi['ppi_low']:.4f}, {ppi['ppi_high']:.4f}]; "
+            f"humans alone {ppi['human_mean']:.4f} [{ppi['human_low']:.4f}, {ppi['human_high']:.4f}]",
+            soft_wrap=True,
+        )
 
 
 def _check_format(args: argparse.Namespace) -> int:

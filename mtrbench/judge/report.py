@@ -17,9 +17,19 @@ PER_TURN_ROWS_SHOWN = 40
 
 
 def write_scores(
-    path: Path, task: TaskData, generations_file: str, scores, outcome, alignment, argv: Sequence[str] | None = None
+    path: Path,
+    task: TaskData,
+    generations_file: str,
+    scores,
+    outcome,
+    alignment,
+    argv: Sequence[str] | None = None,
+    ppi: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """``ppi``: the judge's mean corrected by human labels (``--human-labels``), written as ``judge_ppi``."""
     payload = scores_payload(task, generations_file, scores, outcome, alignment, argv)
+    if ppi is not None:
+        payload["judge_ppi"] = ppi
     atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return payload
 

@@ -89,6 +89,7 @@ def test_every_command_module_registers_the_same_way():
         "compare",
         "pool",
         "meta",
+        "qrels",
         "fuse",
         "tasks",
         "models",

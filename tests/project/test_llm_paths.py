@@ -16,6 +16,7 @@ PATHS = {
     "eval --history rewrite:llm / summary:llm": "generation/model_history.py",
     "audit": "audit/mtr_eval.py",
     "assess": "assess/runner.py",
+    "assess --method umbrela": "assess/umbrela.py",
     "judge run / judge rad-bench": "judge/engine.py",
     "judge mtrag": "judge/mtrag/judges.py",
     "synthesize": "synthesize/generate.py",

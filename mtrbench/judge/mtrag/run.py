@@ -20,6 +20,7 @@ from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.judge.mtrag.algorithmic import Metrics
 from mtrbench.judge.mtrag.bertscore import BertScoreOptions, BertScorer
 from mtrbench.judge.mtrag.conditioning import idk_conditioned, idk_underspecified_conditioned
+from mtrbench.judge.mtrag.human import mtrag_ppi, read_mtrag_human_labels
 from mtrbench.judge.mtrag.judges import LlmJudgements, LlmJudgeOptions, run_llm_judges
 from mtrbench.judge.mtrag.names import ALGORITHMIC_METRICS, ALL_METRICS, BERTSCORE_METRICS, LLM_METRICS
 from mtrbench.judge.mtrag.resume import algorithmic_with_log, pending_tasks
@@ -41,6 +42,8 @@ class MtragJudgeOptions:
     dry_run: bool = False
     yes: bool = False
     show_progress: bool = True
+    human_labels: str | None = None  # PPI of human_metric's mean with these human labels (judge.mtrag.human)
+    human_metric: str = "RB_llm"
 
     def check(self) -> None:
         unknown = [m for m in self.metrics if m not in ALL_METRICS]
@@ -111,6 +114,10 @@ def judge_mtrag(
     path = Path(predictions)
     tasks = read_tasks(path)
     _check_tasks(tasks, options.metrics, path)
+    human = None
+    if options.human_labels:  # a bad file fails before any judge is asked
+        ids = [t.task_id for t in tasks]
+        human = read_mtrag_human_labels(options.human_labels, options.human_metric, options.metrics, ids)
     output_dir = ensure_folder(options.output_dir)
     scorer = BertScorer(options.bertscore) if set(options.metrics) & set(BERTSCORE_METRICS) else None
     settings = options.bertscore.describe() if scorer is not None else None
@@ -154,6 +161,8 @@ def judge_mtrag(
         "judges": [{"name": j.name, "model": j.model} for j in options.judges],
         **summary,
     }
+    if human is not None and llm is not None:
+        summary["judge_ppi"] = mtrag_ppi(llm.values.get(human.metric, {}), human)
     metrics_path, summary_path = output_dir / METRICS_NAME, output_dir / SUMMARY_NAME
     atomic_write_text(metrics_path, "\n".join(rows) + "\n")
     atomic_write_text(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

@@ -1,0 +1,116 @@
+"""`mtrbench qrels agree A B`: Cohen's kappa, confusion matrices and system-ranking agreement of two qrels files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.infra.atomic import atomic_write_text, ensure_parent
+
+if TYPE_CHECKING:
+    from mtrbench.analyses.qrels_agreement import QrelsAgreement
+
+
+def register(sub: Subparsers) -> dict[str, Handler]:
+    qrels = sub.add_parser("qrels", help="compare relevance judgments: agreement of two qrels files")
+    commands = qrels.add_subparsers(dest="qrels_command", metavar="agree")
+    p = commands.add_parser(
+        "agree",
+        help="Cohen's kappa (binary and graded), confusion matrices and, given runs, ranking agreement of two qrels",
+        description="Compare two qrels files (e.g. LLM labels from `assess --method umbrela` against human ones). "
+        "Only (query, document) pairs judged in both count for kappa; the shared-pair count is reported. With "
+        "--runs, each run is scored against each whole file and the two system rankings are compared (Kendall "
+        "tau-b, tau_AP, swapped pairs, as `meta stability`). Lines are split on white space, as trec_eval does.",
+    )
+    p.add_argument("first", metavar="A", help="qrels file A (e.g. the LLM's)")
+    p.add_argument("second", metavar="B", help="qrels file B (e.g. the human assessors')")
+    p.add_argument("--threshold", type=int, default=2, help="lowest grade counted relevant for binary kappa [2]")
+    p.add_argument("--runs", nargs="+", metavar="RUN", default=[], help="TREC runs (three or more) to rank both ways")
+    p.add_argument("--measure", default="nDCG@10", help="measure the runs are ranked by [nDCG@10]")
+    p.add_argument("--relevance-level", type=int, help="minimum grade binary measures count relevant [the --threshold]")
+    p.add_argument(
+        "--human-labels",
+        action="store_true",
+        help="B holds human labels of a subset of A's pairs: report the PPI estimate (and 95%% interval) of "
+        "the relevant share and the mean grade over A's pairs, next to A's own and B's classical interval",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="intervals cover with probability 1 - alpha [0.05]")
+    p.add_argument("--output", metavar="FILE.json", help="write the agreement as JSON here")
+
+    def dispatch(args: argparse.Namespace) -> int:
+        if args.qrels_command is None:
+            qrels.print_help()
+            return 0
+        return _cmd_agree(args)
+
+    return {"qrels": dispatch}
+
+
+def _cmd_agree(args: argparse.Namespace) -> int:
+    from mtrbench.analyses.qrels_agreement import AgreeOptions, agree  # deferred: loads numpy
+
+    if args.output:
+        ensure_parent(args.output)
+    options = AgreeOptions(
+        first=args.first,
+        second=args.second,
+        threshold=args.threshold,
+        runs=tuple(args.runs),
+        measure=args.measure,
+        relevance_level=args.relevance_level,
+        second_is_human=args.human_labels,
+        alpha=args.alpha,
+    )
+    result = agree(options)
+    _print(result)
+    if args.output:
+        atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
+    return 0
+
+
+def _kappa(value: float | None) -> str:
+    return "undefined (one label everywhere)" if value is None else f"{value:.3f}"
+
+
+def _print(result: QrelsAgreement) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=100, soft_wrap=True)
+    console.print(
+        f"A = {result.first}: {result.pairs_first} pairs; B = {result.second}: {result.pairs_second} pairs; "
+        f"shared {result.shared} (only A {result.only_first}, only B {result.only_second})"
+    )
+    for title, part in (
+        (f"binary (relevant = grade >= {result.threshold})", result.binary),
+        ("graded", result.graded),
+    ):
+        console.print(
+            f"Cohen's kappa, {title}: {_kappa(part.kappa)} (agreement {part.observed:.3f}, by chance {part.expected:.3f})"
+        )
+        table = Table(show_edge=False, pad_edge=False)
+        table.add_column("A \\ B", justify="right")
+        for label in part.labels:
+            table.add_column(str(label), justify="right")
+        for label, row in zip(part.labels, part.confusion):
+            table.add_row(str(label), *(str(n) for n in row))
+        console.print(table)
+    if result.ranking is not None:
+        r = result.ranking
+        console.print(
+            f"system ranking by {result.ranking_measure} ({len(r.systems)} runs): Kendall tau-b {r.kendall_tau:.3f} "
+            f"(p {r.kendall_p:.3g}), tau_AP {r.tau_ap:.3f}, {len(r.swapped)} swapped pair(s)"
+        )
+        for pair in r.swapped:
+            console.print(
+                f"  swapped: {pair.a} vs {pair.b}: {pair.diff_first:+.4f} under A, {pair.diff_second:+.4f} under B"
+            )
+    for name, estimate in result.ppi.items():
+        level = f"{estimate.confidence:.0%}"
+        console.print(
+            f"{name} over A's {estimate.items} pairs: A alone {estimate.llm_mean:.4f}; PPI {estimate.ppi_mean:.4f} "
+            f"[{estimate.ppi_low:.4f}, {estimate.ppi_high:.4f}] ({level}, {estimate.labelled} labelled by B); "
+            f"B alone {estimate.human_mean:.4f} [{estimate.human_low:.4f}, {estimate.human_high:.4f}]"
+        )
