@@ -1,23 +1,15 @@
 """`mtrbench judge nuggets`: nugget evaluation (TREC RAG 2024/2025, TREC iKAT 2024) of generated answers, or of
-existing nuggetizer assignment files."""
+existing nuggetizer assignment files. The parser here; the command's work in ``judge_nuggets_run``."""
 
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from mtrbench import __version__
 from mtrbench.cli.common import add_data_options
 from mtrbench.cli.llm_flags import add_llm_arguments
-from mtrbench.data import load_task, resolve_card
-from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import MtrbenchError
-from mtrbench.judge.nuggets.aggregate import RunScores
-from mtrbench.judge.nuggets.ikat import DEFAULT_VITAL_GRADE, read_ikat_responses
-from mtrbench.judge.nuggets.score_files import AssignmentChecks, read_runs, score_runs
-from mtrbench.judge.nuggets.scores import SCORE_NAMES
-from mtrbench.judge.nuggets.sources import FORMATS, read_nuggets
+from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
+from mtrbench.judge.nuggets.ikat import DEFAULT_VITAL_GRADE
+from mtrbench.judge.nuggets.sources import FORMATS
 
 
 def add_parser(actions: argparse._SubParsersAction) -> None:
@@ -56,63 +48,31 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
         help="with --assignments: iKAT participant responses JSON; every assigned answer must be one of them",
     )
     n.add_argument("--output", help="scores JSON [with GENERATIONS: <output-dir>/scores.json]")
+    n.add_argument(
+        "--output-dir",
+        help="with GENERATIONS: nuggets.jsonl, assignments/<run>.jsonl, the LLM log [results/judge/nuggets/<task>]",
+    )
+    n.add_argument("--max-nuggets", type=int, default=30, help="created nuggets per turn, at most [30]")
+    n.add_argument("--passage-batch", type=int, default=10, help="relevant passages per creation request [10]")
+    n.add_argument("--label-batch", type=int, default=10, help="nuggets per vital/okay request [10]")
+    n.add_argument("--assign-batch", type=int, default=10, help="nuggets per assignment request [10]")
+    n.add_argument(
+        "--max-passage-chars",
+        type=int,
+        default=DEFAULT_MAX_PASSAGE_CHARS,
+        help=f"cut each passage shown to the LLM, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
+    )
+    n.add_argument(
+        "--citations",
+        action="store_true",
+        help="also judge citation support: each cited passage of "
+        "each answer sentence, full/partial/no support (TREC RAG 2024), with support precision and recall",
+    )
     n.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(n)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.assignments:
-        if args.generations:
-            raise MtrbenchError("give GENERATIONS (judged by an LLM) or --assignments FILE... (scored), not both")
-        return _score_assignments(args)
-    raise MtrbenchError("nothing to score: give GENERATIONS with --task T, or --assignments FILE...")
+    from mtrbench.cli import judge_nuggets_run  # deferred: loads pytrec_eval (the scores' per-turn breakdowns)
 
-
-def _score_assignments(args: argparse.Namespace) -> int:
-    nuggets = read_nuggets(args.nuggets, args.nuggets_format, args.vital_grade) if args.nuggets else None
-    responses = read_ikat_responses(args.responses) if args.responses else None
-    task = None
-    if args.task:
-        task = load_task(resolve_card(args.task), split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
-    checks = AssignmentChecks(
-        nuggets=nuggets,
-        nugget_source=str(args.nuggets or ""),
-        responses=responses,
-        response_source=str(args.responses or ""),
-        task_qids={q.qid for q in task.queries} if task is not None else None,
-        task_name=task.name if task is not None else "",
-    )
-    runs = read_runs(args.assignments, checks)
-    scores = score_runs(runs, task.queries if task is not None else ())
-    print_scores(scores)
-    if args.output:
-        files = {run.run_id: str(run.path) for run in runs}
-        write_scores(Path(args.output), scores, args, files)
-        print(f"results: {args.output}")
-    return 0
-
-
-def print_scores(scores: list[RunScores]) -> None:
-    from rich.console import Console  # deferred: loads rich
-    from rich.table import Table
-
-    table = Table(title="nugget scores (mean over answers)")
-    table.add_column("run")
-    table.add_column("answers", justify="right")
-    for name in SCORE_NAMES:
-        table.add_column(name, justify="right")
-    for run_scores in scores:
-        means = run_scores.scores
-        table.add_row(run_scores.run_id, str(means["n"]), *(f"{means[name]:.4f}" for name in SCORE_NAMES))
-    Console().print(table)
-
-
-def write_scores(path: Path, scores: list[RunScores], args: argparse.Namespace, files: dict[str, str]) -> None:
-    document = {
-        "mtrbench_version": __version__,
-        "command": getattr(args, "argv", None),
-        "task": args.task,
-        "nuggets": args.nuggets,
-        "runs": {s.run_id: {"file": files.get(s.run_id), **s.to_json()} for s in scores},
-    }
-    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return judge_nuggets_run.run(args)

@@ -18,6 +18,7 @@ PATHS = {
     "assess": "assess/runner.py",
     "judge run / judge rad-bench": "judge/engine.py",
     "judge mtrag": "judge/mtrag/judges.py",
+    "judge nuggets (creation, labels, assignment, citation support)": "judge/nuggets/steps.py",
     "synthesize": "synthesize/generate.py",
 }
 
