@@ -16,7 +16,7 @@ from mtrbench.judge.nuggets.prompts import assign_messages, assignment_reader
 from mtrbench.judge.nuggets.steps import StepAsker, step_item, step_stage, value_of
 from mtrbench.judge.nuggets.turns import Turn
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.stage import Stage, StageItem
+from mtrbench.llm.stage import JSONValue, Stage, StageItem
 from mtrbench.measures.generation import CITATION_MARK
 
 ASSIGN = "assign"
@@ -44,7 +44,7 @@ def assign_items(run_id: str, turn: Turn, generation: Generation, nuggets: Seque
     for n, (start, end) in enumerate(batches(len(nuggets), size)):
         reader = assignment_reader(end - start)
         messages = assign_messages(turn.question, turn.earlier, answer_text(generation), nuggets[start:end])
-        fields = {"run": run_id, "qid": turn.qid, "batch": n, "nuggets": list(nuggets[start:end])}
+        fields: dict[str, JSONValue] = {"run": run_id, "qid": turn.qid, "batch": n, "nuggets": list(nuggets[start:end])}
         items.append(step_item(f"{ASSIGN}|{run_id}|{turn.qid}|{n}", messages, reader, reader.reply_format, fields))
     return items
 

@@ -20,7 +20,7 @@ from mtrbench.judge.nuggets.prompts import SUPPORT_FORMAT, parse_support, suppor
 from mtrbench.judge.nuggets.steps import StepAsker, step_item, step_stage, value_of
 from mtrbench.judge.nuggets.turns import passage_text
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.stage import Stage, StageItem
+from mtrbench.llm.stage import JSONValue, Stage, StageItem
 from mtrbench.measures.generation import citation_labels, statements
 
 SUPPORT = "support"
@@ -61,7 +61,12 @@ def answer_citations(run_id: str, generation: Generation) -> tuple[list[str], li
 
 
 def support_item(citation: Citation, sentence: str, passage: str) -> StageItem:
-    fields = {"run": citation.run_id, "qid": citation.qid, "sentence": citation.sentence, "doc_id": citation.doc_id}
+    fields: dict[str, JSONValue] = {
+        "run": citation.run_id,
+        "qid": citation.qid,
+        "sentence": citation.sentence,
+        "doc_id": citation.doc_id,
+    }
     return step_item(
         citation.key, support_messages(without_citations(sentence), passage), parse_support, SUPPORT_FORMAT, fields
     )

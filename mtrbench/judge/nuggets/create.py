@@ -20,7 +20,7 @@ from mtrbench.judge.nuggets.prompts import (
 from mtrbench.judge.nuggets.steps import StepAsker, step_item, step_stage, value_of
 from mtrbench.judge.nuggets.turns import Turn
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.stage import Stage, StageItem
+from mtrbench.llm.stage import JSONValue, Stage, StageItem
 
 CREATE, LABEL = "create", "label"
 PLACEHOLDER_NUGGET = "a placeholder nugget of about ten words for the cost estimate"
@@ -50,7 +50,7 @@ def batches(count: int, size: int) -> list[tuple[int, int]]:
 def creation_item(turn: Turn, window: int, nuggets: Sequence[str], settings: CreationSettings) -> StageItem:
     start, end = batches(len(turn.passages), settings.passage_batch)[window]
     messages = creation_messages(turn.question, turn.earlier, turn.passages[start:end], nuggets, settings.max_nuggets)
-    fields = {"qid": turn.qid, "window": window, "passages": list(turn.doc_ids[start:end])}
+    fields: dict[str, JSONValue] = {"qid": turn.qid, "window": window, "passages": list(turn.doc_ids[start:end])}
     return step_item(f"{CREATE}|{turn.qid}|{window}", messages, parse_nugget_list, NUGGET_LIST_FORMAT, fields)
 
 
@@ -59,7 +59,7 @@ def label_items(turn: Turn, nuggets: Sequence[str], settings: CreationSettings) 
     for n, (start, end) in enumerate(batches(len(nuggets), settings.label_batch)):
         reader = importance_reader(end - start)
         messages = label_messages(turn.question, turn.earlier, nuggets[start:end])
-        fields = {"qid": turn.qid, "batch": n, "nuggets": list(nuggets[start:end])}
+        fields: dict[str, JSONValue] = {"qid": turn.qid, "batch": n, "nuggets": list(nuggets[start:end])}
         items.append(step_item(f"{LABEL}|{turn.qid}|{n}", messages, reader, reader.reply_format, fields))
     return items
 
