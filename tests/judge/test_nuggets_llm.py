@@ -352,3 +352,31 @@ def test_bad_inputs(tmp_path, monkeypatch, capsys):
         assert main(args) == 2, args
         lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], lines
+
+
+def test_creation_killed_half_way_resumes_and_assignments_score_the_same_offline(tmp_path, monkeypatch, capsys):
+    """A log cut after two creation records: the rerun asks the other two turns' creation only, and the label and
+    assignment steps only what their prompts (now known) lack. The written assignment file, scored by
+    `--assignments` with no LLM, gives the same scores."""
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    model = ScriptedNuggetModel()
+    out = tmp_path / "out"
+    with ScriptedChatServer(model) as server:
+        args = nugget_args([GENERATIONS], write_judges(tmp_path / "j.json", server.base_url), out)
+        assert main(args) == 0
+        log = out / "nuggets_log.jsonl"
+        lines = log.read_text().splitlines(keepends=True)
+        assert [json.loads(line)["stage"] for line in lines[:4]] == ["nuggets.create"] * 4
+        log.write_text("".join(lines[:2]) + lines[2][:40])
+        model.asked = dict.fromkeys(model.asked, 0)
+        assert main(args) == 0
+        assert model.asked == {"create": 2, "label": 4, "assign": 4, "support": 0}
+        model.asked = dict.fromkeys(model.asked, 0)
+        assert main(args) == 0 and model.asked == dict.fromkeys(model.asked, 0)
+    scored = json.loads((out / "scores.json").read_text())["runs"]["generations-sample"]
+    offline = tmp_path / "offline.json"
+    assignments = out / "assignments" / "generations-sample.jsonl"
+    assert main(["judge", "nuggets", "--assignments", str(assignments), "--task", "mtrbench-sample",
+                 "--nuggets", str(out / "nuggets.jsonl"), "--output", str(offline)]) == 0  # fmt: skip
+    again = json.loads(offline.read_text())["runs"]["generations-sample"]
+    assert again["scores"] == scored["scores"] and again["per_answer"] == scored["per_answer"]
