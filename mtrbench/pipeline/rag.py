@@ -81,7 +81,8 @@ class RagReport:
     def complete(self) -> bool:
         """Every planned turn generated and judged; a rerun would ask for nothing."""
         judge_failures = len(self.outcome.failures) if self.outcome is not None else 0
-        return self.generation.failed == 0 and judge_failures == 0
+        nugget_failures = sum(f.failed for f in self.nuggets.failures) if self.nuggets is not None else 0
+        return self.generation.failed == 0 and judge_failures == 0 and nugget_failures == 0
 
 
 def rag_stem(retrieval: Result, generator: str, history: str) -> str:

@@ -99,6 +99,7 @@ def test_rag_nuggets_stage_scores_and_resumes(tmp_path, monkeypatch, capsys):
         assert abs(scores["strict_all"] - sum(r[1] for r in rows) / TURNS) < 1e-12
         assert scores["all"] == scores["strict_all"]
         assert set(report["nuggets"]["by_topic_switch"]) == {"before_switch", "after_switch"}
+        assert report["complete"] is True
         before = dict(server_side.counts)
         assert main(rag_args(server, out, "--nuggets")) == 0
         assert server_side.counts == before  # a rerun asks nothing
