@@ -32,7 +32,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
         "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
         "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
-        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.",
+        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers. "
+        "`judge nuggets`: nugget evaluation as TREC RAG and iKAT run it (docs/nuggets.md).",
     )
     actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag,nuggets}")
     p.set_defaults(judge_parser=p)
