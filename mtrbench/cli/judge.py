@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mtrbench.cli import judge_mtrag
+from mtrbench.cli import judge_mtrag, judge_nuggets
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.data import load_task, resolve_card
@@ -32,9 +32,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
         "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
         "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
-        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers.",
+        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers. "
+        "`judge nuggets`: nugget evaluation as TREC RAG and iKAT run it (docs/nuggets.md).",
     )
-    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag}")
+    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag,nuggets}")
     p.set_defaults(judge_parser=p)
 
     r = actions.add_parser("run", help="score a generations file against a task")
@@ -102,6 +103,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     b.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(b)
     judge_mtrag.add_parser(actions)
+    judge_nuggets.add_parser(actions)
     return {"judge": _cmd_judge}
 
 
@@ -112,6 +114,8 @@ def _cmd_judge(args: argparse.Namespace) -> int:
         return _cmd_rad_bench(args)
     if args.judge_action == "mtrag":
         return judge_mtrag.run(args)
+    if args.judge_action == "nuggets":
+        return judge_nuggets.run(args)
     args.judge_parser.print_help()
     return 0
 

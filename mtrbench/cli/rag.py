@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mtrbench.generation.model_history import RewriterOptions
     from mtrbench.llm.config import JudgeConfig
     from mtrbench.pipeline.evaluate import EvalConfig
-    from mtrbench.pipeline.rag import RagConfig
+    from mtrbench.pipeline.rag import RagConfig, RagReport
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -166,6 +166,12 @@ def _add_judging_group(p: argparse.ArgumentParser) -> None:
         default=",".join(DEFAULT_RAGALIGN),
         help=f"RAGAlign measures over the verdicts ('' for none) [{','.join(DEFAULT_RAGALIGN)}]",
     )
+    judging.add_argument(
+        "--nuggets",
+        action="store_true",
+        help="also nugget evaluation of the answers by the judge model (as `judge nuggets`: nuggets created from "
+        "each turn's relevant passages; strict_vital, vital, strict_all, all) [off]",
+    )
 
 
 def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
@@ -268,6 +274,7 @@ def _rag_config(
         yes=args.yes,
         show_progress=not args.quiet,
         max_failure_rate=args.max_failure_rate,
+        nuggets=args.nuggets,
     )
 
 
@@ -373,14 +380,7 @@ def _print_report(console, report, quiet: bool) -> None:
         if outcome.failures:
             line += f"; {len(outcome.failures)} failed after retries (not scored; asked again next run)"
         console.print(line, soft_wrap=True)
-    for key, result in (report.alignment or {}).items():
-        if result["value"] is None:
-            console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
-        else:
-            p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
-            console.print(
-                f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True
-            )
+    _print_nuggets_and_alignment(console, report)
     if generated.mtrag_output is not None:
         console.print(
             f"MTRAGEval predictions (rag_taskc): {generated.mtrag_output} ({generated.mtrag_predictions} tasks)",
@@ -392,3 +392,18 @@ def _print_report(console, report, quiet: bool) -> None:
             soft_wrap=True,
         )
     console.print(f"[dim]results: {report.output}[/dim]", soft_wrap=True)
+
+
+def _print_nuggets_and_alignment(console: Console, report: RagReport) -> None:
+    if report.nuggets is not None:
+        means = report.nuggets.scores[0].scores
+        shown = "  ".join(f"{name} {means[name]:.4f}" for name in ("strict_vital", "vital", "strict_all", "all"))
+        console.print(f"nuggets over {means['n']} answers: {shown}", soft_wrap=True)
+    for key, result in (report.alignment or {}).items():
+        if result["value"] is None:
+            console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
+        else:
+            p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
+            console.print(
+                f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True
+            )

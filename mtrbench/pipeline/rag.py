@@ -27,6 +27,8 @@ from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
 from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
 from mtrbench.judge.defaults import DEFAULT_RAGALIGN
+from mtrbench.judge.nuggets.create import CreationSettings
+from mtrbench.judge.nuggets.run import NuggetJudgement, NuggetJudgeOptions, judge_nuggets
 from mtrbench.judge.report import scores_payload
 from mtrbench.judge.scoring import DEFAULT_MEASURES, GenerationScores, generation_measures, score_generations
 from mtrbench.llm.cache import ResponseCache
@@ -59,6 +61,7 @@ class RagConfig:
     yes: bool = False
     show_progress: bool = True
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE  # per stage: past it the run stops there and exits 1
+    nuggets: bool = False  # also nugget evaluation (judge nuggets) of the answers, by the judge model
 
 
 @dataclass
@@ -70,14 +73,16 @@ class RagReport:
     outcome: JudgeOutcome | None = None
     alignment: dict[str, dict[str, Any]] | None = None
     output: Path | None = None  # the rag JSON; None after a dry run
-    failed_stage: str | None = None  # retrieval | generation | judging: the stage past --max-failure-rate
+    nuggets: NuggetJudgement | None = None  # with RagConfig.nuggets
+    failed_stage: str | None = None  # retrieval | generation | judging | nuggets: the stage past --max-failure-rate
     failure: str | None = None  # its one-line description
 
     @property
     def complete(self) -> bool:
         """Every planned turn generated and judged; a rerun would ask for nothing."""
         judge_failures = len(self.outcome.failures) if self.outcome is not None else 0
-        return self.generation.failed == 0 and judge_failures == 0
+        nugget_failures = sum(f.failed for f in self.nuggets.failures) if self.nuggets is not None else 0
+        return self.generation.failed == 0 and judge_failures == 0 and nugget_failures == 0
 
 
 def rag_stem(retrieval: Result, generator: str, history: str) -> str:
@@ -109,6 +114,8 @@ def _check(config: RagConfig) -> None:
         raise MtrbenchError(f"--judge must be verdict or rating, got '{config.judge_mode}'")
     if config.judge is None and not config.measures:
         raise MtrbenchError("nothing to score: no reference measures and no judge")
+    if config.nuggets and config.judge is None:
+        raise MtrbenchError("--nuggets needs the judge model: drop --judge none")
     if config.generation.oracle:
         raise MtrbenchError(
             "rag generates from its own retrieval result; use `mtrbench generate --oracle` for gold passages"
@@ -153,6 +160,10 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
     failure = _score_and_judge(config, report, folder, stem)
     if failure:  # RAGAlign is not computed from a judge that mostly failed: its failures are the error
         report.failed_stage, report.failure = "judging", failure
+        return _stop(config, report, folder / f"{stem}.rag.json")
+    failure = _judge_nuggets(config, report, folder, stem) if config.nuggets else None
+    if failure:
+        report.failed_stage, report.failure = "nuggets", failure
         return _stop(config, report, folder / f"{stem}.rag.json")
     report.output = folder / f"{stem}.rag.json"
     atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
@@ -236,6 +247,23 @@ def _score_and_judge(config: RagConfig, report: RagReport, folder: Path, stem: s
             qids=list(generations),
         )
     return None
+
+
+def _judge_nuggets(config: RagConfig, report: RagReport, folder: Path, stem: str) -> str | None:
+    """Stage 3b: nugget evaluation of the answers by the judge model (nuggets created from each turn's relevant
+    passages), beside the other outputs; why the run stops when a nugget step failed too often, else None."""
+    assert config.judge is not None and report.task is not None, "checked, and set by the judging stage"
+    options = NuggetJudgeOptions(
+        output_dir=folder / f"{stem}.nuggets-{safe_name(config.judge.model)}",
+        creation=CreationSettings(relevance_level=resolve_card(config.task).relevance_level),
+        max_passage_chars=config.generation.max_passage_chars,
+        yes=config.yes,
+        show_progress=config.show_progress,
+    )
+    outcome = judge_nuggets([report.generation.output], report.task, config.judge, options, cache=config.cache)
+    assert outcome is not None, "only a dry run judges nothing, and rag's dry run stopped before judging"
+    report.nuggets = outcome
+    return failure_line(outcome.failures, config.max_failure_rate)
 
 
 def check_endpoints(config: RagConfig) -> None:
@@ -323,6 +351,7 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
                 "skipped": dict(generated.skipped),
                 "settings": generated.settings.record() if generated.settings is not None else None,
             },
+            **({"nuggets": nugget_summary(report.nuggets)} if report.nuggets is not None else {}),
             "failed_stage": report.failed_stage,
             "failure": report.failure,
             "command": config.eval.command,
@@ -332,3 +361,16 @@ def rag_document(config: RagConfig, report: RagReport) -> dict[str, Any]:
         }
     )
     return document
+
+
+def nugget_summary(outcome: NuggetJudgement) -> dict[str, Any]:
+    """The rag document's ``nuggets`` block: the run's scores and breakdowns, and where the files are."""
+    scores = outcome.scores[0]
+    return {
+        "scores": scores.scores,
+        "by_turn": scores.by_turn,
+        "by_topic_switch": scores.by_topic_switch,
+        "nuggets_file": str(outcome.nuggets_path) if outcome.nuggets_path is not None else None,
+        "assignments_file": str(next(iter(outcome.assignment_paths.values()))),
+        "log": str(outcome.log_path),
+    }

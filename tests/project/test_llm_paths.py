@@ -19,6 +19,7 @@ PATHS = {
     "assess --method umbrela": "assess/umbrela.py",
     "judge run / judge rad-bench": "judge/engine.py",
     "judge mtrag": "judge/mtrag/judges.py",
+    "judge nuggets (creation, labels, assignment, citation support)": "judge/nuggets/steps.py",
     "synthesize": "synthesize/generate.py",
 }
 
