@@ -322,6 +322,19 @@ LegacyReader = Callable[[Mapping[str, JSONValue]], StageRecord | None]
 RecordSink = Callable[[StageRecord], None]
 
 
+_IDENTITY_FIELDS = frozenset({"time", "stage", "key", "judge", "settings"})
+
+
+def _redacted(value: JSONValue, redactor: Redactor) -> JSONValue:
+    if isinstance(value, str):
+        return redactor.known(value)
+    if isinstance(value, list):
+        return [_redacted(item, redactor) for item in value]
+    if isinstance(value, dict):
+        return {name: _redacted(item, redactor) for name, item in value.items()}
+    return value
+
+
 class LogWriter:
     """Appends records to an open log, one flushed line each, without the judges' secrets."""
 
@@ -330,7 +343,13 @@ class LogWriter:
         self._redactor = redactor
 
     def append(self, record: StageRecord) -> None:
-        line = self._redactor.known(json.dumps(record.to_json(), ensure_ascii=False))
+        raw = record.to_json()
+        # Only values are redacted, never the item's identity (key, stage, judge, settings) nor the JSON's own
+        # names: a short API key such as "k" or "test" must not rewrite field names or turn ids, or resume breaks.
+        clean = {
+            name: value if name in _IDENTITY_FIELDS else _redacted(value, self._redactor) for name, value in raw.items()
+        }
+        line = json.dumps(clean, ensure_ascii=False)
         self._handle.write(line + "\n")
         self._handle.flush()  # a killed run keeps every reply already received
 

@@ -233,6 +233,22 @@ def test_no_api_key_in_the_log(tmp_path):
     assert sorted(r.ok for r in outcome.records.values()) == [False, True]
 
 
+@pytest.mark.parametrize("short_key", ["k", "q", "test"])
+def test_a_short_api_key_never_rewrites_the_log_s_names_or_item_keys(tmp_path, monkeypatch, short_key):
+    # "q" is in every item key, "k" in the field names "key" and "malformed", "test" is the stage's name
+    monkeypatch.setenv(KEY_ENV, short_key)
+    log = StageLog(tmp_path / "log.jsonl")
+    with ScriptedChatServer(rating_by_key) as server:
+        run_stage(rating_stage(judge_at(server)), log, OPTIONS)
+    records = lines(log.path)
+    assert sorted(r["key"] for r in records) == sorted(QUESTIONS)
+    assert all(r["stage"] == "test" and r["ok"] and "malformed" in r for r in records)
+    with ScriptedChatServer(rating_by_key) as server:  # resumed: every item is already answered
+        outcome, _ = run_stage(rating_stage(judge_at(server)), log, OPTIONS)
+        assert server.request_count == 0
+    assert {k: r.value for k, r in outcome.records.items()} == {k: int(k[1:]) for k in QUESTIONS}
+
+
 def test_async_items_with_several_requests_share_the_log_and_resume(tmp_path):
     """An item asked through its own coroutine (two requests each) is logged once, and resumed like any other."""
     log = StageLog(tmp_path / "log.jsonl")
