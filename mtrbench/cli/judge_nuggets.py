@@ -68,6 +68,13 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
         help="also judge citation support: each cited passage of "
         "each answer sentence, full/partial/no support (TREC RAG 2024), with support precision and recall",
     )
+    n.add_argument(
+        "--human-labels",
+        nargs="+",
+        metavar="FILE",
+        help="people's nugget assignments of some answers (nuggetizer's assignment JSONL, one file per run, the "
+        "same nuggets as the LLM's): print each score's PPI mean and 95%% interval next to the LLM's mean",
+    )
     n.add_argument("--quiet", action="store_true", help="no progress bars")
     add_llm_arguments(n)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from mtrbench import __version__
@@ -13,8 +14,10 @@ from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.nuggets.aggregate import RunScores
+from mtrbench.judge.nuggets.assignment_file import RunAssignments
 from mtrbench.judge.nuggets.citations import AnswerSupport, run_support
 from mtrbench.judge.nuggets.create import CreationSettings
+from mtrbench.judge.nuggets.human import NuggetPPI, check_same_nuggets, nugget_ppi, read_human_runs
 from mtrbench.judge.nuggets.ikat import read_ikat_responses
 from mtrbench.judge.nuggets.run import ASSIGNMENTS_DIR, NuggetJudgement, NuggetJudgeOptions, judge_nuggets
 from mtrbench.judge.nuggets.score_files import AssignmentChecks, read_runs, score_runs
@@ -57,16 +60,25 @@ def _judge_generations(args: argparse.Namespace) -> int:
     )
     cache = None if args.dry_run else cache_from_args(args)
     outcome = judge_nuggets(
-        args.generations, task, judge[0], options, cache=cache, given=given, given_source=str(args.nuggets or "")
+        args.generations,
+        task,
+        judge[0],
+        options,
+        cache=cache,
+        given=given,
+        given_source=str(args.nuggets or ""),
+        human_labels=args.human_labels or (),
     )
     if outcome is None:
         return 0
     print_scores(outcome.scores)
+    ppi = nugget_ppi(outcome.scores, outcome.human) if args.human_labels else []
+    print_ppi(ppi)
     if outcome.support is not None:
         print_support(outcome.support)
     output = Path(args.output) if args.output else output_dir / "scores.json"
     files = {run_id: str(path) for run_id, path in outcome.assignment_paths.items()}
-    write_scores(output, outcome.scores, args, files, outcome)
+    write_scores(output, outcome.scores, args, files, outcome, ppi)
     if outcome.nuggets_path is not None:
         print(f"nuggets: {outcome.nuggets_path}")
     print(f"assignments: {output_dir / ASSIGNMENTS_DIR}\nresults: {output}")
@@ -88,11 +100,18 @@ def _score_assignments(args: argparse.Namespace) -> int:
         task_name=task.name if task is not None else "",
     )
     runs = read_runs(args.assignments, checks)
+    human: dict[str, RunAssignments] = {}
+    if args.human_labels:
+        human = read_human_runs(args.human_labels, {run.run_id: set(run.answers) for run in runs}, checks)
+        assigned = {run.run_id: {q: [n.text for n in a.nuggets] for q, a in run.answers.items()} for run in runs}
+        check_same_nuggets(human, assigned)
     scores = score_runs(runs, task.queries if task is not None else ())
     print_scores(scores)
+    ppi = nugget_ppi(scores, human) if human else []
+    print_ppi(ppi)
     if args.output:
         files = {run.run_id: str(run.path) for run in runs}
-        write_scores(Path(args.output), scores, args, files)
+        write_scores(Path(args.output), scores, args, files, ppi=ppi)
         print(f"results: {args.output}")
     return 0
 
@@ -110,6 +129,30 @@ def print_scores(scores: list[RunScores]) -> None:
         means = run_scores.scores
         table.add_row(run_scores.run_id, str(means["n"]), *(f"{means[name]:.4f}" for name in SCORE_NAMES))
     Console().print(table)
+
+
+def print_ppi(estimates: Sequence[NuggetPPI]) -> None:
+    """One table per run with human labels: each score by the LLM alone, by PPI and by the people alone."""
+    from rich.console import Console  # deferred: loads rich
+    from rich.table import Table
+
+    for run in estimates:
+        some = next(iter(run.estimates.values()))
+        table = Table(
+            title=f"{run.run_id}: {some.labelled} of {some.items} answers labelled by people (PPI, {some.confidence:.0%})"
+        )
+        for column in ("score", "LLM", "PPI", "PPI interval", "humans", "humans interval"):
+            table.add_column(column, justify="left" if column == "score" else "right", no_wrap=True)
+        for name, e in run.estimates.items():
+            table.add_row(
+                name,
+                f"{e.llm_mean:.3f}",
+                f"{e.ppi_mean:.3f}",
+                f"[{e.ppi_low:.3f}, {e.ppi_high:.3f}]",
+                f"{e.human_mean:.3f}",
+                f"[{e.human_low:.3f}, {e.human_high:.3f}]",
+            )
+        Console().print(table)
 
 
 def print_support(support: dict[str, dict[str, AnswerSupport | None]]) -> None:
@@ -132,8 +175,11 @@ def write_scores(
     args: argparse.Namespace,
     files: dict[str, str],
     outcome: NuggetJudgement | None = None,
+    ppi: Sequence[NuggetPPI] = (),
 ) -> None:
     runs: dict[str, dict[str, object]] = {s.run_id: {"file": files.get(s.run_id), **s.to_json()} for s in scores}
+    for estimate in ppi:  # only with --human-labels, so that the file is unchanged without it
+        runs[estimate.run_id]["ppi"] = estimate.as_dict()
     if outcome is not None and outcome.support is not None:
         for run_id, per_answer in outcome.support.items():
             runs[run_id]["citation_support"] = {

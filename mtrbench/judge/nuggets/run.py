@@ -18,10 +18,12 @@ from mtrbench.infra.atomic import ensure_folder
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.judge.nuggets.aggregate import RunScores, run_scores
 from mtrbench.judge.nuggets.assign import assign_nuggets, planned_assignment
-from mtrbench.judge.nuggets.assignment_file import AnswerAssignment, write_assignment_file
+from mtrbench.judge.nuggets.assignment_file import AnswerAssignment, RunAssignments, write_assignment_file
 from mtrbench.judge.nuggets.citations import AnswerSupport, judge_citations, support_stage
 from mtrbench.judge.nuggets.create import CreationSettings, create_nuggets
+from mtrbench.judge.nuggets.human import check_same_nuggets, read_human_runs
 from mtrbench.judge.nuggets.nugget_file import NuggetSet, write_nugget_file
+from mtrbench.judge.nuggets.score_files import AssignmentChecks
 from mtrbench.judge.nuggets.scores import answer_scores
 from mtrbench.judge.nuggets.steps import StepAsker
 from mtrbench.judge.nuggets.turns import Turn, turns_of
@@ -71,6 +73,7 @@ class NuggetJudgement:
     failures: list[JudgeFailures]
     log_path: Path
     sent: int  # items asked in this run (the rest came from the log)
+    human: dict[str, RunAssignments] = field(default_factory=dict)  # run id -> people's assignments (--human-labels)
 
 
 def read_generation_runs(paths: Sequence[str | Path]) -> Runs:
@@ -108,6 +111,7 @@ def _ask_all(
     options: NuggetJudgeOptions,
     given: Mapping[str, NuggetSet] | None,
     asker: StepAsker,
+    human: Mapping[str, RunAssignments],
 ) -> (
     tuple[dict[str, NuggetSet], dict[str, list[AnswerAssignment]], dict[str, dict[str, AnswerSupport | None]] | None]
     | None
@@ -118,6 +122,8 @@ def _ask_all(
     nuggets = dict(given) if given is not None else create_nuggets(list(turns.values()), judge, settings, asker, later)
     if nuggets is None:
         return None
+    # created nuggets are known only now: checked against the human labels before any answer is assigned
+    check_same_nuggets(human, {run_id: {q: nuggets[q].texts() for q in run.answers} for run_id, run in human.items()})
     assignments = assign_nuggets(runs, turns, nuggets, judge, options.assign_batch, asker, support)
     if assignments is None:
         return None
@@ -136,12 +142,16 @@ def judge_nuggets(
     cache: ResponseCache | None = None,
     given: Mapping[str, NuggetSet] | None = None,
     given_source: str = "",
+    human_labels: Sequence[str | Path] = (),
 ) -> NuggetJudgement | None:
-    """Judge every answer of every generations file (one run each); None after a dry run."""
+    """Judge every answer of every generations file (one run each); None after a dry run. ``human_labels``: people's
+    assignment files (one per run, ``judge.nuggets.human``), read and checked before anything is asked."""
     options.check()
     runs = read_generation_runs(generation_paths)
     paths = {Path(p).stem: str(p) for p in generation_paths}
     _check_turns(runs, paths, task, given, given_source)
+    answered = {run_id: set(generations) for run_id, generations in runs.items()}
+    human = read_human_runs(human_labels, answered, AssignmentChecks(nuggets=given, nugget_source=given_source))
     qids = _ordered_qids(runs)
     turns = turns_of(task, qids, options.creation.relevance_level, options.max_passage_chars)
     output_dir = ensure_folder(options.output_dir)
@@ -150,7 +160,7 @@ def judge_nuggets(
         log, StageOptions(cache=cache, dry_run=options.dry_run, yes=options.yes, show_progress=options.show_progress)
     )
     with log.hold():
-        asked = _ask_all(runs, turns, task, judge, options, given, asker)
+        asked = _ask_all(runs, turns, task, judge, options, given, asker, human)
     if asked is None:
         return None
     nuggets, assignments, support = asked
@@ -176,4 +186,5 @@ def judge_nuggets(
         failures=[tally.failures(judge) for tally in asker.tallies.values()],
         log_path=log.path,
         sent=asker.sent,
+        human=human,
     )

@@ -50,7 +50,8 @@ def _with_nugget_file(answer: AnswerAssignment, nugget_set: NuggetSet, where: st
     return replace(answer, nuggets=nuggets)
 
 
-def _checked(run: RunAssignments, checks: AssignmentChecks) -> RunAssignments:
+def checked_run(run: RunAssignments, checks: AssignmentChecks) -> RunAssignments:
+    """The run with each answer checked (see the module's docstring); with a nugget file, its importance."""
     if checks.responses is not None and run.run_id not in checks.responses:
         raise DataError(f"{run.path}: run '{run.run_id}' has no response in {checks.response_source}")
     answers = {}
@@ -79,7 +80,7 @@ def read_runs(paths: Sequence[str | Path], checks: AssignmentChecks) -> list[Run
         if run.run_id in seen:
             raise DataError(f"{path}: run '{run.run_id}' is also the run of {seen[run.run_id]}; one file per run")
         seen[run.run_id] = run.path
-        runs.append(_checked(run, checks))
+        runs.append(checked_run(run, checks))
     return runs
 
 
