@@ -183,3 +183,49 @@ def test_official_ikat_equals_pytrec_eval(data_2023, tmp_path, capsys):
     for key, value in expected.items():
         assert scores[key] == pytest.approx(value, abs=1e-12), key
     assert expected["ndcg_at_3"] > 0 and expected["precision_at_20"] > 0
+
+
+# ------------------------------------------------------------------------------------------ PTKB ranking
+
+
+def ptkb_run(seed: int = 5) -> dict[str, list[tuple[str, float]]]:
+    """Every 2023 turn's statements ranked at random (ties included), by published statement id."""
+    import random
+
+    rng = random.Random(seed)
+    run = {}
+    for topic in topics(2023):
+        for turn in topic["turns"][::1]:
+            ranked = [(sid, float(rng.randrange(4))) for sid in topic["ptkb"]]
+            run[f"{topic['number']}_{turn['turn_id']}"] = sorted(ranked, key=lambda p: -p[1])
+    del run["9-1_1"]  # a judged turn missing from the run
+    return run
+
+
+@pytest.mark.parametrize("split,published", [("nist", "ptkb_rel_nist"), ("org", "ptkb_rel_org")])
+def test_ptkb_ranking_equals_pytrec_eval(split, published, tmp_path, capsys):
+    ranked = ptkb_run()
+    topic_of = {f"{t['number']}_{turn['turn_id']}": t["number"] for t in topics(2023) for turn in t["turns"]}
+    as_docs = {qid: [(f"{topic_of[qid]}:{sid}", s) for sid, s in docs] for qid, docs in ranked.items()}
+    write_trec_run(tmp_path / "ptkb.trec", as_docs)
+    out = tmp_path / "scores.json"
+    argv = ["score", "--run", str(tmp_path / "ptkb.trec"), "--task", "ikat-2023-ptkb", "--split", split]
+    argv += ["--protocol", "official", "--metrics", "nDCG@3,P@3,R@3,MAP@100,MRR@100", "--output", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    scores = json.loads(out.read_text())["scores"]
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (TASKS / "ikat" / published).read_text().splitlines():
+        if line.strip():
+            qid, _, sid, grade = line.split()
+            qrels.setdefault(qid, {})[sid] = int(grade)
+    run = {qid: {sid: s for sid, s in docs} for qid, docs in ranked.items()}
+    evaluated = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.3", "P.3", "recall.3", "map", "recip_rank"}).evaluate(
+        run
+    )
+    fields = {"ndcg_at_3": "ndcg_cut_3", "precision_at_3": "P_3", "recall_at_3": "recall_3"}
+    fields |= {"map_at_100": "map", "mrr_at_100": "recip_rank"}
+    assert len(qrels) == (98 if split == "nist" else 112)
+    for key, name in fields.items():
+        expected = sum(evaluated.get(qid, {}).get(name, 0.0) for qid in qrels) / len(qrels)
+        assert scores[key] == pytest.approx(expected, abs=1e-12), key

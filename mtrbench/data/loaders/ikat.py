@@ -120,7 +120,7 @@ def load(card: TaskCard, request: LoadRequest) -> TaskData:
     topics = read_topics(files["topics_file"], edition.year, warnings)
     qrels = read_turn_qrels(files.get("qrels_file"), topics, card.name, warnings)
     corpus = _corpus(card, request)
-    queries = list(_queries(topics, qrels, warnings))
+    queries = list(turn_queries(topics, qrels, warnings))
     origin = str(files["topics_file"])
     if corpus is not None:
         check_corpus(corpus, str(request.corpus_path))
@@ -323,7 +323,7 @@ def read_turn_qrels_for(path: Path, known: set[str], task: str, warnings: Counte
     return {qid: docs for qid, docs in qrels.items() if qid in known}
 
 
-def _queries(topics: list[Topic], qrels: Qrels, warnings: Counter) -> Iterator[ConversationalQuery]:
+def turn_queries(topics: list[Topic], qrels: Qrels, warnings: Counter) -> Iterator[ConversationalQuery]:
     for topic in topics:
         history: list[Message] = []
         for turn in topic.turns:
