@@ -165,7 +165,8 @@ def _read_jsonl(path: Path, text: str) -> IkatRun:
         where = f"{path} record {n}"
         if not isinstance(entry, dict) or not isinstance(entry.get("turn_id"), str):
             raise DataError(f"{where}: a 2025 run line needs a string 'turn_id'")
-        meta = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
+        raw_meta = entry.get("metadata")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         name, kind = str(meta.get("run_id", name)), str(meta.get("run_type", kind))
         references = entry.get("references")
         if not isinstance(references, dict) or not all(_is_number(s) for s in references.values()):
@@ -175,7 +176,8 @@ def _read_jsonl(path: Path, text: str) -> IkatRun:
         for i, r in enumerate(entry.get("responses") or []):
             if not isinstance(r, dict):
                 raise DataError(f"{where} response {i}: a response must be an object")
-            cited = r.get("citations") if isinstance(r.get("citations"), dict) else {}
+            raw_cited = r.get("citations")
+            cited: dict[str, Any] = raw_cited if isinstance(raw_cited, dict) else {}
             used = [(str(d), float(s), True) for d, s in cited.items() if _is_number(s)]
             responses.append(
                 IkatResponse(i + 1, str(r.get("text") or ""), used, _ptkb(r.get("ptkb_provenance") or [], where))
@@ -195,6 +197,10 @@ class TurnOutput:
     passages: list[tuple[str, float]]  # best first
     response: str = ""
     statements: list[tuple[str, str, float]] = field(default_factory=list)  # (id, text, score), best first
+    used: tuple[str, ...] = ()  # the passages the response drew on (shown to the generator); none: the top 3
+
+    def used_ids(self) -> set[str]:
+        return set(self.used) if self.used else {doc for doc, _ in self.passages[:USED_PASSAGES]}
 
 
 def ranked_passages(scores: Mapping[str, float], depth: int = MAX_PASSAGES) -> list[tuple[str, float]]:
@@ -209,7 +215,8 @@ def ikat_document(
     if year == 2025:
         lines = []
         for t in turns:
-            used = dict(t.passages[:USED_PASSAGES])
+            used_ids = t.used_ids()
+            used = {doc: score for doc, score in t.passages if doc in used_ids}
             entry = {
                 "metadata": {"team_id": run_name, "run_id": run_name, "run_type": run_type},
                 "turn_id": t.turn_id,
@@ -222,12 +229,13 @@ def ikat_document(
         return "\n".join(lines) + "\n"
     out = []
     for t in turns:
+        used_ids = t.used_ids()
         response: dict[str, Any] = {
             "rank": 1,
             "text": t.response,
             "passage_provenance": [
-                {"id": doc, "text": passage_text.get(doc, ""), "score": score, "used": i < USED_PASSAGES}
-                for i, (doc, score) in enumerate(t.passages)
+                {"id": doc, "text": passage_text.get(doc, ""), "score": score, "used": doc in used_ids}
+                for doc, score in t.passages
             ],
             "ptkb_provenance": [
                 {"id": sid, "text": text, "score": score} if year == 2023 else int(sid) if sid.isdigit() else sid

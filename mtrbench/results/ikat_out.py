@@ -5,11 +5,13 @@ validators check them (mtrbench.formats.ikat_run)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.loaders.ikat_ptkb import statement_doc_id
 from mtrbench.data.model import TaskData
+from mtrbench.formats.generations import Generation
 from mtrbench.formats.ikat_run import (
     IkatRun,
     RunChecks,
@@ -78,23 +80,48 @@ def statements_used(task: TaskData, choice: PtkbChoice | None) -> dict[str, list
 def write_ikat_out(
     path: Path, result: Result, card: TaskCard, task: TaskData, passage_db: Path | None = None
 ) -> RunChecks:
-    """``result``'s run over ``task`` as the official run file of the card's year, checked; an error among the
-    checks is one error, warnings are returned."""
-    if card.format != "ikat":
-        raise UserInputError(f"--ikat-out writes a passage-ranking run: task '{card.name}' is not ikat-2023/2024/2025")
-    year = card_year(card)
+    """``result``'s run over ``task`` as the official run file of the card's year (no response text), checked."""
     run = result.run()
     choice = parse_ptkb(result.settings.get("ptkb"))
     if choice is not None and choice.kind == "top":
         log.warning("--ikat-out: the statements ranked by top:K are not recorded in the result; none are written")
     used = statements_used(task, choice)
     turns = [TurnOutput(q.qid, ranked_passages(run.get(q.qid, {})), "", used.get(q.qid, [])) for q in task.queries]
-    texts = {
-        doc: task.corpus.texts[task.corpus.position(doc)] for t in turns for doc, _ in t.passages if doc in task.corpus
-    }
     name = f"{result.model_name.replace('/', '__')}-{result.history or 'full'}"
-    document = ikat_document(turns, year, name, "automatic", texts)
-    write_ikat_run(path, document)
+    return _write_checked(path, card, task, turns, name, passage_db)
+
+
+def write_generation_ikat_out(
+    path: Path,
+    card: TaskCard,
+    task: TaskData,
+    run: Run | None,
+    generations: Mapping[str, Generation],
+    passage_db: Path | None = None,
+) -> RunChecks:
+    """Generated answers as the official run: each turn's response text, its retrieval run's passages (with
+    --oracle, the passages shown) and, as used, the passages shown to the generator; checked."""
+    turns = []
+    for q in task.queries:
+        generation = generations.get(q.qid)
+        shown = generation.passages if generation is not None else ()
+        scores = run.get(q.qid, {}) if run is not None else {doc: float(len(shown) - i) for i, doc in enumerate(shown)}
+        answer = generation.answer if generation is not None else ""
+        turns.append(TurnOutput(q.qid, ranked_passages(scores), answer, [], tuple(shown)))
+    generator = next((g.generator for g in generations.values() if g.generator), "generator")
+    return _write_checked(path, card, task, turns, generator.replace("/", "__"), passage_db)
+
+
+def _write_checked(
+    path: Path, card: TaskCard, task: TaskData, turns: list[TurnOutput], name: str, passage_db: Path | None
+) -> RunChecks:
+    """Write the run file of the card's year and check it: an error among the checks is one error."""
+    if card.format != "ikat":
+        raise UserInputError(f"--ikat-out writes a passage-ranking run: task '{card.name}' is not ikat-2023/2024/2025")
+    year = card_year(card)
+    corpus = task.corpus
+    texts = {doc: corpus.texts[corpus.position(doc)] for t in turns for doc, _ in t.passages if doc in corpus}
+    write_ikat_run(path, ikat_document(turns, year, name, "automatic", texts))
     checks = check_run(read_ikat_run(path), topic_turns(task), year, passage_db)
     if checks.errors:
         raise DataError(f"{path} fails the iKAT run checks: {checks.errors[0]} ({len(checks.errors)} errors)")

@@ -184,3 +184,46 @@ def test_2025_layout_round_trip(tmp_path):
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[1:]) + "\n")
     assert check_run(read_ikat_run(path), topic_turns(task), 2025).errors == [f"missing turn id {turns[0].turn_id}"]
+
+
+def test_generate_ikat_out_carries_answers_and_passages(judged, corpus, tmp_path, capsys):
+    from llm_server import Reply, ScriptedChatServer
+
+    data, _, _ = judged
+    results = tmp_path / "results"
+    argv = ["eval", "--model", "bm25", "--task", "ikat-2023", "--data-dir", str(data), "--corpus", str(corpus)]
+    assert main([*argv, "--limit", "1", "--output-dir", str(results), "--quiet"]) == 0
+    result = next(results.rglob("ikat-2023.json"))
+
+    def answer(body: dict) -> Reply:
+        question = body["messages"][-1]["content"].rsplit("Current question: ", 1)[1].strip()
+        return Reply(f"An answer to: {question} [1]")
+
+    out = tmp_path / "gen.jsonl"
+    run_file = tmp_path / "answers.json"
+    with ScriptedChatServer(answer) as server:
+        code = main(
+            [
+                "generate", "--task", "ikat-2023", "--data-dir", str(data), "--corpus", str(corpus), "--run", str(result),
+                "--limit", "1", "--model", "gen", "--base-url", server.base_url, "--output", str(out),
+                "--ikat-out", str(run_file), "--yes", "--no-llm-cache", "--quiet",
+            ]
+        )  # fmt: skip
+    assert code == 0
+    assert "structural checks passed" in capsys.readouterr().out
+    generations = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    ikat = read_ikat_run(run_file)
+    by_turn = {t.turn_id: t for t in ikat.turns}
+    assert len(generations) == 6 and len(by_turn) == 332
+    eval_run = json.loads(result.read_text())  # the run beside the result
+    trec = next(results.rglob("*.run.trec")).read_text().splitlines()
+    ranked: dict[str, list[str]] = {}
+    for line in trec:
+        qid, _, doc, _, _, _ = line.split()
+        ranked.setdefault(qid, []).append(doc)
+    for g in generations:
+        response = by_turn[g["qid"]].responses[0]
+        assert response.text == g["answer"] and response.text.startswith("An answer to: ")
+        assert [doc for doc, _, _ in response.passages] == ranked[g["qid"]]
+        assert {doc for doc, _, used in response.passages if used} == set(g["passages"])
+    assert eval_run["mtrbench"]["settings"]["history"] == "full"
