@@ -130,6 +130,11 @@ def make_plan(
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
         ptkb = parse_ptkb(config.ptkb)
+        if ptkb is not None and ptkb.kind == "top" and ptkb.encoder is None and retriever.tokenizer is None:
+            raise UserInputError(
+                f"--ptkb {ptkb.spec}: the retriever {retriever.name} has no encoder to rank the statements with: "
+                f"name one, top:{ptkb.k}@MODEL"
+            )
         if ptkb is not None:
             history = replace(history, strategy=history.strategy.with_ptkb(ptkb))
         planned = plan_history(history, config, retriever, max_length_set, plan)

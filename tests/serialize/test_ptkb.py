@@ -179,3 +179,11 @@ def test_top_k_with_a_named_encoder(ikat_data, tmp_path, capsys):
     capsys.readouterr()
     settings = json.loads(next(out.rglob("ikat-2023.json")).read_text())["mtrbench"]["settings"]
     assert settings["ptkb"] == choice.spec
+
+
+def test_top_k_without_an_encoder(ikat_data, capsys):
+    data, corpus = ikat_data
+    argv = ["eval", "--model", "bm25", "--task", "ikat-2023", "--data-dir", str(data), "--corpus", str(corpus)]
+    assert main([*argv, "--ptkb", "top:2", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no encoder" in err[0] and "top:2@MODEL" in err[0]
