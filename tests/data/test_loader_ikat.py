@@ -229,3 +229,21 @@ def test_ptkb_ranking_equals_pytrec_eval(split, published, tmp_path, capsys):
     for key, name in fields.items():
         expected = sum(evaluated.get(qid, {}).get(name, 0.0) for qid in qrels) / len(qrels)
         assert scores[key] == pytest.approx(expected, abs=1e-12), key
+
+
+def test_official_trec_cast_2022_equals_pytrec_eval(tmp_path, capsys):
+    raw = json.loads((TASKS / "trec-cast-2022" / "2022_evaluation_topics_tree_v1.0.json").read_text())
+    qids = [f"{t['number']}_{turn['number']}" for t in raw for turn in t["turn"] if turn["participant"] == "User"]
+    qrels = write_qrels(tmp_path / "2022-qrels.txt", qids[:40:2])
+    ranked = ranked_run(qrels, qids[4:60])
+    write_trec_run(tmp_path / "run.trec", ranked)
+    out = tmp_path / "scores.json"
+    argv = ["score", "--run", str(tmp_path / "run.trec"), "--task", "trec-cast-2022", "--data-dir", str(tmp_path)]
+    argv += ["--protocol", "official", "--metrics", "nDCG@3,nDCG@5,P@20,MAP@1000,MRR@1000", "--output", str(out)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    report = json.loads(out.read_text())
+    assert report["protocol"] == "official:trec-cast"
+    expected = pytrec_means(qrels, {qid: dict(docs) for qid, docs in ranked.items()})
+    for key, value in expected.items():
+        assert report["scores"][key] == pytest.approx(value, abs=1e-12), key
