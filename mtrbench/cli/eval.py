@@ -21,6 +21,7 @@ from mtrbench.cli.common import (
 from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
+from mtrbench.results.ikat_out import write_ikat_out
 from mtrbench.results.mtrag_taska import MODE, check_request, write_taska
 from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
 from mtrbench.results.result import Result
@@ -109,6 +110,13 @@ def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assistant-prefix", default="Agent: ")
     p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
     p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
+    p.add_argument(
+        "--ptkb",
+        default="none",
+        help="TREC iKAT's personal statements in the query: none | all | gold | top:K | top:K@MODEL (the K "
+        "an encoder ranks highest; the retriever's own model by default); one 'Personal: ' line each, between "
+        "the history and the question (docs/ikat.md) [none]",
+    )
 
 
 def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
@@ -220,6 +228,18 @@ def _add_model_source_and_output_flags(p: argparse.ArgumentParser) -> None:
         "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
         "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`",
     )
+    p.add_argument(
+        "--ikat-out",
+        metavar="FILE",
+        help="also write the run as a TREC iKAT run file (the official JSON of the card's year; 2025: JSON "
+        "lines): top 1000 passages a turn with their texts, the statements --ptkb added, no response text; "
+        "checked with the organisers' structural checks; one ikat-* task, one model, one history",
+    )
+    p.add_argument(
+        "--passage-db",
+        metavar="DB",
+        help="with --ikat-out: the organisers' passage-id database (sqlite) to check the passage ids against",
+    )
 
 
 def _listed(values: list[str] | None) -> list[str]:
@@ -317,6 +337,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
         overwrite=args.overwrite_strategy,
         rewriter=rewriter_from_args(args, not args.quiet),
         protocol=args.protocol,
+        ptkb=getattr(args, "ptkb", None),
     )
 
 
@@ -440,6 +461,32 @@ def _check_names(args: argparse.Namespace) -> None:
         parse_measures(args.metrics.split(","), parse_k_values(args.k_values) if args.k_values else [10])
 
 
+def _check_ikat_out(args: argparse.Namespace) -> None:
+    """--ikat-out writes one run: one ikat-* task, one model, one history, no sweep."""
+    if not args.ikat_out:
+        if args.passage_db:
+            raise MtrbenchError("--passage-db checks the --ikat-out file: give --ikat-out too")
+        return
+    histories = [h.strip() for h in args.history.split(",") if h.strip()]
+    one = len(_eval_tasks(args)) == 1 and len(_eval_models(args)) == 1 and len(histories) == 1
+    if not one or histories == ["all"] or len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
+        raise MtrbenchError("--ikat-out writes one run as a TREC iKAT file: one --task, one --model, one --history")
+    card = resolve_card(_eval_tasks(args)[0])
+    if card.format != "ikat":
+        raise MtrbenchError(f"--ikat-out writes a TREC iKAT run: task '{card.name}' is not ikat-2023/2024/2025")
+
+
+def _write_ikat_out(args: argparse.Namespace, result, status) -> None:
+    card = resolve_card(_eval_tasks(args)[0])
+    task = load_task(card, split=result.split, data_dir=args.data_dir, corpus_path=args.corpus)
+    checks = write_ikat_out(Path(args.ikat_out), result, card, task, Path(args.passage_db) if args.passage_db else None)
+    _note(
+        status,
+        f"TREC iKAT run: {args.ikat_out} ({len(task.queries)} turns; structural checks passed, "
+        f"{len(checks.warnings)} warnings" + (f", first: {checks.warnings[0]}" if checks.warnings else "") + ")",
+    )
+
+
 def _check_mtrag_out(args: argparse.Namespace) -> None:
     """--mtrag-out writes one run: one task (an MTRAG/MTRAG-UN card), one model, one history, no sweep."""
     if not args.mtrag_out:
@@ -488,6 +535,7 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 def _cmd_eval(args: argparse.Namespace) -> int:
     _check_names(args)  # before the imports below, which load the pipeline
     _check_mtrag_out(args)
+    _check_ikat_out(args)
     from rich.console import Console
 
     from mtrbench.pipeline.plan import check_before_loading  # deferred: loads torch
@@ -597,6 +645,10 @@ def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Con
         _write_mtrag_out(args, run, status)
     elif args.mtrag_out:
         _note(status, f"note: --mtrag-out {args.mtrag_out} not written: no run was made")
+    if args.ikat_out and (outcome.written or outcome.finished):
+        _write_ikat_out(args, outcome.written[0] if outcome.written else Result.load(outcome.finished[0]), status)
+    elif args.ikat_out:
+        _note(status, f"note: --ikat-out {args.ikat_out} not written: no run was made")
 
 
 def _print_results(model: str, task: str, results, console, status) -> None:

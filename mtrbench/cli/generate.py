@@ -16,10 +16,14 @@ from mtrbench.cli.llm_flags import (
     rewriter_from_args,
     sampling_overrides,
 )
+from mtrbench.data import load_task, resolve_card
+from mtrbench.formats.generations import read_generations
 from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
 from mtrbench.generation.runner import GenerateConfig, generation_failures, generation_strategy, run_generate
+from mtrbench.generation.sources import load_run
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.failure_rate import check_share, raise_if_over
+from mtrbench.results.ikat_out import write_generation_ikat_out
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -51,18 +55,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "response (CORAL); rewrite: the task's gold rewrite; rewrite:llm: a rewriter model's; "
         f"summary:llm: a model's summary of the history, then the question [{DEFAULT_HISTORY}]",
     )
-    p.add_argument(
-        "--output",
-        help="generations JSONL [<task>.<generator>.<history>.generations.jsonl beside the run; in "
-        "results/generations/<task>/oracle/ with --oracle]",
-    )
-    p.add_argument(
-        "--mtrag-out",
-        metavar="FILE.jsonl",
-        help="also write the answers as an MTRAGEval prediction file, checked with MTRAG's format rules: "
-        "Task B (generation_taskb) with --oracle (an MTRAG-UN card's reference passages), Task C "
-        "(rag_taskc) with --run; contexts = the passages shown. Score it with `mtrbench judge mtrag`",
-    )
+    _add_output_flags(p)
     p.add_argument(
         "--max-passage-chars",
         type=int,
@@ -100,12 +93,42 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     return {"generate": _cmd_generate}
 
 
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    """Where the answers go: the generations file, and an MTRAGEval or TREC iKAT run file beside it."""
+    p.add_argument(
+        "--output",
+        help="generations JSONL [<task>.<generator>.<history>.generations.jsonl beside the run; in "
+        "results/generations/<task>/oracle/ with --oracle]",
+    )
+    p.add_argument(
+        "--mtrag-out",
+        metavar="FILE.jsonl",
+        help="also write the answers as an MTRAGEval prediction file, checked with MTRAG's format rules: "
+        "Task B (generation_taskb) with --oracle (an MTRAG-UN card's reference passages), Task C "
+        "(rag_taskc) with --run; contexts = the passages shown. Score it with `mtrbench judge mtrag`",
+    )
+    p.add_argument(
+        "--ikat-out",
+        metavar="FILE",
+        help="also write the answers as a TREC iKAT run file (the official JSON of an ikat-* card's year; 2025: "
+        "JSON lines): each turn's answer as the response text, the run's top 1000 passages (--oracle: the "
+        "passages shown), those shown to the generator marked used; checked with the organisers' structural "
+        "checks (docs/ikat.md)",
+    )
+    p.add_argument(
+        "--passage-db",
+        metavar="DB",
+        help="with --ikat-out: the organisers' passage-id database (sqlite) to check the passage ids against",
+    )
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
     if args.max_tokens < 1:
         raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
     check_share(args.max_failure_rate)
+    _check_ikat_out(args)
     generator = sampling_overrides(
         dataclasses.replace(
             model_judge(args.generator_model, args.generator_base_url, args, "generator"), max_tokens=args.max_tokens
@@ -144,6 +167,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         f"{report.failed} failed of {report.turns})"
     )
     print(f"requests sent: {report.requests}, served from cache: {report.cached}")
+    if args.ikat_out:
+        _write_ikat_out(args, report.output)
     if report.mtrag_output is not None:
         mode = "generation_taskb" if args.oracle else "rag_taskc"
         print(f"MTRAGEval predictions ({mode}): {report.mtrag_output} ({report.mtrag_predictions} tasks)")
@@ -166,3 +191,25 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         f"answers written to {report.output}, failed turns listed in {report.failures_path}",
     )
     return 0
+
+
+def _write_ikat_out(args: argparse.Namespace, generations_path: Path) -> None:
+    """The answers of generations_path as a TREC iKAT run (docs/ikat.md)."""
+    card = resolve_card(args.task)
+    task = load_task(card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
+    run = load_run(args.run)[1] if args.run else None
+    passage_db = Path(args.passage_db) if args.passage_db else None
+    checks = write_generation_ikat_out(
+        Path(args.ikat_out), card, task, run, read_generations(generations_path), passage_db
+    )
+    print(
+        f"TREC iKAT run: {args.ikat_out} ({len(task.queries)} turns; structural checks passed, "
+        f"{len(checks.warnings)} warnings" + (f", first: {checks.warnings[0]}" if checks.warnings else "") + ")"
+    )
+
+
+def _check_ikat_out(args: argparse.Namespace) -> None:
+    if args.passage_db and not args.ikat_out:
+        raise MtrbenchError("--passage-db checks the --ikat-out file: give --ikat-out too")
+    if args.ikat_out and resolve_card(args.task).format != "ikat":
+        raise MtrbenchError(f"--ikat-out writes a TREC iKAT run: task '{args.task}' is not ikat-2023/2024/2025")

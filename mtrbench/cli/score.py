@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING
 from mtrbench.analyses.multiple import holm
 from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
 from mtrbench.data import load_task, resolve_card
+from mtrbench.formats.ikat_run import check_run
 from mtrbench.formats.qrels import read_qrels
 from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.results.ikat_out import card_year, task_run, topic_turns
 from mtrbench.results.result import Result
 
 if TYPE_CHECKING:
@@ -57,7 +59,9 @@ def _add_score_inputs(p: argparse.ArgumentParser) -> None:
         metavar="FILE.jsonl",
         help="MTRAGEval Task A prediction file (task_id, Collection, contexts with document_id and "
         "score), scored per collection and 'all' under official:mtrag; qrels from --data-dir "
-        "(an IBM/mt-rag-benchmark clone or a folder of <domain>.tsv)",
+        "(an IBM/mt-rag-benchmark clone or a folder of <domain>.tsv). With --task ikat-*: a TREC iKAT run "
+        "(the official JSON; 2025: JSON lines), its passage ranking (ikat-2023-ptkb: its PTKB ranking) "
+        "scored against the task's qrels after the organisers' structural checks",
     )
     judged = p.add_mutually_exclusive_group()
     judged.add_argument("--qrels", help="TREC qrels file")
@@ -67,6 +71,12 @@ def _add_score_inputs(p: argparse.ArgumentParser) -> None:
         "--data-dir",
         help="with --task: local copy of the task's data, laid out as published; with "
         "--predictions: the folder holding MTRAG's qrels",
+    )
+    p.add_argument(
+        "--passage-db",
+        metavar="DB",
+        help="with an iKAT run: the organisers' passage-id database (sqlite, table passage_ids), to check "
+        "every passage id is in the collection [not checked]",
     )
 
 
@@ -291,7 +301,10 @@ def _score_run(
 
 
 def _cmd_score_predictions(args: argparse.Namespace) -> int:
-    """An MTRAGEval Task A prediction file: one row per collection and the script's weighted "all" row."""
+    """An MTRAGEval Task A prediction file: one row per collection and the script's weighted "all" row; with
+    --task, a TREC iKAT run."""
+    if args.task:
+        return _cmd_score_ikat(args)
     from rich.console import Console
 
     from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
@@ -346,6 +359,52 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
             + "\n",
         )
     return 0
+
+
+def _cmd_score_ikat(args: argparse.Namespace) -> int:
+    """A TREC iKAT run over an iKAT task: checked as the organisers check it, then scored as a run."""
+    from rich.console import Console
+
+    from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
+
+    if args.per_query or args.refined_qrels or args.generation_judgments:
+        raise MtrbenchError("--per-query, --refined-qrels and --generation-judgments apply to --run")
+    card = resolve_card(args.task)
+    year = card_year(card)
+    task = load_task(card, split=args.split, data_dir=args.data_dir, require_corpus=False)
+    run, ikat = task_run(Path(args.predictions), card, task)
+    checks = check_run(ikat, topic_turns(task), 2023 if card.format == "ikat-ptkb" else year, _path(args.passage_db))
+    status = Console(stderr=True)
+    status.print(
+        f"iKAT run checks: {len(checks.errors)} errors, {len(checks.warnings)} warnings"
+        + (f" (first: {(checks.errors or checks.warnings)[0]})" if checks.errors or checks.warnings else ""),
+        soft_wrap=True,
+        highlight=False,
+        markup=False,
+    )
+    measures = parse_measures(
+        (args.metrics or ",".join(card.metrics)).split(","),
+        parse_k_values(args.k_values or ",".join(map(str, card.k_values))),
+    )
+    protocol = _protocol(args.protocol or "official", args.task)
+    protocol.check(measures)
+    qrels = task.qrels()
+    if not qrels:
+        raise MtrbenchError(f"task '{card.name}' ({task.split}) has no qrels to score against")
+    level = card.relevance_level if args.relevance_level is None else args.relevance_level
+    scored = _score_run(args.predictions, f"task {card.name} ({task.split})", protocol, qrels, run, measures, level)
+    scores = scored.evaluation.scores()
+    scores_table(scored.title(), scores, Console())
+    if args.output:
+        report = scored.report(scores, {})
+        report["ikat_checks"] = {"errors": checks.errors, "warnings": len(checks.warnings)}
+        atomic_write_text(args.output, json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
 
 
 def _protocol(choice: str, task: str | None) -> ScoringProtocol:

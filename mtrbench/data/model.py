@@ -89,6 +89,8 @@ class TaskData:
     warnings: Counter = field(default_factory=Counter)
     # Alternative judgment sets beside each query's qrels, e.g. BRIDGE {"original": ..., "refined": ...}.
     extra_qrels: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # Counts a loader takes from its source files (TREC iKAT: judgments per grade), shown by `tasks show --stats`.
+    extra_stats: dict[str, Any] = field(default_factory=dict)
 
     def qrels(self) -> dict[str, dict[str, int]]:
         return {q.qid: dict(q.qrels) for q in self.queries if q.qrels}

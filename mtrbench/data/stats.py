@@ -47,5 +47,6 @@ def task_stats(task: TaskData) -> dict[str, Any]:
         "queries_without_gold": sum(1 for n in relevant if n == 0),
         "relevant_per_query": _summary([n for n in relevant if n > 0]),
         "queries_with_candidate_pool": sum(1 for q in task.queries if q.candidate_doc_ids is not None),
+        **task.extra_stats,
         "loader_warnings": dict(task.warnings),
     }

@@ -67,6 +67,8 @@ def comparability(entry: EntryLike) -> dict[str, Any]:
         keys["limit"] = settings["limit"]
     if settings.get("protocol", DEFAULT_PROTOCOL) != DEFAULT_PROTOCOL:  # an official protocol's numbers rank apart
         keys["protocol"] = settings["protocol"]
+    if settings.get("ptkb"):  # queries with personal statements (TREC iKAT's PTKB) rank apart
+        keys["ptkb"] = settings["ptkb"]
     if settings.get("queries_left_out"):  # a mean over fewer queries (its rewriter failed on some) ranks apart
         keys["queries_left_out"] = settings["queries_left_out"]
     return keys

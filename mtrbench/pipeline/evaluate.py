@@ -13,6 +13,7 @@ from mtrbench.infra.errors import TooManyFailures
 from mtrbench.llm.redact import Redactor
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
+from mtrbench.pipeline.ptkb import with_ranked_statements
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
 from mtrbench.pipeline.scoring import score
 from mtrbench.pipeline.write import Timings, write_history
@@ -66,6 +67,7 @@ def run_eval(
     if written is None:  # dry run: the prompts were shown, nothing to evaluate
         return []
     histories, failed = written
+    histories = with_ranked_statements(histories, task, retriever.name)
     timings = Timings(load_model, load_task_s, index_corpus(retriever, task, say))
     results = []
     for history in histories:

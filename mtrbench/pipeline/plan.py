@@ -23,6 +23,7 @@ from mtrbench.results.settings import ResultSettings
 from mtrbench.results.writer import ResultPaths, result_paths
 from mtrbench.retrieve.base import Retriever
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
+from mtrbench.serialize.ptkb import parse_ptkb
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE, Truncator
 
 
@@ -45,6 +46,7 @@ class EvalConfig:
     overwrite: str = "always"  # mteb's overwrite strategies (results/overwrite.py); the CLI's default: only-missing
     rewriter: RewriterOptions | None = None  # the model behind rewrite:llm / summary:llm
     protocol: str | None = None  # --protocol: official or trec_eval; None: each task card's default
+    ptkb: str | None = None  # --ptkb: personal statements in the query (serialize/ptkb.py); None: none
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[M
         raise UserInputError(f"the task's main score {card.main_score} is not among the requested metrics/k values")
     protocol = protocol_for_card(config.protocol, card)
     protocol.check(measures)
+    if parse_ptkb(config.ptkb) is not None and card.format != "ikat":
+        raise UserInputError(f"--ptkb {config.ptkb}: task '{card.name}' has no personal statements (TREC iKAT does)")
     return k_values, measures, protocol
 
 
@@ -125,6 +129,14 @@ def make_plan(
     for history in histories:
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
+        ptkb = parse_ptkb(config.ptkb)
+        if ptkb is not None and ptkb.kind == "top" and ptkb.encoder is None and retriever.tokenizer is None:
+            raise UserInputError(
+                f"--ptkb {ptkb.spec}: the retriever {retriever.name} has no encoder to rank the statements with: "
+                f"name one, top:{ptkb.k}@MODEL"
+            )
+        if ptkb is not None:
+            history = replace(history, strategy=history.strategy.with_ptkb(ptkb))
         planned = plan_history(history, config, retriever, max_length_set, plan)
         if decide(planned.paths.json, planned.settings, config.overwrite).evaluate:
             plan.histories.append(planned)
@@ -157,6 +169,7 @@ def plan_history(
         history=history.name,
         truncate=truncator.side,
         query_format=asdict(config.fmt),
+        ptkb=history.strategy.ptkb.spec if history.strategy.ptkb is not None else None,
         top_k=config.top_k,
         k_values=tuple(plan.k_values),
         metrics=tuple(str(m) for m in plan.measures),

@@ -67,6 +67,7 @@ class ResultSettings:
     history: str | None = _identity()
     truncate: str | None = _identity()  # the policy applied: "none" where the retriever has no token limit
     query_format: Mapping[str, Any] | None = _identity()
+    ptkb: str | None = _identity()  # --ptkb (TREC iKAT's personal statements); None: none, never recorded
     top_k: int | None = _identity()
     k_values: tuple[int, ...] | None = _identity()
     metrics: tuple[str, ...] | None = _identity()
@@ -187,6 +188,8 @@ class ResultSettings:
         label = _rewriter_label(self.rewriter)
         if label:  # two rewriters must not share one result folder
             pipeline["rewriter"] = label
+        if self.ptkb:  # a query with personal statements never shares a folder with one without
+            pipeline["ptkb"] = self.ptkb
         if self.scoring_protocol != DEFAULT_PROTOCOL:  # never in the folder of a trec_eval result
             pipeline["protocol"] = "official"
         retriever = self.retriever if isinstance(self.retriever, Mapping) else {}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
 from mtrbench.infra.errors import MtrbenchError, unknown_name
+from mtrbench.serialize.ptkb import PtkbChoice
 
 HISTORY_FIRST = "history-first"
 CURRENT_FIRST = "current-first"
@@ -84,6 +85,7 @@ class HistoryStrategy:
     prefix_first_turn: bool = False  # MTR-SUITE's scripts: a query without history reads "User: q" too
     needs_gold_rewrite: bool = False
     needs_rewriter: bool = False
+    ptkb: PtkbChoice | None = None  # --ptkb: personal statements between the history and the question
 
     def with_texts(self, texts: Mapping[str, str]) -> HistoryStrategy:
         return replace(self, texts=texts)
@@ -92,7 +94,17 @@ class HistoryStrategy:
         """The same strategy, its lines prefixed even where no history is kept (only prefixed strategies)."""
         return replace(self, prefix_first_turn=self.prefixed)
 
+    def with_ptkb(self, ptkb: PtkbChoice | None) -> HistoryStrategy:
+        return replace(self, ptkb=ptkb)
+
     def __call__(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
+        serialized = self._serialize(query, fmt)
+        if self.ptkb is None:
+            return serialized
+        # the statements read as the newest history: truncation drops them after the conversation, never the question
+        return replace(serialized, history=serialized.history + self.ptkb.lines(query))
+
+    def _serialize(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         if self.model_kind is not None:
             return self._from_model(query, fmt)
         history, current = self.select(query)

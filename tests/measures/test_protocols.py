@@ -211,7 +211,14 @@ def test_mtr_suite_first_turn_reads_user_prefixed():
 # ------------------------------------------------------------------------------------- cards and plan
 def test_cards_declare_their_official_protocol():
     cards = builtin_cards()
-    expected = {"mtrag-": "mtrag", "mtragun-": "mtrag", "bridge-": "bridge", "mtr-bench": "mtr-suite"}
+    expected = {
+        "mtrag-": "mtrag",
+        "mtragun-": "mtrag",
+        "bridge-": "bridge",
+        "mtr-bench": "mtr-suite",
+        "ikat-": "ikat",
+        "trec-cast-2022": "trec-cast",
+    }
     for name, card in cards.items():
         wanted = next((p for prefix, p in expected.items() if name.startswith(prefix)), None)
         assert card.official_protocol == wanted, name

@@ -15,6 +15,8 @@ from mtrbench.measures.protocols.base import (
     trec_eval_scorer,
 )
 from mtrbench.measures.protocols.bridge import score_bridge
+from mtrbench.measures.protocols.ikat import FAMILIES as IKAT_FAMILIES
+from mtrbench.measures.protocols.ikat import score_ikat
 from mtrbench.measures.protocols.mtrag import FAMILIES as MTRAG_FAMILIES
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
 
@@ -55,6 +57,20 @@ PROTOCOLS = {
             "measures (equal to its one-gold-passage Recall, MRR and nDCG)",
             trec_eval_scorer,
             prefix_first_turn=True,
+        ),
+        ScoringProtocol(
+            "ikat",
+            "TREC iKAT's trec_eval -c: every turn in the qrels counted, a turn missing from the run or "
+            "without a relevant passage scored 0; graded nDCG, binary measures at grade >= 2",
+            score_ikat,
+            families=IKAT_FAMILIES,
+        ),
+        ScoringProtocol(
+            "trec-cast",
+            "TREC CAsT 2022's trec_eval -c: every turn in the qrels counted, a turn missing from the run "
+            "or without a relevant passage scored 0; graded nDCG, binary measures at grade >= 2",
+            score_ikat,
+            families=IKAT_FAMILIES,
         ),
     )
 }
@@ -128,5 +144,6 @@ __all__ = [
     "for_run",
     "resolve",
     "score_bridge",
+    "score_ikat",
     "score_mtrag",
 ]
