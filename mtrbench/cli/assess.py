@@ -9,6 +9,7 @@ from mtrbench.assess.defaults import QUERY_FORMS
 from mtrbench.assess.roles import pick_roles
 from mtrbench.assess.stats import stats_table
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import positive_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.lines import read_log_records
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
@@ -26,8 +27,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("task", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--runs", nargs="+", metavar="RUN", help="TREC run files of the task to pool")
-    p.add_argument("--depth", type=int, default=10, help="top-k of each run pooled per query [10]")
-    p.add_argument("--rounds", type=int, default=2, help="maximum debate rounds R [2]")
+    p.add_argument("--depth", type=positive_int, default=10, help="top-k of each run pooled per query [10]")
+    p.add_argument("--rounds", type=positive_int, default=2, help="maximum debate rounds R [2]")
     p.add_argument(
         "--agents",
         metavar="JUDGE[,JUDGE]",
@@ -51,7 +52,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="merge human labels for escalated pairs: the filled escalations.csv (human_label column: "
         "yes/no or a grade) or JSONL with qid, doc_id, human_label",
     )
-    p.add_argument("--relevant-grade", type=int, help="grade written for a 'relevant' label [the task's highest grade]")
+    p.add_argument(
+        "--relevant-grade", type=positive_int, help="grade written for a 'relevant' label [the task's highest grade]"
+    )
     p.add_argument(
         "--query-form",
         default="auto",

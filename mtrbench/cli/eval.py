@@ -18,6 +18,7 @@ from mtrbench.cli.common import (
     print_analyses,
     unescape,
 )
+from mtrbench.cli.flag_types import conversation_limit, positive_int
 from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
@@ -84,7 +85,7 @@ def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--limit",
-        type=int,
+        type=conversation_limit,
         metavar="N",
         help="evaluate the first N conversations of each task (file order); recorded in the settings and "
         "the experiment folder (limit=N), so it never passes as a full run [all]",
@@ -115,10 +116,12 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
     """Where and how the model encodes (device, batches, dual-encoder towers, the embedding cache) and top-k."""
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
-    p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
+    p.add_argument(
+        "--batch-size", type=positive_int, help="at most this many texts per batch [no cap: --token-budget decides]"
+    )
     p.add_argument(
         "--token-budget",
-        type=int,
+        type=positive_int,
         help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]",
     )
     p.add_argument(
@@ -127,7 +130,7 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         choices=["auto", "on", "off"],
         help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]",
     )
-    p.add_argument("--max-length", type=int, help="token limit for queries and documents [model's]")
+    p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
     p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
     p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
@@ -136,7 +139,7 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         "--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or ~/.cache/mtrbench/embeddings]"
     )
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
-    p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--top-k", type=positive_int, default=100, help="documents retrieved per query [100]")
 
 
 def _add_scale_flags(p: argparse.ArgumentParser) -> None:
@@ -149,7 +152,9 @@ def _add_scale_flags(p: argparse.ArgumentParser) -> None:
         "engine) and search its cached shards in Ray workers",
     )
     scale.add_argument("--ray-address", metavar="ADDR", help="as --ray, on the Ray cluster at ADDR (ray.init address)")
-    scale.add_argument("--ray-workers", type=int, help="encoding actors and search workers [one per GPU, else 2]")
+    scale.add_argument(
+        "--ray-workers", type=positive_int, help="encoding actors and search workers [one per GPU, else 2]"
+    )
     scale.add_argument(
         "--search-memory",
         metavar="SIZE",
@@ -186,9 +191,9 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
         "model (H-RAG's rank_parents = true) instead of taking their best child's score",
     )
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
-    p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
+    p.add_argument("--rerank-k", type=positive_int, default=100, help="documents reranked per query [100]")
     p.add_argument(
-        "--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]"
+        "--rerank-batch-size", type=positive_int, default=32, help="query-document pairs per cross-encoder batch [32]"
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from mtrbench.cli import judge_mtrag
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.flag_types import non_negative_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.loaders.rad_bench import load_rad_bench
@@ -62,7 +63,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     r.add_argument("--run", dest="run_file", help="retrieval run (TREC) for RAGAlign [the passages shown, in order]")
     r.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_PASSAGE_CHARS,
         help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
     )
@@ -87,7 +88,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     b.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="with --answers: cut each context shown to the judge, 0 = never [0]",
     )

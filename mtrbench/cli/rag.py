@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.flag_types import conversation_limit, non_negative_int, positive_int, share
 from mtrbench.cli.llm_flags import (
     add_max_failure_rate,
     add_rewriter_arguments,
@@ -70,7 +71,7 @@ def _add_retriever_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"], help="as in eval [left]")
     p.add_argument("--device", default="auto", help="retriever device: auto | cpu | cuda | cuda:N [auto]")
-    p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
+    p.add_argument("--max-length", type=positive_int, help="retriever token limit [model's]")
     p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
 
@@ -79,10 +80,12 @@ def _add_retrieval_settings_group(p: argparse.ArgumentParser) -> None:
     """Hybrid and parent-child retrieval settings, as eval's flags of the same names."""
     parents = p.add_argument_group("retrieval settings (as eval)")
     parents.add_argument(
-        "--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
+        "--alpha", type=share, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
     )
     parents.add_argument(
-        "--candidate-k", type=int, help="hybrid, or children with --chunking: retrieved per query [max(top-k, 100)]"
+        "--candidate-k",
+        type=positive_int,
+        help="hybrid, or children with --chunking: retrieved per query [max(top-k, 100)]",
     )
     parents.add_argument(
         "--chunking",
@@ -108,7 +111,7 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
     )
     gen.add_argument(
         "--passages",
-        type=int,
+        type=positive_int,
         default=DEFAULT_TOP_K,
         help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]",
     )
@@ -119,8 +122,10 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
         help=f"history the generator sees, as generate --history: {', '.join(GENERATION_HISTORIES)} "
         f"[{DEFAULT_HISTORY}]",
     )
-    gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
-    gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    gen.add_argument(
+        "--max-passage-chars", type=non_negative_int, default=0, help="cut each passage shown, 0 = whole [0]"
+    )
+    gen.add_argument("--max-tokens", type=positive_int, default=512, help="answer length limit in tokens [512]")
     add_sampling_flags(gen, "generator")
     gen.add_argument(
         "--mtrag-out",
@@ -130,7 +135,7 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
     )
     gen.add_argument(
         "--limit",
-        type=int,
+        type=conversation_limit,
         metavar="N",
         help="only the first N conversations (file order): retrieval and generation, as eval [all]",
     )
@@ -154,7 +159,7 @@ def _add_judging_group(p: argparse.ArgumentParser) -> None:
     judging.add_argument("--judge-base-url", metavar="URL", help="judge endpoint [--generator-base-url]")
     judging.add_argument(
         "--judge-max-tokens",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="judge reply length limit in tokens (a verdict or rating needs few) [1024]",
     )
