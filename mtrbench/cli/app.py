@@ -58,7 +58,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
 
 
 # argparse's "argument -o/--output: MSG" for a value one of mtrbench.cli.flag_types refused
-_FLAG_VALUE = re.compile(r"^argument (?P<names>[^:\s]+): (?P<problem>(must|is) .*)$", re.DOTALL)
+_FLAG_VALUE = re.compile(r"^argument (?P<names>[^:\s]+): (?P<problem>.*)$", re.DOTALL)
 
 
 class UsageError(UserInputError):
@@ -72,8 +72,11 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         found = _FLAG_VALUE.match(message)
         if found:
-            flag = max(found["names"].split("/"), key=len)  # --top-k rather than -k
-            raise UsageError(f"{flag} {found['problem']}")
+            flag, problem = max(found["names"].split("/"), key=len), found["problem"]  # --top-k rather than -k
+            if problem.startswith(f"{flag} "):  # the type's message names the flag itself
+                raise UsageError(problem)
+            if problem.startswith(("must ", "is ")):
+                raise UsageError(f"{flag} {problem}")
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 

@@ -12,6 +12,7 @@ from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.flag_types import positive_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.lines import read_log_records
+from mtrbench.infra.atomic import check_folder_target
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
 
@@ -76,7 +77,8 @@ def _cmd_assess(args: argparse.Namespace) -> int:
 
     from mtrbench.assess.assessment import AssessOptions, run_assessment  # deferred: loads openai
 
-    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
+    if args.output_dir:
+        check_folder_target(args.output_dir)  # a file in the way: one line before anything is asked
     console = Console(stderr=True)
     if args.runs or args.judges or args.llm_model:
         judges = judges_from_args(args)

@@ -11,6 +11,7 @@ from mtrbench.audit.plan import parse_dimensions
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.flag_types import conversation_limit, non_negative_int, positive_int, seed
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.infra.atomic import check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve import ResolvedModel, resolve
 from mtrbench.serialize.history import get_strategy
@@ -93,6 +94,8 @@ def _check_names(args: argparse.Namespace) -> str | ResolvedModel:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     negatives_model = _check_names(args)
+    if args.output_dir:
+        check_folder_target(args.output_dir)  # a file in the way: one line before the task loads
     from rich.console import Console
 
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit  # deferred: loads pytrec_eval
@@ -118,7 +121,6 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         yes=args.yes,
         show_progress=not args.quiet,
     )
-    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     judges = judges_from_args(args)
     console = Console()
     outcome = run_audit(

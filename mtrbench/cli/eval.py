@@ -18,7 +18,14 @@ from mtrbench.cli.common import (
     print_analyses,
     unescape,
 )
-from mtrbench.cli.flag_types import conversation_limit, positive_int
+from mtrbench.cli.flag_types import (
+    ListFlag,
+    chunking_spec,
+    conversation_limit,
+    positive_int,
+    refuse_ignored,
+    share,
+)
 from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
@@ -171,15 +178,18 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
     """Hybrid fusion, parent-child chunking and cross-encoder reranking on top of the first stage."""
     p.add_argument(
         "--alpha",
+        type=ListFlag(share),
         help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
         "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]",
     )
     p.add_argument(
         "--candidate-k",
+        type=ListFlag(positive_int),
         help="hybrid only: documents each leg retrieves before the union; a comma list sweeps [max(top-k, 100)]",
     )
     p.add_argument(
         "--chunking",
+        type=chunking_spec,
         help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
         "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
         "best child",
@@ -492,6 +502,7 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     _check_names(args)  # before the imports below, which load the pipeline
+    _refuse_flags_bm25_ignores(args)
     _check_mtrag_out(args)
     from rich.console import Console
 
@@ -500,7 +511,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     console = Console()  # tables and results: stdout
     status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
     config = _eval_config(args)
-    _check_counts(args)
     if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
         return _cmd_sweep(args, console, status)
     models, tasks = _eval_models(args), _eval_tasks(args)
@@ -518,11 +528,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return TooManyFailures.exit_code if outcome.failures else 0
 
 
-def _check_counts(args: argparse.Namespace) -> None:
-    if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
-        raise MtrbenchError("--batch-size and --top-k must be positive")
-    if args.limit is not None and args.limit < 1:
-        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
+# Flags of the encoder and its search that BM25 never reads (given, they would be silently ignored and absent from the
+# result's identity): refused when every model evaluated is BM25. Execution-only settings (--device, --batch-size,
+# --token-budget) stay accepted, as for any model: they never change a result.
+ENCODER_ONLY_FLAGS = (
+    ("--index", "index"),
+    ("--search-memory", "search_memory"),
+    ("--ray", "ray"),
+    ("--ray-address", "ray_address"),
+    ("--ray-workers", "ray_workers"),
+    ("--max-length", "max_length"),
+    ("--pooling", "pooling"),
+    ("--similarity", "similarity"),
+)
+
+
+def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
+    models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
+    if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
+        refuse_ignored(
+            {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},
+            f"to encoder models; {', '.join(m.requested for m in models)} is BM25, which would ignore it",
+        )
 
 
 def _note(status: Console, text: str) -> None:

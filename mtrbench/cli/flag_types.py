@@ -16,7 +16,8 @@ import argparse
 import math
 from dataclasses import dataclass
 
-from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.errors import MtrbenchError, UserInputError
+from mtrbench.retrieve.chunking import Chunking
 
 
 def _number_text(value: float) -> str:
@@ -120,7 +121,27 @@ class WeightsFlag:
         return weights
 
 
-NumberFlag = IntFlag | FloatFlag | WeightsFlag
+@dataclass(frozen=True)
+class ListFlag:
+    """A comma list of numbers, each in ``item``'s range (a sweep's values); kept as the text given, which the
+    command parses into its grid."""
+
+    item: IntFlag | FloatFlag
+
+    @property
+    def __name__(self) -> str:
+        return "list"
+
+    def __call__(self, text: str) -> str:
+        values = [v for v in text.split(",") if v.strip()]
+        if not values:
+            raise argparse.ArgumentTypeError(f"must be a number or a comma list of numbers, got '{text}'")
+        for value in values:
+            self.item(value.strip())
+        return text
+
+
+NumberFlag = IntFlag | FloatFlag | WeightsFlag | ListFlag
 
 positive_int = IntFlag(1)  # counts, sizes, cutoffs
 non_negative_int = IntFlag(0)  # retries, offsets, a count where 0 means "none"
@@ -138,6 +159,15 @@ timeout_seconds = FloatFlag(0.0, low_open=True, message="is seconds per request 
 failure_share = FloatFlag(0.0, 1.0, message="is a share between 0 and 1")
 temperature = FloatFlag(0.0, 2.0)
 significance = FloatFlag(0.0, 1.0, low_open=True, high_open=True, message="must be between 0 and 1, both excluded")
+
+
+def chunking_spec(text: str) -> str:
+    """``--chunking sentences:SIZE:STRIDE``, checked (size, stride and their relation) and kept as given."""
+    try:
+        Chunking.parse(text)
+    except MtrbenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
 
 
 def check_relation(holds: bool, message: str) -> None:
@@ -158,12 +188,14 @@ def refuse_ignored(given: dict[str, bool], why: str) -> None:
 
 __all__ = [
     "FloatFlag",
+    "chunking_spec",
     "conversation_limit",
     "failure_share",
     "significance",
     "temperature",
     "timeout_seconds",
     "IntFlag",
+    "ListFlag",
     "NumberFlag",
     "WeightsFlag",
     "check_relation",

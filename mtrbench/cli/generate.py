@@ -19,8 +19,8 @@ from mtrbench.cli.llm_flags import (
 )
 from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
 from mtrbench.generation.runner import GenerateConfig, generation_failures, generation_strategy, run_generate
-from mtrbench.infra.errors import MtrbenchError
-from mtrbench.llm.failure_rate import check_share, raise_if_over
+from mtrbench.infra.atomic import check_file_target
+from mtrbench.llm.failure_rate import raise_if_over
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -107,9 +107,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
-    if args.max_tokens < 1:
-        raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    check_share(args.max_failure_rate)
+    for path in (args.output, args.mtrag_out):  # a folder or a file in the way fails before the task loads
+        if path:
+            check_file_target(path)
     generator = sampling_overrides(
         dataclasses.replace(
             model_judge(args.generator_model, args.generator_base_url, args, "generator"), max_tokens=args.max_tokens

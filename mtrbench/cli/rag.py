@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.cli.flag_types import conversation_limit, non_negative_int, positive_int, share
+from mtrbench.cli.flag_types import chunking_spec, conversation_limit, non_negative_int, positive_int, share
 from mtrbench.cli.llm_flags import (
     add_max_failure_rate,
     add_rewriter_arguments,
@@ -21,6 +21,7 @@ from mtrbench.cli.llm_flags import (
 )
 from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
+from mtrbench.infra.atomic import check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
@@ -89,6 +90,7 @@ def _add_retrieval_settings_group(p: argparse.ArgumentParser) -> None:
     )
     parents.add_argument(
         "--chunking",
+        type=chunking_spec,
         help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
         "sentences:3:2), parents scored by their best child; the generator "
         "is shown the parents",
@@ -185,20 +187,14 @@ def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
 
 
 def _check_names(args: argparse.Namespace) -> ResolvedModel:
-    """Typos in the retriever's name, its history and the counts, with the light parsers alone: before the
-    pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns the retriever's model,
-    resolved once for the run."""
-    for flag, value in (
-        ("--passages", args.passages),
-        ("--max-tokens", args.max_tokens),
-        ("--judge-max-tokens", args.judge_max_tokens if args.judge_max_tokens is not None else 1),
-    ):
-        if value < 1:
-            raise MtrbenchError(f"{flag} must be at least 1, got {value}")
+    """Typos in the retriever's name and its history, and output paths that cannot be written, with the light
+    parsers alone: before the pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns
+    the retriever's model, resolved once for the run."""
     if "," in args.history or args.history == "all":
         raise MtrbenchError("rag takes one --history strategy")
-    if args.limit is not None and args.limit < 1:
-        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
+    check_folder_target(args.output_dir)  # a file in the way: one line before the pipeline loads
+    if args.mtrag_out:
+        check_file_target(args.mtrag_out)
     get_strategy(args.history)
     return resolve(args.model)
 

@@ -16,7 +16,7 @@ from mtrbench.cli.flag_types import (
     seed,
 )
 from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits, cache_from_args, request_overrides
-from mtrbench.infra.atomic import ensure_folder
+from mtrbench.infra.atomic import check_folder_target
 from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.llm.config import JudgeConfig, load_judges
 from mtrbench.synthesize.curate import CurateOptions
@@ -226,14 +226,13 @@ def _check_flags(args: argparse.Namespace) -> None:
 
 
 def _cmd_synthesize(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    check_folder_target(args.out)  # --out naming a file (or a file above it) fails before any model loads
+    from mtrbench.models.loading import pick_device  # deferred: loads torch
     from mtrbench.synthesize.cluster import ClusterOptions  # deferred: loads torch
     from mtrbench.synthesize.generate import GenerateOptions  # deferred: loads openai
     from mtrbench.synthesize.pipeline import SynthesisConfig, run_synthesis  # deferred: loads torch
     from mtrbench.synthesize.plan import PlanOptions  # deferred: loads numpy
-
-    _check_flags(args)
-    ensure_folder(args.out)  # --out naming a file, or a folder that cannot be created, fails before any model loads
-    from mtrbench.models.loading import pick_device  # deferred: loads torch
 
     device = pick_device(args.device)
     config = SynthesisConfig(
