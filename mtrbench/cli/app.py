@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 from mtrbench import __version__
 from mtrbench.cli import (
@@ -69,7 +70,7 @@ class Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one ``error:`` line and exit 2, like every other refusal of the CLI
     (argparse's own printed the usage first and named the command after the word error)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         found = _FLAG_VALUE.match(message)
         if found:
             flag, problem = max(found["names"].split("/"), key=len), found["problem"]  # --top-k rather than -k
