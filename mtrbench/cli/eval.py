@@ -548,7 +548,7 @@ def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
     if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
         refuse_ignored(
             {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},
-            f"to encoder models; {', '.join(m.requested for m in models)} is BM25, which would ignore it",
+            f"to encoder models; {', '.join(m.requested for m in models)} is BM25, which would ignore {{it}}",
         )
 
 

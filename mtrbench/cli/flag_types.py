@@ -179,11 +179,11 @@ def check_relation(holds: bool, message: str) -> None:
 
 def refuse_ignored(given: dict[str, bool], why: str) -> None:
     """Refuse flags that the chosen model or method would ignore: ``given`` maps each such flag to whether it was
-    given; ``why`` ends the sentence ("apply to dense models only")."""
+    given; ``why`` ends the sentence ("to encoder models; bm25 would ignore {it}": ``{it}`` becomes it or them)."""
     named = [flag for flag, present in given.items() if present]
     if named:
-        verb = "applies" if len(named) == 1 else "apply"
-        raise UserInputError(f"{', '.join(named)} {verb} {why}")
+        verb, it = ("applies", "it") if len(named) == 1 else ("apply", "them")
+        raise UserInputError(f"{', '.join(named)} {verb} {why.format(it=it)}")
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.flag_types import non_negative_int, positive_int, weights
 from mtrbench.formats.run import format_run
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
+from mtrbench.infra.errors import UserInputError
 from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 
 
@@ -31,7 +32,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         choices=["min-max", "max", "sum", "zmuv", "rank", "borda", "none"],
         help="ranx score normalization before fusing [none for rrf, min-max otherwise]",
     )
-    p.add_argument("--rrf-k", type=non_negative_int, default=60, help="RRF constant k: sum of 1/(k + rank) [60]")
+    p.add_argument(
+        "--rrf-k", type=non_negative_int, help=f"rrf: RRF constant k, sum of 1/(k + rank) [{FusionOptions.rrf_k}]"
+    )
     p.add_argument("--top-k", type=positive_int, help="documents kept per query [all fused documents]")
     p.add_argument("-o", "--output", required=True, help="the fused TREC run file")
     p.add_argument("--tag", help="run tag (last column) [mtrbench-fuse-METHOD]")
@@ -39,9 +42,10 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_fuse(args: argparse.Namespace) -> int:
-    options = FusionOptions(
-        method=args.method, weights=args.weights, norm=args.norm, rrf_k=args.rrf_k, top_k=args.top_k
-    )
+    if args.rrf_k is not None and args.method != "rrf":
+        raise UserInputError(f"--rrf-k applies to --method rrf only, not {args.method}")
+    rrf_k = FusionOptions.rrf_k if args.rrf_k is None else args.rrf_k
+    options = FusionOptions(method=args.method, weights=args.weights, norm=args.norm, rrf_k=rrf_k, top_k=args.top_k)
     ensure_parent(args.output)  # a bad -o fails before the runs are read and fused
     run, files = fuse_files(args.runs, options)
     output = Path(args.output)

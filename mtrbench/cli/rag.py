@@ -22,7 +22,7 @@ from mtrbench.cli.llm_flags import (
 from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
 from mtrbench.infra.atomic import check_file_target, check_folder_target
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
 from mtrbench.serialize.history import DEFAULT_HISTORY, get_strategy
@@ -196,7 +196,10 @@ def _check_names(args: argparse.Namespace) -> ResolvedModel:
     if args.mtrag_out:
         check_file_target(args.mtrag_out)
     get_strategy(args.history)
-    return resolve(args.model)
+    model = resolve(args.model)
+    if args.max_length is not None and model.spec is not None and model.spec.kind == "sparse":
+        raise UserInputError(f"--max-length applies to encoder models; {args.model} is BM25, which would ignore it")
+    return model
 
 
 def _cmd_rag(args: argparse.Namespace) -> int:

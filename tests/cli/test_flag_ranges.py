@@ -167,6 +167,8 @@ def _refused_before_heavy_work(argv: list[str], cwd: Path) -> tuple[str, list[st
         (["synthesize", "corpus.jsonl", "--out", "work", "--name", "../../x"], "no path separators, '..'"),
         (["synthesize", "corpus.jsonl", "--out", "work", "--name", "a/b"], "no path separators, '..'"),
         (["cache", "ls", "--cache-dir", "a-file"], "--cache-dir a-file is a file"),
+        (["fuse", "a", "b", "-o", "f", "--method", "wsum", "--rrf-k", "10"], "--rrf-k applies to --method rrf only"),
+        (["rag", "--model", "bm25", "--generator-model", "g", "--max-length", "64"], "--max-length applies to encoder"),
     ],
 )
 def test_relations_and_ignored_flags_are_refused_before_any_model_or_request(argv, message, tmp_path):
