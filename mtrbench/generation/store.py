@@ -67,15 +67,18 @@ class GenerationStore:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
     def _records(self) -> Iterator[tuple[int, dict[str, Any] | None]]:
-        """(line number, record) of every non-empty line; None for the last line when a kill cut it short (it has no
-        newline). Any other line that cannot be read (not UTF-8, not a generations record) is a DataError: appending
+        """(line number, record) of every non-empty line; None for a last line without its newline (what a kill
+        leaves). Any other line that cannot be read (not UTF-8, not a generations record) is a DataError: appending
         never proceeds past it, as the commands that read the file later would refuse it."""
         with self.path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 record, problem = _parse_line(raw)
                 if problem is None and record is None:
                     continue  # an empty line
-                if problem is not None and raw.endswith(b"\n"):
+                if not raw.endswith(b"\n"):  # the last line, cut short by a kill: cut off before appending, so
+                    yield number, None  # even a whole record there is asked again rather than lost
+                    continue
+                if problem is not None:
                     raise DataError(
                         f"{self.path}:{number}: {problem}; nothing is appended to a generations file past a line "
                         "that cannot be read: repair or move the file, or pass --output to write another one"

@@ -14,6 +14,7 @@ import pytest
 from llm_server import Reply, ScriptedChatServer
 
 from mtrbench.cli import main
+from mtrbench.generation.store import GenerationStore
 from mtrbench.infra import atomic
 from mtrbench.infra.atomic import LineAppender
 from mtrbench.infra.errors import UserInputError
@@ -199,3 +200,15 @@ def test_generate_refuses_at_once_to_append_past_an_unreadable_line(
         assert server.request_count == 0
     assert re.match(rf"error: {re.escape(str(output))}{problem}", line), line
     assert "nothing is appended" in line and output.read_bytes() == content
+
+
+def test_a_whole_record_on_a_last_line_without_newline_is_asked_again_not_lost(tmp_path):
+    """The torn last line is cut off before appending; a record there, even a complete one, counts as unreadable
+    (asked again), never as done (it would be cut off and its turn never asked)."""
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"qid": "c1_1", "answer": "a"}\n{"qid": "c1_2", "answer": "b"}')
+    stored = GenerationStore(path).read({})
+    assert sorted(stored.done) == ["c1_1"] and stored.unreadable_lines == 1
+    with GenerationStore(path) as store:
+        store.append({"qid": "c1_2", "answer": "b again"})
+    assert path.read_text() == '{"qid": "c1_1", "answer": "a"}\n{"qid": "c1_2", "answer": "b again"}\n'
