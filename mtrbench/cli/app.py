@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 from mtrbench import __version__
 from mtrbench.cli import (
@@ -33,7 +35,7 @@ from mtrbench.cli import (
 )
 from mtrbench.cli import eval as eval_command
 from mtrbench.cli.common import Handler
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.infra.reporting import cli_output
 
 # In the order `mtrbench --help` lists them.
@@ -58,9 +60,32 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
 )
 
 
+# argparse's "argument -o/--output: MSG" for a value one of mtrbench.cli.flag_types refused
+_FLAG_VALUE = re.compile(r"^argument (?P<names>[^:\s]+): (?P<problem>.*)$", re.DOTALL)
+
+
+class UsageError(UserInputError):
+    """A command line argparse could not read (unknown option, missing argument, a value off its range)."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one ``error:`` line and exit 2, like every other refusal of the CLI
+    (argparse's own printed the usage first and named the command after the word error)."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _FLAG_VALUE.match(message)
+        if found:
+            flag, problem = max(found["names"].split("/"), key=len), found["problem"]  # --top-k rather than -k
+            if problem.startswith(f"{flag} "):  # the type's message names the flag itself
+                raise UsageError(problem)
+            if problem.startswith(("must ", "is ")):
+                raise UsageError(f"{flag} {problem}")
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``mtrbench`` parser; each command's parser carries its handler as the default ``handler``."""
-    parser = argparse.ArgumentParser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
+    parser = Parser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
     parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
     sub = parser.add_subparsers(dest="command")
     seen: set[str] = set()
@@ -82,13 +107,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in results as the reproducing command
-    if args.command is None:
-        parser.print_help()
-        return 0
-    handler: Handler = args.handler
     try:
+        args = parser.parse_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in results as the reproducing command
+        if args.command is None:
+            parser.print_help()
+            return 0
+        handler: Handler = args.handler
         return handler(args)
     except MtrbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -98,4 +123,4 @@ def _run(argv: list[str] | None) -> int:
         return 130
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["Parser", "UsageError", "build_parser", "main"]

@@ -10,8 +10,10 @@ from mtrbench.assess.roles import pick_roles
 from mtrbench.assess.stats import stats_table
 from mtrbench.cli.assess_umbrela import cmd_umbrela
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import positive_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.lines import read_log_records
+from mtrbench.infra.atomic import check_folder_target
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 
 
@@ -35,8 +37,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("task", help="task name (`mtrbench tasks`), card YAML or data folder")
     p.add_argument("--runs", nargs="+", metavar="RUN", help="TREC run files of the task to pool")
-    p.add_argument("--depth", type=int, default=10, help="top-k of each run pooled per query [10]")
-    p.add_argument("--rounds", type=int, default=2, help="maximum debate rounds R [2]")
+    p.add_argument("--depth", type=positive_int, default=10, help="top-k of each run pooled per query [10]")
+    p.add_argument("--rounds", type=positive_int, default=2, help="maximum debate rounds R [2]")
     p.add_argument(
         "--agents",
         metavar="JUDGE[,JUDGE]",
@@ -60,7 +62,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="merge human labels for escalated pairs: the filled escalations.csv (human_label column: "
         "yes/no or a grade) or JSONL with qid, doc_id, human_label",
     )
-    p.add_argument("--relevant-grade", type=int, help="grade written for a 'relevant' label [the task's highest grade]")
+    p.add_argument(
+        "--relevant-grade", type=positive_int, help="grade written for a 'relevant' label [the task's highest grade]"
+    )
     p.add_argument(
         "--query-form",
         default="auto",
@@ -84,7 +88,8 @@ def _cmd_assess(args: argparse.Namespace) -> int:
 
     from mtrbench.assess.assessment import AssessOptions, run_assessment  # deferred: loads openai
 
-    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
+    if args.output_dir:
+        check_folder_target(args.output_dir)  # a file in the way: one line before anything is asked
     console = Console(stderr=True)
     if args.runs or args.judges or args.llm_model:
         judges = judges_from_args(args)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 from mtrbench.audit.defaults import DEFAULT_MAX_DOC_CHARS, DEFAULT_NEGATIVES, DIMENSIONS
 from mtrbench.audit.plan import parse_dimensions
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import conversation_limit, non_negative_int, positive_int, seed
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.infra.atomic import check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.retrieve import ResolvedModel, resolve
 from mtrbench.serialize.history import get_strategy
@@ -36,7 +38,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p.add_argument("--dimensions", help=f"comma list of {','.join(DIMENSIONS)} [all the task's data supports]")
     p.add_argument(
         "--negatives",
-        type=int,
+        type=positive_int,
         default=DEFAULT_NEGATIVES,
         help=f"hard negatives shown beside the gold document (completeness) [{DEFAULT_NEGATIVES}]",
     )
@@ -52,14 +54,19 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="history strategy for the negatives retriever's queries (see `mtrbench eval`) [full]",
     )
     p.add_argument("--device", default="auto", help="device of a dense negatives retriever [auto]")
-    p.add_argument("--seed", type=int, default=0, help="query sample and candidate order seed [0]")
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N conversations (file order), as eval [all]")
+    p.add_argument("--seed", type=seed, default=0, help="query sample and candidate order seed [0]")
     p.add_argument(
-        "--sample", type=int, metavar="N", help="audit a seeded sample (--seed) of N queries with gold [all]"
+        "--limit",
+        type=conversation_limit,
+        metavar="N",
+        help="only the first N conversations (file order), as eval [all]",
+    )
+    p.add_argument(
+        "--sample", type=positive_int, metavar="N", help="audit a seeded sample (--seed) of N queries with gold [all]"
     )
     p.add_argument(
         "--max-doc-chars",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_DOC_CHARS,
         help=f"cut each document shown to a judge to this many characters, 0 = never [{DEFAULT_MAX_DOC_CHARS}]",
     )
@@ -87,6 +94,8 @@ def _check_names(args: argparse.Namespace) -> str | ResolvedModel:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     negatives_model = _check_names(args)
+    if args.output_dir:
+        check_folder_target(args.output_dir)  # a file in the way: one line before the task loads
     from rich.console import Console
 
     from mtrbench.audit.mtr_eval import AuditConfig, run_audit  # deferred: loads pytrec_eval
@@ -112,7 +121,6 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         yes=args.yes,
         show_progress=not args.quiet,
     )
-    check_failure_rates(args, [])  # a bad --max-failure-rate fails before anything is asked
     judges = judges_from_args(args)
     console = Console()
     outcome = run_audit(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.infra.locking import is_held
 from mtrbench.retrieve.registry import recorded_names
 
@@ -30,6 +31,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
+    if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+        raise UserInputError(f"--cache-dir {args.cache_dir} is a file, not the cache folder")
     from mtrbench.encode.cache import EmbeddingCache  # deferred: loads torch
 
     cache = EmbeddingCache(args.cache_dir)

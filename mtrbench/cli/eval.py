@@ -18,6 +18,14 @@ from mtrbench.cli.common import (
     print_analyses,
     unescape,
 )
+from mtrbench.cli.flag_types import (
+    ListFlag,
+    chunking_spec,
+    conversation_limit,
+    positive_int,
+    refuse_ignored,
+    share,
+)
 from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
@@ -85,7 +93,7 @@ def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--limit",
-        type=int,
+        type=conversation_limit,
         metavar="N",
         help="evaluate the first N conversations of each task (file order); recorded in the settings and "
         "the experiment folder (limit=N), so it never passes as a full run [all]",
@@ -123,10 +131,12 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
     """Where and how the model encodes (device, batches, dual-encoder towers, the embedding cache) and top-k."""
     p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
     p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
-    p.add_argument("--batch-size", type=int, help="at most this many texts per batch [no cap: --token-budget decides]")
+    p.add_argument(
+        "--batch-size", type=positive_int, help="at most this many texts per batch [no cap: --token-budget decides]"
+    )
     p.add_argument(
         "--token-budget",
-        type=int,
+        type=positive_int,
         help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]",
     )
     p.add_argument(
@@ -135,7 +145,7 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         choices=["auto", "on", "off"],
         help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]",
     )
-    p.add_argument("--max-length", type=int, help="token limit for queries and documents [model's]")
+    p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
     p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
     p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
@@ -144,7 +154,7 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         "--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or ~/.cache/mtrbench/embeddings]"
     )
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
-    p.add_argument("--top-k", type=int, default=100, help="documents retrieved per query [100]")
+    p.add_argument("--top-k", type=positive_int, default=100, help="documents retrieved per query [100]")
 
 
 def _add_scale_flags(p: argparse.ArgumentParser) -> None:
@@ -157,7 +167,9 @@ def _add_scale_flags(p: argparse.ArgumentParser) -> None:
         "engine) and search its cached shards in Ray workers",
     )
     scale.add_argument("--ray-address", metavar="ADDR", help="as --ray, on the Ray cluster at ADDR (ray.init address)")
-    scale.add_argument("--ray-workers", type=int, help="encoding actors and search workers [one per GPU, else 2]")
+    scale.add_argument(
+        "--ray-workers", type=positive_int, help="encoding actors and search workers [one per GPU, else 2]"
+    )
     scale.add_argument(
         "--search-memory",
         metavar="SIZE",
@@ -174,15 +186,18 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
     """Hybrid fusion, parent-child chunking and cross-encoder reranking on top of the first stage."""
     p.add_argument(
         "--alpha",
+        type=ListFlag(share),
         help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
         "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]",
     )
     p.add_argument(
         "--candidate-k",
+        type=ListFlag(positive_int),
         help="hybrid only: documents each leg retrieves before the union; a comma list sweeps [max(top-k, 100)]",
     )
     p.add_argument(
         "--chunking",
+        type=chunking_spec,
         help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
         "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
         "best child",
@@ -194,9 +209,9 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
         "model (H-RAG's rank_parents = true) instead of taking their best child's score",
     )
     p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
-    p.add_argument("--rerank-k", type=int, default=100, help="documents reranked per query [100]")
+    p.add_argument("--rerank-k", type=positive_int, default=100, help="documents reranked per query [100]")
     p.add_argument(
-        "--rerank-batch-size", type=int, default=32, help="query-document pairs per cross-encoder batch [32]"
+        "--rerank-batch-size", type=positive_int, default=32, help="query-document pairs per cross-encoder batch [32]"
     )
 
 
@@ -534,6 +549,7 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     _check_names(args)  # before the imports below, which load the pipeline
+    _refuse_flags_bm25_ignores(args)
     _check_mtrag_out(args)
     _check_ikat_out(args)
     from rich.console import Console
@@ -543,7 +559,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     console = Console()  # tables and results: stdout
     status = Console(stderr=True)  # progress, notes, warnings and where files went: stderr
     config = _eval_config(args)
-    _check_counts(args)
     if len(_alphas(args)) > 1 or len(_candidate_ks(args)) > 1:
         return _cmd_sweep(args, console, status)
     models, tasks = _eval_models(args), _eval_tasks(args)
@@ -561,11 +576,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return TooManyFailures.exit_code if outcome.failures else 0
 
 
-def _check_counts(args: argparse.Namespace) -> None:
-    if (args.batch_size is not None and args.batch_size < 1) or args.top_k < 1:
-        raise MtrbenchError("--batch-size and --top-k must be positive")
-    if args.limit is not None and args.limit < 1:
-        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
+# Flags of the encoder and its search that BM25 never reads (given, they would be silently ignored and absent from the
+# result's identity): refused when every model evaluated is BM25. Execution-only settings (--device, --batch-size,
+# --token-budget) stay accepted, as for any model: they never change a result.
+ENCODER_ONLY_FLAGS = (
+    ("--index", "index"),
+    ("--search-memory", "search_memory"),
+    ("--ray", "ray"),
+    ("--ray-address", "ray_address"),
+    ("--ray-workers", "ray_workers"),
+    ("--max-length", "max_length"),
+    ("--pooling", "pooling"),
+    ("--similarity", "similarity"),
+)
+
+
+def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
+    models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
+    if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
+        refuse_ignored(
+            {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},
+            f"to encoder models; {', '.join(m.requested for m in models)} is BM25, which would ignore {{it}}",
+        )
 
 
 def _note(status: Console, text: str) -> None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options, unescape
+from mtrbench.cli.flag_types import positive_int
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.atomic import ensure_folder
 from mtrbench.infra.errors import MtrbenchError
@@ -40,7 +41,9 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "and query prompt; the prompt itself is not written); the model the export will be "
         "scored with",
     )
-    p.add_argument("--max-length", type=int, help="with --model: token limit, as eval's --max-length [model's]")
+    p.add_argument(
+        "--max-length", type=positive_int, help="with --model: token limit, as eval's --max-length [model's]"
+    )
     p.add_argument(
         "--truncate",
         choices=["left", "right", "none"],

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import conversation_limit, non_negative_int, positive_int
 from mtrbench.cli.llm_flags import (
     add_max_failure_rate,
     add_rewriter_arguments,
@@ -21,8 +22,9 @@ from mtrbench.formats.generations import read_generations
 from mtrbench.generation.defaults import DEFAULT_HISTORY, DEFAULT_TOP_K
 from mtrbench.generation.runner import GenerateConfig, generation_failures, generation_strategy, run_generate
 from mtrbench.generation.sources import load_run
+from mtrbench.infra.atomic import check_file_target
 from mtrbench.infra.errors import MtrbenchError
-from mtrbench.llm.failure_rate import check_share, raise_if_over
+from mtrbench.llm.failure_rate import raise_if_over
 from mtrbench.results.ikat_out import write_generation_ikat_out
 
 
@@ -46,7 +48,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="retrieval result: a TREC run file, an eval result .json, or a folder with one *.run.trec",
     )
     source.add_argument("--oracle", action="store_true", help="the gold passages (qrels grade > 0) instead of a run")
-    p.add_argument("--top-k", type=int, default=DEFAULT_TOP_K, help=f"passages per prompt [{DEFAULT_TOP_K}]")
+    p.add_argument("--top-k", type=positive_int, default=DEFAULT_TOP_K, help=f"passages per prompt [{DEFAULT_TOP_K}]")
     p.add_argument(
         "--history",
         default=DEFAULT_HISTORY,
@@ -58,14 +60,17 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     _add_output_flags(p)
     p.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="cut each passage shown to the generator to this many characters, 0 = whole [0]",
     )
-    p.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    p.add_argument("--max-tokens", type=positive_int, default=512, help="answer length limit in tokens [512]")
     add_sampling_flags(p, "generator")
     p.add_argument(
-        "--limit", type=int, metavar="N", help="only the first N conversations (file order), as eval (a smoke run)"
+        "--limit",
+        type=conversation_limit,
+        metavar="N",
+        help="only the first N conversations (file order), as eval (a smoke run)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     group = p.add_argument_group("generator model")
@@ -125,9 +130,9 @@ def _add_output_flags(p: argparse.ArgumentParser) -> None:
 def _cmd_generate(args: argparse.Namespace) -> int:
     import dataclasses
 
-    if args.max_tokens < 1:
-        raise MtrbenchError(f"--max-tokens must be at least 1, got {args.max_tokens}")
-    check_share(args.max_failure_rate)
+    for path in (args.output, args.mtrag_out):  # a folder or a file in the way fails before the task loads
+        if path:
+            check_file_target(path)
     _check_ikat_out(args)
     generator = sampling_overrides(
         dataclasses.replace(

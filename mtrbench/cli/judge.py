@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 from mtrbench.cli import judge_mtrag, judge_nuggets
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.flag_types import non_negative_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.loaders.rad_bench import load_rad_bench
 from mtrbench.formats.generations import read_generations
 from mtrbench.formats.run import read_run
-from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.atomic import atomic_write_text, check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
 from mtrbench.judge.table import rad_bench_tables
@@ -63,7 +64,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     r.add_argument("--run", dest="run_file", help="retrieval run (TREC) for RAGAlign [the passages shown, in order]")
     r.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_PASSAGE_CHARS,
         help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
     )
@@ -94,7 +95,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     b.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="with --answers: cut each context shown to the judge, 0 = never [0]",
     )
@@ -153,6 +154,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     measures = generation_measures(measure_texts) if measure_texts else []
     ragalign = parse_measures(args.ragalign.split(","), [10]) if args.ragalign else []
     judge = _single_judge(args) if args.judge else None
+    _check_outputs(args.output, args.output_dir if args.judge or not args.output else None)
     generations = read_generations(args.generations)  # a bad file fails before the task is loaded
 
     console = Console()
@@ -235,6 +237,15 @@ def _print_summary(console, scores, outcome, alignment) -> None:
         console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True)
 
 
+def _check_outputs(output: str | None, output_dir: str | None) -> None:
+    """A folder given for --output, or a file for --output-dir (or above either): one line before any request;
+    nothing is created here (a dry run leaves no folder behind)."""
+    if output:
+        check_file_target(output)
+    if output_dir:
+        check_folder_target(output_dir)
+
+
 def _cmd_rad_bench(args: argparse.Namespace) -> int:
     import json
 
@@ -248,6 +259,7 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
             raise MtrbenchError("--output FILE.json is needed with --judgments")
         if args.models or args.output_dir:
             raise MtrbenchError("--models and --output-dir apply to --answers")
+        check_file_target(args.output)
         tables = rad_bench_tables(args.judgments, drop_unparsable=args.drop_unparsable)
         payload = {
             "judgments": str(args.judgments),
@@ -269,6 +281,7 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
     if args.drop_unparsable:
         raise MtrbenchError("--drop-unparsable applies to --judgments (mtrbench's own judging never scores a failure)")
     judge = _single_judge(args)
+    _check_outputs(args.output, args.output_dir)
     bench = load_rad_bench(args.answers)
     output_dir = Path(args.output_dir) if args.output_dir else Path("results") / "judge" / "rad-bench"
     options = JudgeOptions(

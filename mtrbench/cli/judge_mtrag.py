@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from mtrbench.cli.flag_types import positive_int
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.mtrag_eval import check_predictions
 from mtrbench.formats.mtrag_modes import MODES
@@ -36,10 +37,12 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
     m.add_argument(
         "--bertscore-model", default=OFFICIAL_MODEL, help=f"any Hugging Face id or folder [{OFFICIAL_MODEL}]"
     )
-    m.add_argument("--bertscore-layers", type=int, help="layer to read [bert-score's for its models, else the last]")
+    m.add_argument(
+        "--bertscore-layers", type=positive_int, help="layer to read [bert-score's for its models, else the last]"
+    )
     m.add_argument("--bertscore-baseline", help="rescaling baseline TSV for a model bert-score has none for")
     m.add_argument("--bertscore-no-rescale", action="store_true", help="no baseline rescaling (not official)")
-    m.add_argument("--bertscore-batch-size", type=int, default=16, help="pairs per BERTScore batch [16]")
+    m.add_argument("--bertscore-batch-size", type=positive_int, default=16, help="pairs per BERTScore batch [16]")
     m.add_argument("--device", help="BERTScore device [cuda when available]")
     m.add_argument(
         "--check-format",

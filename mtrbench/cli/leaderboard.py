@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import non_negative_float, positive_int
 from mtrbench.cli.screen import screen_command
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import BuildReport, build_document, collect, write_document
@@ -14,6 +15,31 @@ from mtrbench.leaderboard.schema import load
 from mtrbench.leaderboard.verify import FAIL, REFUSED, STATUSES, LocalOptions, verify
 
 NOTES_SHOWN = 3  # notes on separated entries that `leaderboard build` prints without --verbose
+
+
+def _add_verify_parser(actions: Subparsers) -> None:
+    v = actions.add_parser(
+        "verify",
+        help="re-derive entries: compare existing results or re-run their commands",
+        description="Compare each entry with an existing result, else re-run its recorded "
+        "`mtrbench eval` command. Only registered model aliases or Hugging Face ids, "
+        "registered task names and checked settings are re-run: an entry whose "
+        "command names a local path, --trust-remote-code or any option that chooses "
+        "where files are read or written is REFUSED (exit status 1).",
+    )
+    v.add_argument("leaderboard", metavar="NAME|FILE")
+    v.add_argument(
+        "--tolerance", type=non_negative_float, default=1e-4, help="largest accepted absolute difference [1e-4]"
+    )
+    v.add_argument(
+        "--only", action="append", metavar="ID", help="verify only this entry id (repeatable, or a comma list)"
+    )
+    v.add_argument("--results-dir", help="folder of existing results to compare with before re-running anything")
+    v.add_argument("--rerun", action="store_true", help="re-run every command even when its result exists")
+    v.add_argument("--work-dir", help="keep re-run results here [a temporary folder, removed afterwards]")
+    v.add_argument("--cache-dir", help="corpus embedding cache for re-runs [`mtrbench eval`'s default]")
+    v.add_argument("--data-dir", help="local copy of the task's data for re-runs (with --only, for one task)")
+    v.add_argument("--corpus", help="external corpus for re-runs of tasks that do not ship one")
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -47,26 +73,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         help="print every note on why entries are kept apart [a count and the first few]",
     )
 
-    v = actions.add_parser(
-        "verify",
-        help="re-derive entries: compare existing results or re-run their commands",
-        description="Compare each entry with an existing result, else re-run its recorded "
-        "`mtrbench eval` command. Only registered model aliases or Hugging Face ids, "
-        "registered task names and checked settings are re-run: an entry whose "
-        "command names a local path, --trust-remote-code or any option that chooses "
-        "where files are read or written is REFUSED (exit status 1).",
-    )
-    v.add_argument("leaderboard", metavar="NAME|FILE")
-    v.add_argument("--tolerance", type=float, default=1e-4, help="largest accepted absolute difference [1e-4]")
-    v.add_argument(
-        "--only", action="append", metavar="ID", help="verify only this entry id (repeatable, or a comma list)"
-    )
-    v.add_argument("--results-dir", help="folder of existing results to compare with before re-running anything")
-    v.add_argument("--rerun", action="store_true", help="re-run every command even when its result exists")
-    v.add_argument("--work-dir", help="keep re-run results here [a temporary folder, removed afterwards]")
-    v.add_argument("--cache-dir", help="corpus embedding cache for re-runs [`mtrbench eval`'s default]")
-    v.add_argument("--data-dir", help="local copy of the task's data for re-runs (with --only, for one task)")
-    v.add_argument("--corpus", help="external corpus for re-runs of tasks that do not ship one")
+    _add_verify_parser(actions)
 
     s = actions.add_parser("show", help="print the leaderboard as terminal tables, one per comparable group")
     s.add_argument("leaderboard", metavar="NAME|FILE")
@@ -87,7 +94,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     plot = sub.add_parser("plot", help="PNG figures: per-turn Recall@k/nDCG@k by history strategy; leaderboard bars")
     plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
     plot.add_argument("-o", "--output", required=True, metavar="DIR")
-    plot.add_argument("--k", type=int, default=10, help="cutoff of the per-turn curves [10]")
+    plot.add_argument("--k", type=positive_int, default=10, help="cutoff of the per-turn curves [10]")
     plot.add_argument(
         "--leaderboard",
         metavar="NAME|FILE",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from mtrbench.cli.flag_types import failure_share, non_negative_int, positive_int, seed, temperature, timeout_seconds
 from mtrbench.generation.model_history import RewriterOptions
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm.cache import ResponseCache
@@ -47,7 +48,7 @@ def add_max_failure_rate(group: argparse._ArgumentGroup, when: str) -> None:
     """``--max-failure-rate``, the same flag on every LLM-using command; ``when``: what makes the command exit 1."""
     group.add_argument(
         "--max-failure-rate",
-        type=float,
+        type=failure_share,
         default=DEFAULT_MAX_FAILURE_RATE,
         metavar="SHARE",
         help=f"exit 1 when {when} [{DEFAULT_MAX_FAILURE_RATE}]",
@@ -166,7 +167,7 @@ def add_run_flags(
         "--dry-run", action="store_true", help="print the first prompts and the request count; send nothing"
     )
     group.add_argument("--yes", action="store_true", help="run without asking to confirm the cost estimate")
-    group.add_argument("--concurrency", type=int, metavar="N", help=concurrency_help)
+    group.add_argument("--concurrency", type=positive_int, metavar="N", help=concurrency_help)
     add_request_limits(group)
 
 
@@ -174,7 +175,7 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
     """Per-request time limit, transport retries and re-asks, over the judges file's values."""
     group.add_argument(
         "--timeout",
-        type=float,
+        type=timeout_seconds,
         metavar="SECONDS",
         help="seconds to wait for each reply before it counts as failed (a slow local server wants "
         "more; with hf://, seconds per generation batch) [judges file's timeout_s, else 60; "
@@ -182,14 +183,14 @@ def add_request_limits(group: argparse._ArgumentGroup) -> None:
     )
     group.add_argument(
         "--max-retries",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help="transport retries per request (timeouts, 429, 5xx, connection errors) [judges file's "
         "max_retries, else 5]",
     )
     group.add_argument(
         "--parse-retries",
-        type=int,
+        type=non_negative_int,
         metavar="N",
         help="re-asks of a reply that cannot be read, each a changed request (a repair turn, then "
         "another seed) [judges file's parse_retries, else 2]",
@@ -200,12 +201,15 @@ def add_sampling_flags(group: argparse._ArgumentGroup, who: str, prefix: str = "
     """``--[PREFIX]temperature`` and, without a prefix, ``--seed``: how a model named on the command line samples.
     Both are recorded with each answer (and the rewriter's temperature in its identity) and compared on reuse."""
     group.add_argument(
-        f"--{prefix}temperature", type=float, metavar="T", help=f"sampling temperature of the {who} (0: greedy) [0]"
+        f"--{prefix}temperature",
+        type=temperature,
+        metavar="T",
+        help=f"sampling temperature of the {who} (0: greedy) [0]",
     )
     if not prefix:
         group.add_argument(
             "--seed",
-            type=int,
+            type=seed,
             metavar="N",
             help=f"seed sent with each {who} request (servers that honour it sample reproducibly; "
             "hf:// seeds its sampling) [none]",

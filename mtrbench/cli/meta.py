@@ -7,6 +7,7 @@ import json
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import positive_float, positive_int, seed, significance
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import UserInputError
 
@@ -23,7 +24,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qrels", help="TREC qrels that score --runs")
     p.add_argument(
         "--relevance-level",
-        type=int,
+        type=positive_int,
         default=1,
         help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [1]",
     )
@@ -42,8 +43,10 @@ def _add_resampling(p: argparse.ArgumentParser, samples: int) -> None:
         help="what moves together when resampling: conversation (all its turns) or query; "
         "power takes a comma list to compare them [conversation]",
     )
-    p.add_argument("--samples", type=int, default=samples, help=f"resamples of randomized procedures [{samples}]")
-    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same JSON [0]")
+    p.add_argument(
+        "--samples", type=positive_int, default=samples, help=f"resamples of randomized procedures [{samples}]"
+    )
+    p.add_argument("--seed", type=seed, default=0, help="random seed: the same seed gives the same JSON [0]")
 
 
 def _add_outputs(p: argparse.ArgumentParser) -> None:
@@ -58,7 +61,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     p = commands.add_parser("power", help="discriminative power: ASL of every system pair, share below alpha")
     _add_inputs(p)
     p.add_argument("--test", default="t", help="paired test: t, randomization, bootstrap, tukey-hsd [t]")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level [0.05]")
+    p.add_argument("--alpha", type=significance, default=0.05, help="significance level [0.05]")
     _add_resampling(p, 1000)
     _add_outputs(p)
 
@@ -70,7 +73,7 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     _add_inputs(p)
     condition = p.add_argument_group("the second condition (exactly one)")
     condition.add_argument("--vs-qrels", help="the runs scored against these qrels (e.g. refined)")
-    condition.add_argument("--vs-relevance-level", type=int, help="the runs scored at this relevance level")
+    condition.add_argument("--vs-relevance-level", type=positive_int, help="the runs scored at this relevance level")
     condition.add_argument("--vs-measure", help="the same systems under this measure")
     condition.add_argument(
         "--vs-results",
@@ -81,8 +84,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     condition.add_argument(
         "--vs-runs", nargs="+", metavar="RUN", help="other runs, paired in order (scored against --vs-qrels or --qrels)"
     )
-    p.add_argument("--subset-size", type=int, help="units in each of the swap method's two sets [half of them]")
-    p.add_argument("--bin-width", type=float, default=0.01, help="width of the swap method's difference bins [0.01]")
+    p.add_argument(
+        "--subset-size", type=positive_int, help="units in each of the swap method's two sets [half of them]"
+    )
+    p.add_argument(
+        "--bin-width", type=positive_float, default=0.01, help="width of the swap method's difference bins [0.01]"
+    )
     _add_resampling(p, 1000)
     _add_outputs(p)
 
@@ -90,12 +97,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     _add_inputs(p)
     p.add_argument(
         "--delta",
-        type=float,
+        type=positive_float,
         required=True,
         help="minimum difference to detect (t-test) and minimum range across systems (ANOVA)",
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level [0.05]")
-    p.add_argument("--power", type=float, default=0.8, help="wanted power, 1 - beta [0.8]")
+    p.add_argument("--alpha", type=significance, default=0.05, help="significance level [0.05]")
+    p.add_argument("--power", type=significance, default=0.8, help="wanted power, 1 - beta [0.8]")
     p.add_argument("--unit", default="conversation", help="what the size counts: conversation or query [conversation]")
     _add_outputs(p)
 

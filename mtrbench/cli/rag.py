@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers, add_data_options
+from mtrbench.cli.flag_types import chunking_spec, conversation_limit, non_negative_int, positive_int, share
 from mtrbench.cli.llm_flags import (
     add_max_failure_rate,
     add_rewriter_arguments,
@@ -20,7 +21,8 @@ from mtrbench.cli.llm_flags import (
 )
 from mtrbench.generation.defaults import DEFAULT_TOP_K, GENERATION_HISTORIES
 from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.atomic import check_file_target, check_folder_target
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
 from mtrbench.serialize.history import DEFAULT_HISTORY, get_strategy
@@ -70,7 +72,7 @@ def _add_retriever_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--truncate", default="left", choices=["left", "right", "none"], help="as in eval [left]")
     p.add_argument("--device", default="auto", help="retriever device: auto | cpu | cuda | cuda:N [auto]")
-    p.add_argument("--max-length", type=int, help="retriever token limit [model's]")
+    p.add_argument("--max-length", type=positive_int, help="retriever token limit [model's]")
     p.add_argument("--cache-dir", help="corpus embedding cache [as eval]")
     p.add_argument("--no-cache", action="store_true", help="encode the corpus without the embedding cache")
 
@@ -79,13 +81,16 @@ def _add_retrieval_settings_group(p: argparse.ArgumentParser) -> None:
     """Hybrid and parent-child retrieval settings, as eval's flags of the same names."""
     parents = p.add_argument_group("retrieval settings (as eval)")
     parents.add_argument(
-        "--alpha", type=float, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
+        "--alpha", type=share, help="hybrid:DENSE+bm25 only: dense share of the min-max normalized scores [0.7]"
     )
     parents.add_argument(
-        "--candidate-k", type=int, help="hybrid, or children with --chunking: retrieved per query [max(top-k, 100)]"
+        "--candidate-k",
+        type=positive_int,
+        help="hybrid, or children with --chunking: retrieved per query [max(top-k, 100)]",
     )
     parents.add_argument(
         "--chunking",
+        type=chunking_spec,
         help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
         "sentences:3:2), parents scored by their best child; the generator "
         "is shown the parents",
@@ -108,7 +113,7 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
     )
     gen.add_argument(
         "--passages",
-        type=int,
+        type=positive_int,
         default=DEFAULT_TOP_K,
         help=f"top passages of the retrieval result shown per turn [{DEFAULT_TOP_K}]",
     )
@@ -119,8 +124,10 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
         help=f"history the generator sees, as generate --history: {', '.join(GENERATION_HISTORIES)} "
         f"[{DEFAULT_HISTORY}]",
     )
-    gen.add_argument("--max-passage-chars", type=int, default=0, help="cut each passage shown, 0 = whole [0]")
-    gen.add_argument("--max-tokens", type=int, default=512, help="answer length limit in tokens [512]")
+    gen.add_argument(
+        "--max-passage-chars", type=non_negative_int, default=0, help="cut each passage shown, 0 = whole [0]"
+    )
+    gen.add_argument("--max-tokens", type=positive_int, default=512, help="answer length limit in tokens [512]")
     add_sampling_flags(gen, "generator")
     gen.add_argument(
         "--mtrag-out",
@@ -130,7 +137,7 @@ def _add_generation_group(p: argparse.ArgumentParser) -> None:
     )
     gen.add_argument(
         "--limit",
-        type=int,
+        type=conversation_limit,
         metavar="N",
         help="only the first N conversations (file order): retrieval and generation, as eval [all]",
     )
@@ -154,7 +161,7 @@ def _add_judging_group(p: argparse.ArgumentParser) -> None:
     judging.add_argument("--judge-base-url", metavar="URL", help="judge endpoint [--generator-base-url]")
     judging.add_argument(
         "--judge-max-tokens",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="judge reply length limit in tokens (a verdict or rating needs few) [1024]",
     )
@@ -186,22 +193,19 @@ def _add_llm_requests_group(p: argparse.ArgumentParser) -> None:
 
 
 def _check_names(args: argparse.Namespace) -> ResolvedModel:
-    """Typos in the retriever's name, its history and the counts, with the light parsers alone: before the
-    pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns the retriever's model,
-    resolved once for the run."""
-    for flag, value in (
-        ("--passages", args.passages),
-        ("--max-tokens", args.max_tokens),
-        ("--judge-max-tokens", args.judge_max_tokens if args.judge_max_tokens is not None else 1),
-    ):
-        if value < 1:
-            raise MtrbenchError(f"{flag} must be at least 1, got {value}")
+    """Typos in the retriever's name and its history, and output paths that cannot be written, with the light
+    parsers alone: before the pipeline (torch, the LLM client) is imported and before any endpoint is asked. Returns
+    the retriever's model, resolved once for the run."""
     if "," in args.history or args.history == "all":
         raise MtrbenchError("rag takes one --history strategy")
-    if args.limit is not None and args.limit < 1:
-        raise MtrbenchError(f"--limit must be a positive number of conversations, got {args.limit}")
+    check_folder_target(args.output_dir)  # a file in the way: one line before the pipeline loads
+    if args.mtrag_out:
+        check_file_target(args.mtrag_out)
     get_strategy(args.history)
-    return resolve(args.model)
+    model = resolve(args.model)
+    if args.max_length is not None and model.spec is not None and model.spec.kind == "sparse":
+        raise UserInputError(f"--max-length applies to encoder models; {args.model} is BM25, which would ignore it")
+    return model
 
 
 def _cmd_rag(args: argparse.Namespace) -> int:

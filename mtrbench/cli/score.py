@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 
 from mtrbench.analyses.multiple import holm
 from mtrbench.cli.common import Handler, Subparsers, add_analysis_options, analysis_options, print_analyses
+from mtrbench.cli.flag_types import non_negative_float, positive_int, seed, significance
 from mtrbench.data import load_task, resolve_card
 from mtrbench.formats.ikat_run import check_run
 from mtrbench.formats.qrels import read_qrels
 from mtrbench.formats.run import read_run
-from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.atomic import atomic_write_text, ensure_parent
+from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.results.ikat_out import card_year, task_run, topic_turns
 from mtrbench.results.result import Result
 
@@ -85,7 +86,7 @@ def _add_score_measures(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", dest="k_values", help="cutoffs [1,3,5,10,20,100; with --predictions the script's 1,3,5,10]")
     p.add_argument(
         "--relevance-level",
-        type=int,
+        type=positive_int,
         help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [the task card's with --task, else 1]",
     )
     p.add_argument(
@@ -121,7 +122,7 @@ def _add_compare_parser(sub: Subparsers) -> None:
     p.add_argument("--metrics", help="two-result comparison: metric keys [every per-query metric both have]")
     p.add_argument(
         "--tie-epsilon",
-        type=float,
+        type=non_negative_float,
         default=None,
         help="two-result comparison: per-query differences within this count as ties [1e-6]",
     )
@@ -149,7 +150,9 @@ def _add_compare_table_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         help="paired unit: each query, or each conversation's mean over its turns [query]",
     )
-    p.add_argument("--alpha", type=float, default=None, help="significance level on Holm-adjusted p-values [0.05]")
+    p.add_argument(
+        "--alpha", type=significance, default=None, help="significance level on Holm-adjusted p-values [0.05]"
+    )
     p.add_argument("--names", help="comma list of display names, one per system [model (history), or the file name]")
     p.add_argument(
         "--format",
@@ -165,7 +168,9 @@ def _add_compare_trec_run_flags(p: argparse.ArgumentParser) -> None:
     judged.add_argument("--qrels", help="qrels that score TREC-run systems")
     judged.add_argument("--task", help="task whose qrels score TREC-run systems (and give conversations for --unit)")
     p.add_argument("--split", help="with --task: split [the card's eval split]")
-    p.add_argument("--relevance-level", type=int, help="with TREC runs: minimum relevant grade [the task's, else 1]")
+    p.add_argument(
+        "--relevance-level", type=positive_int, help="with TREC runs: minimum relevant grade [the task's, else 1]"
+    )
 
 
 def _add_pool_parser(sub: Subparsers) -> None:
@@ -173,10 +178,10 @@ def _add_pool_parser(sub: Subparsers) -> None:
     p.add_argument("runs", nargs="+", help="TREC run files of one task")
     p.add_argument("--qrels", required=True, help="original qrels")
     p.add_argument("--refined-qrels", required=True, help="refined qrels (original + newly found relevant)")
-    p.add_argument("--k", type=int, default=10, help="pool depth and metric cutoff [10]")
+    p.add_argument("--k", type=positive_int, default=10, help="pool depth and metric cutoff [10]")
     p.add_argument("--metric", default="hit", choices=["hit", "ndcg", "recall"])
-    p.add_argument("--orders", type=int, default=10, help="random orders averaged [10]")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--orders", type=positive_int, default=10, help="random orders averaged [10]")
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--output", help="write the analysis as JSON here")
 
 
@@ -691,6 +696,21 @@ def _p_values_table(rows: list[PairedComparison], t_holm: list[float | None], ra
     return table
 
 
+def _check_refined_keeps_original(
+    original: dict[str, dict[str, int]], refined: dict[str, dict[str, int]], original_path: str, refined_path: str
+) -> None:
+    """pool reads the refined qrels as the original ones plus newly judged documents (DREAM's D_S: O plus the refined
+    labels of what S pooled). A file that drops original judgments (another judgment set, a subset of the queries)
+    would give growth rates that describe neither, with nothing shown: refused, not warned about."""
+    dropped = [(q, d) for q, docs in original.items() for d in docs if d not in refined.get(q, {})]
+    if dropped:
+        query, doc = dropped[0]
+        raise DataError(
+            f"{refined_path}: the refined qrels drop {len(dropped)} judgment(s) of {original_path} (first: query "
+            f"{query}, document {doc}); refined qrels must keep every original judgment and add the new ones"
+        )
+
+
 def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -700,11 +720,15 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     names = [Path(r).name for r in args.runs]
     if len(set(names)) != len(names):
         names = [str(r) for r in args.runs]
+    if args.output:
+        ensure_parent(args.output)  # a bad --output fails before the runs are read and pooled
+    original, refined = read_qrels(args.qrels), read_qrels(args.refined_qrels)
+    _check_refined_keeps_original(original, refined, args.qrels, args.refined_qrels)
     runs = dict(zip(names, (read_run(r) for r in args.runs)))
     result = pool_analysis(
         runs,
-        read_qrels(args.qrels),
-        read_qrels(args.refined_qrels),
+        original,
+        refined,
         k=args.k,
         metric=args.metric,
         n_orders=args.orders,

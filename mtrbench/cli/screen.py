@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mtrbench.cli import eval as eval_command
+from mtrbench.cli.flag_types import FloatFlag, IntFlag
 from mtrbench.data.cards import all_cards
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.verify import Screened
@@ -208,7 +209,7 @@ def _looks_like_option(word: str) -> bool:
 
 
 def _value_problem(option: str, value: str, action: argparse.Action) -> str | None:
-    if action.type is int:
+    if action.type is int or isinstance(action.type, IntFlag):
         try:
             int(value)
         except ValueError:
@@ -216,7 +217,13 @@ def _value_problem(option: str, value: str, action: argparse.Action) -> str | No
     if action.choices is not None and value not in action.choices:
         return f"is not one of {', '.join(map(str, action.choices))}"
     check = SAFE_OPTIONS[option]
-    return check(value) if check is not None else None
+    problem = check(value) if check is not None else None
+    if problem is None and isinstance(action.type, IntFlag | FloatFlag):
+        try:  # the range eval itself will apply, so a screened command is never one eval refuses
+            action.type(value)
+        except argparse.ArgumentTypeError as exc:
+            return str(exc)
+    return problem
 
 
 def screen_command(command: str | None) -> Screened:

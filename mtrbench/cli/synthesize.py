@@ -6,8 +6,18 @@ import argparse
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import (
+    check_relation,
+    non_negative_float,
+    non_negative_int,
+    open_share,
+    positive_int,
+    probability,
+    seed,
+)
 from mtrbench.cli.llm_flags import add_max_failure_rate, add_request_limits, cache_from_args, request_overrides
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.atomic import check_folder_target
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.llm.config import JudgeConfig, load_judges
 from mtrbench.synthesize.curate import CurateOptions
 from mtrbench.synthesize.quality import QUALITY_CHOICES
@@ -15,6 +25,8 @@ from mtrbench.synthesize.stages import STAGES
 from mtrbench.synthesize.write import WriteOptions
 
 AGENT_NAMES = ("questioner", "responder", "polisher")
+
+DEFAULT_HARD_SWITCHES = 1  # PlanOptions' default; the flag's default is None so that a given number is checked
 
 
 def register(sub: Subparsers) -> dict[str, Handler]:
@@ -46,16 +58,16 @@ def _add_corpus_and_stage_flags(p: argparse.ArgumentParser) -> None:
         choices=(*STAGES, "all"),
         help="run up to this stage (earlier finished stages are reused) [all]",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice [0]")
+    p.add_argument("--seed", type=seed, default=0, help="seed of every random choice [0]")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def _add_curate_group(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("curate")
-    g.add_argument("--chunk-size", type=int, default=1024, help="target characters per chunk [1024]")
-    g.add_argument("--min-chunk-chars", type=int, default=200, help="drop shorter chunks [200]")
-    g.add_argument("--minhash-threshold", type=float, default=0.8, help="near-duplicate Jaccard threshold [0.8]")
-    g.add_argument("--minhash-permutations", type=int, default=128, help="MinHash permutations [128]")
+    g.add_argument("--chunk-size", type=positive_int, default=1024, help="target characters per chunk [1024]")
+    g.add_argument("--min-chunk-chars", type=non_negative_int, default=200, help="drop shorter chunks [200]")
+    g.add_argument("--minhash-threshold", type=open_share, default=0.8, help="near-duplicate Jaccard threshold [0.8]")
+    g.add_argument("--minhash-permutations", type=positive_int, default=128, help="MinHash permutations [128]")
     g.add_argument(
         "--quality",
         default="heuristic",
@@ -68,11 +80,11 @@ def _add_cluster_group(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
     g.add_argument("--embedding-model", default="minilm", help="any mtrbench embedding model [minilm]")
     g.add_argument("--device", default="auto", help="device for embeddings and quality classifiers [auto]")
-    g.add_argument("--neighbours", type=int, default=64, help="k of the nearest-neighbour graph [64]")
-    g.add_argument("--cluster-size", type=int, default=8, help="chunks per cluster [8]")
+    g.add_argument("--neighbours", type=positive_int, default=64, help="k of the nearest-neighbour graph [64]")
+    g.add_argument("--cluster-size", type=positive_int, default=8, help="chunks per cluster [8]")
     g.add_argument(
         "--ngram-threshold",
-        type=float,
+        type=open_share,
         default=0.5,
         help="drop a chunk whose word 5-gram Jaccard with the previous one on the path is >= this [0.5]",
     )
@@ -93,12 +105,17 @@ def _add_generate_group(p: argparse.ArgumentParser) -> None:
 
 def _add_conversation_shape_flags(g: argparse._ArgumentGroup) -> None:
     """How many conversations, how long, and how often they switch topic."""
-    g.add_argument("--conversations", type=int, help="conversations to generate [one per cluster]")
-    g.add_argument("--turns", type=int, default=8, help="turns per conversation (12: the newer release) [8]")
-    g.add_argument("--hard-switches", type=int, default=1, help="hard topic switches per conversation [1]")
+    g.add_argument("--conversations", type=positive_int, help="conversations to generate [one per cluster]")
+    g.add_argument("--turns", type=positive_int, default=8, help="turns per conversation (12: the newer release) [8]")
+    g.add_argument(
+        "--hard-switches",
+        type=non_negative_int,
+        help="hard topic switches per conversation, on turns 3..T: at most --turns minus 2 "
+        f"[{DEFAULT_HARD_SWITCHES}, where the turns allow it]",
+    )
     g.add_argument(
         "--soft-switch-probability",
-        type=float,
+        type=probability,
         default=0.5,
         help="chance that a non-hard turn switches softly along the cluster [0.5]",
     )
@@ -115,7 +132,7 @@ def _add_agent_flags(g: argparse._ArgumentGroup) -> None:
         g.add_argument(f"--{agent}-base-url", help=f"endpoint of the {agent} [--base-url]")
     g.add_argument("--base-url", help="OpenAI-compatible endpoint for the agents [env OPENAI_BASE_URL]")
     g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key [OPENAI_API_KEY]")
-    g.add_argument("--concurrency", type=int, help="requests in flight per agent [8]")
+    g.add_argument("--concurrency", type=positive_int, help="requests in flight per agent [8]")
 
 
 def _add_agent_request_flags(g: argparse._ArgumentGroup) -> None:
@@ -126,10 +143,12 @@ def _add_agent_request_flags(g: argparse._ArgumentGroup) -> None:
         "more than this share of the conversations were dropped (a request failed or a reply "
         "stayed unusable); finished ones stay in the log, the task is then not written",
     )
-    g.add_argument("--max-cost", type=float, metavar="USD", help="refuse to start above, and stop at, this cost")
+    g.add_argument(
+        "--max-cost", type=non_negative_float, metavar="USD", help="refuse to start above, and stop at, this cost"
+    )
     g.add_argument(
         "--retry-dropped",
-        type=int,
+        type=non_negative_int,
         default=2,
         metavar="N",
         help="reruns try a dropped conversation again, with other seeds, up to N times in all [2]",
@@ -189,25 +208,31 @@ def _agents(args: argparse.Namespace):
     return agents
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Relations between flags and the task name, before the corpus is read or a model loads (single values are
+    checked by their flag types)."""
+    given = args.hard_switches  # None: the default, cut to what the turns allow as before; a number given is not
+    if given is not None and given > max(args.turns - 2, 0):  # hard switches fall on turns 3..T
+        raise UserInputError(
+            f"--hard-switches {given} needs at least {given + 2} turns (hard switches fall on turns 3 to "
+            f"--turns), got --turns {args.turns}"
+        )
+    name = args.name
+    check_relation(
+        bool(name) and not any(mark in name for mark in ("/", "\\", "..", "\0")) and name.strip() == name,
+        f"--name is the task's name and its card's file name inside --out: no path separators, '..' or "
+        f"surrounding spaces, got '{name}'",
+    )
+
+
 def _cmd_synthesize(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    check_folder_target(args.out)  # --out naming a file (or a file above it) fails before any model loads
+    from mtrbench.models.loading import pick_device  # deferred: loads torch
     from mtrbench.synthesize.cluster import ClusterOptions  # deferred: loads torch
     from mtrbench.synthesize.generate import GenerateOptions  # deferred: loads openai
     from mtrbench.synthesize.pipeline import SynthesisConfig, run_synthesis  # deferred: loads torch
     from mtrbench.synthesize.plan import PlanOptions  # deferred: loads numpy
-
-    if args.turns < 1:
-        raise MtrbenchError(f"--turns must be at least 1, got {args.turns}")
-    if args.conversations is not None and args.conversations < 1:
-        raise MtrbenchError(f"--conversations must be at least 1, got {args.conversations}")
-    if args.chunk_size < 1 or args.min_chunk_chars < 0:
-        raise MtrbenchError("--chunk-size must be positive and --min-chunk-chars not negative")
-    if not 0 < args.minhash_threshold <= 1 or not 0 < args.ngram_threshold <= 1:
-        raise MtrbenchError("--minhash-threshold and --ngram-threshold must be in (0, 1]")
-    if args.max_cost is not None and args.max_cost < 0:
-        raise MtrbenchError("--max-cost must not be negative")
-    if args.retry_dropped < 0:
-        raise MtrbenchError(f"--retry-dropped must not be negative, got {args.retry_dropped}")
-    from mtrbench.models.loading import pick_device  # deferred: loads torch
 
     device = pick_device(args.device)
     config = SynthesisConfig(
@@ -237,7 +262,7 @@ def _cmd_synthesize(args: argparse.Namespace) -> int:
             plan=PlanOptions(
                 conversations=args.conversations,
                 turns=args.turns,
-                hard_switches=args.hard_switches,
+                hard_switches=DEFAULT_HARD_SWITCHES if args.hard_switches is None else args.hard_switches,
                 soft_switch_probability=args.soft_switch_probability,
                 seed=args.seed,
             ),

@@ -32,6 +32,7 @@ from mtrbench.generation.prompts import answer_messages, answer_prompt_hash, dia
 from mtrbench.generation.settings import GenerationSettings, ModelSettings, unrecorded_note
 from mtrbench.generation.sources import has_reference_passages, load_run, oracle_passages, run_passages
 from mtrbench.generation.store import AnswerSink, GenerationStore
+from mtrbench.infra.atomic import check_file_target
 from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
@@ -233,6 +234,9 @@ def run_generate(
     default_name = _default_paths(config, inputs.run_file, inputs.task.name, generator.model)[0]
     store = _open_store(config, output, default_name, inputs.settings, report)
     report.output, report.failures_path = store.path, store.failures_path
+    for path in (store.path, config.mtrag_output):  # a folder or a file in the way: one line before any request
+        if path is not None:
+            check_file_target(path)
     if config.limit is not None and config.limit < 1:
         raise UserInputError(f"--limit must be a positive number of conversations, got {config.limit}")
     queries = first_conversations(inputs.task, config.limit).queries if config.limit else inputs.task.queries

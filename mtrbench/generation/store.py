@@ -12,17 +12,16 @@ here: they are listed in ``<stem>.failures.jsonl`` (rewritten by each run) and a
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mtrbench.formats.generations import current_history
 from mtrbench.generation.settings import describe_differences, differences, unrecorded
-from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.atomic import LineAppender, atomic_write_text, check_file_target
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
 from mtrbench.llm.config import JudgeConfig
@@ -33,15 +32,32 @@ from mtrbench.llm.stage import StageRecord, judge_redactor
 @dataclass
 class StoredGenerations:
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # qid -> record
-    unreadable_lines: int = 0  # torn last line of a killed run (or any line that is not a JSON object)
+    unreadable_lines: int = 0  # the torn last line of a killed run (any other unreadable line is refused)
     duplicates: int = 0
     unrecorded: dict[str, int] = field(default_factory=dict)  # setting -> records without it (older files)
+
+
+def _parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, None), (None, None) for an empty line, or (None, why the line cannot be read)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"not UTF-8 text (byte {exc.start + 1}: {exc.reason})"
+    if not line.strip():
+        return None, None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "not a JSON record"
+    if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
+        return None, "not a generations record (a JSON object with a string qid)"
+    return record, None
 
 
 class GenerationStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._handle: TextIO | None = None
+        self._handle: LineAppender | None = None
 
     @property
     def failures_path(self) -> Path:
@@ -51,20 +67,23 @@ class GenerationStore:
         return held_lock(lock_path_for(self.path), purpose=f"generations {self.path}")
 
     def _records(self) -> Iterator[tuple[int, dict[str, Any] | None]]:
-        """(line number, record or None for an unreadable line) of every non-empty line."""
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
+        """(line number, record) of every non-empty line; None for a last line without its newline (what a kill
+        leaves). Any other line that cannot be read (not UTF-8, not a generations record) is a DataError: appending
+        never proceeds past it, as the commands that read the file later would refuse it."""
+        with self.path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                record, problem = _parse_line(raw)
+                if problem is None and record is None:
+                    continue  # an empty line
+                if not raw.endswith(b"\n"):  # the last line, cut short by a kill: cut off before appending, so
+                    yield number, None  # even a whole record there is asked again rather than lost
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    yield number, None
-                    continue
-                if not isinstance(record, dict) or not isinstance(record.get("qid"), str):
-                    yield number, None
-                    continue
-                if isinstance(record.get("history"), str):  # a history's old name ("raw") is its current one
+                if problem is not None:
+                    raise DataError(
+                        f"{self.path}:{number}: {problem}; nothing is appended to a generations file past a line "
+                        "that cannot be read: repair or move the file, or pass --output to write another one"
+                    )
+                if record is not None and isinstance(record.get("history"), str):  # an old name ("raw") is current
                     record["history"] = current_history(record["history"], record.get("history_source"))
                 yield number, record
 
@@ -105,10 +124,10 @@ class GenerationStore:
         return stored
 
     def __enter__(self) -> GenerationStore:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_file_target(self.path)  # a folder given for the file: one line, before anything is cut or appended
         if self.path.is_file():
             self._cut_torn_tail()
-        self._handle = self.path.open("a", encoding="utf-8")
+        self._handle = LineAppender(self.path, fsync=True)
         return self
 
     def _cut_torn_tail(self) -> None:
@@ -134,8 +153,6 @@ class GenerationStore:
         assert self._handle is not None, "use GenerationStore as a context manager to append"
         line = json.dumps(record, ensure_ascii=False)
         self._handle.write((redact.known(line) if redact is not None else line) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
 
     def __exit__(self, *exc: object) -> None:
         if self._handle is not None:

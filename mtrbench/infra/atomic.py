@@ -70,6 +70,81 @@ def ensure_parent(path: str | Path) -> Path:
     return path
 
 
+def check_file_target(path: str | Path) -> Path:
+    """Refuse now, creating nothing, an output file that could not be written later: ``path`` is a folder, a file
+    stands where a folder above it should be, or the nearest existing folder above it is not writable. Commands call
+    it before any paid request or long work (a dry run must leave no folder behind, so nothing is created here)."""
+    path = Path(path)
+    if path.is_dir():
+        raise UserInputError(f"cannot write {path}: it is a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UserInputError(f"cannot write {path}: the file is not writable")
+    _check_nearest_folder(path, path.parent)
+    return path
+
+
+def check_folder_target(folder: str | Path) -> Path:
+    """As :func:`check_file_target` for an output folder: a file of that name, or above it, is refused."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UserInputError(f"cannot create the folder {folder}: {folder} is a file, not a folder")
+    _check_nearest_folder(folder, folder)
+    return folder
+
+
+def _check_nearest_folder(path: Path, start: Path) -> None:
+    existing = next((p for p in (start, *start.parents) if p.exists()), None)
+    if existing is None:  # a relative path below a working folder that vanished
+        return
+    if not existing.is_dir():
+        raise UserInputError(f"cannot write {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UserInputError(f"cannot write {path}: {existing} is not writable")
+
+
+class LineAppender:
+    """A file open for appending whole lines (JSONL logs a rerun resumes from). Each :meth:`write` reaches the file
+    entire, or not at all: when the system refuses it (a full disk, a quota) what went out is cut off again, so the
+    file never ends in part of a line, and the refusal is one :class:`UserInputError` naming the file. ``fsync``:
+    each write is flushed to disk too (a crash of the machine keeps every finished line)."""
+
+    def __init__(self, path: str | Path, *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise _cannot_write(self.path, exc) from None
+
+    def write(self, text: str) -> None:
+        assert self._fd is not None, f"{self.path} is closed"
+        data = memoryview(text.encode("utf-8"))
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+            if self._fsync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError:
+                pass  # the refusal below still names the file; the next run cuts a torn last line itself
+            raise _cannot_write(self.path, exc) from None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> LineAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = False) -> None:
     """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``. ``fsync``: flush the
     data to disk before the rename, so a crash of the machine (not only of the process) leaves the old content

@@ -32,9 +32,9 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
 
 from mtrbench.formats.lines import read_log_records
+from mtrbench.infra.atomic import LineAppender, check_file_target
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.infra.reporting import progress_bar, report
@@ -338,7 +338,7 @@ def _redacted(value: JSONValue, redactor: Redactor) -> JSONValue:
 class LogWriter:
     """Appends records to an open log, one flushed line each, without the judges' secrets."""
 
-    def __init__(self, handle: TextIO, redactor: Redactor) -> None:
+    def __init__(self, handle: LineAppender, redactor: Redactor) -> None:
         self._handle = handle
         self._redactor = redactor
 
@@ -350,8 +350,7 @@ class LogWriter:
             name: value if name in _IDENTITY_FIELDS else _redacted(value, self._redactor) for name, value in raw.items()
         }
         line = json.dumps(clean, ensure_ascii=False)
-        self._handle.write(line + "\n")
-        self._handle.flush()  # a killed run keeps every reply already received
+        self._handle.write(line + "\n")  # unbuffered: a killed run keeps every reply already received
 
 
 class StageLog:
@@ -385,9 +384,9 @@ class StageLog:
     def appending(self, judges: Sequence[JudgeConfig] = ()) -> Iterator[LogWriter]:
         """The log open for appending (under its lock); a line cut short by a kill is ended first."""
         with self.hold():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            check_file_target(self.path)  # a folder in its place, or not writable: one line, before anything is asked
             cut_short = self.path.is_file() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
-            with self.path.open("a", encoding="utf-8") as handle:
+            with LineAppender(self.path) as handle:
                 if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
                     handle.write("\n")
                 yield LogWriter(handle, judge_redactor(judges))

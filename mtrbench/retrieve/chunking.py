@@ -82,6 +82,11 @@ class Chunking:
             raise MtrbenchError(f"--chunking takes sentences:SIZE:STRIDE (e.g. sentences:3:2), got '{spec}'") from None
         if chunking.size < 1 or not 1 <= chunking.stride:
             raise MtrbenchError(f"--chunking {spec}: size and stride must be positive")
+        if chunking.stride > chunking.size:
+            raise MtrbenchError(
+                f"--chunking {spec}: a stride larger than the size leaves the sentences between windows in no child "
+                f"(never retrievable); give a stride of at most {chunking.size}"
+            )
         return chunking
 
     @property

@@ -13,6 +13,7 @@ import time
 import pytest
 from llm_server import Reply, ScriptedChatServer, sequence
 
+from mtrbench.cli.app import Parser
 from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, judges_from_args
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm import (
@@ -521,7 +522,7 @@ def test_malformed_judges_file_names_file_and_field(tmp_path, content, message):
 
 
 def test_command_line_flags(tmp_path):
-    parser = argparse.ArgumentParser()
+    parser = Parser()  # the CLI's parser: a value off a flag's range is refused as it is read (UsageError)
     add_llm_arguments(parser)
     args = parser.parse_args(
         [

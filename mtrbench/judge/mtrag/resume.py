@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mtrbench.formats.lines import read_log_records
 from mtrbench.formats.mtrag_eval import MtragTask
+from mtrbench.infra.atomic import LineAppender
 from mtrbench.infra.locking import held_lock, lock_path_for
 from mtrbench.judge.mtrag.algorithmic import Metrics, algorithmic_metrics
 from mtrbench.judge.mtrag.bertscore import BertScorer
@@ -65,7 +66,7 @@ def algorithmic_with_log(
         pending = [(t, k) for t, k in zip(tasks, keys) if (t.task_id, k) not in done]
         if pending:
             cut_short = path.is_file() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
-            with path.open("a", encoding="utf-8") as handle:
+            with LineAppender(path) as handle:
                 if cut_short:  # a kill mid-write left half a line: start ours on a fresh one
                     handle.write("\n")
                 for start in range(0, len(pending), CHUNK):
@@ -73,5 +74,4 @@ def algorithmic_with_log(
                     for (task, key), values in zip(chunk, algorithmic_metrics([t for t, _ in chunk], metrics, scorer)):
                         done[(task.task_id, key)] = values
                         handle.write(json.dumps({"task_id": task.task_id, "key": key, "metrics": values}) + "\n")
-                    handle.flush()
     return [{name: list(values) for name, values in done[(t.task_id, k)].items()} for t, k in zip(tasks, keys)]
