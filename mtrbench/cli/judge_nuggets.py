@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from mtrbench.cli.common import add_data_options
+from mtrbench.cli.flag_types import non_negative_int, positive_int
 from mtrbench.cli.llm_flags import add_llm_arguments
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 from mtrbench.judge.nuggets.ikat import DEFAULT_VITAL_GRADE
@@ -38,7 +39,7 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
     n.add_argument("--nuggets-format", choices=FORMATS, default="auto", help="layout of --nuggets [auto]")
     n.add_argument(
         "--vital-grade",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_VITAL_GRADE,
         help=f"iKAT gold nuggets graded this or higher are vital, the others okay [{DEFAULT_VITAL_GRADE}]",
     )
@@ -52,13 +53,13 @@ def add_parser(actions: argparse._SubParsersAction) -> None:
         "--output-dir",
         help="with GENERATIONS: nuggets.jsonl, assignments/<run>.jsonl, the LLM log [results/judge/nuggets/<task>]",
     )
-    n.add_argument("--max-nuggets", type=int, default=30, help="created nuggets per turn, at most [30]")
-    n.add_argument("--passage-batch", type=int, default=10, help="relevant passages per creation request [10]")
-    n.add_argument("--label-batch", type=int, default=10, help="nuggets per vital/okay request [10]")
-    n.add_argument("--assign-batch", type=int, default=10, help="nuggets per assignment request [10]")
+    n.add_argument("--max-nuggets", type=positive_int, default=30, help="created nuggets per turn, at most [30]")
+    n.add_argument("--passage-batch", type=positive_int, default=10, help="relevant passages per creation request [10]")
+    n.add_argument("--label-batch", type=positive_int, default=10, help="nuggets per vital/okay request [10]")
+    n.add_argument("--assign-batch", type=positive_int, default=10, help="nuggets per assignment request [10]")
     n.add_argument(
         "--max-passage-chars",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_PASSAGE_CHARS,
         help=f"cut each passage shown to the LLM, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
     )

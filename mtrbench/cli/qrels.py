@@ -7,6 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import positive_int, significance
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 
 if TYPE_CHECKING:
@@ -26,17 +27,21 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("first", metavar="A", help="qrels file A (e.g. the LLM's)")
     p.add_argument("second", metavar="B", help="qrels file B (e.g. the human assessors')")
-    p.add_argument("--threshold", type=int, default=2, help="lowest grade counted relevant for binary kappa [2]")
+    p.add_argument(
+        "--threshold", type=positive_int, default=2, help="lowest grade counted relevant for binary kappa [2]"
+    )
     p.add_argument("--runs", nargs="+", metavar="RUN", default=[], help="TREC runs (three or more) to rank both ways")
     p.add_argument("--measure", default="nDCG@10", help="measure the runs are ranked by [nDCG@10]")
-    p.add_argument("--relevance-level", type=int, help="minimum grade binary measures count relevant [the --threshold]")
+    p.add_argument(
+        "--relevance-level", type=positive_int, help="minimum grade binary measures count relevant [the --threshold]"
+    )
     p.add_argument(
         "--human-labels",
         action="store_true",
         help="B holds human labels of a subset of A's pairs: report the PPI estimate (and 95%% interval) of "
         "the relevant share and the mean grade over A's pairs, next to A's own and B's classical interval",
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="intervals cover with probability 1 - alpha [0.05]")
+    p.add_argument("--alpha", type=significance, default=0.05, help="intervals cover with probability 1 - alpha [0.05]")
     p.add_argument("--output", metavar="FILE.json", help="write the agreement as JSON here")
 
     def dispatch(args: argparse.Namespace) -> int:
