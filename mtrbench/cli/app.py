@@ -17,6 +17,7 @@ from mtrbench.cli import (
     assess,
     audit,
     encode,
+    explore,
     export,
     fuse,
     generate,
@@ -53,6 +54,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     judge,
     rag,
     leaderboard,
+    explore,
 )
 
 
