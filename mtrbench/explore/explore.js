@@ -148,6 +148,18 @@
   }
 
   // ------------------------------------------------------------------ one conversation
+  // A query is stored as a change of the same system's previous one (pages.pack_queries): unpack in turn order.
+  function unpackQueries() {
+    var previous = {};
+    data.turns.forEach(function (turn) {
+      turn.systems.forEach(function (s, n) {
+        var q = s.query, whole = (previous[n] || "").slice(0, q.base) + q.add, cut = q.cut || [0, 0];
+        s.query = {cut_before: whole.slice(0, cut[0]), kept: whole.slice(cut[0], whole.length - cut[1]),
+                   cut_after: whole.slice(whole.length - cut[1]), note: q.note};
+        previous[n] = whole;
+      });
+    });
+  }
   function queryBox(q) {
     var box = el("div", {"class": "query"});
     if (q.note && !q.kept) { box.appendChild(el("em", {text: q.note})); return box; }
@@ -239,6 +251,7 @@
     return block;
   }
   function conversationPage() {
+    unpackQueries();
     var pager = el("nav", {"class": "pager"}, [el("a", {href: "../index.html", text: "\u2190 all conversations"})]);
     if (data.previous) { pager.appendChild(el("a", {href: data.previous, text: "previous"})); }
     if (data.next) { pager.appendChild(el("a", {href: data.next, text: "next"})); }

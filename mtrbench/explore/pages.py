@@ -22,7 +22,7 @@ from mtrbench.results.writer import safe_name
 
 # Measures shown per turn after the system's main one, when the per-query file has them.
 TURN_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "recall_at_100", "hit_rate_at_10")
-SNIPPET_CHARS = 200
+SNIPPET_CHARS = 160
 MOSTLY_UNJUDGED = 0.5  # a top-k "mostly unjudged": more than half of its passages have no judgment
 
 
@@ -170,6 +170,7 @@ def conversation_page(
     main = systems[0].result.main_score_key
     measures = turn_measures(systems, main)
     turns = [turn_record(q, systems, texts, measures, options) for q in conversation.queries]
+    pack_queries(turns)
     docs = sorted({doc for t in turns for s in t["systems"] for doc, _ in s["top"]} | _answer_docs(turns))
     return {
         "kind": "conversation",
@@ -186,6 +187,35 @@ def conversation_page(
         "previous": neighbours[0],
         "next": neighbours[1],
     }
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def pack_queries(turns: list[dict[str, Any]]) -> None:
+    """Each system's serialized query stored as a change of the previous turn's: a history-carrying query grows
+    turn by turn, so a page would otherwise hold the conversation once per turn. ``{"base": n, "add": s}``: the
+    whole serialized text is the first n characters of the previous turn's (of the same system) followed by s;
+    ``"cut": [b, a]``: its first b and last a characters were cut by truncation."""
+    previous: dict[int, str] = {}
+    for turn in turns:
+        for n, system in enumerate(turn["systems"]):
+            query = system["query"]
+            whole = query.get("cut_before", "") + query.get("kept", "") + query.get("cut_after", "")
+            base = _common_prefix(previous.get(n, ""), whole)
+            packed: dict[str, Any] = {"base": base, "add": whole[base:]}
+            if query.get("cut_before") or query.get("cut_after"):
+                packed["cut"] = [len(query.get("cut_before", "")), len(query.get("cut_after", ""))]
+            if query.get("note"):
+                packed["note"] = query["note"]
+            system["query"] = packed
+            previous[n] = whole
 
 
 def _answer_docs(turns: list[dict[str, Any]]) -> set[str]:

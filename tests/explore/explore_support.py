@@ -37,3 +37,20 @@ class Rag:
 
 def verdict(question: str) -> bool:
     return len(question) % 2 == 0
+
+
+def queries(page: dict) -> list[list[dict]]:
+    """Per turn and system {"cut_before", "kept", "cut_after"}: a page stores each query as the first "base"
+    characters of the same system's previous query plus "add", its first and last "cut" characters struck out."""
+    previous: dict[int, str] = {}
+    out = []
+    for turn in page["turns"]:
+        row = []
+        for n, system in enumerate(turn["systems"]):
+            whole = previous.get(n, "")[: system["query"]["base"]] + system["query"]["add"]
+            before, after = system["query"].get("cut", [0, 0])
+            end = len(whole) - after
+            row.append({"cut_before": whole[:before], "kept": whole[before:end], "cut_after": whole[end:]})
+            previous[n] = whole
+        out.append(row)
+    return out

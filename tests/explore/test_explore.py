@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from explore_support import INJECTED_DOC, INJECTION, MAX_LENGTH, embedded, verdict
+from explore_support import INJECTED_DOC, INJECTION, MAX_LENGTH, embedded, queries, verdict
 
 from mtrbench.cli import main
 from mtrbench.data import load_task
@@ -97,7 +97,7 @@ def test_passages_grades_and_holes_come_from_the_task(sample_site):
     for doc, (title, snippet) in page["passages"].items():
         text = passages[doc]["text"]
         assert title == passages[doc]["title"]
-        assert snippet == (text if len(text) <= 200 else text[:200].rstrip() + "\u2026")
+        assert snippet == (text if len(text) <= 160 else text[:160].rstrip() + "\u2026")
     for turn in page["turns"]:
         judged = grades[("geo-01", turn["turn"])]
         shown = {doc for s in turn["systems"] for doc, _ in s["top"]}
@@ -112,13 +112,13 @@ def test_full_history_query_is_the_serialized_conversation(sample_site):
     page = embedded(sample_site / "conversations" / "0001-geo-01.html")
     full = [s["history"] for s in page["systems"]].index("full")
     lines = []
-    for turn in page["turns"]:
+    for turn, shown in zip(page["turns"], queries(page)):
         user_index = [i for i, m in enumerate(raw["messages"]) if m["role"] == "user"][turn["turn"] - 1]
         question = raw["messages"][user_index]["content"]
         prefix = {"user": "User: ", "assistant": "Agent: "}
         lines = [prefix[m["role"]] + m["content"] for m in raw["messages"][:user_index]]
         expected = "\n".join([*lines, f"User: {question}"]) if lines else question
-        assert turn["systems"][full]["query"] == {"kept": expected}
+        assert shown[full] == {"cut_before": "", "kept": expected, "cut_after": ""}
 
 
 def test_truncated_queries_mark_the_cut_part(small_site, small_results, injected_sample):
@@ -131,10 +131,12 @@ def test_truncated_queries_mark_the_cut_part(small_site, small_results, injected
     tiny = [s["model"] for s in listed["systems"]].index("tiny")
     cut = 0
     for item in listed["conversations"]:
-        for turn in embedded(small_site / "conversations" / item["file"])["turns"]:
-            query = turn["systems"][tiny]["query"]
+        page = embedded(small_site / "conversations" / item["file"])
+        for turn, shown in zip(page["turns"], queries(page)):
+            query = shown[tiny]
             assert len(tokenizer(query["kept"], add_special_tokens=False)["input_ids"]) <= int(MAX_LENGTH) - 2
-            if query.get("cut_before"):
+            assert query["cut_after"] == ""  # left truncation cuts the oldest text only
+            if query["cut_before"]:
                 cut += 1
                 assert query["kept"].endswith(f"User: {turn['utterance']}")  # left truncation keeps the question
                 assert query["cut_before"].startswith("User: ")  # the oldest history went first

@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from explore_support import INJECTED_DOC, INJECTION, embedded, verdict
+from explore_support import INJECTED_DOC, INJECTION, embedded, queries, verdict
 from test_explore import conversations, per_query, results_by_history, run_top
 
 CHROMIUM = "/usr/bin/chromium"
@@ -166,7 +166,7 @@ def test_conversation_page_shows_the_result_files(browser, small_site, small_res
             page.close()
         page, errors, _ = _open(browser, path, 1400)
         data = embedded(path)
-        for turn in data["turns"]:
+        for turn, texts in zip(data["turns"], queries(data)):
             section = page.locator(f"#turn-{turn['turn']}")
             for n, name in enumerate(names):
                 block = section.locator(f'.system[data-system="{n}"]')
@@ -178,7 +178,11 @@ def test_conversation_page_shows_the_result_files(browser, small_site, small_res
                 docs = block.locator("table.topk tbody tr").evaluate_all("rows => rows.map(r => r.dataset.doc)")
                 assert docs == [doc for doc, _ in run_top(by_name[name])[turn["qid"]]]
             struck = section.locator(f'.system[data-system="{tiny}"] .query del')
-            assert struck.count() == (1 if turn["systems"][tiny]["query"].get("cut_before") else 0)
+            assert struck.count() == (1 if texts[tiny]["cut_before"] else 0)
+            if texts[tiny]["cut_before"]:
+                assert struck.inner_text() == texts[tiny]["cut_before"]
+                kept = section.locator(f'.system[data-system="{tiny}"] .query .kept').inner_text()
+                assert kept == texts[tiny]["kept"]
             answer = section.locator(f'.system[data-system="{rag}"] .answer')
             assert turn["utterance"] in answer.locator(".answer-text").inner_text()
             cited = answer.locator("a.citation").evaluate_all("links => links.map(a => a.getAttribute('href'))")
