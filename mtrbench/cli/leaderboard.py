@@ -89,7 +89,14 @@ def _add_show_and_html(actions: Subparsers) -> None:
 
     h = actions.add_parser("html", help="write a static page: a section per comparable group, tables, charts")
     h.add_argument("leaderboard", metavar="NAME|FILE")
-    h.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
+    h.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="folder for index.html; a single-task table's rows link to DIR/explore/TASK/index.html when "
+        "`mtrbench explore ... -o DIR/explore/TASK` built one there",
+    )
     h.add_argument(
         "--results",
         action="append",

@@ -19,6 +19,7 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mtrbench import __version__
 from mtrbench.analyses.compare_many import SystemScores
@@ -184,10 +185,18 @@ def _tie_label(pivot: Pivot, n: int, entry_id: str | None, ranked: GroupRanks) -
     return groups.labels.get(entry_id)
 
 
-def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None) -> str:
+def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None, explorers: Mapping[str, str] | None = None) -> str:
     """The systems x columns table: rank, label, a main score per cell (best in its column marked), mean.
-    A single-task table's row rank and every cell's rank title are tie-aware where ``ranked`` says so."""
+    A single-task table's row rank and every cell's rank title are tie-aware where ``ranked`` says so; its rows
+    link to the task's explorer where ``explorers`` (task -> relative link) has one."""
     ranked = ranked or {}
+    task = pivot.columns[0].task if pivot.kind != TASKS else None
+    explorer = (explorers or {}).get(task or "")
+    link = (
+        f' <a class="explore" href="{escape(explorer)}" title="turn by turn: mtrbench explore">explore</a>'
+        if explorer
+        else ""
+    )
     scales = {c.metric: max([1.0] + [r.cells[n].value or 0.0 for r in pivot.rows]) for n, c in enumerate(pivot.columns)}
     head = [_header("#", True, css="rank"), _header("system")]
     for n, column in enumerate(pivot.columns):
@@ -209,7 +218,7 @@ def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None) -> str:
                 "num rank" + (" rank-1" if row.rank == 1 else ""),
             ),
             f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
-            f"{escape(row.label)}</td>",
+            f"{escape(row.label)}{link}</td>",
         ]
         for n, cell in enumerate(row.cells):
             css = (
@@ -354,11 +363,15 @@ def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves, ra
 
 
 def pivot_section(
-    pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves, ranked: GroupRanks | None = None
+    pivot: Pivot,
+    by_id: dict[str, dict[str, Any]],
+    turns: TurnCurves,
+    ranked: GroupRanks | None = None,
+    explorers: Mapping[str, str] | None = None,
 ) -> str:
     return (
         f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
-        f'<p class="provenance">{escape(provenance(pivot, ranked))}</p>{pivot_table(pivot, ranked)}'
+        f'<p class="provenance">{escape(provenance(pivot, ranked))}</p>{pivot_table(pivot, ranked, explorers)}'
         f"{detail(pivot, by_id, turns, ranked)}</section>"
     )
 
@@ -380,9 +393,13 @@ def separations_section(separations: list[str]) -> str:
 
 
 def page_body(
-    document: dict[str, Any], turns: TurnCurves | None = None, scores: Mapping[str, SystemScores] | None = None
+    document: dict[str, Any],
+    turns: TurnCurves | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+    explorers: Mapping[str, str] | None = None,
 ) -> str:
-    """The page; ``scores`` (entry id -> per-query scores) makes ranks tie-aware where a ranked list has them all."""
+    """The page; ``scores`` (entry id -> per-query scores) makes ranks tie-aware where a ranked list has them all;
+    ``explorers`` (task -> relative link) adds a link from each row of that task's tables to its explorer."""
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     tables = pivots(groups, document["entries"])
@@ -405,7 +422,7 @@ def page_body(
         "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
         "open a table's detail for every metric, setting, command and source.</p>",
     ]
-    parts += [pivot_section(p, by_id, turns or {}, ranked) for p in tables]
+    parts += [pivot_section(p, by_id, turns or {}, ranked, explorers) for p in tables]
     if separations:
         parts.append(separations_section(separations))
     citations = sorted({e["source"]["citation"] for e in document["entries"] if e["label"] == "reported"})
@@ -426,17 +443,27 @@ def embedded_json(document: dict[str, Any]) -> str:
 
 
 def render_page(
-    document: dict[str, Any], turns: TurnCurves | None = None, scores: Mapping[str, SystemScores] | None = None
+    document: dict[str, Any],
+    turns: TurnCurves | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+    explorers: Mapping[str, str] | None = None,
 ) -> str:
     template = resources.files("mtrbench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     values = {
         "title": escape(f"{document['name']} \u00b7 mtrbench leaderboard"),
         "generator": escape(f"mtrbench {__version__}"),
         "data": embedded_json(document),
-        "body": page_body(document, turns, scores),
+        "body": page_body(document, turns, scores, explorers),
     }
     # One pass over the template, so user text that looks like a placeholder is never substituted.
     return re.sub(r"\{\{(title|generator|body|data)\}\}", lambda m: values[m.group(1)], template)
+
+
+def explorers_beside(document: dict[str, Any], output_dir: Path) -> dict[str, str]:
+    """task -> link to its explorer, for each task whose `mtrbench explore` site was built at
+    ``<output_dir>/explore/<task>/`` (beside the page)."""
+    tasks = sorted({e["task"] for e in document["entries"]})
+    return {t: f"explore/{quote(t)}/index.html" for t in tasks if (output_dir / "explore" / t / "index.html").is_file()}
 
 
 def write_page(
@@ -446,5 +473,5 @@ def write_page(
     scores: Mapping[str, SystemScores] | None = None,
 ) -> Path:
     path = Path(output_dir) / "index.html"
-    atomic_write_text(path, render_page(document, turns, scores))
+    atomic_write_text(path, render_page(document, turns, scores, explorers_beside(document, Path(output_dir))))
     return path

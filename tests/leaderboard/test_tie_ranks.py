@@ -114,6 +114,21 @@ def test_page_shows_the_rank_groups_and_states_the_method_once(one_group, tmp_pa
     rows = re.findall(r'<tr data-row="[^"]*"><td [^>]*>([^<]+)</td><td class="entry" data-sort="([^"]+)"', pivot)
     assert dict((name, label) for label, name in rows) == expected
     assert html.count("Holm over the adjacent pairs") == 1
+    assert 'class="explore"' not in html  # no explorer was built beside this page
+
+
+def test_rows_link_to_the_explorer_built_beside_the_page(one_group, tmp_path):
+    folder, _ = one_group
+    board, page = tmp_path / "six.json", tmp_path / "page"
+    assert main(["leaderboard", "build", str(folder), "-o", str(board)]) == 0
+    assert main(["explore", str(folder), "-o", str(page / "explore" / "mtrbench-sample")]) == 0
+    assert main(["leaderboard", "html", str(board), "-o", str(page)]) == 0
+    html = (page / "index.html").read_text()
+    pivot = html[html.index('<table class="sortable pivot"') :]
+    pivot = pivot[: pivot.index("</table>")]
+    links = re.findall(r'<a class="explore" href="([^"]+)"', pivot)
+    assert links == ["explore/mtrbench-sample/index.html"] * 6
+    assert (page / links[0]).is_file()
 
 
 def test_a_group_without_per_query_scores_keeps_plain_ranks(sample_bm25_histories, capsys):
