@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
@@ -67,12 +68,8 @@ def page_html(title: str, data: dict[str, Any], assets: str) -> str:
         "assets": assets,
         "data": script_json(data),
     }
-    return (
-        template.replace("{{title}}", values["title"])
-        .replace("{{generator}}", values["generator"])
-        .replace("{{assets}}", values["assets"])
-        .replace("{{data}}", values["data"])
-    )  # data last: its text is never searched for placeholders
+    # One pass over the template, so dataset text that looks like a placeholder is never substituted.
+    return re.sub(r"\{\{(title|generator|assets|data)\}\}", lambda m: values[m.group(1)], template)
 
 
 def _write_assets(output: Path) -> int:
