@@ -219,5 +219,8 @@ def test_bad_options_and_inputs(tmp_path, capsys):
     assert main(["explore", str(tmp_path / "nothing"), "-o", str(tmp_path / "site")]) == 2
     assert main(["explore", str(tmp_path), "-o", str(tmp_path / "site")]) == 2  # a folder without results
     assert main(["explore", str(tmp_path), "-o", str(tmp_path / "site"), "--top-k", "0"]) == 2
-    err = capsys.readouterr().err
-    assert all(line.startswith("error:") for line in err.strip().splitlines())
+    (tmp_path / "a-file").write_text("")
+    assert main(["explore", str(tmp_path), "-o", str(tmp_path / "a-file")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("error:") for line in err)
+    assert "a-file: not a folder" in err[-1]
