@@ -7,8 +7,7 @@ import webbrowser
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
-from mtrbench.explore.pages import SNIPPET_CHARS, ExploreOptions
-from mtrbench.explore.site import TaskSource, write_site
+from mtrbench.explore.options import SNIPPET_CHARS, ExploreOptions
 from mtrbench.explore.systems import load_systems
 from mtrbench.infra.errors import UserInputError
 
@@ -42,6 +41,8 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
 
 def _cmd_explore(args: argparse.Namespace) -> int:
+    from mtrbench.explore.site import TaskSource, write_site  # deferred: loads pytrec_eval (measure names)
+
     if args.top_k < 1:
         raise UserInputError("--top-k must be at least 1")
     if args.snippet_chars < 1:

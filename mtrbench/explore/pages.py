@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery, Corpus
+from mtrbench.explore.options import ExploreOptions
 from mtrbench.explore.queries import QueryText
 from mtrbench.explore.systems import ExploreSystem
 from mtrbench.leaderboard.metric_names import metric_name
@@ -22,14 +23,7 @@ from mtrbench.results.writer import safe_name
 
 # Measures shown per turn after the system's main one, when the per-query file has them.
 TURN_MEASURES = ("ndcg_at_10", "recall_at_10", "mrr_at_10", "recall_at_100", "hit_rate_at_10")
-SNIPPET_CHARS = 160
 MOSTLY_UNJUDGED = 0.5  # a top-k "mostly unjudged": more than half of its passages have no judgment
-
-
-@dataclass(frozen=True)
-class ExploreOptions:
-    top_k: int = 10
-    snippet_chars: int = SNIPPET_CHARS
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from typing import Any
 
 from mtrbench import __version__
 from mtrbench.data import load_task, resolve_card
+from mtrbench.explore.options import ExploreOptions
 from mtrbench.explore.pages import (
-    ExploreOptions,
     conversation_page,
     conversations_of,
     list_record,
