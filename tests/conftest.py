@@ -115,3 +115,14 @@ def minilm():
     from mtrbench.retrieve import build_retriever
 
     return build_retriever("minilm", device="cpu", show_progress=False)
+
+
+@pytest.fixture(scope="session")
+def sample_bm25_histories(tmp_path_factory) -> Path:
+    """`mtrbench eval --model bm25 --history all` on the embedded sample (six results with their run and per-query
+    files, about 10 s on a CPU), shared by the tie-aware ranks and the explorer tests."""
+    from mtrbench.cli import main
+
+    folder = tmp_path_factory.mktemp("bm25-histories")
+    assert main(["eval", "--model", "bm25", "--history", "all", "--quiet", "--output-dir", str(folder)]) == 0
+    return folder

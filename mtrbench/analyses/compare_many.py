@@ -91,17 +91,8 @@ class ComparisonTable:
 
 def compare_systems(systems: Sequence[SystemScores], options: CompareOptions) -> ComparisonTable:
     _check(systems, options)
-    common = sorted(set.intersection(*(set(s.per_query) for s in systems)))
-    if not common:
-        raise UserInputError("the systems share no evaluated query: are they of the same task and split?")
+    common, units = compared_units(systems, options)
     every = set.union(*(set(s.per_query) for s in systems))
-    for s in systems:
-        absent = [m for m in options.measures if any(m not in s.per_query[q] for q in common)]
-        if absent:
-            raise UserInputError(
-                f"{s.name} lacks per-query values of {', '.join(absent)}; it has: {', '.join(s.per_query[common[0]])}"
-            )
-    units = _units(systems, common, options.unit)
     means = {
         (i, m): float(np.mean([s.per_query[q][m] for q in common]))
         for i, s in enumerate(systems)
@@ -112,23 +103,48 @@ def compare_systems(systems: Sequence[SystemScores], options: CompareOptions) ->
         if options.baseline is not None
         else [(i, j) for i in range(len(systems)) for j in range(i + 1, len(systems))]
     )
-    tests: list[PairTest] = []
-
-    for measure in options.measures:
-        values = [_unit_values(s, units, measure) for s in systems]
-        raw = [(a, b, float(np.mean(values[b] - values[a])), _p_value(values[a], values[b], options)) for a, b in pairs]
-        for (a, b, diff, p), adjusted in zip(raw, holm([p for *_, p in raw])):
-            tests.append(PairTest(measure, a, b, diff, p, adjusted))
     return ComparisonTable(
         [s.name for s in systems],
         list(options.measures),
         means,
-        tests,
+        paired_tests(systems, units, pairs, options),
         options,
         n_queries=len(common),
         n_units=len(units),
         left_out=len(every) - len(common),
     )
+
+
+def compared_units(systems: Sequence[SystemScores], options: CompareOptions) -> tuple[list[str], dict[str, list[str]]]:
+    """(the queries every system has, unit id -> the queries it averages); an error when they share none or a
+    system lacks a measure's value on one of them."""
+    common = sorted(set.intersection(*(set(s.per_query) for s in systems)))
+    if not common:
+        raise UserInputError("the systems share no evaluated query: are they of the same task and split?")
+    for s in systems:
+        absent = [m for m in options.measures if any(m not in s.per_query[q] for q in common)]
+        if absent:
+            raise UserInputError(
+                f"{s.name} lacks per-query values of {', '.join(absent)}; it has: {', '.join(s.per_query[common[0]])}"
+            )
+    return common, _units(systems, common, options.unit)
+
+
+def paired_tests(
+    systems: Sequence[SystemScores],
+    units: dict[str, list[str]],
+    pairs: Sequence[tuple[int, int]],
+    options: CompareOptions,
+) -> list[PairTest]:
+    """The paired test of each pair (a, b) of system indices on each measure; one measure's pairs are one Holm
+    family."""
+    tests: list[PairTest] = []
+    for measure in options.measures:
+        values = [_unit_values(s, units, measure) for s in systems]
+        raw = [(a, b, float(np.mean(values[b] - values[a])), _p_value(values[a], values[b], options)) for a, b in pairs]
+        for (a, b, diff, p), adjusted in zip(raw, holm([p for *_, p in raw])):
+            tests.append(PairTest(measure, a, b, diff, p, adjusted))
+    return tests
 
 
 def _check(systems: Sequence[SystemScores], options: CompareOptions) -> None:

@@ -19,6 +19,7 @@ from mtrbench.cli import (
     assess,
     audit,
     encode,
+    explore,
     export,
     fuse,
     generate,
@@ -57,6 +58,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     judge,
     rag,
     leaderboard,
+    explore,
 )
 
 

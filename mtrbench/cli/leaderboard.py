@@ -75,22 +75,45 @@ def register(sub: Subparsers) -> dict[str, Handler]:
 
     _add_verify_parser(actions)
 
+    _add_show_and_html(actions)
+    _add_plot(sub)
+    return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
+
+
+def _add_show_and_html(actions: Subparsers) -> None:
     s = actions.add_parser("show", help="print the leaderboard as terminal tables, one per comparable group")
     s.add_argument("leaderboard", metavar="NAME|FILE")
     s.add_argument("--task", help="only this task, with its headline metrics")
     s.add_argument("--metric", help="metric key to show, e.g. recall_at_20 [each task's main score]")
+    s.add_argument(
+        "--results",
+        action="append",
+        metavar="DIR",
+        help="result folder (repeatable) holding the entries' `mtrbench eval` results: ranks become tie-aware "
+        "(neighbours not significantly different share a rank group such as 1-3; paired t-test on conversation "
+        "means, Holm over the adjacent pairs, alpha 0.05) where every system of a table has its per-query file",
+    )
 
     h = actions.add_parser("html", help="write a static page: a section per comparable group, tables, charts")
     h.add_argument("leaderboard", metavar="NAME|FILE")
-    h.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html")
+    h.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="folder for index.html; a single-task table's rows link to DIR/explore/TASK/index.html when "
+        "`mtrbench explore ... -o DIR/explore/TASK` built one there",
+    )
     h.add_argument(
         "--results",
         action="append",
         metavar="DIR",
         help="result folder (repeatable) holding the entries' `mtrbench eval` results: adds per-turn "
-        "curves with bootstrap bands over conversations",
+        "curves with bootstrap bands over conversations, and tie-aware ranks (as `leaderboard show --results`)",
     )
 
+
+def _add_plot(sub: Subparsers) -> None:
     plot = sub.add_parser("plot", help="PNG figures: per-turn Recall@k/nDCG@k by history strategy; leaderboard bars")
     plot.add_argument("results", nargs="*", metavar="RESULTS", help="result JSON files or folders")
     plot.add_argument("-o", "--output", required=True, metavar="DIR")
@@ -102,7 +125,6 @@ def register(sub: Subparsers) -> dict[str, Handler]:
         "files are among RESULTS get 95%% bootstrap intervals (conversations resampled)",
     )
     plot.add_argument("--metric", help="only the leaderboard figures whose bars show this metric [all]")
-    return {"leaderboard": _cmd_leaderboard, "plot": _cmd_plot}
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -239,15 +261,32 @@ def _show(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.render import render  # deferred: loads pytrec_eval
 
     _, document = load(args.leaderboard)
-    render(document, Console(), task=args.task, metric=args.metric)
+    scores = _per_query_scores(document, args.results) if args.results else None
+    render(document, Console(), task=args.task, metric=args.metric, scores=scores)
     return 0
+
+
+def _per_query_scores(document: dict, results: list[str]) -> dict:
+    from mtrbench.leaderboard.turns import per_query_scores  # deferred: loads numpy
+
+    missing = [r for r in results if not Path(r).is_dir()]
+    if missing:
+        raise MtrbenchError(f"--results {missing[0]}: not a folder")
+    warnings: list[str] = []
+    scores = per_query_scores(document, [Path(r) for r in results], warnings)
+    if warnings:
+        print(
+            f"warning: {len(warnings)} result file(s) skipped for the tie-aware ranks, e.g. {warnings[0]}",
+            file=sys.stderr,
+        )
+    return scores
 
 
 def _html(args: argparse.Namespace) -> int:
     from mtrbench.leaderboard.html import write_page  # deferred: loads pytrec_eval
 
     _, document = load(args.leaderboard)
-    turns = None
+    turns = scores = None
     if args.results:
         from mtrbench.leaderboard.turns import turn_curves  # deferred: loads numpy
 
@@ -262,7 +301,8 @@ def _html(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         print(f"per-turn curves for {len(turns)} of {len(document['entries'])} entries", file=sys.stderr)
-    page = write_page(document, Path(args.output), turns)
+        scores = _per_query_scores(document, args.results)
+    page = write_page(document, Path(args.output), turns, scores)
     print(f"wrote {page}")
     return 0
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from mtrbench.data.cards import TaskCard, all_cards, card_from_dict, get_card, load_card
 from mtrbench.data.loaders import LoadRequest, get_loader
+from mtrbench.data.loaders.common import keeping_only
 from mtrbench.data.loaders.hf import folder_splits, is_hf_layout
-from mtrbench.data.model import TaskData
+from mtrbench.data.model import Corpus, TaskData
 from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,10 @@ def load_task(
     data_dir: str | Path | None = None,
     corpus_path: str | Path | None = None,
     require_corpus: bool = True,
+    corpus_ids: Collection[str] | None = None,
 ) -> TaskData:
+    """One split of a task. ``corpus_ids``: keep only these documents of the corpus (loaders reading it through
+    the shared readers stream it and store nothing else; qrels naming another document are dropped)."""
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     split = split or card.eval_split
     if split not in card.splits:
@@ -116,4 +120,13 @@ def load_task(
     if corpus is not None and not corpus.exists():
         raise UserInputError(f"--corpus {corpus} does not exist")
     request = LoadRequest(split=split, data_dir=folder, corpus_path=corpus, require_corpus=require_corpus)
-    return get_loader(card.format)(card, request)
+    with keeping_only(corpus_ids):
+        task_data = get_loader(card.format)(card, request)
+    wanted = None if corpus_ids is None else set(corpus_ids)
+    if wanted is not None and len(task_data.corpus) > len(wanted):  # a loader that reads its corpus its own way
+        kept = [i for i, doc_id in enumerate(task_data.corpus.ids) if doc_id in wanted]
+        corpus = task_data.corpus
+        task_data.corpus = Corpus(
+            [corpus.ids[i] for i in kept], [corpus.titles[i] for i in kept], [corpus.texts[i] for i in kept]
+        )
+    return task_data

@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from mtrbench import __version__
+from mtrbench.analyses.compare_many import SystemScores
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.leaderboard.build import REASON_NAMES
 from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
@@ -27,6 +30,7 @@ from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.leaderboard.pivot import HISTORIES, METRICS, TASKS, Pivot, pivots
 from mtrbench.leaderboard.render import groups_of
+from mtrbench.leaderboard.ties import GroupRanks, RankGroups, group_rank_groups
 from mtrbench.leaderboard.turns import TurnCurves
 
 # Metric columns after the main score, when some entry of the table has them.
@@ -107,8 +111,15 @@ def _ordered(ids: list[str], by_id: dict[str, dict[str, Any]], metric: str) -> l
     return sorted(ids, key=lambda i: (by_id[i]["scores"].get(metric) is None, -(by_id[i]["scores"].get(metric) or 0)))
 
 
-def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]], names: dict[str, str]) -> str:
-    """Every entry of one task in one group: rank, label, the main score and headline metrics, settings."""
+def task_table(
+    group: dict[str, Any],
+    task: str,
+    by_id: dict[str, dict[str, Any]],
+    names: dict[str, str],
+    ranked: RankGroups | None = None,
+) -> str:
+    """Every entry of one task in one group: rank (its tie group where ``ranked`` has one), label, the main
+    score and headline metrics, settings."""
     main = group["main_scores"][task]
     ids = _ordered([i for i in group["entries"] if by_id[i]["task"] == task], by_id, main)
     metrics = metric_columns([by_id[i] for i in ids], main)
@@ -117,14 +128,16 @@ def task_table(group: dict[str, Any], task: str, by_id: dict[str, dict[str, Any]
         + [_header(metric_name(m), True, m, "main" if m == main else "") for m in metrics]
         + [_header("details")]
     )
-    ranks = group["ranks"].get(task, {})
+    tie_aware = ranked is not None and ranked.tie_aware
+    ranks = ranked.first if ranked is not None and tie_aware else group["ranks"].get(task, {})
+    labels = ranked.labels if ranked is not None and tie_aware else {}
     rows = []
     for entry_id in ids:
         entry = by_id[entry_id]
         rank = ranks.get(entry_id)
         cells = [
             _cell(
-                DASH if rank is None else str(rank),
+                DASH if rank is None else labels.get(entry_id, str(rank)),
                 "" if rank is None else rank,
                 "num" + (" rank-1" if rank == 1 else ""),
             ),
@@ -163,8 +176,27 @@ def column_title(pivot: Pivot, n: int) -> tuple[str, str]:
     return clipped(column.key, 24), f"{column.key}: {metric_name(column.metric)}"
 
 
-def pivot_table(pivot: Pivot) -> str:
-    """The systems x columns table: rank, label, a main score per cell (best in its column marked), mean."""
+def _tie_label(pivot: Pivot, n: int, entry_id: str | None, ranked: GroupRanks) -> str | None:
+    """The tie-aware rank of the entry in column ``n`` (None where that column's ranks are plain)."""
+    column = pivot.columns[n]
+    groups = ranked.get((column.group_id, column.task))
+    if entry_id is None or groups is None or not groups.tie_aware:
+        return None
+    return groups.labels.get(entry_id)
+
+
+def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None, explorers: Mapping[str, str] | None = None) -> str:
+    """The systems x columns table: rank, label, a main score per cell (best in its column marked), mean.
+    A single-task table's row rank and every cell's rank title are tie-aware where ``ranked`` says so; its rows
+    link to the task's explorer where ``explorers`` (task -> relative link) has one."""
+    ranked = ranked or {}
+    task = pivot.columns[0].task if pivot.kind != TASKS else None
+    explorer = (explorers or {}).get(task or "")
+    link = (
+        f' <a class="explore" href="{escape(explorer)}" title="turn by turn: mtrbench explore">explore</a>'
+        if explorer
+        else ""
+    )
     scales = {c.metric: max([1.0] + [r.cells[n].value or 0.0 for r in pivot.rows]) for n, c in enumerate(pivot.columns)}
     head = [_header("#", True, css="rank"), _header("system")]
     for n, column in enumerate(pivot.columns):
@@ -178,21 +210,23 @@ def pivot_table(pivot: Pivot) -> str:
         head.append(_header("Mean", True, "mean", "mean"))
     rows = []
     for row in pivot.rows:
+        row_label = _tie_label(pivot, 0, row.cells[0].entry_id, ranked) if pivot.kind == METRICS else None
         cells = [
             _cell(
-                DASH if row.rank is None else str(row.rank),
+                DASH if row.rank is None else row_label or str(row.rank),
                 "" if row.rank is None else row.rank,
                 "num rank" + (" rank-1" if row.rank == 1 else ""),
             ),
             f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
-            f"{escape(row.label)}</td>",
+            f"{escape(row.label)}{link}</td>",
         ]
         for n, cell in enumerate(row.cells):
             css = (
                 "num bar" + (" best" if cell.rank == 1 else "") + (" main" if n == 0 and pivot.kind == METRICS else "")
             )
             entry = f' data-entry="{escape(cell.entry_id)}"' if cell.entry_id else ""
-            rank = f' title="rank {cell.rank} in its group"' if cell.rank is not None else ""
+            label = _tie_label(pivot, n, cell.entry_id, ranked) or cell.rank
+            rank = f' title="rank {label} in its group"' if cell.rank is not None else ""
             cells.append(
                 f'<td class="{css}" data-sort="{_sort_value(cell.value)}"{entry}{rank}'
                 f"{_bar_width(cell.value, scales[pivot.columns[n].metric])}>{number(cell.value)}</td>"
@@ -236,7 +270,7 @@ def _query_format(value: Any) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in value.items())
 
 
-def provenance(pivot: Pivot) -> str:
+def provenance(pivot: Pivot, ranked: GroupRanks | None = None) -> str:
     """Once per table: what the cells hold and what every entry of the table shares."""
     group = pivot.groups[0]
     comp = group["comparability"]
@@ -266,14 +300,28 @@ def provenance(pivot: Pivot) -> str:
     note = scale_note(metrics)
     if note:
         parts.append(note)
+    if ranked is not None:
+        parts.append(rank_note(pivot, ranked))
     return " \u00b7 ".join(parts)
+
+
+def rank_note(pivot: Pivot, ranked: GroupRanks) -> str:
+    """How the table's ranks were made, once: tie-aware or plain (and why) per column group, each sentence once."""
+    lists = [ranked[(c.group_id, c.task)] for c in pivot.columns if (c.group_id, c.task) in ranked]
+    notes = [r.note for r in lists if len(r.labels) > 1]  # a column of one system has nothing to rank
+    if pivot.kind == METRICS:
+        notes = notes[:1]
+    text = "ranks: " + "; ".join(dict.fromkeys(notes)) if notes else ""
+    if pivot.kind != METRICS and pivot.has_mean:
+        text += ("; " if text else "") + "the row rank (by the mean) is plain"
+    return text
 
 
 def _entry_names(pivot: Pivot) -> dict[str, str]:
     return {c.entry_id: row.label for row in pivot.rows for c in row.cells if c.entry_id}
 
 
-def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves, ranked: GroupRanks | None = None) -> str:
     """Collapsed: per task (or strategy) every entry's metrics and settings, its bars and per-turn curves."""
     names = _entry_names(pivot)
     colour_of = dict(zip([r.label for r in pivot.rows], colours(len(pivot.rows))))  # one colour per row
@@ -287,7 +335,7 @@ def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) ->
                 f'<div class="task" data-task="{escape(task)}"><h3>{escape(heading)} '
                 f'<span class="metric">sorted by {escape(metric_name(main))}</span></h3>'
             )
-            parts.append(task_table(group, task, by_id, names))
+            parts.append(task_table(group, task, by_id, names, (ranked or {}).get((group["id"], task))))
             items = [
                 (names[i], by_id[i]["scores"][main], colour_of[names[i]])
                 for i in ids
@@ -314,11 +362,17 @@ def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) ->
     )
 
 
-def pivot_section(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves) -> str:
+def pivot_section(
+    pivot: Pivot,
+    by_id: dict[str, dict[str, Any]],
+    turns: TurnCurves,
+    ranked: GroupRanks | None = None,
+    explorers: Mapping[str, str] | None = None,
+) -> str:
     return (
         f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
-        f'<p class="provenance">{escape(provenance(pivot))}</p>{pivot_table(pivot)}'
-        f"{detail(pivot, by_id, turns)}</section>"
+        f'<p class="provenance">{escape(provenance(pivot, ranked))}</p>{pivot_table(pivot, ranked, explorers)}'
+        f"{detail(pivot, by_id, turns, ranked)}</section>"
     )
 
 
@@ -338,10 +392,18 @@ def separations_section(separations: list[str]) -> str:
     )
 
 
-def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
+def page_body(
+    document: dict[str, Any],
+    turns: TurnCurves | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+    explorers: Mapping[str, str] | None = None,
+) -> str:
+    """The page; ``scores`` (entry id -> per-query scores) makes ranks tie-aware where a ranked list has them all;
+    ``explorers`` (task -> relative link) adds a link from each row of that task's tables to its explorer."""
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     tables = pivots(groups, document["entries"])
+    ranked = group_rank_groups(groups, document["entries"], scores)
     meta = (
         f"{len(document['entries'])} entries \u00b7 {len(tables)} table(s) ({len(groups)} comparable group(s)) "
         f"\u00b7 created {document['created']} \u00b7 {document['generator']}"
@@ -360,7 +422,7 @@ def page_body(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
         "format, source table and data); ranks hold only within it. Click a header to sort, again to reverse; "
         "open a table's detail for every metric, setting, command and source.</p>",
     ]
-    parts += [pivot_section(p, by_id, turns or {}) for p in tables]
+    parts += [pivot_section(p, by_id, turns or {}, ranked, explorers) for p in tables]
     if separations:
         parts.append(separations_section(separations))
     citations = sorted({e["source"]["citation"] for e in document["entries"] if e["label"] == "reported"})
@@ -380,19 +442,36 @@ def embedded_json(document: dict[str, Any]) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def render_page(document: dict[str, Any], turns: TurnCurves | None = None) -> str:
+def render_page(
+    document: dict[str, Any],
+    turns: TurnCurves | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+    explorers: Mapping[str, str] | None = None,
+) -> str:
     template = resources.files("mtrbench.leaderboard").joinpath("page.html").read_text(encoding="utf-8")
     values = {
         "title": escape(f"{document['name']} \u00b7 mtrbench leaderboard"),
         "generator": escape(f"mtrbench {__version__}"),
         "data": embedded_json(document),
-        "body": page_body(document, turns),
+        "body": page_body(document, turns, scores, explorers),
     }
     # One pass over the template, so user text that looks like a placeholder is never substituted.
     return re.sub(r"\{\{(title|generator|body|data)\}\}", lambda m: values[m.group(1)], template)
 
 
-def write_page(document: dict[str, Any], output_dir: Path, turns: TurnCurves | None = None) -> Path:
+def explorers_beside(document: dict[str, Any], output_dir: Path) -> dict[str, str]:
+    """task -> link to its explorer, for each task whose `mtrbench explore` site was built at
+    ``<output_dir>/explore/<task>/`` (beside the page)."""
+    tasks = sorted({e["task"] for e in document["entries"]})
+    return {t: f"explore/{quote(t)}/index.html" for t in tasks if (output_dir / "explore" / t / "index.html").is_file()}
+
+
+def write_page(
+    document: dict[str, Any],
+    output_dir: Path,
+    turns: TurnCurves | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+) -> Path:
     path = Path(output_dir) / "index.html"
-    atomic_write_text(path, render_page(document, turns))
+    atomic_write_text(path, render_page(document, turns, scores, explorers_beside(document, Path(output_dir))))
     return path

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from mtrbench.analyses.compare_many import SystemScores
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.build import competition_ranks, group_entries
 from mtrbench.leaderboard.charts import number
 from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
+from mtrbench.leaderboard.ties import RankGroups, rank_groups
 from mtrbench.results.labels import short_model
 from mtrbench.results.table import SUMMARY, compact_table, print_titled
 
@@ -85,13 +88,21 @@ def _value(entry: dict[str, Any] | None, metric: str) -> float | None:
     return None if entry is None else entry["scores"].get(metric)
 
 
-def _cell(value: float | None, rank: int | None = None) -> str:
+def _cell(value: float | None, rank: int | str | None = None) -> str:
     if value is None:
         return "-"
     return number(value) + (f" ({rank})" if rank is not None else "")
 
 
-def render(document: dict[str, Any], console: Console, task: str | None = None, metric: str | None = None) -> None:
+def render(
+    document: dict[str, Any],
+    console: Console,
+    task: str | None = None,
+    metric: str | None = None,
+    scores: Mapping[str, SystemScores] | None = None,
+) -> None:
+    """Print the tables; ``scores`` (entry id -> per-query scores) makes ranks tie-aware where every system of
+    a ranked list has them."""
     groups, separations = groups_of(document)
     by_id = {e["id"]: e for e in document["entries"]}
     if task is not None:
@@ -106,7 +117,7 @@ def render(document: dict[str, Any], console: Console, task: str | None = None, 
     console.print(heading)
     shown = 0
     for group in groups:
-        made = _task_table(group, by_id, task, metric) if task else _group_table(group, by_id, metric)
+        made = _task_table(group, by_id, task, metric, scores) if task else _group_table(group, by_id, metric, scores)
         if made is not None:
             table, caption = made
             console.print()
@@ -134,30 +145,41 @@ def _model_column(table: Table, names: list[str]) -> None:
     table.add_column("model", overflow="fold", min_width=min(max([5] + [len(system_label(n)) for n in names]), 36))
 
 
-def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | None) -> tuple[Table, str] | None:
+def _ranked(
+    systems: dict[str, dict[str, Any] | None], metric: str, scores: Mapping[str, SystemScores] | None
+) -> RankGroups:
+    """Rank groups of the systems that have ``metric`` (system name -> its entry, None where it has none)."""
+    values = {n: v for n, e in systems.items() if (v := _value(e, metric)) is not None}
+    by_name = {n: scores[e["id"]] for n, e in systems.items() if e is not None and scores and e["id"] in scores}
+    return rank_groups(values, by_name, metric)
+
+
+def rank_caption(notes: list[str]) -> str:
+    """The ranking method once per table (each distinct sentence once)."""
+    distinct = list(dict.fromkeys(notes))
+    return "; ".join(distinct)
+
+
+def _group_table(
+    group: dict[str, Any], by_id: dict[str, Any], metric: str | None, scores: Mapping[str, SystemScores] | None
+) -> tuple[Table, str] | None:
     """The group's systems x tasks table, and what its cells hold (for the title)."""
     tasks = group["tasks"]
     metrics = {t: metric or group["main_scores"][t] for t in tasks}
     entries = {name: {t: by_id[i] for t, i in system["entries"].items()} for name, system in group["systems"].items()}
     if metric and not any(_value(e, metric) is not None for s in entries.values() for e in s.values()):
         return None
-    task_ranks = {
-        t: competition_ranks(
-            {
-                n: _value(entries[n].get(t), metrics[t])
-                for n in entries
-                if _value(entries[n].get(t), metrics[t]) is not None
-            }
-        )
-        for t in tasks
-    }
+    task_ranks = {t: _ranked({n: entries[n].get(t) for n in entries}, metrics[t], scores) for t in tasks}
     average_metric = metric or (next(iter(set(metrics.values()))) if len(set(metrics.values())) == 1 else None)
     averages = {n: a[average_metric] for n, a in group["averages"].items() if average_metric in a}
     if averages:
-        order_ranks = competition_ranks(averages)
+        plain = competition_ranks(averages)
+        order_labels, order_first = {n: str(r) for n, r in plain.items()}, plain
     else:
-        order_ranks = task_ranks[tasks[0]]
-    names = sorted(entries, key=lambda n: (order_ranks.get(n, 10**9), n))
+        order_labels, order_first = task_ranks[tasks[0]].labels, task_ranks[tasks[0]].first
+    # within a tie group, the first task's score orders the rows (equal plain ranks keep the name order)
+    first_values = {n: 0.0 if averages else _value(entries[n].get(tasks[0]), metrics[tasks[0]]) or 0.0 for n in entries}
+    names = sorted(entries, key=lambda n: (order_first.get(n, 10**9), -first_values[n], n))
     one_metric = len(set(metrics.values())) == 1
     table = compact_table()
     table.add_column("#", justify="right")
@@ -170,8 +192,8 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
     if any(summaries.values()):
         table.add_column("settings", overflow="fold")
     for name in names:
-        row = [str(order_ranks.get(name, "-")), system_label(name)]
-        row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].get(name)) for t in tasks]
+        row = [order_labels.get(name, "-"), system_label(name)]
+        row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].labels.get(name)) for t in tasks]
         if averages:
             row.append(_cell(averages.get(name)))
         if any(summaries.values()):
@@ -179,20 +201,25 @@ def _group_table(group: dict[str, Any], by_id: dict[str, Any], metric: str | Non
         table.add_row(*row)
     shown = sorted(set(metrics.values()))
     caption = f"cells: {', '.join(metric_name(m) for m in shown)} (rank within the task)" + (
-        f"; average over {len(tasks)} tasks" if averages else ""
+        f"; average over {len(tasks)} tasks (# ranks the average: plain ranks)" if averages else ""
     )
-    return table, caption
+    notes = [r.note for r in task_ranks.values() if len(r.labels) > 1]
+    return table, caption + (f"\nranks: {rank_caption(notes)}" if notes else "")
 
 
 def _task_table(
-    group: dict[str, Any], by_id: dict[str, Any], task: str, metric: str | None
+    group: dict[str, Any],
+    by_id: dict[str, Any],
+    task: str,
+    metric: str | None,
+    scores: Mapping[str, SystemScores] | None,
 ) -> tuple[Table, str] | None:
     main = metric or group["main_scores"][task]
     systems = {name: by_id[s["entries"][task]] for name, s in group["systems"].items() if task in s["entries"]}
     values = {n: e["scores"][main] for n, e in systems.items() if main in e["scores"]}
     if not values:
         return None
-    ranks = competition_ranks(values)
+    ranks = _ranked(dict(systems), main, scores)
     present = {k for e in systems.values() for k in e["scores"]}
     others = [k for k in SUMMARY if k != main and k in present]
     if not others:  # a family outside the headline list (judge ratings): all of its keys
@@ -206,10 +233,10 @@ def _task_table(
     summaries = system_summaries(group)
     if any(summaries.get(name) for name in systems):
         table.add_column("settings", overflow="fold")
-    for name in sorted(systems, key=lambda n: (ranks.get(n, 10**9), n)):
-        cells = [str(ranks.get(name, "-")), system_label(name), *(_cell(_value(systems[name], k)) for k in keys)]
+    for name in sorted(systems, key=lambda n: (ranks.first.get(n, 10**9), -values.get(n, 0.0), n)):
+        cells = [ranks.labels.get(name, "-"), system_label(name), *(_cell(_value(systems[name], k)) for k in keys)]
         if any(summaries.get(n) for n in systems):
             cells.append(summaries.get(name, ""))
         table.add_row(*cells)
     caption = "* main score, rows ranked by it" + (f"; {scale_note(keys)}" if scale_note(keys) else "")
-    return table, caption
+    return table, caption + (f"\nranks: {ranks.note}" if len(values) > 1 else "")

@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from mtrbench.analyses.compare_many import SystemScores
 from mtrbench.analyses.turn_bands import TurnBand, conversation_bootstrap, turn_bands
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.entries import result_entry
 from mtrbench.leaderboard.keys import identity
+from mtrbench.leaderboard.ties import system_scores
 from mtrbench.results.documents import find_inputs
 from mtrbench.results.result import Result
 
@@ -104,3 +106,15 @@ def entry_intervals(document: dict[str, Any], results_dirs: list[Path], warnings
                     np.array([sums[c] for c in keys]), np.array([counts[c] for c in keys], dtype=float)
                 )
     return intervals
+
+
+def per_query_scores(
+    document: dict[str, Any], results_dirs: list[Path], warnings: list[str] | None = None
+) -> dict[str, SystemScores]:
+    """entry id -> the per-query scores of its matching result under ``results_dirs`` (for tie-aware ranks);
+    entries without one are absent, results that cannot be read are described in ``warnings``."""
+    return {
+        entry_id: system_scores(entry_id, rows)
+        for entry_id, rows in _matched_rows(document, results_dirs, warnings).items()
+        if rows
+    }

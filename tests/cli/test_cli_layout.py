@@ -104,6 +104,7 @@ def test_every_command_module_registers_the_same_way():
         "synthesize",
         "leaderboard",
         "plot",
+        "explore",
     }
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"

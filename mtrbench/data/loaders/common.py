@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,22 @@ from mtrbench.data.model import ASSISTANT, USER, Corpus, Message
 from mtrbench.formats.lines import at_record
 from mtrbench.formats.qrels import Qrels, QrelsLayout, parse_qrels
 from mtrbench.infra.errors import DataError
+
+# While set, the shared corpus readers keep only these document ids (rows are streamed, the rest never stored):
+# a tool that shows a few passages of a million-passage corpus (`mtrbench explore`) sets it through
+# ``load_task(corpus_ids=...)``. Qrels naming a document left out are then dropped like unknown ones.
+_KEPT_IDS: ContextVar[frozenset[str] | None] = ContextVar("kept_corpus_ids", default=None)
+
+
+@contextmanager
+def keeping_only(ids: Collection[str] | None) -> Iterator[None]:
+    """Within the block, corpora read by :func:`corpus_from_rows` / :func:`corpus_from_dataset` hold only ``ids``
+    (None: every document)."""
+    token = _KEPT_IDS.set(None if ids is None else frozenset(ids))
+    try:
+        yield
+    finally:
+        _KEPT_IDS.reset(token)
 
 
 def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str = "_id") -> Corpus:
@@ -28,10 +46,13 @@ def corpus_from_rows(rows: Iterable[dict[str, Any]], origin: str, id_field: str 
     ids: list[str] = []
     titles: list[str] = []
     texts: list[str] = []
+    kept = _KEPT_IDS.get()
     for n, row in enumerate(rows):
         doc_id = row.get(id_field)
         if doc_id is None:
             raise DataError(f"{origin}: corpus record {n} has no '{id_field}'")
+        if kept is not None and str(doc_id) not in kept:
+            continue
         text = row.get("text")
         if text is None:
             raise DataError(f"{origin}: corpus record '{doc_id}' has no 'text'")
@@ -86,6 +107,14 @@ def corpus_from_dataset(
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
         raise DataError(f"{origin}: corpus needs column(s) {missing} (has {ds.column_names})")
+    kept = _KEPT_IDS.get()
+    if kept is not None:  # only the wanted rows' texts are read
+        all_ids = ds[id_column] if id_column else range(len(ds))
+        rows = [n for n, value in enumerate(all_ids) if f"{id_prefix}{value}" in kept]
+        ds = ds.select(rows)
+        if not id_column:  # rows are numbered in the whole corpus, not in the selection
+            numbers = [f"{id_prefix}{n}" for n in rows]
+            return _numbered(ds, numbers, text_column, title_column, origin)
     data = ds.select_columns(columns).to_dict()
     texts = data[text_column]
     if id_column:
@@ -102,6 +131,16 @@ def corpus_from_dataset(
     texts = [text if isinstance(text, str) else str(text) for text in texts]
     titles = [str(t) if t else "" for t in data[title_column]] if title_column else [""] * len(ids)
     return Corpus(ids=ids, titles=titles, texts=texts)
+
+
+def _numbered(ds, ids: list[str], text_column: str, title_column: str | None, origin: str) -> Corpus:
+    data = ds.select_columns([c for c in (text_column, title_column) if c]).to_dict()
+    texts = data[text_column]
+    for n, text in enumerate(texts):
+        if text is None:
+            raise DataError(f"{origin} record {ids[n]}: no '{text_column}'")
+    titles = [str(t) if t else "" for t in data[title_column]] if title_column else [""] * len(ids)
+    return Corpus(ids=ids, titles=titles, texts=[t if isinstance(t, str) else str(t) for t in texts])
 
 
 def text_lines(path: Path, what: str) -> Iterable[str]:
