@@ -7,6 +7,7 @@ import webbrowser
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
+from mtrbench.cli.flag_types import positive_int
 from mtrbench.explore.options import SNIPPET_CHARS, ExploreOptions
 from mtrbench.explore.systems import load_systems
 from mtrbench.infra.errors import UserInputError
@@ -31,9 +32,12 @@ def register(sub: Subparsers) -> dict[str, Handler]:
     )
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="folder for index.html and the pages")
     p.add_argument("--open", action="store_true", help="open the list page in the web browser when written")
-    p.add_argument("--top-k", type=int, default=10, help="passages shown per turn and system [10]")
+    p.add_argument("--top-k", type=positive_int, default=10, help="passages shown per turn and system [10]")
     p.add_argument(
-        "--snippet-chars", type=int, default=SNIPPET_CHARS, help=f"characters of passage text shown [{SNIPPET_CHARS}]"
+        "--snippet-chars",
+        type=positive_int,
+        default=SNIPPET_CHARS,
+        help=f"characters of passage text shown [{SNIPPET_CHARS}]",
     )
     p.add_argument("--data-dir", help="local copy of the task's data (as for `mtrbench eval`)")
     p.add_argument("--corpus", help="external corpus for tasks that do not ship one (as for `mtrbench eval`)")
