@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.numeric import finite, finite_matrix
 from mtrbench.infra.reporting import progress_bar
 from mtrbench.models.loading import NamedSource
 from mtrbench.models.protocols import (
@@ -62,8 +63,7 @@ def as_matrix(values: Embeddings, rows: int, what: str) -> torch.Tensor:
         raise ModelError(f"{what} returned something that is not a matrix of numbers ({exc})") from None
     if matrix.ndim != 2 or matrix.shape[0] != rows:
         raise ModelError(f"{what} returned shape {tuple(matrix.shape)} for {rows} inputs; expected ({rows}, dim)")
-    if not torch.isfinite(matrix).all():
-        raise ModelError(f"{what} returned NaN or infinite values")
+    finite_matrix(matrix, f"{what} returned NaN or infinite values", ModelError)
     return matrix
 
 
@@ -94,6 +94,11 @@ class ObjectEngine:
         self.method, self.inputs_of, self.batch_size, self.what, self.tower = method, inputs_of, batch_size, what, tower
         self._pass_batch_size = _accepts(method, "batch_size")
         self.dim: int | None = None
+        self._dim_source = "ones"  # what set ``dim``: this method's earlier vectors, or the corpus embeddings
+
+    def expect_width(self, dim: int, source: str) -> None:
+        """Vectors of any other width are refused: a query compared with a corpus of another width."""
+        self.dim, self._dim_source = dim, source
 
     def settings(self) -> dict[str, Any]:
         return {"token_budget": None, "packed": False}
@@ -135,7 +140,8 @@ class ObjectEngine:
             self.dim = matrix.shape[1]
         elif matrix.shape[1] != self.dim:
             raise ModelError(
-                f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional ones"
+                f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional "
+                f"{self._dim_source}"
             )
         bar.update(len(items))
         return matrix
@@ -187,6 +193,10 @@ class EncoderObjectRetriever(EmbeddingRetriever):
             corpus.document_text(i): {"title": corpus.titles[i], "text": corpus.texts[i]} for i in range(len(corpus))
         }
         super().index(corpus)
+        embedded = self.corpus_embeddings  # empty when streamed from the cache's shards
+        width = int(embedded.shape[1]) if embedded.numel() else self.doc_engine.dim
+        if width:
+            self.query_engine.expect_width(width, "corpus embeddings")
 
     def search_queries(
         self,
@@ -267,17 +277,17 @@ class SearchObjectRetriever:
 
     def _hits(self, ranked: dict[str, float], top_k: int, qid: str) -> tuple[list[int], list[float]]:
         corpus = self._corpus
+        if not isinstance(ranked, dict):
+            raise ModelError(
+                f"{self.name}.search: query {qid}: got {type(ranked).__name__}; expected {{doc_id: score}}"
+            )
         kept = []
         for doc_id, score in ranked.items():
             if str(doc_id) not in corpus:
                 self.warnings["retrieved document ids not in the corpus (dropped)"] += 1
                 continue
-            try:
-                kept.append((float(score), corpus.position(str(doc_id))))
-            except (TypeError, ValueError):
-                raise ModelError(
-                    f"{self.name}.search: query {qid}, document {doc_id}: score {score!r} is not a number"
-                ) from None
+            where = f"{self.name}.search: query {qid}, document {doc_id}"
+            kept.append((finite(score, where, "score", ModelError), corpus.position(str(doc_id))))
         kept.sort(key=lambda pair: (-pair[0], pair[1]))
         kept = kept[:top_k]
         return [position for _, position in kept], [score for score, _ in kept]
