@@ -67,6 +67,42 @@ def as_matrix(values: Embeddings, rows: int, what: str) -> torch.Tensor:
     return matrix
 
 
+def _wrapped_encoder(model: object) -> object | None:
+    """A sentence-transformers-like model held in one of ``model``'s attributes (``.tokenizer`` and an integer
+    ``.max_seq_length``): the encoder a wrapper object hands its texts to, which cuts them at that length."""
+    for value in getattr(model, "__dict__", {}).values():
+        if getattr(value, "tokenizer", None) is not None and isinstance(getattr(value, "max_seq_length", None), int):
+            return value
+    return None
+
+
+def length_limit(model: object, name: str, warn: bool = True) -> tuple[object | None, int | None]:
+    """(tokenizer, max length) that queries are truncated with: the object's own ``tokenizer`` and ``max_length``,
+    else those of the sentence-transformers model it wraps (which would cut long queries itself, from the right,
+    unrecorded). Without a tokenizer queries go whole, with a warning (``warn``, for encoders: a search object
+    answers from its own index, often without any token limit): mtrbench cannot count what the object cuts."""
+    inner = _wrapped_encoder(model)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None and inner is not None:
+        tokenizer = inner.tokenizer  # type: ignore[attr-defined]
+        log.info("%s: truncating queries with the tokenizer of the %s it holds", name, type(inner).__name__)
+    if tokenizer is None:
+        if not warn:
+            return None, None
+        log.warning(
+            "%s has no tokenizer: queries go to it whole and the result records no truncation; if it cuts long "
+            "inputs itself, give it `tokenizer` and `max_length` attributes so mtrbench truncates and counts",
+            name,
+        )
+        return None, None
+    for source in (model, inner):
+        for attribute in ("max_length", "max_seq_length"):
+            value = getattr(source, attribute, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return tokenizer, value
+    return tokenizer, None
+
+
 class _ObjectTower:
     """What the embedding cache asks of a tower: a signature and a length limit."""
 
@@ -166,9 +202,10 @@ class EncoderObjectRetriever(EmbeddingRetriever):
         if self.similarity not in SIMILARITIES:
             raise ModelError(f"{name}: similarity must be 'cosine' or 'dot', got {self.similarity!r}")
         self.normalize = self.similarity == "cosine"
-        self.tokenizer = None if self.reads_conversations else getattr(model, "tokenizer", None)
-        max_length = getattr(model, "max_length", None)
-        self.max_length = int(max_length) if isinstance(max_length, int) and self.tokenizer is not None else None
+        if self.reads_conversations:
+            self.tokenizer, self.max_length = None, None
+        else:
+            self.tokenizer, self.max_length = length_limit(model, name)
         self.query_prompt = str(getattr(model, "query_prompt", "") or "")
         self.doc_prompt = str(getattr(model, "doc_prompt", "") or "")
         batch = loading.batch_size or DEFAULT_OBJECT_BATCH
@@ -234,9 +271,7 @@ class SearchObjectRetriever:
         self.name = object_name(model)
         revision = getattr(model, "revision", None)
         self.revision = revision if isinstance(revision, str) and revision else "no_revision_available"
-        max_length = getattr(model, "max_length", None)
-        self.tokenizer = getattr(model, "tokenizer", None)
-        self.max_length = int(max_length) if isinstance(max_length, int) and self.tokenizer is not None else None
+        self.tokenizer, self.max_length = length_limit(model, self.name, warn=False)
         self.show_progress = show_progress
         self.warnings: Counter = Counter()
         self._corpus: Corpus | None = None
