@@ -55,6 +55,14 @@ def finite(value: object, where: str, what: str, error: type[MtrbenchError] = Da
     return number
 
 
+def whole(value: object, where: str, what: str, error: type[MtrbenchError] = DataError) -> int:
+    """:func:`finite` and a whole number (a relevance grade, a count): 2.0 is 2, 2.5 is refused."""
+    number = finite(value, where, what, error)
+    if not number.is_integer():
+        raise error(f"{where}: {what} {_shown(value)} is not a whole number")
+    return int(number)
+
+
 def on_scale(value: object, where: str, what: str, scale: Scale, error: type[MtrbenchError] = DataError) -> float:
     """:func:`finite`, then ``scale``: a value off it is refused naming the scale."""
     number = finite(value, where, what, error)

@@ -159,6 +159,13 @@ def task():
     return mtrbench.make_task("gate-python", CORPUS, CONVERSATIONS, QRELS)
 
 
+@pytest.mark.parametrize("grade", [math.nan, 1.5, "high"])
+def test_a_task_built_in_python_refuses_a_grade_that_is_not_a_whole_number(grade):
+    qrels = {**QRELS, "c1_2": {"d2": grade}}
+    with pytest.raises(mtrbench.UserInputError, match=r"task bad-grades: qrels of c1_2, document d2: grade"):
+        mtrbench.make_task("bad-grades", CORPUS, CONVERSATIONS, qrels)
+
+
 def test_a_search_object_returning_nan_scores(task, tmp_path):
     class NanSearch:
         name = "nan-search"
@@ -210,3 +217,15 @@ def test_an_encoder_returning_infinity(task, tmp_path):
 
     with pytest.raises(mtrbench.ModelError, match=r"infinite\.encode_queries returned NaN or infinite values"):
         mtrbench.evaluate(Infinite(), task, output_dir=tmp_path, show_progress=False)
+
+
+def test_human_scores_refuse_an_infinity_and_read_an_empty_cell_as_no_score(tmp_path):
+    from mtrbench.audit.defaults import DIMENSIONS
+    from mtrbench.audit.human import read_human_scores
+
+    path = tmp_path / "human.csv"
+    path.write_text(f"instance_id,dimension,score\ni1,{DIMENSIONS[0]},3\ni2,{DIMENSIONS[0]},inf\n")
+    with pytest.raises(DataError, match=r"human\.csv line 3: score 'inf' is not a finite number"):
+        read_human_scores(path)
+    path.write_text(f"instance_id,dimension,score\ni1,{DIMENSIONS[0]},3\ni2,{DIMENSIONS[0]},nan\n")
+    assert read_human_scores(path)[DIMENSIONS[0]] == {"i1": 3.0}
