@@ -20,7 +20,8 @@ from mtrbench.infra.errors import DataError, MtrbenchError
 @dataclass(frozen=True)
 class Scale:
     """A documented range ``[low, high]`` (either end open when None) plus single values also allowed
-    (e.g. -1 for an unparsable rating); ``described`` says it in the error message."""
+    (e.g. -1 for an unparsable rating); with no range at all, only those values. ``described`` says it in the
+    error message."""
 
     described: str
     low: float | None = None
@@ -30,6 +31,8 @@ class Scale:
     def holds(self, value: float) -> bool:
         if value in self.also:
             return True
+        if self.low is None and self.high is None and self.also:
+            return False
         return (self.low is None or value >= self.low) and (self.high is None or value <= self.high)
 
 

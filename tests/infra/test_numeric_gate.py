@@ -229,3 +229,29 @@ def test_human_scores_refuse_an_infinity_and_read_an_empty_cell_as_no_score(tmp_
         read_human_scores(path)
     path.write_text(f"instance_id,dimension,score\ni1,{DIMENSIONS[0]},3\ni2,{DIMENSIONS[0]},nan\n")
     assert read_human_scores(path)[DIMENSIONS[0]] == {"i1": 3.0}
+
+
+@pytest.mark.parametrize(("mode", "bad"), [("rating", 420), ("rating", math.nan), ("verdict", 0.5)])
+def test_a_judge_log_value_off_its_scale_is_refused_when_read_back(mode, bad, tmp_path, capfd, monkeypatch):
+    from golden_outputs import GENERATIONS, KEY_ENV, LLM_FLAGS, ScriptedModel
+    from llm_server import ScriptedChatServer
+
+    monkeypatch.setenv(KEY_ENV, "sk-gate-test")
+    out = tmp_path / "judged"
+    with ScriptedChatServer(ScriptedModel()) as server:
+        judge = {"name": "j", "model": "judge-m", "base_url": server.base_url, "api_key_env": KEY_ENV}
+        judges = tmp_path / "judges.json"
+        judges.write_text(json.dumps({"judges": [{**judge, "parse_retries": 1, "max_retries": 0}]}))
+        argv = ["judge", "run", str(GENERATIONS), "--task", "mtrbench-sample", "--judges", str(judges), *LLM_FLAGS]
+        argv += ["--judge", mode, "--output-dir", str(out)]
+        assert main(argv) == 0
+        capfd.readouterr()
+        log = out / "judgments.jsonl"
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        answered = next(r for r in records if r.get("ok"))
+        answered["value"] = bad
+        log.write_text("".join(json.dumps(r) + "\n" for r in records))
+        code = main(argv)
+    one_error(
+        capfd, code, rf"judgments\.jsonl: {re.escape(answered['key'])}: {mode} {bad} is (off its scale|not a finite)"
+    )
