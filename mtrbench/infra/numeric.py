@@ -12,9 +12,13 @@ import math
 import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from mtrbench.infra.errors import DataError, MtrbenchError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
 
 
 @dataclass(frozen=True)
@@ -93,21 +97,13 @@ def finite_tree(tree: object, where: str, error: type[MtrbenchError] = DataError
         raise error(f"{where}: {path or 'the value'} is {value}, not a finite number")
 
 
-class Matrix(Protocol):
-    """A numpy array or a torch tensor: both have ``shape``."""
-
-    @property
-    def shape(self) -> tuple[int, ...]: ...
-
-
-def finite_matrix(matrix: Matrix, refusal: str, error: type[MtrbenchError] = DataError) -> None:
+def finite_matrix(matrix: np.ndarray | torch.Tensor, refusal: str, error: type[MtrbenchError] = DataError) -> None:
     """Raise ``error(refusal)`` when a matrix (embeddings, per-query scores) holds NaN or an infinity."""
-    torch_check = getattr(matrix, "isfinite", None)  # a torch tensor's own method
-    if torch_check is not None:
-        finite_everywhere = bool(torch_check().all())
-    else:
-        import numpy as np  # deferred: numpy only for a numpy matrix; the file readers need no numpy
+    import numpy  # deferred: numpy only for a matrix; the file readers of this module need none
 
-        finite_everywhere = bool(np.isfinite(matrix).all())
+    if isinstance(matrix, numpy.ndarray):
+        finite_everywhere = bool(numpy.isfinite(matrix).all())
+    else:  # a torch tensor (torch is loaded wherever one exists)
+        finite_everywhere = bool(matrix.isfinite().all())
     if not finite_everywhere:
         raise error(refusal)
