@@ -22,6 +22,7 @@ from pathlib import Path
 from mtrbench.audit.plan import DIMENSIONS
 from mtrbench.formats.records import read_records
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import finite
 
 HumanScores = dict[str, dict[str, float]]  # dimension -> instance_id -> mean human score
 
@@ -33,9 +34,9 @@ def _number(value, where: str) -> float | None:
         number = float(value)
     except (TypeError, ValueError):
         raise DataError(f"{where}: score {value!r} is not a number") from None
-    if math.isnan(number):
+    if math.isnan(number):  # an empty spreadsheet cell, as pandas writes one: no score
         return None
-    return number
+    return finite(value, where, "score")  # an infinity is refused
 
 
 def read_human_scores(path: str | Path) -> HumanScores:

@@ -625,12 +625,15 @@ def _evaluate_pairs(
 ) -> _EvalOutcome:
     """Every model on every task, each model loaded once; the tables of each pair printed as it finishes."""
     from mtrbench.pipeline.evaluate import command_line, run_eval  # deferred: loads torch
+    from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
 
     outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
+    pair_finished: list[Path] = []  # the current pair's finished results, shown in its table beside the new ones
 
     def skipped(s: SkippedResult) -> None:
         outcome.finished.append(s.path)
+        pair_finished.append(s.path)
         _note(
             status,
             f"note: skipped {s.model} on {s.task} (history {s.history}): finished result with the same "
@@ -649,6 +652,7 @@ def _evaluate_pairs(
                 retriever = assemble(model, options)
             if not single:
                 status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
+            pair_finished.clear()
             try:
                 results = run_eval(
                     model, task, pair_config, options, progress=say, retriever=retriever, on_skip=skipped
@@ -657,7 +661,9 @@ def _evaluate_pairs(
                 results = failure.finished
                 outcome.failures.append(str(failure))
             if results:
-                _print_results(model.requested, task, results, console, status)
+                reused = [Result.load(path) for path in pair_finished]
+                shown = in_history_order([*results, *reused], pair_config.histories)
+                _print_results(model.requested, task, shown, console, status)
                 outcome.written.extend(results)
     return outcome
 

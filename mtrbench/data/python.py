@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from mtrbench.data.cards import DEFAULT_K_VALUES, DEFAULT_METRICS, Source, TaskCard
 from mtrbench.data.model import ROLES, USER, ConversationalQuery, Corpus, Message, TaskData
-from mtrbench.infra.errors import DataError
+from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import whole
 
 PYTHON_SOURCE = "python:"
 
@@ -98,7 +99,10 @@ def _queries(
             )
         if role == USER:
             qid = str(message.get("qid") or f"{conversation_id}_{sum(m.role == USER for m in history) + 1}")
-            judged = {str(doc): int(grade) for doc, grade in (qrels.get(qid) or {}).items()}
+            judged = {
+                str(doc): whole(grade, f"task {name}: qrels of {qid}, document {doc}", "grade", UserInputError)
+                for doc, grade in (qrels.get(qid) or {}).items()
+            }
             queries.append(
                 ConversationalQuery(
                     qid=qid,

@@ -33,6 +33,7 @@ from mtrbench.formats.lines import read_lines
 from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import finite
 
 MAX_CONTEXTS = 10  # the official checker's limit on contexts per task
 MAX_FILE_MB = 20  # the official checker's limit on a prediction file
@@ -116,6 +117,8 @@ def _context(raw: object, where: str) -> Context:
     score = raw.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
         raise DataError(f"{where}: a context's 'score' must be a number")
+    if score is not None:
+        finite(score, where, "'score'")
     extra = {k: v for k, v in raw.items() if k not in ("document_id", "text", "score", "title")}
     return Context(
         document_id=str(raw.get("document_id", "")),

@@ -6,12 +6,12 @@ reading, as trec_eval ignores it): score descending, ties by document id descend
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 from mtrbench.formats.lines import at_line, read_lines
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import finite
 
 Run = dict[str, dict[str, float]]  # query id -> document id -> score
 
@@ -48,12 +48,7 @@ def read_run(path: str | Path) -> Run:
                 f"{locate(index)}: a run line needs 6 fields 'qid Q0 docid rank score tag', got {len(fields)}"
             )
         qid, _, doc_id, _, score, _ = fields
-        try:
-            value = float(score)
-        except ValueError:
-            raise DataError(f"{locate(index)}: score '{score}' is not a number") from None
-        if not math.isfinite(value):
-            raise DataError(f"{locate(index)}: score '{score}' is not a finite number")
+        value = finite(score, locate(index), "score")
         docs = run.setdefault(qid, {})
         if doc_id in docs:
             raise DataError(f"{locate(index)}: document '{doc_id}' appears twice for query '{qid}'")

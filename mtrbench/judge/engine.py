@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.judge.prompts import RATING_FORMAT, VERDICT_FORMAT, parse_rating, parse_verdict, prompt_hash
+from mtrbench.infra.numeric import Scale, on_scale
+from mtrbench.judge.prompts import (
+    RATING_FORMAT,
+    RATING_HIGH,
+    RATING_LOW,
+    VERDICT_FORMAT,
+    parse_rating,
+    parse_verdict,
+    prompt_hash,
+)
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.stage import Stage, StageItem, StageLog, StageOptions, StageRecord, run_stage
@@ -117,10 +126,19 @@ def judge_stage(items: Sequence[JudgeItem], judge: JudgeConfig) -> Stage:
     )
 
 
-def _judged(item: JudgeItem, record: StageRecord | None) -> JudgedTurn:
+# What this judge writes to its log (a failure is listed, never scored -1), checked again when read back.
+LOGGED_SCALES = {
+    "rating": Scale(f"a rating from {RATING_LOW} to {RATING_HIGH}", low=RATING_LOW, high=RATING_HIGH),
+    "verdict": Scale("0 (incorrect) or 1 (correct)", also=(0, 1)),
+}
+
+
+def _judged(item: JudgeItem, record: StageRecord | None, log_path: Path) -> JudgedTurn:
     if record is None:
         return JudgedTurn(item, ok=False, value=None, error="not answered", reply=None)
     value = record.value if record.ok and isinstance(record.value, (int, float)) else None
+    if value is not None:  # a logged value is read back from a file: on its scale, as a reply's is when parsed
+        on_scale(value, f"{log_path}: {item.key}", item.mode, LOGGED_SCALES[item.mode])  # the value keeps its type
     return JudgedTurn(item, ok=record.ok, value=value, error=None if record.ok else record.error, reply=record.reply)
 
 
@@ -150,7 +168,7 @@ def run_judge(
     return JudgeRun(
         judge=judge,
         mode=items[0].mode,
-        turns=[_judged(item, outcome.records.get(item.key)) for item in items],
+        turns=[_judged(item, outcome.records.get(item.key), log.path) for item in items],
         sent=len(outcome.pending),
         usage=outcome.usage_summary(),
         log_path=log.path,

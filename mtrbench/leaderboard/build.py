@@ -56,6 +56,8 @@ REASON_NAMES = {
     "limit": "conversation limit",
     "protocol": "scoring protocol",
     "queries_left_out": "queries left out (rewriter failures)",
+    "top_k": "retrieval depth",
+    "relevance_level": "relevance level",
 }
 
 

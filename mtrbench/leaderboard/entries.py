@@ -170,6 +170,8 @@ def leaderboard_settings(settings: ResultSettings, queries_left_out: int = 0) ->
         "query_format": settings.query_format,
         "relevance_level": settings.relevance_level,
         "retriever": retriever,
+        **({"pipeline": settings.pipeline} if settings.pipeline is not None else {}),
+        **({"rewriter": settings.rewriter} if settings.rewriter is not None else {}),
         **({"limit": settings["limit"]} if settings.limit is not None else {}),
         **({"protocol": settings.protocol} if settings.scoring_protocol != DEFAULT_PROTOCOL else {}),
         **({"queries_left_out": queries_left_out} if queries_left_out else {}),

@@ -19,6 +19,32 @@ from mtrbench.results.labels import canonical
 from mtrbench.results.settings import DEFAULT_PROTOCOL, RETRIEVER_EXECUTION_KEYS, without_keys
 
 COMPARABILITY_SETTINGS = ("history", "truncate", "query_format")
+# Comparability keys written in a group only when an entry's value is not the default (older leaderboards
+# stay byte-identical): a run scored at another relevance level or cut at another depth ranks apart.
+COMPARED_UNLESS_DEFAULT = {"top_k": 100, "relevance_level": 1}
+
+# How the leaderboard reads every identity field of a result's settings (results/settings.py ResultSettings);
+# tests/leaderboard/test_result_identity.py fails when a field is added there and not here.
+SETTINGS_READ = {
+    "history": "comparability",
+    "truncate": "comparability",
+    "query_format": "comparability",
+    "top_k": "comparability unless default",
+    "relevance_level": "comparability unless default",
+    "limit": "comparability when set",
+    "protocol": "comparability unless trec_eval",
+    "split": "the dataset layer of a group (results/settings.py records the split evaluated)",
+    "k_values": "which scores an entry carries (no score changes)",
+    "metrics": "which scores an entry carries (no score changes)",
+    "retriever": "system",
+    "pipeline": "system (in the entry's settings when set)",
+    "rewriter": "system (in the entry's settings when set)",
+    "rewriter_run": "execution: not read",
+    "other": "system (unknown keys stay in the entry's settings)",
+}
+# User objects (mtrbench.evaluate): with no max length recorded, nothing says they do not cut long queries
+# themselves (a wrapped sentence-transformers model does), so their recorded truncation groups them.
+OBJECT_KINDS = frozenset({"encoder", "conversation-encoder", "search-object"})
 
 
 def score_settings(entry: EntryLike) -> dict[str, Any]:
@@ -71,16 +97,31 @@ def comparability(entry: EntryLike) -> dict[str, Any]:
         keys["ptkb"] = settings["ptkb"]
     if settings.get("queries_left_out"):  # a mean over fewer queries (its rewriter failed on some) ranks apart
         keys["queries_left_out"] = settings["queries_left_out"]
+    for key, default in COMPARED_UNLESS_DEFAULT.items():
+        if settings.get(key) not in (None, default):
+            keys[key] = settings[key]
     return keys
 
 
+def _retriever_kinds(settings: object) -> set[str]:
+    """Every ``kind`` in a retriever's settings, nested ones (hybrid legs, a chunked retriever's children) too."""
+    if not isinstance(settings, Mapping):
+        return set()
+    kinds = {settings["kind"]} if isinstance(settings.get("kind"), str) else set()
+    for value in settings.values():
+        kinds |= _retriever_kinds(value)
+    return kinds
+
+
 def truncation_free(entry: EntryLike) -> bool:
-    """A run whose retriever has no token limit (BM25): no truncation policy can change its scores."""
+    """A run whose retriever has no token limit (BM25): no truncation policy can change its scores. A model
+    object without a recorded max length is not one (it may cut long queries itself): its truncation groups it."""
     typed = as_entry(entry)
     return (
         typed.label == RUN
         and typed.settings.get("max_length") is None
         and typed.settings.get("truncate") in ("none", None)
+        and not _retriever_kinds(typed.settings.get("retriever")) & OBJECT_KINDS
     )
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.infra.errors import MtrbenchError, closest
+from mtrbench.infra.numeric import finite_tree
 
 SCHEMA_FILE = "schema.json"
 # Files in the leaderboards folder that are not leaderboards.
@@ -110,5 +111,6 @@ def load(name_or_path: str) -> tuple[Path, dict[str, Any]]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise MtrbenchError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    finite_tree(document, str(path))
     validate(document, str(path))
     return path, document

@@ -6,7 +6,9 @@ attributes, read when present:
 - ``name`` and ``revision``: recorded in results and ``model_meta.json``; with a ``revision`` the corpus
   embeddings are cached (without one a changed model could not be told apart from the cached one).
 - ``tokenizer`` and ``max_length``: the query is left-truncated with them, so the current question survives
-  (``--truncate left``); without them queries go to the encoder whole.
+  (``--truncate left``). Without a ``tokenizer``, those of a sentence-transformers model the object holds in an
+  attribute (its ``tokenizer`` and ``max_seq_length``) are used; with none at all queries go to the encoder
+  whole, with a warning (what the encoder then cuts cannot be counted).
 - ``query_prompt`` / ``doc_prompt``: recorded in the settings (the encoder applies its own prompts).
 - ``similarity``: ``"cosine"`` (default, beir's ``cos_sim``) or ``"dot"``.
 """

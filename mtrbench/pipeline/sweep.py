@@ -65,14 +65,13 @@ def run_sweep(
         )
         reused = [Result.load(s.path) for s in skipped]
         cells.append(
-            SweepCell(
-                alpha, candidate_k, _in_history_order([*evaluated, *reused], config.histories), reused=len(reused)
-            )
+            SweepCell(alpha, candidate_k, in_history_order([*evaluated, *reused], config.histories), reused=len(reused))
         )
     return cells
 
 
-def _in_history_order(results: list[Result], histories: list[HistoryChoice]) -> list[Result]:
+def in_history_order(results: list[Result], histories: list[HistoryChoice]) -> list[Result]:
+    """Results evaluated now and finished ones read back, in the order the histories were asked for."""
     rank = {name: i for i, name in enumerate(histories) if isinstance(name, str)}
     return sorted(results, key=lambda r: rank.get(r.history, len(rank)))
 

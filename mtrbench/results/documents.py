@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.infra.numeric import finite_tree
 
 
 @dataclass
@@ -19,6 +20,14 @@ class Inputs:
 
 
 def read_json(path: Path) -> Any:
+    """A result, leaderboard or ``score --output`` document; NaN or an infinity anywhere in it is an error
+    naming its JSON path (a NaN score would rank, average and verify as if it were a number)."""
+    document = _parse_json(path)
+    finite_tree(document, str(path))
+    return document
+
+
+def _parse_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -56,6 +65,7 @@ def read_per_query_rows(result: Path, document: dict[str, Any]) -> list[dict[str
                 raise DataError(f"{path}:{n}: not valid JSON") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}:{n}: not a JSON object")
+            finite_tree(row, f"{path}:{n}")
             rows.append(row)
     return rows
 
@@ -94,7 +104,7 @@ def find_inputs(paths: list[str | Path]) -> Inputs:
             if resolved in seen:
                 continue
             seen.add(resolved)
-            kind = kind_of(read_json(candidate))
+            kind = kind_of(_parse_json(candidate))  # only classified here: its reader checks the numbers
             if kind == "result":
                 inputs.results.append(candidate)
             elif kind == "leaderboard":

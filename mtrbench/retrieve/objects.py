@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.numeric import finite, finite_matrix
 from mtrbench.infra.reporting import progress_bar
 from mtrbench.models.loading import NamedSource
 from mtrbench.models.protocols import (
@@ -62,9 +63,44 @@ def as_matrix(values: Embeddings, rows: int, what: str) -> torch.Tensor:
         raise ModelError(f"{what} returned something that is not a matrix of numbers ({exc})") from None
     if matrix.ndim != 2 or matrix.shape[0] != rows:
         raise ModelError(f"{what} returned shape {tuple(matrix.shape)} for {rows} inputs; expected ({rows}, dim)")
-    if not torch.isfinite(matrix).all():
-        raise ModelError(f"{what} returned NaN or infinite values")
+    finite_matrix(matrix, f"{what} returned NaN or infinite values", ModelError)
     return matrix
+
+
+def _wrapped_encoder(model: object) -> object | None:
+    """A sentence-transformers-like model held in one of ``model``'s attributes (``.tokenizer`` and an integer
+    ``.max_seq_length``): the encoder a wrapper object hands its texts to, which cuts them at that length."""
+    for value in getattr(model, "__dict__", {}).values():
+        if getattr(value, "tokenizer", None) is not None and isinstance(getattr(value, "max_seq_length", None), int):
+            return value
+    return None
+
+
+def length_limit(model: object, name: str, warn: bool = True) -> tuple[object | None, int | None]:
+    """(tokenizer, max length) that queries are truncated with: the object's own ``tokenizer`` and ``max_length``,
+    else those of the sentence-transformers model it wraps (which would cut long queries itself, from the right,
+    unrecorded). Without a tokenizer queries go whole, with a warning (``warn``, for encoders: a search object
+    answers from its own index, often without any token limit): mtrbench cannot count what the object cuts."""
+    inner = _wrapped_encoder(model)
+    tokenizer = getattr(model, "tokenizer", None)
+    if tokenizer is None and inner is not None:
+        tokenizer = inner.tokenizer  # type: ignore[attr-defined]
+        log.info("%s: truncating queries with the tokenizer of the %s it holds", name, type(inner).__name__)
+    if tokenizer is None:
+        if not warn:
+            return None, None
+        log.warning(
+            "%s has no tokenizer: queries go to it whole and the result records no truncation; if it cuts long "
+            "inputs itself, give it `tokenizer` and `max_length` attributes so mtrbench truncates and counts",
+            name,
+        )
+        return None, None
+    for source in (model, inner):
+        for attribute in ("max_length", "max_seq_length"):
+            value = getattr(source, attribute, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return tokenizer, value
+    return tokenizer, None
 
 
 class _ObjectTower:
@@ -94,6 +130,11 @@ class ObjectEngine:
         self.method, self.inputs_of, self.batch_size, self.what, self.tower = method, inputs_of, batch_size, what, tower
         self._pass_batch_size = _accepts(method, "batch_size")
         self.dim: int | None = None
+        self._dim_source = "ones"  # what set ``dim``: this method's earlier vectors, or the corpus embeddings
+
+    def expect_width(self, dim: int, source: str) -> None:
+        """Vectors of any other width are refused: a query compared with a corpus of another width."""
+        self.dim, self._dim_source = dim, source
 
     def settings(self) -> dict[str, Any]:
         return {"token_budget": None, "packed": False}
@@ -135,7 +176,8 @@ class ObjectEngine:
             self.dim = matrix.shape[1]
         elif matrix.shape[1] != self.dim:
             raise ModelError(
-                f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional ones"
+                f"{self.what} returned {matrix.shape[1]}-dimensional vectors after {self.dim}-dimensional "
+                f"{self._dim_source}"
             )
         bar.update(len(items))
         return matrix
@@ -160,9 +202,10 @@ class EncoderObjectRetriever(EmbeddingRetriever):
         if self.similarity not in SIMILARITIES:
             raise ModelError(f"{name}: similarity must be 'cosine' or 'dot', got {self.similarity!r}")
         self.normalize = self.similarity == "cosine"
-        self.tokenizer = None if self.reads_conversations else getattr(model, "tokenizer", None)
-        max_length = getattr(model, "max_length", None)
-        self.max_length = int(max_length) if isinstance(max_length, int) and self.tokenizer is not None else None
+        if self.reads_conversations:
+            self.tokenizer, self.max_length = None, None
+        else:
+            self.tokenizer, self.max_length = length_limit(model, name)
         self.query_prompt = str(getattr(model, "query_prompt", "") or "")
         self.doc_prompt = str(getattr(model, "doc_prompt", "") or "")
         batch = loading.batch_size or DEFAULT_OBJECT_BATCH
@@ -187,6 +230,10 @@ class EncoderObjectRetriever(EmbeddingRetriever):
             corpus.document_text(i): {"title": corpus.titles[i], "text": corpus.texts[i]} for i in range(len(corpus))
         }
         super().index(corpus)
+        embedded = self.corpus_embeddings  # empty when streamed from the cache's shards
+        width = int(embedded.shape[1]) if embedded.numel() else self.doc_engine.dim
+        if width:
+            self.query_engine.expect_width(width, "corpus embeddings")
 
     def search_queries(
         self,
@@ -224,9 +271,7 @@ class SearchObjectRetriever:
         self.name = object_name(model)
         revision = getattr(model, "revision", None)
         self.revision = revision if isinstance(revision, str) and revision else "no_revision_available"
-        max_length = getattr(model, "max_length", None)
-        self.tokenizer = getattr(model, "tokenizer", None)
-        self.max_length = int(max_length) if isinstance(max_length, int) and self.tokenizer is not None else None
+        self.tokenizer, self.max_length = length_limit(model, self.name, warn=False)
         self.show_progress = show_progress
         self.warnings: Counter = Counter()
         self._corpus: Corpus | None = None
@@ -267,17 +312,17 @@ class SearchObjectRetriever:
 
     def _hits(self, ranked: dict[str, float], top_k: int, qid: str) -> tuple[list[int], list[float]]:
         corpus = self._corpus
+        if not isinstance(ranked, dict):
+            raise ModelError(
+                f"{self.name}.search: query {qid}: got {type(ranked).__name__}; expected {{doc_id: score}}"
+            )
         kept = []
         for doc_id, score in ranked.items():
             if str(doc_id) not in corpus:
                 self.warnings["retrieved document ids not in the corpus (dropped)"] += 1
                 continue
-            try:
-                kept.append((float(score), corpus.position(str(doc_id))))
-            except (TypeError, ValueError):
-                raise ModelError(
-                    f"{self.name}.search: query {qid}, document {doc_id}: score {score!r} is not a number"
-                ) from None
+            where = f"{self.name}.search: query {qid}, document {doc_id}"
+            kept.append((finite(score, where, "score", ModelError), corpus.position(str(doc_id))))
         kept.sort(key=lambda pair: (-pair[0], pair[1]))
         kept = kept[:top_k]
         return [position for _, position in kept], [score for score, _ in kept]

@@ -23,16 +23,21 @@ class TruncationStats:
     queries: int = 0
     truncated: int = 0  # lost any text
     question_cut: int = 0  # lost part of the current question
+    over_model_limit: int = 0  # given whole (--truncate none) though longer than the model reads: it cuts them
 
     def as_dict(self) -> dict[str, float | int]:
         n = max(self.queries, 1)
-        return {
+        recorded: dict[str, float | int] = {
             "queries": self.queries,
             "truncated": self.truncated,
             "question_cut": self.question_cut,
             "truncated_share": round(self.truncated / n, 5),
             "question_cut_share": round(self.question_cut / n, 5),
         }
+        if self.over_model_limit:  # absent when none: results without one stay as they were
+            recorded["over_model_limit"] = self.over_model_limit
+            recorded["over_model_limit_share"] = round(self.over_model_limit / n, 5)
+        return recorded
 
 
 @dataclass
@@ -46,12 +51,13 @@ class Truncator:
     def __post_init__(self) -> None:
         if self.side not in SIDES:
             raise MtrbenchError(f"--truncate must be one of {', '.join(SIDES)}, got '{self.side}'")
-        if self.side != "none" and (self.tokenizer is None or not self.max_length):
+        self.limited = self.tokenizer is not None and bool(self.max_length)
+        if not self.limited:
             self.side = "none"
-        if self.side != "none":
+        if self.limited:
             special = self.tokenizer.num_special_tokens_to_add(pair=False)
             self.budget = self.max_length - special
-            if self.budget - self._count(self.prompt) < 8:
+            if self.side != "none" and self.budget - self._count(self.prompt) < 8:
                 raise MtrbenchError(f"max length {self.max_length} leaves no room after the prompt {self.prompt!r}")
 
     def _ids(self, text: str) -> list[int]:
@@ -67,7 +73,12 @@ class Truncator:
     def __call__(self, serialized: Serialized) -> str:
         self.stats.queries += 1
         full = serialized.text()
-        if self.side == "none" or self._fits(full) <= 0:
+        if self.side == "none":
+            # passed on whole; a model with a length limit then cuts it itself, from the right: counted
+            if self.limited and self._fits(full) > 0:
+                self.stats.over_model_limit += 1
+            return full
+        if self._fits(full) <= 0:
             return full
         self.stats.truncated += 1
         if self.side == "right":

@@ -19,6 +19,7 @@ import numpy as np
 from mtrbench.formats.qrels import read_qrels
 from mtrbench.formats.run import read_run
 from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError
+from mtrbench.infra.numeric import finite_matrix
 
 # CAsT, QReCC, TopiOCQA, MTRAG and the sample name a turn `<conversation>_<turn>` (CAsT 2019: `31_1`,
 # some exports `31-1`); a run carries no conversation field, so this rule recovers it.
@@ -103,8 +104,7 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
         known.update(s.conversations)
     conversations = tuple(known.get(q) or conversation_of(q) or q for q in queries)
     scores = np.array([[s.values.get(q, 0.0) for q in queries] for s in systems], dtype=float)
-    if not np.all(np.isfinite(scores)):
-        raise DataError(f"{measure}: a per-query value is not a finite number")
+    finite_matrix(scores, f"{measure}: a per-query value is not a finite number")
     filled = {
         s.name: len(queries) - len(s.values) + s.scored_absent
         for s in systems

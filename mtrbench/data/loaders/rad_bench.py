@@ -36,6 +36,7 @@ from mtrbench.data.loaders import LoadRequest, register
 from mtrbench.data.loaders.common import read_jsonl_records as _read_jsonl
 from mtrbench.data.model import TaskData
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import RATING_SCALE, on_scale
 
 ASPECTS = ("RS", "RR", "TR")  # retrieval synthesis, retrieval reasoning, travel (TR)
 CATEGORIES = ("academic", "news", "education", "finance", "customer", "travel")  # the paper's order
@@ -299,6 +300,7 @@ def _judgment(row: Any, where: str, source: str) -> RadJudgment:
         raise DataError(f"{where}: 'turn' must be an integer >= 1")
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise DataError(f"{where}: 'score' must be a number (-1 for an unparsable rating)")
+    on_scale(score, where, "'score'", RATING_SCALE)
     if not isinstance(row.get("model"), str):
         raise DataError(f"{where}: needs a string 'model'")
     judge = row.get("judge")

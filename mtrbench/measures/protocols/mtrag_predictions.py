@@ -17,6 +17,7 @@ from pathlib import Path
 from mtrbench.formats.qrels import Qrels, read_qrels
 from mtrbench.formats.run import Run
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import finite
 from mtrbench.measures.base import Measure
 from mtrbench.measures.protocols.mtrag import CollectionRow, all_row, score_mtrag
 
@@ -81,7 +82,7 @@ def read_predictions(path: Path) -> dict[str, Run]:
                 or isinstance(score, bool)
             ):
                 raise DataError(f"{where}: context {i} needs a 'document_id' and a numeric 'score'")
-            scores[str(context["document_id"])] = float(score)
+            scores[str(context["document_id"])] = finite(score, f"{where} context {i}", "'score'")
         previous = collection_of.get(row["task_id"])
         if previous is not None:
             runs[previous].pop(row["task_id"])
