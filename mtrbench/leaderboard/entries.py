@@ -174,6 +174,7 @@ def leaderboard_settings(settings: ResultSettings, queries_left_out: int = 0) ->
         **({"rewriter": settings.rewriter} if settings.rewriter is not None else {}),
         **({"limit": settings["limit"]} if settings.limit is not None else {}),
         **({"protocol": settings.protocol} if settings.scoring_protocol != DEFAULT_PROTOCOL else {}),
+        **({"ptkb": settings.ptkb} if settings.ptkb else {}),
         **({"queries_left_out": queries_left_out} if queries_left_out else {}),
     }
 

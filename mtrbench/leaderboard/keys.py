@@ -33,6 +33,7 @@ SETTINGS_READ = {
     "relevance_level": "comparability unless default",
     "limit": "comparability when set",
     "protocol": "comparability unless trec_eval",
+    "ptkb": "comparability when set",
     "split": "the dataset layer of a group (results/settings.py records the split evaluated)",
     "k_values": "which scores an entry carries (no score changes)",
     "metrics": "which scores an entry carries (no score changes)",

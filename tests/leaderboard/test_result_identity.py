@@ -86,3 +86,14 @@ def test_another_relevance_level_ranks_apart_and_the_default_is_not_written(tmp_
     assert sorted(map(sorted, groups_of(document))) == [["default"], ["graded"]]
     levels = [g["comparability"].get("relevance_level") for g in document["groups"]]
     assert sorted(levels, key=str) == [2, None]
+
+
+def test_results_with_personal_statements_build_and_rank_apart(tmp_path):
+    root = tmp_path / "results"
+    result_copy(root, "with-gold-ptkb", lambda settings: settings.update(ptkb="gold"))
+    result_copy(root, "without-ptkb", lambda settings: None)
+    document = build(root, tmp_path)
+    assert sorted(map(sorted, groups_of(document))) == [["with-gold-ptkb"], ["without-ptkb"]]
+    personal = [g["comparability"].get("ptkb") for g in document["groups"]]
+    assert len(personal) == 2 and set(personal) == {"gold", None}
+    schema.load(str(tmp_path / "lb.json"))  # valid against leaderboards/schema.json
