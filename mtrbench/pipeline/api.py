@@ -52,7 +52,9 @@ def evaluate(
 
     ``overwrite``: mteb's strategies. Default ``only-missing`` (a finished result is loaded, not recomputed),
     except for model objects and Python histories, which are always evaluated: nothing tells a changed object
-    from the one that wrote the finished file.
+    from the one that wrote the finished file. Given explicitly, only-missing/never reuse a model object's result
+    only when the object declares a ``revision`` (its name and revision are its identity, as for the embedding
+    cache); without one its result is evaluated again (never: refused).
     """
     options = (options or RetrieverOptions()).with_values(show_progress=show_progress, **retriever_options)
     resolved = resolve(model)

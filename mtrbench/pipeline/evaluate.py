@@ -11,6 +11,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData, first_conversations, without_queries
 from mtrbench.infra.errors import TooManyFailures
 from mtrbench.llm.redact import Redactor
+from mtrbench.models.protocols import declared_revision
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
@@ -47,7 +48,8 @@ def run_eval(
         retriever = assemble(resolved, options)
     load_model = time.perf_counter() - started
     max_length_set = options.loading.max_length is not None
-    plan = make_plan(resolved.requested, task_name, config, retriever, max_length_set, on_skip)
+    identified = resolved.obj is None or declared_revision(resolved.obj) is not None
+    plan = make_plan(resolved.requested, task_name, config, retriever, max_length_set, on_skip, identified)
     if not plan.histories:
         return []
     t0 = time.perf_counter()

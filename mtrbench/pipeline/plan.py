@@ -115,8 +115,10 @@ def make_plan(
     retriever: Retriever,
     max_length_set: bool,
     on_skip: Callable[[SkippedResult], None] | None = None,
+    identified: bool = True,
 ) -> Plan:
-    """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
+    """What to evaluate: every history whose result is not finished under ``config.overwrite``. ``identified``:
+    false for a model object without a declared revision (``results/overwrite.decide``)."""
     histories = resolve_histories(config.histories, config.rewriter)
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     k_values, measures, protocol = check_request(config, card)
@@ -126,7 +128,7 @@ def make_plan(
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
         planned = plan_history(history, config, retriever, max_length_set, plan)
-        if decide(planned.paths.json, planned.settings, config.overwrite).evaluate:
+        if decide(planned.paths.json, planned.settings, config.overwrite, identified=identified).evaluate:
             plan.histories.append(planned)
         else:
             skipped = SkippedResult(requested_model, card.name, history.name, planned.paths.json)
