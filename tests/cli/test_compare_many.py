@@ -328,3 +328,23 @@ def test_unit_conversation_tests_conversation_means_for_conversations_of_unequal
     by_query = stats.ttest_rel([b[q] for q in base], [base[q] for q in base]).pvalue
     by_sum = stats.ttest_rel(per_unit(b, sum), per_unit(base, sum)).pvalue
     assert abs(by_query - expected) > 0.05 and abs(by_sum - expected) > 0.05
+
+
+@pytest.mark.parametrize(
+    "extra, noted",
+    [
+        ((), True),  # the table, unit not chosen
+        (("--unit", "query"), False),
+        (("--unit", "conversation"), False),
+    ],
+)
+def test_the_unit_is_named_on_stderr_when_not_chosen(extra, noted, capsys):
+    assert main(["compare", *RESULTS[:3], "--measures", "nDCG@10", "--format", "csv", *extra]) == 0
+    captured = capsys.readouterr()
+    assert ("paired unit: each query (the default)" in captured.err) == noted
+    assert "paired unit" not in captured.out  # the csv on stdout stays clean
+
+
+def test_the_two_result_comparison_names_its_unit(capsys):
+    assert main(["compare", RESULTS[0], RESULTS[5], "--metrics", "ndcg_at_10"]) == 0
+    assert "paired unit: each query (the default)" in capsys.readouterr().err
