@@ -13,6 +13,7 @@ from mtrbench.infra.errors import TooManyFailures
 from mtrbench.llm.redact import Redactor
 from mtrbench.models.protocols import declared_revision
 from mtrbench.pipeline.histories import applicable, write_texts
+from mtrbench.pipeline.known_plans import known_finished, remember, request_key
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
 from mtrbench.pipeline.scoring import score
@@ -42,6 +43,13 @@ def run_eval(
     say = progress or (lambda message: None)
     options = retriever_options or RetrieverOptions()
     resolved = resolve(model)  # unknown names fail before anything slow starts
+    key = request_key(resolved, task_name, config, options) if task is None else None  # Python data: not known
+    if retriever is None and key is not None:
+        finished = known_finished(key, resolved.requested, task_name, config.overwrite)
+        if finished is not None:  # every history finished, as an earlier plan of this request says: no load
+            for skipped in finished:
+                (on_skip or (lambda s: None))(skipped)
+            return []
     started = time.perf_counter()
     if retriever is None:
         say(f"Loading model {resolved.requested}")
@@ -50,6 +58,7 @@ def run_eval(
     max_length_set = options.loading.max_length is not None
     identified = resolved.obj is None or declared_revision(resolved.obj) is not None
     plan = make_plan(resolved.requested, task_name, config, retriever, max_length_set, on_skip, identified)
+    remember(key, plan)
     if not plan.histories:
         return []
     t0 = time.perf_counter()

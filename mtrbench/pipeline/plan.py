@@ -75,6 +75,8 @@ class Plan:
     histories: list[PlannedHistory]  # to evaluate
     skipped: list[SkippedResult]
     protocol: ScoringProtocol
+    # every history's (name, result path, planned settings), evaluated or skipped (pipeline/known_plans.py)
+    all_planned: list[tuple[str, Path, ResultSettings]] = field(default_factory=list)
 
 
 def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[Measure], ScoringProtocol]:
@@ -128,6 +130,7 @@ def make_plan(
         if protocol.prefix_first_turn:
             history = replace(history, strategy=history.strategy.with_first_turn_prefixed())
         planned = plan_history(history, config, retriever, max_length_set, plan)
+        plan.all_planned.append((history.name, planned.paths.json, planned.settings))
         if decide(planned.paths.json, planned.settings, config.overwrite, identified=identified).evaluate:
             plan.histories.append(planned)
         else:
