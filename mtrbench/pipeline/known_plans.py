@@ -4,13 +4,13 @@ Which result file a history writes, and the settings it is compared on, are know
 built (its resolved revision, token limit, prompts, dtype). Loading it can take longer than everything else a
 re-run of a finished sweep does. So each plan is remembered, in ``$MTRBENCH_CACHE_DIR/plans`` (default
 ``~/.cache/mtrbench/plans``), under a key made of everything that decides it: the request (model specification,
-every loading and scale option, the evaluation settings, the task card), mtrbench's version, the visible GPUs and
+every loading and scale option, the evaluation settings, the task card), mtrbench's version, the GPUs visible and
 the versions of what the model's files come from. A re-run with the same key checks those files with the usual
 overwrite rules (``results/overwrite.decide``): if every history is finished, nothing is loaded.
 
 Only requests whose model files cannot change under the same key are remembered: BM25, models shipped as Python
 packages (their version is in the key), and Hub models with a pinned revision; never a local folder, an unpinned
-Hub id, a model object, a Python history or a reranker. A missing or unreadable record means: load and plan.
+Hub id, a model object, a Python or model-written history, or a reranker. A missing or unreadable record means: load and plan.
 """
 
 from __future__ import annotations
@@ -19,15 +19,18 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from mtrbench import __version__
 from mtrbench.data import resolve_card
 from mtrbench.data.cards import TaskCard
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import MtrbenchError
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult
 from mtrbench.results.overwrite import decide
 from mtrbench.results.settings import ResultSettings
@@ -84,7 +87,9 @@ def request_key(
     model: ResolvedModel, task: str | TaskCard, config: EvalConfig, options: RetrieverOptions
 ) -> str | None:
     """The key of a request whose plan can be remembered; None when it cannot (module docstring)."""
-    if model.spec is None or options.pipeline.rerank or not all(isinstance(h, str) for h in config.histories):
+    if model.spec is None or options.pipeline.rerank or config.rewriter is not None:
+        return None
+    if not all(isinstance(h, str) for h in config.histories):
         return None
     fixed = _fixed_files(model.spec, options)
     if fixed is None:
@@ -94,7 +99,7 @@ def request_key(
     request = {
         "format": FORMAT,
         "mtrbench": __version__,
-        "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gpus": [os.environ.get("CUDA_VISIBLE_DEVICES"), torch.cuda.device_count()],  # device "auto" picks the dtype
         "model": model.requested,
         "spec": asdict(model.spec),
         "fixed": fixed,
@@ -105,7 +110,10 @@ def request_key(
         if isinstance(task, str)
         else card.card_path,
         "card": card.to_dict(),
-        "config": {**asdict(config), "command": None, "output_dir": str(Path(config.output_dir).resolve())},
+        "config": {
+            **{f.name: getattr(config, f.name) for f in fields(config) if f.name not in ("command", "rewriter")},
+            "output_dir": str(Path(config.output_dir).resolve()),
+        },
     }
     canonical = json.dumps(request, sort_keys=True, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -121,7 +129,7 @@ def remember(key: str | None, plan: Plan) -> None:
     ]
     try:
         atomic_write_text(plans_folder() / f"{key}.json", json.dumps({"format": FORMAT, "histories": histories}))
-    except (OSError, ValueError) as exc:  # a cache that cannot be written costs the next re-run a model load
+    except (OSError, ValueError, MtrbenchError) as exc:  # unwritable: the next re-run loads the model, that is all
         log.debug("plan not remembered: %s", exc)
 
 
