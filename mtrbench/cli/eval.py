@@ -625,6 +625,7 @@ def _evaluate_pairs(
 ) -> _EvalOutcome:
     """Every model on every task, each model loaded once; the tables of each pair printed as it finishes."""
     from mtrbench.pipeline.evaluate import command_line, run_eval  # deferred: loads torch
+    from mtrbench.pipeline.known_plans import finished_before_loading  # deferred: loads torch
     from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
 
     outcome = _EvalOutcome()
@@ -648,6 +649,11 @@ def _evaluate_pairs(
                 config if single else replace(config, command=command_line(pair_argv(args.argv, model.requested, task)))
             )
             if retriever is None:
+                finished = finished_before_loading(model, task, pair_config, options)
+                if finished is not None:  # an earlier plan of this request: every history finished, nothing loaded
+                    for s in finished:
+                        skipped(s)
+                    continue
                 say(f"Loading model {model.requested}")
                 retriever = assemble(model, options)
             if not single:

@@ -231,7 +231,7 @@ def _print_power(reports) -> None:
         for column in ("A", "B", "A - B", "ASL"):
             table.add_column(column, justify="left" if column in ("A", "B") else "right", overflow="fold")
         for pair in sorted(r.pairs, key=lambda x: x.p):
-            table.add_row(pair.a[:28], pair.b[:28], f"{pair.diff:+.4f}", _p_text(pair.p))
+            table.add_row(pair.a, pair.b, f"{pair.diff:+.4f}", _p_text(pair.p))  # long names wrap, whole
         print_titled(console, f"{r.task} {label(r.measure)}, {r.test} test by {r.unit}", table)
 
 
@@ -331,11 +331,11 @@ def _print_stability(agreement, swaps) -> None:
     console = _console()
     table = compact_table()
     for column in ("system", "A", "B", "rank A", "rank B"):
-        table.add_column(column, justify="left" if column == "system" else "right")
+        table.add_column(column, justify="left" if column == "system" else "right", overflow="fold")
     rank_a, rank_b = _ranks(agreement.means_first), _ranks(agreement.means_second)
     for i, name in enumerate(agreement.systems):
         table.add_row(
-            name[:36],
+            name,
             f"{agreement.means_first[i]:.4f}",
             f"{agreement.means_second[i]:.4f}",
             str(rank_a[i]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -148,7 +149,7 @@ def _add_compare_table_flags(p: argparse.ArgumentParser) -> None:
         "--unit",
         choices=["query", "conversation"],
         default=None,
-        help="paired unit: each query, or each conversation's mean over its turns [query]",
+        help="paired unit: each query, or each conversation's mean over its turns [query; a note on stderr says so]",
     )
     p.add_argument(
         "--alpha", type=significance, default=None, help="significance level on Holm-adjusted p-values [0.05]"
@@ -447,6 +448,13 @@ _TABLE_FLAGS = (
 )
 
 
+# Said on stderr whenever the unit was not chosen: docs/meta.md argues for conversations, the default is the query.
+DEFAULT_UNIT_NOTE = (
+    "note: paired unit: each query (the default); --unit conversation pairs each conversation's mean over its "
+    "turns, whose turns are not independent (docs/meta.md)"
+)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     if (
         len(args.systems) == 2
@@ -495,6 +503,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(render(table, fmt, labels), end="")
     if args.output:
         print(f"{len(systems)} systems x {len(keys)} measure(s), {fmt}: {args.output}")
+    if args.unit is None:
+        print(DEFAULT_UNIT_NOTE, file=sys.stderr)
     return 0
 
 
@@ -632,6 +642,7 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
             "comparisons": comparisons,
         }
         atomic_write_text(args.output, json.dumps(report, indent=2) + "\n")
+    print(DEFAULT_UNIT_NOTE, file=sys.stderr)  # the detailed comparison always pairs queries
     return 0
 
 

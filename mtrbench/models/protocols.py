@@ -100,6 +100,13 @@ class Rewriter(Protocol):
 HistoryFunction = Callable[[Conversation], str]  # a history strategy as a plain function
 
 
+def declared_revision(obj: object) -> str | None:
+    """The ``revision`` a model object declares (a non-empty string), else None. With its name it is the object's
+    identity: what lets its corpus embeddings be cached and a finished result of it be reused."""
+    revision = getattr(obj, "revision", None)
+    return revision.strip() if isinstance(revision, str) and revision.strip() else None
+
+
 def object_name(obj: object) -> str:
     """The name a model or rewriter object is recorded by: its ``name`` attribute, else its class (a function:
     its qualified name)."""

@@ -11,6 +11,7 @@ from mtrbench.infra.errors import UserInputError
 from mtrbench.infra.reporting import progress_messages
 from mtrbench.pipeline.evaluate import run_eval
 from mtrbench.pipeline.histories import HistoryChoice, resolve_history
+from mtrbench.pipeline.known_plans import finished_before_loading
 from mtrbench.pipeline.plan import EvalConfig, SkippedResult, check_before_loading
 from mtrbench.results.result import Result
 from mtrbench.retrieve.builder import ModelInput, assemble, resolve
@@ -52,7 +53,9 @@ def evaluate(
 
     ``overwrite``: mteb's strategies. Default ``only-missing`` (a finished result is loaded, not recomputed),
     except for model objects and Python histories, which are always evaluated: nothing tells a changed object
-    from the one that wrote the finished file.
+    from the one that wrote the finished file. Given explicitly, only-missing/never reuse a model object's result
+    only when the object declares a ``revision`` (its name and revision are its identity, as for the embedding
+    cache); without one its result is evaluated again (never: refused).
     """
     options = (options or RetrieverOptions()).with_values(show_progress=show_progress, **retriever_options)
     resolved = resolve(model)
@@ -79,10 +82,12 @@ def evaluate(
     say = progress_messages(show_progress)
     skipped: list[SkippedResult] = []
     check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])
-    retriever = assemble(resolved, options)
+    retriever = None  # loaded for the first task with something to evaluate, then shared
     results: list[Result] = []
     for task in _tasks(tasks):
         card, data = (task.card, task.data) if isinstance(task, PythonTask) else (task, None)
+        if retriever is None and (data is not None or finished_before_loading(resolved, card, config, options) is None):
+            retriever = assemble(resolved, options)
         made = run_eval(
             resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
         )

@@ -11,7 +11,9 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData, first_conversations, without_queries
 from mtrbench.infra.errors import TooManyFailures
 from mtrbench.llm.redact import Redactor
+from mtrbench.models.protocols import declared_revision
 from mtrbench.pipeline.histories import applicable, write_texts
+from mtrbench.pipeline.known_plans import known_finished, remember, request_key
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.ptkb import with_ranked_statements
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
@@ -42,13 +44,22 @@ def run_eval(
     say = progress or (lambda message: None)
     options = retriever_options or RetrieverOptions()
     resolved = resolve(model)  # unknown names fail before anything slow starts
+    key = request_key(resolved, task_name, config, options) if task is None else None  # Python data: not known
+    if retriever is None and key is not None:
+        finished = known_finished(key, resolved.requested, task_name, config.overwrite)
+        if finished is not None:  # every history finished, as an earlier plan of this request says: no load
+            for skipped in finished:
+                (on_skip or (lambda s: None))(skipped)
+            return []
     started = time.perf_counter()
     if retriever is None:
         say(f"Loading model {resolved.requested}")
         retriever = assemble(resolved, options)
     load_model = time.perf_counter() - started
     max_length_set = options.loading.max_length is not None
-    plan = make_plan(resolved.requested, task_name, config, retriever, max_length_set, on_skip)
+    identified = resolved.obj is None or declared_revision(resolved.obj) is not None
+    plan = make_plan(resolved.requested, task_name, config, retriever, max_length_set, on_skip, identified)
+    remember(key, plan)
     if not plan.histories:
         return []
     t0 = time.perf_counter()

@@ -77,6 +77,8 @@ class Plan:
     histories: list[PlannedHistory]  # to evaluate
     skipped: list[SkippedResult]
     protocol: ScoringProtocol
+    # every history's (name, result path, planned settings), evaluated or skipped (pipeline/known_plans.py)
+    all_planned: list[tuple[str, Path, ResultSettings]] = field(default_factory=list)
 
 
 def check_request(config: EvalConfig, card: TaskCard) -> tuple[list[int], list[Measure], ScoringProtocol]:
@@ -119,8 +121,10 @@ def make_plan(
     retriever: Retriever,
     max_length_set: bool,
     on_skip: Callable[[SkippedResult], None] | None = None,
+    identified: bool = True,
 ) -> Plan:
-    """What to evaluate: every history whose result is not finished under ``config.overwrite``."""
+    """What to evaluate: every history whose result is not finished under ``config.overwrite``. ``identified``:
+    false for a model object without a declared revision (``results/overwrite.decide``)."""
     histories = resolve_histories(config.histories, config.rewriter)
     card = task if isinstance(task, TaskCard) else resolve_card(task)
     k_values, measures, protocol = check_request(config, card)
@@ -138,7 +142,8 @@ def make_plan(
         if ptkb is not None:
             history = replace(history, strategy=history.strategy.with_ptkb(ptkb))
         planned = plan_history(history, config, retriever, max_length_set, plan)
-        if decide(planned.paths.json, planned.settings, config.overwrite).evaluate:
+        plan.all_planned.append((history.name, planned.paths.json, planned.settings))
+        if decide(planned.paths.json, planned.settings, config.overwrite, identified=identified).evaluate:
             plan.histories.append(planned)
         else:
             skipped = SkippedResult(requested_model, card.name, history.name, planned.paths.json)

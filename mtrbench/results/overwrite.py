@@ -35,7 +35,7 @@ DEFAULT_OVERWRITE = "only-missing"
 @dataclass(frozen=True)
 class Decision:
     evaluate: bool
-    reason: str  # "missing", "forced", "finished", "incomplete", "settings differ", "unreadable"
+    reason: str  # "missing", "forced", "finished", "incomplete", "settings differ", "unreadable", "unidentified"
 
 
 def comparable_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,16 +57,30 @@ def _existing_settings(path: Path) -> tuple[ResultSettings, str | None] | None:
 
 
 def decide(
-    path: Path, settings: ResultSettings | Mapping[str, Any], strategy: str, dataset_revision: str | None = None
+    path: Path,
+    settings: ResultSettings | Mapping[str, Any],
+    strategy: str,
+    dataset_revision: str | None = None,
+    identified: bool = True,
 ) -> Decision:
     """``settings``: the planned result's (typed, or a recorded block); ``dataset_revision``: compared only when
-    given (it is known once the task is loaded)."""
+    given (it is known once the task is loaded). ``identified``: false for a model object without a declared
+    revision, whose name alone does not tell it from another object that wrote the file: its finished result is
+    never reused (evaluated again under only-missing, refused under never)."""
     if strategy not in OVERWRITE_STRATEGIES:
         raise MtrbenchError(f"--overwrite-strategy must be one of {', '.join(OVERWRITE_STRATEGIES)}, got '{strategy}'")
     if not path.exists():
         return Decision(True, "missing")
     if strategy == "always":
         return Decision(True, "forced")
+    if not identified:
+        if strategy == "never":
+            raise MtrbenchError(
+                f"{path}: a result exists and the model object declares no `revision`, so nothing tells it from the "
+                f"object that wrote it; overwrite strategy never does not replace it (give the object a revision, "
+                f"use only-missing or always, or another output folder)"
+            )
+        return Decision(True, "unidentified")
     existing = _existing_settings(path)
     if existing is not None and existing[0].rewriter_failures:
         return Decision(True, "incomplete")  # its rewriter failed on some queries: a re-run asks only those

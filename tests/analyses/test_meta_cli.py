@@ -439,3 +439,33 @@ def test_stability_between_two_sets_of_results_pairs_them_in_order(tmp_path):
     assert document["systems"] == ["m1", "m2", "m3"]
     assert document["kendall_tau"] == pytest.approx(-1.0) and document["tau_ap"] == pytest.approx(-1.0)
     assert len(document["swapped"]) == 3
+
+
+def _wrapped_pairs(printed: str) -> set[tuple[str, str]]:
+    """The (A, B) names of the pair table, rejoined where a long name wraps onto the next lines."""
+    lines = printed.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.split()[:2] == ["A", "B"])
+    pairs: list[list[str]] = []
+    for line in lines[start + 2 :]:  # after the header and its rule
+        tokens = line.split()
+        if len(tokens) == 4:
+            pairs.append(tokens[:2])
+        elif len(tokens) == 2 and pairs:
+            pairs[-1] = [pairs[-1][0] + tokens[0], pairs[-1][1] + tokens[1]]
+        else:
+            break
+    return {(a, b) for a, b in pairs}
+
+
+def test_power_shows_long_system_names_whole(tmp_path, capsys):
+    long_names = {
+        f"{name}-system-with-a-long-descriptive-name-{n}": ranks for n, (name, ranks) in enumerate(PLACES.items())
+    }
+    runs, qrels = _write_task(tmp_path, long_names)
+    assert main(["meta", "power", "--runs", *runs, "--qrels", qrels, "--measures", "RR@10", "--unit", "query"]) == 0
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines()) <= 80
+    names = list(long_names)
+    assert {frozenset(p) for p in _wrapped_pairs(printed)} == {
+        frozenset((a, b)) for i, a in enumerate(names) for b in names[i + 1 :]
+    }

@@ -287,3 +287,64 @@ def test_randomization_p_values_are_scipys_sign_flip_test(rows, tmp_path):
     assert [t["p_value"] for t in tests] == pytest.approx(expected, abs=1e-12)
     assert [t["p_holm"] for t in tests] == pytest.approx(list(multipletests(expected, method="holm")[1]), abs=1e-12)
     assert table["test"] == "randomization"
+
+
+def test_unit_conversation_tests_conversation_means_for_conversations_of_unequal_length(rows, tmp_path):
+    """Conversations of 1 to 7 turns: the paired values are each conversation's mean over its turns, so a long
+    conversation counts once, not once per turn (as queries would), and not by its sum (as an unweighted
+    total would)."""
+    import numpy as np
+
+    by_conversation: dict[str, list[str]] = {}
+    for qid, row in sorted(rows[0].items(), key=lambda item: (item[1]["conversation_id"], item[1]["turn_id"])):
+        by_conversation.setdefault(row["conversation_id"], []).append(qid)
+    lengths = (1, 7, 2, 6, 3, 5, 1, 4)
+    chosen = {c: qids[:n] for (c, qids), n in zip(sorted(by_conversation.items()), lengths)}
+    assert sorted(len(q) for q in chosen.values()) == sorted(lengths)  # the sample has these turns to give
+    rng = np.random.default_rng(7)
+    base = {q: float(rng.uniform(0.2, 0.6)) for qids in chosen.values() for q in qids}
+    # long conversations gain a little on every turn, short ones lose a lot: the unit decides the verdict
+    shift = {
+        q: (0.05 if len(qids) >= 4 else -0.15) + float(rng.normal(0, 0.02)) for qids in chosen.values() for q in qids
+    }
+    paths = []
+    for name, values in (("a", base), ("b", {q: base[q] + shift[q] for q in base})):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"run": name, "per_query": {q: {"ndcg_at_10": v} for q, v in values.items()}}))
+        paths.append(str(path))
+    out = tmp_path / "table.json"
+    command = ["compare", *paths, "--task", "mtrbench-sample", "--measures", "nDCG@10", "--output", str(out)]
+    assert main([*command, "--unit", "conversation"]) == 0
+    table = json.loads(out.read_text())
+
+    def per_unit(values: dict[str, float], reduce) -> list[float]:
+        return [reduce([values[q] for q in qids]) for qids in chosen.values()]
+
+    b = {q: base[q] + shift[q] for q in base}
+    expected = stats.ttest_rel(per_unit(b, fmean), per_unit(base, fmean)).pvalue
+    assert table["units"] == len(chosen)
+    assert table["tests"][0]["p_value"] == pytest.approx(expected, rel=1e-9)
+    # the alternatives give clearly different p-values on this data, so the check above tells them apart
+    by_query = stats.ttest_rel([b[q] for q in base], [base[q] for q in base]).pvalue
+    by_sum = stats.ttest_rel(per_unit(b, sum), per_unit(base, sum)).pvalue
+    assert abs(by_query - expected) > 0.05 and abs(by_sum - expected) > 0.05
+
+
+@pytest.mark.parametrize(
+    "extra, noted",
+    [
+        ((), True),  # the table, unit not chosen
+        (("--unit", "query"), False),
+        (("--unit", "conversation"), False),
+    ],
+)
+def test_the_unit_is_named_on_stderr_when_not_chosen(extra, noted, capsys):
+    assert main(["compare", *RESULTS[:3], "--measures", "nDCG@10", "--format", "csv", *extra]) == 0
+    captured = capsys.readouterr()
+    assert ("paired unit: each query (the default)" in captured.err) == noted
+    assert "paired unit" not in captured.out  # the csv on stdout stays clean
+
+
+def test_the_two_result_comparison_names_its_unit(capsys):
+    assert main(["compare", RESULTS[0], RESULTS[5], "--metrics", "ndcg_at_10"]) == 0
+    assert "paired unit: each query (the default)" in capsys.readouterr().err

@@ -340,3 +340,25 @@ def test_leaderboard_build_prints_a_count_and_the_first_notes(tmp_path, capsys):
     assert main(["leaderboard", "build", "sample", "reported", "-o", str(output), "--verbose"]) == 0
     out = capsys.readouterr().out
     assert sum(line.startswith("- ") for line in _lines(out)) == len(notes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra", [(), ("--chunking", "sentences:3:2")])
+def test_quiet_eval_with_bm25_draws_no_progress_bar(tmp_path, extra):
+    """bm25s draws its own progress bars (tokenizing, indexing) unless told not to: under --quiet stderr holds only
+    where the results went."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "mtrbench.cli", "eval", "--model", "bm25", "--quiet", "--output-dir", str(tmp_path)]
+        + list(extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines and lines[0].startswith("results: ")
+    assert all(line.startswith("  ") and line.strip().endswith(".json") for line in lines[1:]), proc.stderr
+    assert "\r" not in proc.stderr and "it/s" not in proc.stderr

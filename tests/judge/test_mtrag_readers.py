@@ -44,6 +44,19 @@ def test_rb_llm_cascade_reads_replies_as_the_official_function(reply, expected):
     assert rb_llm_rating(reply) == pytest.approx(expected)
 
 
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        # every pattern that matches gives its FIRST match (the official ``matches[0]``), never a later one
+        ("Rating: [[3]]\nOn reflection the answer is better than that. Rating: [[8]]", 0.3),
+        ("Rating: 2\nRating: 9", 0.2),
+        ("Score: 4/10 at first; Score: 7/10 after a second read.", 0.4),
+    ],
+)
+def test_rb_llm_takes_the_first_rating_of_a_reply_that_gives_several(reply, expected):
+    assert rb_llm_rating(reply) == pytest.approx(expected)
+
+
 def test_median_over_judges_is_numpys():
     assert median([0.8, 0.6]) == pytest.approx(0.7)
     assert median([0.5, 0.9, 0.1]) == 0.5

@@ -291,6 +291,50 @@ def test_finished_results_are_loaded_for_names_and_recomputed_for_objects(native
     assert again.scores == first.scores and again.per_query_values() == first.per_query_values()
 
 
+class NamedBagOfWords:
+    """An encoder whose name does not change with its width: two of them are different models of one name."""
+
+    name = "my-encoder"
+
+    def __init__(self, dim: int, revision: str | None = None):
+        self.dim, self.queries = dim, 0
+        if revision is not None:
+            self.revision = revision
+
+    def encode_queries(self, queries, **kwargs):
+        self.queries += len(queries)
+        return np.stack([hashed_bag_of_words(q, self.dim) for q in queries])
+
+    def encode_corpus(self, corpus, **kwargs):
+        return np.stack([hashed_bag_of_words(f"{d['title']} {d['text']}", self.dim) for d in corpus])
+
+
+@pytest.mark.parametrize("overwrite", [None, "only-missing"])
+def test_two_model_objects_of_one_name_never_reuse_each_others_result(small_task, tmp_path, overwrite):
+    wide, narrow = NamedBagOfWords(64), NamedBagOfWords(3)
+    [first] = mtrbench.evaluate(wide, small_task, output_dir=tmp_path, overwrite=overwrite, show_progress=False)
+    [second] = mtrbench.evaluate(narrow, small_task, output_dir=tmp_path, overwrite=overwrite, show_progress=False)
+    assert narrow.queries == 4  # evaluated, not read back from the first object's file
+    per_query = pytrec_ndcg10(QRELS, second.run())
+    assert second.main_score == pytest.approx(sum(per_query.values()) / 4, abs=1e-12)
+    assert second.main_score != pytest.approx(first.main_score)  # the two really differ on this task
+    with pytest.raises(mtrbench.MtrbenchError, match="declares no `revision`"):
+        mtrbench.evaluate(NamedBagOfWords(64), small_task, output_dir=tmp_path, overwrite="never", show_progress=False)
+
+
+def test_a_model_object_with_a_revision_is_reused_under_its_name_and_revision_only(small_task, tmp_path):
+    def run(model: NamedBagOfWords):
+        return mtrbench.evaluate(model, small_task, output_dir=tmp_path, overwrite="only-missing", show_progress=False)
+
+    [first] = run(NamedBagOfWords(64, revision="v1"))
+    again = NamedBagOfWords(64, revision="v1")
+    [reused] = run(again)
+    assert again.queries == 0 and reused.path == first.path and reused.scores == first.scores
+    other = NamedBagOfWords(3, revision="v2")
+    [second] = run(other)
+    assert other.queries == 4 and second.path != first.path
+
+
 def test_objects_of_no_known_shape_and_bad_vectors_are_one_clear_error(small_task, tmp_path):
     with pytest.raises(mtrbench.ModelError, match="cannot evaluate a object"):
         mtrbench.evaluate(object(), small_task, output_dir=tmp_path, show_progress=False)
