@@ -352,7 +352,7 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
         overwrite=args.overwrite_strategy,
         rewriter=rewriter_from_args(args, not args.quiet),
         protocol=args.protocol,
-        ptkb=getattr(args, "ptkb", None),
+        ptkb=None if getattr(args, "ptkb", "none") == "none" else args.ptkb,  # as the API records "none"
     )
 
 

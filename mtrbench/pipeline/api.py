@@ -40,6 +40,7 @@ def evaluate(
     options: RetrieverOptions | None = None,
     show_progress: bool = True,
     protocol: str | None = None,
+    ptkb: str | None = None,
     **retriever_options: object,
 ) -> list[Result]:
     """Evaluate ``model`` on each task with each history; one :class:`Result` per (task, history), in order.
@@ -50,6 +51,8 @@ def evaluate(
     (``"all"`` too), functions ``Conversation -> str`` and rewriter objects. ``retriever_options``: single
     fields of :class:`RetrieverOptions` (``device="cpu"``, ``max_length=256``, ``alpha=0.5``...).
     ``protocol``: ``"official"`` or ``"trec_eval"`` as ``--protocol`` takes it; None: each task card's default.
+    ``ptkb``: TREC iKAT's personal statements in the query, as ``--ptkb`` takes it (``"gold"``, ``"top:3"``...);
+    None: none.
 
     ``overwrite``: mteb's strategies. Default ``only-missing`` (a finished result is loaded, not recomputed),
     except for model objects and Python histories, which are always evaluated: nothing tells a changed object
@@ -78,6 +81,7 @@ def evaluate(
         overwrite=overwrite,
         rewriter=rewriter,
         protocol=protocol,
+        ptkb=None if ptkb == "none" else ptkb,
     )
     say = progress_messages(show_progress)
     skipped: list[SkippedResult] = []

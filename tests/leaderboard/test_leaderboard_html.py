@@ -11,13 +11,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import CHROMIUM, browser_or_skip
 
 from mtrbench.cli import main
 from mtrbench.leaderboard.build import build_document
 from mtrbench.leaderboard.entries import load_leaderboard_entries
 from mtrbench.leaderboard.schema import leaderboards_dir
 
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -29,23 +29,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(os.environ.get("MTRBENCH_TEST_ARTIFACTS", Path(__file__).resolve().parents[1] / "artifacts"))
-
-
-def _browser_or_skip():
-    missing = []
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing.append("the python package playwright")
-        sync_playwright = None
-    if not Path(CHROMIUM).is_file():
-        missing.append(CHROMIUM)
-    if missing:
-        message = f"{' and '.join(missing)} not installed"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message + " (CI must run the browser test)")
-        pytest.skip(message)
-    return sync_playwright
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +250,7 @@ def test_a_result_without_its_per_query_file_is_skipped_with_a_warning(document,
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     """One headless Chromium for every browser test of this module (it takes seconds to start)."""
-    sync_playwright = _browser_or_skip()
+    sync_playwright = browser_or_skip()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("profile")),

