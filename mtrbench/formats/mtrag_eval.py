@@ -33,7 +33,7 @@ from mtrbench.formats.lines import read_lines
 from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.infra.numeric import finite
+from mtrbench.infra.numeric import finite, json_lines
 
 MAX_CONTEXTS = 10  # the official checker's limit on contexts per task
 MAX_FILE_MB = 20  # the official checker's limit on a prediction file
@@ -238,7 +238,7 @@ def task_record(task: MtragTask) -> dict[str, Any]:
 
 
 def write_tasks(path: str | Path, tasks: Sequence[MtragTask]) -> None:
-    atomic_write_text(path, "".join(json.dumps(task_record(t), ensure_ascii=False) + "\n" for t in tasks))
+    atomic_write_text(path, json_lines((task_record(t) for t in tasks), path=path, ensure_ascii=False))
 
 
 # -- the official format check ------------------------------------------------------------------------------
