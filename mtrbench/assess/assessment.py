@@ -5,7 +5,6 @@ progress goes to a ``say`` callback (default: logging) and the CLI prints the re
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -28,6 +27,7 @@ from mtrbench.data.model import ConversationalQuery, TaskData
 from mtrbench.formats.qrels import format_qrels
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.numeric import json_text
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.cost import confirm_cost, print_dry_run
 from mtrbench.llm.hf_async import make_async_client
@@ -306,5 +306,5 @@ def write_outputs(run: _Assessment, usage: dict[str, Any]) -> dict[str, Any]:
             "escalations": [paths.escalations_jsonl.name, paths.escalations_csv.name],
         },
     }
-    atomic_write_text(paths.stats, json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(paths.stats, json_text(stats, path=paths.stats, indent=2, ensure_ascii=False) + "\n")
     return stats

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from mtrbench.assess.prompts import Case
 from mtrbench.formats.records import read_records
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import json_lines
 
 
 def escalation_rows(cases: list[tuple[Case, PairRecords]]) -> list[dict[str, Any]]:
@@ -88,7 +88,7 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
 
 
 def write_escalations(rows: list[dict[str, Any]], jsonl_path: Path, csv_path: Path) -> None:
-    atomic_write_text(jsonl_path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write_text(jsonl_path, json_lines(rows, path=jsonl_path, ensure_ascii=False))
     atomic_write_text(csv_path, csv_text(rows))
 
 

@@ -16,7 +16,6 @@ Nothing here prints: the CLI prints the returned result.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from contextlib import nullcontext
@@ -38,6 +37,7 @@ from mtrbench.data.model import TaskData
 from mtrbench.formats.qrels import Qrels, format_qrels
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.numeric import json_text
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures
@@ -207,7 +207,9 @@ def write_outputs(
         "llm_labels": [{"qid": q, "doc_id": d, "grade": g} for (q, d), g in result.filled.items()],
         "log": result.paths.log.name,
     }
-    atomic_write_text(result.paths.sidecar, json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        result.paths.sidecar, json_text(sidecar, path=result.paths.sidecar, indent=2, ensure_ascii=False) + "\n"
+    )
 
 
 def judge_settings(judge: JudgeConfig) -> dict[str, object]:

@@ -7,7 +7,6 @@ candidates, correlation with human scores -> files. The CLI prints the table and
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData, first_conversations
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import json_lines, json_text
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures
@@ -173,7 +173,7 @@ def run_audit(
             return AuditOutcome(output_dir, plan, plan.notes, dry_run=True)
         atomic_write_text(
             output_dir / INSTANCES_NAME,
-            "".join(json.dumps(i.describe(), ensure_ascii=False) + "\n" for i in plan.items),
+            json_lines((i.describe() for i in plan.items), path=output_dir / INSTANCES_NAME, ensure_ascii=False),
         )
         return _finish(audit, plan, negatives, human, run_stages(stages, audit.log, options))
 
@@ -247,7 +247,10 @@ def _finish(
     }
     usage = {o.stage.judge.name: o.usage_summary() for o in run.outcomes if o.pending}
     summary = _summary(audit, plan, negatives, stats, correlation, holes, usage, files)
-    atomic_write_text(audit.output_dir / SUMMARY_NAME, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        audit.output_dir / SUMMARY_NAME,
+        json_text(summary, path=audit.output_dir / SUMMARY_NAME, indent=2, ensure_ascii=False) + "\n",
+    )
     return AuditOutcome(
         audit.output_dir,
         plan,

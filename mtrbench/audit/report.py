@@ -3,7 +3,6 @@ humans, the terminal table (printed by the CLI)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from mtrbench.audit.log import ItemKey
 from mtrbench.audit.plan import COMPLETENESS, AuditItem
 from mtrbench.formats.qrels import Qrels, format_qrels
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_lines
 from mtrbench.results.table import compact_table
 
 ENSEMBLE = "ensemble"  # per-instance mean over the judges that answered (MTR-SUITE averages its judges)
@@ -126,7 +126,7 @@ def write_holes(output_dir: Path, rows: list[dict[str, Any]]) -> tuple[Path, Pat
         holes.setdefault(row["qid"], {})[row["doc_id"]] = 1
     qrels_path, jsonl_path = output_dir / HOLES_QRELS, output_dir / HOLES_JSONL
     atomic_write_text(qrels_path, format_qrels(holes))
-    atomic_write_text(jsonl_path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+    atomic_write_text(jsonl_path, json_lines(rows, path=jsonl_path, ensure_ascii=False))
     return qrels_path, jsonl_path
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from mtrbench.cli.common import Handler, Subparsers
@@ -11,6 +10,7 @@ from mtrbench.cli.flag_types import non_negative_int, positive_int, weights
 from mtrbench.formats.run import format_run
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.numeric import json_text
 from mtrbench.retrieve.fusion import FusionOptions, fuse_files
 
 
@@ -53,7 +53,11 @@ def _cmd_fuse(args: argparse.Namespace) -> int:
     sidecar = output.with_name(output.name + ".fusion.json")
     atomic_write_text(
         sidecar,
-        json.dumps({"inputs": [str(f) for f in files], **options.settings(len(files)), "queries": len(run)}, indent=2)
+        json_text(
+            {"inputs": [str(f) for f in files], **options.settings(len(files)), "queries": len(run)},
+            path=sidecar,
+            indent=2,
+        )
         + "\n",
     )
     print(f"fused {len(files)} runs ({args.method}, norm {options.normalization}) over {len(run)} queries: {output}")

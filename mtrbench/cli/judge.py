@@ -16,6 +16,7 @@ from mtrbench.formats.generations import read_generations
 from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text, check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
 from mtrbench.judge.table import rad_bench_tables
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
@@ -247,7 +248,6 @@ def _check_outputs(output: str | None, output_dir: str | None) -> None:
 
 
 def _cmd_rad_bench(args: argparse.Namespace) -> int:
-    import json
 
     from rich.console import Console
 
@@ -267,7 +267,7 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
             "the mean over turns of the per-turn mean rating; average = mean of the categories",
             "tables": [t.as_dict() for t in tables],
         }
-        atomic_write_text(Path(args.output), json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(Path(args.output), json_text(payload, path=args.output, indent=2, ensure_ascii=False) + "\n")
         for t in tables:
             print_rad_table(console, f"RAD-Bench · {t.source}", t.table)
             if t.unparsable:
@@ -300,7 +300,9 @@ def _cmd_rad_bench(args: argparse.Namespace) -> int:
         return 0
     output = Path(args.output) if args.output else output_dir / "table.json"
     atomic_write_text(
-        output, json.dumps({"table": outcome.table, "summary": outcome.summary}, indent=2, ensure_ascii=False) + "\n"
+        output,
+        json_text({"table": outcome.table, "summary": outcome.summary}, path=output, indent=2, ensure_ascii=False)
+        + "\n",
     )
     print_rad_table(console, f"RAD-Bench · judged by {judge.name}", outcome.table or {})
     if outcome.failures:

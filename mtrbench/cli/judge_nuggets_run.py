@@ -4,7 +4,6 @@ from the parser, which must not load the scoring's dependencies)."""
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.judge.nuggets.aggregate import RunScores
 from mtrbench.judge.nuggets.assignment_file import RunAssignments
 from mtrbench.judge.nuggets.citations import AnswerSupport, run_support
@@ -195,7 +195,7 @@ def write_scores(
     }
     if outcome is not None:
         document["llm"] = {"log": str(outcome.log_path), "sent": outcome.sent}
-    atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(document, path=path, indent=2, ensure_ascii=False) + "\n")
 
 
 def _support_json(support: AnswerSupport | None) -> dict[str, object] | None:

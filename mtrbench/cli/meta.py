@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.flag_types import positive_float, positive_int, seed, significance
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.numeric import json_text
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
@@ -145,7 +145,7 @@ def _warn_filled(matrices) -> None:
 
 def _write_json(path: str | None, document: dict) -> None:
     if path:
-        atomic_write_text(path, json.dumps(document, indent=2) + "\n")
+        atomic_write_text(path, json_text(document, path=path, indent=2) + "\n")
 
 
 def _check_outputs(args: argparse.Namespace) -> None:

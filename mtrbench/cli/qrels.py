@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.cli.flag_types import positive_int, significance
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
+from mtrbench.infra.numeric import json_text
 
 if TYPE_CHECKING:
     from mtrbench.analyses.qrels_agreement import QrelsAgreement
@@ -71,7 +71,7 @@ def _cmd_agree(args: argparse.Namespace) -> int:
     result = agree(options)
     _print(result)
     if args.output:
-        atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
+        atomic_write_text(args.output, json_text(result.as_dict(), path=args.output, indent=2) + "\n")
     return 0
 
 

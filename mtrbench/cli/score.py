@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from mtrbench.formats.qrels import read_qrels
 from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.results.ikat_out import card_year, task_run, topic_turns
 from mtrbench.results.result import Result
 
@@ -214,12 +214,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
     analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
     if args.per_query:
         for qid, values in evaluation.per_query.items():
-            print(json.dumps({"qid": qid, **values}))
+            print(json_text({"qid": qid, **values}, path=f"--per-query line of {qid}"))
     console = Console()
     scores_table(scored.title(), scores, console)
     print_analyses(analyses, console)
     if args.output:
-        atomic_write_text(args.output, json.dumps(scored.report(scores, analyses), indent=2) + "\n")
+        atomic_write_text(args.output, json_text(scored.report(scores, analyses), path=args.output, indent=2) + "\n")
     return 0
 
 
@@ -353,13 +353,14 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
     if args.output:
         atomic_write_text(
             args.output,
-            json.dumps(
+            json_text(
                 {
                     "predictions": str(args.predictions),
                     "qrels": str(args.data_dir),
                     "protocol": protocol.setting,
                     "collections": {row.collection: {"predictions": row.count, "scores": row.scores} for row in rows},
                 },
+                path=args.output,
                 indent=2,
             )
             + "\n",
@@ -405,7 +406,7 @@ def _cmd_score_ikat(args: argparse.Namespace) -> int:
     if args.output:
         report = scored.report(scores, {})
         report["ikat_checks"] = {"errors": checks.errors, "warnings": len(checks.warnings)}
-        atomic_write_text(args.output, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.output, json_text(report, path=args.output, indent=2) + "\n")
     return 0
 
 
@@ -641,7 +642,7 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
             "multiple_comparisons": "holm (per test, over the metrics)",
             "comparisons": comparisons,
         }
-        atomic_write_text(args.output, json.dumps(report, indent=2) + "\n")
+        atomic_write_text(args.output, json_text(report, path=args.output, indent=2) + "\n")
     print(DEFAULT_UNIT_NOTE, file=sys.stderr)  # the detailed comparison always pairs queries
     return 0
 
@@ -768,5 +769,5 @@ def _cmd_pool(args: argparse.Namespace) -> int:
         table.add_row(name, f"{value:.4f}")
     print_titled(console, "marginal contribution, leave-one-out", table)
     if args.output:
-        atomic_write_text(args.output, json.dumps(result.as_dict(), indent=2) + "\n")
+        atomic_write_text(args.output, json_text(result.as_dict(), path=args.output, indent=2) + "\n")
     return 0

@@ -42,6 +42,7 @@ import torch
 from mtrbench.infra.atomic import atomic_write_bytes
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.locking import LockHeld, LockHolder, held_lock, is_held, read_holder
+from mtrbench.infra.numeric import json_text
 
 log = logging.getLogger(__name__)
 
@@ -630,7 +631,7 @@ class EmbeddingCache:
 
     @staticmethod
     def _write_manifest(folder: Path, manifest: Manifest) -> None:
-        data = json.dumps(manifest.to_json(), indent=1, sort_keys=True) + "\n"
+        data = json_text(manifest.to_json(), path=folder / MANIFEST, indent=1, sort_keys=True) + "\n"
         atomic_write_bytes(folder / MANIFEST, data.encode(), fsync=True)
 
     # -- listing and removal --------------------------------------------------------------------

@@ -12,7 +12,6 @@ the passages the pages show.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from mtrbench.explore.queries import serialized_queries
 from mtrbench.explore.systems import ExploreSystem
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import json_text
 
 log = logging.getLogger(__name__)
 ASSETS = ("explore.css", "explore.js")
@@ -56,7 +56,7 @@ class SiteReport:
 
 def script_json(data: Any) -> str:
     """JSON safe inside <script>: no '<', '>' or '&' can end the element early."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = json_text(data, path="the explorer page's data", ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 

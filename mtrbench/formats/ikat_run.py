@@ -28,6 +28,7 @@ from typing import Any
 from mtrbench.formats.run import Run
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import json_text
 
 RUN_TYPES = {2023: ("automatic", "manual"), 2024: ("automatic", "manual", "only_response")}
 RUN_TYPES_2025 = ("manual", "automatic", "generation-only")
@@ -225,7 +226,7 @@ def ikat_document(
                     {"text": t.response, "citations": used, "ptkb_provenance": [s for s, _, _ in t.statements]}
                 ],
             }
-            lines.append(json.dumps(entry, ensure_ascii=False))
+            lines.append(json_text(entry, path=f"iKAT run {run_name}, turn {t.turn_id}", ensure_ascii=False))
         return "\n".join(lines) + "\n"
     out = []
     for t in turns:
@@ -243,7 +244,8 @@ def ikat_document(
             ],
         }
         out.append({"turn_id": t.turn_id, "responses": [response]})
-    return json.dumps({"run_name": run_name, "run_type": run_type, "turns": out}, indent=1, ensure_ascii=False) + "\n"
+    document = {"run_name": run_name, "run_type": run_type, "turns": out}
+    return json_text(document, path=f"iKAT run {run_name}", indent=1, ensure_ascii=False) + "\n"
 
 
 def write_ikat_run(path: Path, document: str) -> None:

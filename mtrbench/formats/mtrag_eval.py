@@ -33,7 +33,7 @@ from mtrbench.formats.lines import read_lines
 from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
-from mtrbench.infra.numeric import finite
+from mtrbench.infra.numeric import finite, finite_tree
 
 MAX_CONTEXTS = 10  # the official checker's limit on contexts per task
 MAX_FILE_MB = 20  # the official checker's limit on a prediction file
@@ -238,7 +238,14 @@ def task_record(task: MtragTask) -> dict[str, Any]:
 
 
 def write_tasks(path: str | Path, tasks: Sequence[MtragTask]) -> None:
-    atomic_write_text(path, "".join(json.dumps(task_record(t), ensure_ascii=False) + "\n" for t in tasks))
+    """The tasks as a prediction file. A record's own input fields (``task.extra``) are echoed as read, so a released
+    file round-trips exactly (pandas's NaN for a missing list included); every value mtrbench made must be finite."""
+    lines = []
+    for number, task in enumerate(tasks, 1):
+        record = task_record(task)
+        finite_tree({name: value for name, value in record.items() if name not in task.extra}, f"{path}:{number}")
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    atomic_write_text(path, "".join(lines))
 
 
 # -- the official format check ------------------------------------------------------------------------------

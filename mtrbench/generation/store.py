@@ -24,6 +24,7 @@ from mtrbench.generation.settings import describe_differences, differences, unre
 from mtrbench.infra.atomic import LineAppender, atomic_write_text, check_file_target
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import LockHolder, held_lock, lock_path_for
+from mtrbench.infra.numeric import json_lines, json_text
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.redact import Redactor
 from mtrbench.llm.stage import StageRecord, judge_redactor
@@ -151,7 +152,7 @@ class GenerationStore:
 
     def append(self, record: dict[str, Any], redact: Redactor | None = None) -> None:
         assert self._handle is not None, "use GenerationStore as a context manager to append"
-        line = json.dumps(record, ensure_ascii=False)
+        line = json_text(record, path=self.path, ensure_ascii=False)
         self._handle.write((redact.known(line) if redact is not None else line) + "\n")
 
     def __exit__(self, *exc: object) -> None:
@@ -161,7 +162,7 @@ class GenerationStore:
 
     def write_failures(self, failures: list[dict[str, Any]]) -> None:
         if failures:
-            atomic_write_text(self.failures_path, "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in failures))
+            atomic_write_text(self.failures_path, json_lines(failures, path=self.failures_path, ensure_ascii=False))
         elif self.failures_path.exists():
             self.failures_path.unlink()
 

@@ -8,10 +8,12 @@ guess what a NaN would rank as or average to.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.infra.errors import DataError, MtrbenchError
@@ -85,7 +87,7 @@ def _non_finite_leaves(tree: object, path: str) -> Iterator[tuple[str, float]]:
     elif isinstance(tree, dict):
         for key, value in tree.items():
             yield from _non_finite_leaves(value, f"{path}.{key}" if path else str(key))
-    elif isinstance(tree, list):
+    elif isinstance(tree, (list, tuple)):
         for index, value in enumerate(tree):
             yield from _non_finite_leaves(value, f"{path}[{index}]")
 
@@ -107,3 +109,42 @@ def finite_matrix(matrix: np.ndarray | torch.Tensor, refusal: str, error: type[M
         finite_everywhere = bool(matrix.isfinite().all())
     if not finite_everywhere:
         raise error(refusal)
+
+
+def json_text(
+    document: object,
+    *,
+    path: str | Path,
+    indent: int | None = None,
+    ensure_ascii: bool = True,
+    sort_keys: bool = False,
+    separators: tuple[str, str] | None = None,
+    default: Callable[[object], object] | None = None,
+) -> str:
+    """``json.dumps(document, ...)`` for an output file, with the same formatting arguments, that refuses NaN and
+    infinities (which Python's json would write as the non-standard ``NaN``/``Infinity``): a :class:`DataError`
+    naming ``path`` (the output file, or ``file:line``) and the JSON path of the first non-finite value."""
+    try:
+        return json.dumps(
+            document,
+            allow_nan=False,
+            indent=indent,
+            ensure_ascii=ensure_ascii,
+            sort_keys=sort_keys,
+            separators=separators,
+            default=default,
+        )
+    except ValueError:
+        for json_path, value in _non_finite_leaves(document, ""):
+            raise DataError(
+                f"{path}: not written: {json_path or 'the value'} is {value}, not a finite number"
+            ) from None
+        raise  # not a non-finite number (e.g. a circular reference): a bug, not bad data
+
+
+def json_lines(records: Iterable[object], *, path: str | Path, ensure_ascii: bool = True) -> str:
+    """One :func:`json_text` line per record (JSONL), each ending in a newline; a refusal names ``path:LINE``."""
+    return "".join(
+        json_text(record, path=f"{path}:{number}", ensure_ascii=ensure_ascii) + "\n"
+        for number, record in enumerate(records, 1)
+    )

@@ -8,7 +8,6 @@ roles, question, gold rewrite, answers) in a sidecar, so mtrbench reads the stru
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from mtrbench.formats.beir import BeirFolder
 from mtrbench.formats.qrels import BEIR, format_qrels
 from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import json_lines, json_text
 
 HF_CONFIGS = ("corpus", "queries", "qrels", "conversations")
 # the export's own record: task, split, format and the query-text settings (truncation included)
@@ -75,7 +75,7 @@ def write_record(task: TaskData, out: Path, texts: QueryTexts, fmt: str) -> Path
         truncation = f"{side} for {model}, as `mtrbench eval` truncates"
     atomic_write_text(
         path,
-        json.dumps(
+        json_text(
             {
                 "task": task.name,
                 "split": task.split,
@@ -85,6 +85,7 @@ def write_record(task: TaskData, out: Path, texts: QueryTexts, fmt: str) -> Path
                 "serialization": texts.settings,
                 "truncation": truncation,
             },
+            path=path,
             indent=2,
         )
         + "\n",
@@ -97,16 +98,19 @@ def export_beir(task: TaskData, out: Path, texts: QueryTexts) -> list[Path]:
     ``conversations.jsonl`` sidecar keeps turn ids, history, rewrites and answers (SCHEMAS §9), and
     ``mtrbench eval`` prefers it to the text."""
     _check_texts(task, texts)
-    corpus = "".join(
-        json.dumps({"_id": d, "title": t, "text": x}) + "\n"
-        for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts)
-    )
-    queries = "".join(json.dumps({"_id": q.qid, "text": texts.of(q), "metadata": q.meta}) + "\n" for q in task.queries)
-    qrels = format_qrels({q.qid: q.qrels for q in task.queries}, BEIR)
-    sidecar = "".join(
-        json.dumps({**_conversation_record(q), "serialization": texts.settings}) + "\n" for q in task.queries
-    )
     folder = BeirFolder(out)
+    corpus = json_lines(
+        ({"_id": d, "title": t, "text": x} for d, t, x in zip(task.corpus.ids, task.corpus.titles, task.corpus.texts)),
+        path=folder.corpus,
+    )
+    queries = json_lines(
+        ({"_id": q.qid, "text": texts.of(q), "metadata": q.meta} for q in task.queries), path=folder.queries
+    )
+    qrels = format_qrels({q.qid: q.qrels for q in task.queries}, BEIR)
+    sidecar = json_lines(
+        ({**_conversation_record(q), "serialization": texts.settings} for q in task.queries),
+        path=folder.conversations,
+    )
     paths = [folder.corpus, folder.queries, folder.qrels(task.split), folder.conversations]
     for path, text in zip(paths, (corpus, queries, qrels, sidecar)):
         atomic_write_text(path, text)
@@ -123,7 +127,7 @@ def _meta_column(metas: list[dict[str, Any]]) -> tuple[list[Any], str]:
             return metas, "struct"
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
         pass
-    return [json.dumps(m, sort_keys=True) for m in metas], "json"
+    return [json_text(m, path=f"metadata of query {n}", sort_keys=True) for n, m in enumerate(metas, 1)], "json"
 
 
 def export_hf(task: TaskData, card: TaskCard, out: Path, texts: QueryTexts) -> list[Path]:

@@ -33,6 +33,7 @@ from mtrbench.generation.settings import (
 )
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import json_lines, json_text
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 from mtrbench.judge.engine import MODES, JudgeItem, JudgeRun, run_judge
 from mtrbench.judge.prompts import SCENARIOS, TurnToJudge, rating_messages, verdict_messages
@@ -146,7 +147,9 @@ def _prepare(judge: JudgeConfig, options: JudgeOptions) -> tuple[JudgeOptions, d
         check_endpoint(judge, "judge", in_process=JUDGES_RUN_IN_PROCESS)
     output_dir = settled_output_dir(Path(options.output_dir), settings)
     if not options.dry_run:
-        atomic_write_text(output_dir / SETTINGS_NAME, json.dumps(settings, indent=2) + "\n")
+        atomic_write_text(
+            output_dir / SETTINGS_NAME, json_text(settings, path=output_dir / SETTINGS_NAME, indent=2) + "\n"
+        )
     return replace(options, output_dir=output_dir), settings
 
 
@@ -361,7 +364,9 @@ def _finish(
     outcome.summary = _summary(outcome, about, settings)
     files["summary"] = out_dir / SUMMARY_NAME
     outcome.summary["files"]["summary"] = SUMMARY_NAME
-    atomic_write_text(files["summary"], json.dumps(outcome.summary, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        files["summary"], json_text(outcome.summary, path=files["summary"], indent=2, ensure_ascii=False) + "\n"
+    )
     return outcome
 
 
@@ -467,7 +472,7 @@ def _summary(outcome: JudgeOutcome, about: dict[str, Any], settings: dict[str, A
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write_text(path, json_lines(rows, path=path, ensure_ascii=False))
 
 
 def run_from_generations(generations: Mapping[str, Generation]) -> Run:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from rich.console import Console
 from mtrbench import __version__
 from mtrbench.data.model import TaskData
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_text
 
 PER_TURN_ROWS_SHOWN = 40
 
@@ -30,7 +30,7 @@ def write_scores(
     payload = scores_payload(task, generations_file, scores, outcome, alignment, argv)
     if ppi is not None:
         payload["judge_ppi"] = ppi
-    atomic_write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(payload, path=path, indent=2, ensure_ascii=False) + "\n")
     return payload
 
 

@@ -15,7 +15,6 @@ Every reason for keeping entries apart becomes one sentence in ``separations``.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.leaderboard.entries import (
     EntryLike,
     LeaderboardEntry,
@@ -394,4 +394,4 @@ def collect(paths: list[str | Path], report: BuildReport) -> list[SourcedEntry]:
 
 
 def write_document(document: dict[str, Any], output: Path) -> None:
-    atomic_write_text(output, json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(output, json_text(document, path=output, indent=2, ensure_ascii=False) + "\n")

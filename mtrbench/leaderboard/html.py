@@ -11,7 +11,6 @@ scale, so the page fits a 390 px wide phone. The leaderboard JSON is embedded fo
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from urllib.parse import quote
 from mtrbench import __version__
 from mtrbench.analyses.compare_many import SystemScores
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_text
 from mtrbench.leaderboard.build import REASON_NAMES
 from mtrbench.leaderboard.charts import Series, bar_chart, colours, number, turn_chart
 from mtrbench.leaderboard.keys import flatten
@@ -438,7 +438,7 @@ def page_body(
 
 def embedded_json(document: dict[str, Any]) -> str:
     """JSON safe inside <script>: no '<', '>' or '&' can end the element early."""
-    text = json.dumps(document, ensure_ascii=False)
+    text = json_text(document, path="the leaderboard page's data", ensure_ascii=False)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 

@@ -25,7 +25,6 @@ failure accounting.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -33,10 +32,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
-from mtrbench.formats.lines import read_log_records
+from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.infra.atomic import LineAppender, check_file_target
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import held_lock, lock_path_for
+from mtrbench.infra.numeric import json_text
 from mtrbench.infra.reporting import progress_bar, report
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
@@ -349,7 +349,7 @@ class LogWriter:
         clean = {
             name: value if name in _IDENTITY_FIELDS else _redacted(value, self._redactor) for name, value in raw.items()
         }
-        line = json.dumps(clean, ensure_ascii=False)
+        line = json_text(clean, path=f"{self._handle.path} (item {record.key})", ensure_ascii=False)
         self._handle.write(line + "\n")  # unbuffered: a killed run keeps every reply already received
 
 
@@ -364,9 +364,14 @@ class StageLog:
         self._held = 0
 
     def read(self) -> LogContents:
-        raw, bad = read_log_records(self.path)
-        records = [StageRecord.from_json(r) or self.legacy(r) for r in raw]
-        return LogContents([r for r in records if r is not None], bad)
+        numbered, bad = self.read_numbered()
+        return LogContents([record for _, record in numbered], bad)
+
+    def read_numbered(self) -> tuple[list[tuple[int, StageRecord]], int]:
+        """:meth:`read`'s records, each with its line number (1-based), so a reader can name a bad value's line."""
+        raw, bad = read_numbered_log_records(self.path)
+        records = [(number, StageRecord.from_json(r) or self.legacy(r)) for number, r in raw]
+        return [(number, r) for number, r in records if r is not None], bad
 
     @contextmanager
     def hold(self) -> Iterator[None]:

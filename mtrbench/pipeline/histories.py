@@ -4,7 +4,6 @@ function ``Conversation -> str`` or a rewriter object) whose texts the user's co
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -15,6 +14,7 @@ from mtrbench.data.model import TaskData
 from mtrbench.generation.model_history import ModelHistoryReport, RewriterOptions, compute_model_history
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.numeric import json_lines
 from mtrbench.llm.failure_rate import JudgeFailures, failure_line, most_common
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
 from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
@@ -143,7 +143,7 @@ def _write_reply_log(path: Path, report: ModelHistoryReport) -> None:
             path.unlink()
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in report.replies))
+    atomic_write_text(path, json_lines(report.replies, path=path, ensure_ascii=False))
 
 
 def _too_many_failures(name: str, report: ModelHistoryReport, rewriter: RewriterOptions) -> str | None:

@@ -31,6 +31,7 @@ from mtrbench.data import resolve_card
 from mtrbench.data.cards import TaskCard
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult
 from mtrbench.results.overwrite import decide
 from mtrbench.results.settings import ResultSettings
@@ -128,7 +129,8 @@ def remember(key: str | None, plan: Plan) -> None:
         for name, path, settings in plan.all_planned
     ]
     try:
-        atomic_write_text(plans_folder() / f"{key}.json", json.dumps({"format": FORMAT, "histories": histories}))
+        path = plans_folder() / f"{key}.json"
+        atomic_write_text(path, json_text({"format": FORMAT, "histories": histories}, path=path))
     except (OSError, ValueError, MtrbenchError) as exc:  # unwritable: the next re-run loads the model, that is all
         log.debug("plan not remembered: %s", exc)
 

@@ -25,6 +25,7 @@ from mtrbench.formats.run import read_run
 from mtrbench.generation.runner import GenerateConfig, GenerateReport, generation_failures, run_generate
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
+from mtrbench.infra.numeric import json_text
 from mtrbench.judge.api import JudgeOptions, JudgeOutcome, judge_generations, ragalign_from_verdicts
 from mtrbench.judge.defaults import DEFAULT_RAGALIGN
 from mtrbench.judge.nuggets.create import CreationSettings
@@ -166,7 +167,9 @@ def run_rag(config: RagConfig, progress: Callable[[str], None] | None = None) ->
         report.failed_stage, report.failure = "nuggets", failure
         return _stop(config, report, folder / f"{stem}.rag.json")
     report.output = folder / f"{stem}.rag.json"
-    atomic_write_text(report.output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        report.output, json_text(rag_document(config, report), path=report.output, indent=2, ensure_ascii=False) + "\n"
+    )
     return report
 
 
@@ -285,7 +288,7 @@ def _stem_of(generations: Path) -> str:
 def _stop(config: RagConfig, report: RagReport, output: Path) -> RagReport:
     """Write what finished (the rag JSON names the failed stage) and raise ``TooManyFailures`` naming it."""
     report.output = output
-    atomic_write_text(output, json.dumps(rag_document(config, report), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(output, json_text(rag_document(config, report), path=output, indent=2, ensure_ascii=False) + "\n")
     where = (
         f"failed turns listed in {report.generation.failures_path}"
         if report.failed_stage == "generation"

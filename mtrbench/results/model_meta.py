@@ -10,11 +10,11 @@ writes for an unknown model.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Protocol
 
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_text
 
 MODEL_META_FILE = "model_meta.json"
 
@@ -85,7 +85,7 @@ def model_meta(retriever: DescribedModel, experiment: str | None = None) -> dict
 def write_model_meta(folder: Path, meta: dict[str, Any]) -> None:
     """Written when missing or different, atomically: several runs may share a folder."""
     path = Path(folder) / MODEL_META_FILE
-    text = json.dumps(meta, indent=4) + "\n"
+    text = json_text(meta, path=path, indent=4) + "\n"
     try:
         if path.read_text(encoding="utf-8") == text:
             return

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from mtrbench.analyses.compare_many import ComparisonTable
+from mtrbench.infra.numeric import json_text
 
 FORMATS = ("table", "markdown", "latex", "csv", "json")
 _SUFFIXES = {
@@ -141,7 +141,7 @@ def to_csv(table: ComparisonTable, labels: dict[str, str]) -> str:
 def to_json(table: ComparisonTable, labels: dict[str, str]) -> str:
     o = table.options
     return (
-        json.dumps(
+        json_text(
             {
                 "systems": [
                     {
@@ -173,6 +173,7 @@ def to_json(table: ComparisonTable, labels: dict[str, str]) -> str:
                     for t in table.tests
                 ],
             },
+            path="the comparison table",
             indent=2,
         )
         + "\n"

@@ -7,7 +7,6 @@ any earlier mtrbench load, and ``save`` writes back byte-for-byte what ``eval`` 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from mtrbench.data.cards import all_cards
 from mtrbench.formats.run import Run, read_run
 from mtrbench.infra.errors import DataError, MtrbenchError
+from mtrbench.infra.numeric import json_text
 from mtrbench.results.documents import kind_of, read_json, read_per_query_rows
 from mtrbench.results.settings import ResultSettings
 from mtrbench.results.writer import ResultPaths, write_result
@@ -276,7 +276,7 @@ class Result:
         write_result(paths, self.document, run, [row.as_row() for row in self._per_query or []], run_tag=run_tag)
 
     def to_json(self) -> str:
-        return json.dumps(self.document, indent=2) + "\n"
+        return json_text(self.document, path=f"result of {self.model_name} on {self.task_name}", indent=2) + "\n"
 
     def __repr__(self) -> str:
         try:

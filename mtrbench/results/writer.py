@@ -24,6 +24,7 @@ from typing import Any
 from mtrbench import __version__
 from mtrbench.formats.run import Run, format_run
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_lines, json_text
 from mtrbench.serialize.history import DEFAULT_HISTORY, QueryFormat
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
 
@@ -175,8 +176,8 @@ def write_result(
     paths: ResultPaths, document: dict[str, Any], run: Run, per_query_rows: list[dict[str, Any]], run_tag: str
 ) -> None:
     atomic_write_text(paths.run, format_run(run, run_tag))
-    atomic_write_text(paths.per_query, "".join(json.dumps(row) + "\n" for row in per_query_rows))
-    atomic_write_text(paths.json, json.dumps(document, indent=2) + "\n")
+    atomic_write_text(paths.per_query, json_lines(per_query_rows, path=paths.per_query))
+    atomic_write_text(paths.json, json_text(document, path=paths.json, indent=2) + "\n")
 
 
 def _timestamp(iso_date: Any) -> float:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_lines, json_text
 
 SUMMARY = "summary.json"
 
@@ -38,12 +39,12 @@ def finished_summary(folder: Path, settings: dict[str, Any]) -> dict[str, Any] |
 
 def write_summary(folder: Path, settings: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     full = {"settings": settings, "settings_digest": settings_digest(settings), **summary}
-    atomic_write_text(folder / SUMMARY, json.dumps(full, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(folder / SUMMARY, json_text(full, path=folder / SUMMARY, indent=2, ensure_ascii=False) + "\n")
     return full
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    atomic_write_text(path, json_lines(rows, path=path, ensure_ascii=False))
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,6 @@ hard switch (-1: none), as the native format defines it.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import yaml
 
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.numeric import json_text
 from mtrbench.synthesize.curate import Chunk
 from mtrbench.synthesize.workdir import write_jsonl
 
@@ -147,7 +147,8 @@ def write_task(
     atomic_write_text(folder / f"{options.name}.yaml", yaml.safe_dump(card, sort_keys=False, width=100))
     atomic_write_text(folder / "README.md", _readme(options.name, stats, summary))
     atomic_write_text(
-        folder / "stats.json", json.dumps({**stats, "pipeline": summary}, indent=2, ensure_ascii=False) + "\n"
+        folder / "stats.json",
+        json_text({**stats, "pipeline": summary}, path=folder / "stats.json", indent=2, ensure_ascii=False) + "\n",
     )
     return stats
 

@@ -3,8 +3,9 @@ hook that fails on the non-standard NaN/Infinity literals, and every whitespace-
 files (runs, qrels, TSV) that reads as a number checked finite.
 
 Commands run: eval (BM25 on the embedded sample, two histories), export (BEIR), score (a run, --per-query), compare
-(--output), fuse, pool, meta power, leaderboard build, and the golden generate / judge scenarios (generate, judge run
-rating and verdict with RAGAlign, judge rad-bench with a scripted judge and on released judgments)."""
+(--output), fuse, pool, meta power, leaderboard build, judge mtrag (lexical metrics, on predictions holding a NaN),
+and the golden generate / judge scenarios (generate, judge run rating and verdict with RAGAlign, judge rad-bench
+with a scripted judge and on released judgments)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from golden_outputs import SCENARIOS, run_scenario
 
 from mtrbench.cli import main
 
+MTRAG_PREDICTIONS = Path(__file__).resolve().parents[1] / "data" / "mtrag_eval" / "responses-4.jsonl"
 TEXT_SUFFIXES = (".trec", ".tsv", ".txt", ".csv", ".qrels", ".md")
 
 
@@ -90,6 +92,8 @@ def retrieval_commands(out: Path) -> None:
     run(*pool, "--orders", "3", "--output", str(out / "pool.json"))
     run("meta", "power", "--results", str(current), str(full), "--samples", "200", "--output", str(out / "power.json"))
     run("leaderboard", "build", str(results), "-o", str(out / "leaderboard.json"), "--description", "walk")
+    # IBM's sample predictions hold a NaN of their own (pandas's missing list): written as null, as pandas writes it
+    run("judge", "mtrag", str(MTRAG_PREDICTIONS), "--output-dir", str(out / "mtrag"), "--metrics", "Recall,Length")
 
 
 def test_no_output_of_any_command_holds_nan_or_infinity(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtrbench.formats.mtrag_eval import MtragTask
+from mtrbench.infra.numeric import Scale, on_scale
 from mtrbench.judge.mtrag import prompts
 from mtrbench.judge.mtrag.faithfulness import faithfulness_score, parse_statements, parse_verdicts
 from mtrbench.judge.mtrag.names import LLM_METRICS
@@ -135,17 +136,38 @@ class _Answers:
         self.reload()
 
     def reload(self) -> None:
-        self.by_key: dict[str, list[StageRecord]] = {}
-        for record in self.log.read().records:
+        self.by_key: dict[str, list[tuple[int, StageRecord]]] = {}
+        for number, record in self.log.read_numbered()[0]:
             if record.ok:
-                self.by_key.setdefault(record.key, []).append(record)
+                self.by_key.setdefault(record.key, []).append((number, record))
 
     def lookup(self, item: _Item) -> tuple[bool, JSONValue]:
+        """The item's logged value, checked on its step's scale (a log edited by hand, or by another program,
+        must not average a NaN or a rating of 42 into the summary): one error naming the log's line."""
         settings = item.settings
-        for record in reversed(self.by_key.get(item.key, [])):
+        for number, record in reversed(self.by_key.get(item.key, [])):
             if record.matches(STAGE, settings):
-                return True, record.value
+                return True, _checked(item.step, record.value, f"{self.log.path}:{number}")
         return False, None
+
+
+# What each step's parser writes to the log (docs/mtrag.md): RB_llm a 1-10 rating / 10 (0.5 when unreadable);
+# idk_eval and underspecified_eval 1 (yes), 0 (no) or 0.5 (another word), idk_eval None without a leading word.
+_LOGGED_SCALES = {
+    "RB_llm": Scale("RB_llm's 1-10 rating divided by 10, in (0, 1]", low=0, high=1),
+    "idk_eval": Scale("idk_eval's 1, 0 or 0.5", also=(0, 0.5, 1)),
+    "underspecified_eval": Scale("underspecified_eval's 1, 0 or 0.5", also=(0, 0.5, 1)),
+}
+_VERDICT_SCALE = Scale("a RL_F verdict, 0 or 1", also=(0, 1))
+
+
+def _checked(step: str, value: JSONValue, where: str) -> JSONValue:
+    if step == _VERDICTS and isinstance(value, list):
+        for verdict in value:
+            on_scale(verdict, where, "the verdict", _VERDICT_SCALE)
+    elif step in _LOGGED_SCALES and not (step == "idk_eval" and value is None):
+        on_scale(value, where, f"the {step} value", _LOGGED_SCALES[step])
+    return value
 
 
 def _stages(items: Sequence[_Item], judges: Sequence[JudgeConfig]) -> list[Stage]:

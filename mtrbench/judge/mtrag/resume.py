@@ -12,10 +12,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from mtrbench.formats.lines import read_log_records
+from mtrbench.formats.lines import read_numbered_log_records
 from mtrbench.formats.mtrag_eval import MtragTask
 from mtrbench.infra.atomic import LineAppender
+from mtrbench.infra.errors import DataError
 from mtrbench.infra.locking import held_lock, lock_path_for
+from mtrbench.infra.numeric import finite, json_text
 from mtrbench.judge.mtrag.algorithmic import Metrics, algorithmic_metrics
 from mtrbench.judge.mtrag.bertscore import BertScorer
 
@@ -34,11 +36,28 @@ def input_key(task: MtragTask, metrics: Sequence[str], settings: dict[str, objec
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def _checked_metrics(metrics: dict[str, object], where: str) -> Metrics:
+    """A logged task's metrics as :func:`algorithmic_metrics` gives them: per name a list of finite numbers (None
+    where a passage has no score). A NaN, an infinity or a string there would reach the summary's means: one error
+    naming the line."""
+    checked: Metrics = {}
+    for name, values in metrics.items():
+        if not isinstance(values, list):
+            raise DataError(f"{where}: metric {name} is {values!r}, not a list of numbers")
+        for value in values:
+            if isinstance(value, str):
+                raise DataError(f"{where}: metric {name} value {value!r} is not a number")
+            if value is not None:
+                finite(value, where, f"metric {name} value")
+        checked[name] = values
+    return checked
+
+
 def _logged(path: Path) -> dict[tuple[str, str], Metrics]:
-    records, _ = read_log_records(path)
+    records, _ = read_numbered_log_records(path)
     return {
-        (r["task_id"], r["key"]): r["metrics"]
-        for r in records
+        (r["task_id"], r["key"]): _checked_metrics(r["metrics"], f"{path}:{number}")
+        for number, r in records
         if isinstance(r.get("task_id"), str) and isinstance(r.get("key"), str) and isinstance(r.get("metrics"), dict)
     }
 
@@ -73,5 +92,6 @@ def algorithmic_with_log(
                     chunk = pending[start : start + CHUNK]
                     for (task, key), values in zip(chunk, algorithmic_metrics([t for t, _ in chunk], metrics, scorer)):
                         done[(task.task_id, key)] = values
-                        handle.write(json.dumps({"task_id": task.task_id, "key": key, "metrics": values}) + "\n")
+                        record = {"task_id": task.task_id, "key": key, "metrics": values}
+                        handle.write(json_text(record, path=path) + "\n")
     return [{name: list(values) for name, values in done[(t.task_id, k)].items()} for t, k in zip(tasks, keys)]

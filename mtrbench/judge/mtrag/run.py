@@ -7,7 +7,6 @@ conditioned variants -> ``metrics.jsonl`` (each input record with ``metrics: {na
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from mtrbench import __version__
 from mtrbench.formats.mtrag_eval import MtragTask, read_tasks, task_record
 from mtrbench.infra.atomic import atomic_write_text, ensure_folder
 from mtrbench.infra.errors import DataError, UserInputError
+from mtrbench.infra.numeric import json_text
 from mtrbench.judge.mtrag.algorithmic import Metrics
 from mtrbench.judge.mtrag.bertscore import BertScoreOptions, BertScorer
 from mtrbench.judge.mtrag.conditioning import idk_conditioned, idk_underspecified_conditioned
@@ -106,6 +106,18 @@ def _json_value(value: float | None) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
+def _nan_as_null(value: object) -> object:
+    """An input record's own fields with NaN as null, as pandas (the official scripts' writer) writes it: a pandas
+    file reads a missing list as NaN. An infinity stays, and the writer refuses it."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {name: _nan_as_null(item) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_nan_as_null(item) for item in value]
+    return value
+
+
 def judge_mtrag(
     predictions: str | Path, options: MtragJudgeOptions, cache: ResponseCache | None = None
 ) -> MtragJudgeOutcome | None:
@@ -149,9 +161,9 @@ def judge_mtrag(
                 metrics[name] = [by_task[task.task_id]]
         _add_conditioned(metrics, task.answerability)
         instances.append((task.answerability, metrics))
-        record = task_record(task)
+        record = _nan_as_null(task_record(task))
         record["metrics"] = {name: [_json_value(v) for v in values] for name, values in metrics.items()}
-        rows.append(json.dumps(record, ensure_ascii=False))
+        rows.append(json_text(record, path=f"{output_dir / METRICS_NAME}:{len(rows) + 1}", ensure_ascii=False))
     summary = summarize(instances)
     summary = {
         "predictions": str(path),
@@ -165,5 +177,5 @@ def judge_mtrag(
         summary["judge_ppi"] = mtrag_ppi(llm.values.get(human.metric, {}), human)
     metrics_path, summary_path = output_dir / METRICS_NAME, output_dir / SUMMARY_NAME
     atomic_write_text(metrics_path, "\n".join(rows) + "\n")
-    atomic_write_text(summary_path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(summary_path, json_text(summary, path=summary_path, indent=2, ensure_ascii=False) + "\n")
     return MtragJudgeOutcome(metrics_path=metrics_path, summary_path=summary_path, summary=summary, llm=llm)

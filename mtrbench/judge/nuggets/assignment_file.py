@@ -8,7 +8,6 @@ records', else the file's stem, as nuggetizer names a run after its answer file)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from mtrbench.formats.lines import jsonl_records
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import json_lines
 from mtrbench.judge.nuggets.labels import ASSIGNMENTS, VITAL
 from mtrbench.judge.nuggets.nugget_file import importance_of, nugget_text, nuggets_of, record_id
 
@@ -128,4 +128,4 @@ def answer_record(answer: AnswerAssignment) -> dict[str, object]:
 
 def write_assignment_file(path: str | Path, answers: Iterable[AnswerAssignment]) -> None:
     """As nuggetizer writes it: ``json.dumps`` with its defaults, one record a line."""
-    atomic_write_text(path, "".join(json.dumps(answer_record(a)) + "\n" for a in answers))
+    atomic_write_text(path, json_lines((answer_record(a) for a in answers), path=path))

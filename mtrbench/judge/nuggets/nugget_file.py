@@ -7,7 +7,6 @@ key, ``mtrbench``, which nuggetizer does not read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from mtrbench.formats.lines import jsonl_records
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import json_text
 from mtrbench.judge.nuggets.labels import IMPORTANCES, VITAL
 
 Setting = None | bool | int | float | str
@@ -107,5 +107,5 @@ def nugget_set_record(nugget_set: NuggetSet) -> dict[str, object]:
 
 def write_nugget_file(path: str | Path, nugget_sets: Iterable[NuggetSet]) -> None:
     """As nuggetizer writes it: ``json.dumps`` with its defaults, one record a line."""
-    lines = [json.dumps(nugget_set_record(s)) for s in nugget_sets]
+    lines = [json_text(nugget_set_record(s), path=f"{path}:{n}") for n, s in enumerate(nugget_sets, 1)]
     atomic_write_text(path, "".join(line + "\n" for line in lines))
