@@ -319,7 +319,7 @@ class ChatClient:
     async def _complete(self, client: openai.AsyncOpenAI, request: ChatRequest) -> ChatResult:
         if self._stopped is not None:
             raise LLMError(self._stopped)
-        parse = request.parse or (lambda text: text)
+        parse = request.read
         key = self.cache_key(request)
         cached = self._cached_result(request, key, parse)
         if cached is not None:

@@ -280,7 +280,7 @@ class HFChatClient:
         record = self.cache.get(key)
         if record is None:
             return None
-        parse = request.parse or (lambda text: text)
+        parse = request.read
         try:
             value = parse(record["text"])
         except PARSE_ERRORS:

@@ -8,6 +8,7 @@ the cost estimate and the re-ask rules all import this module and none of them i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,6 +44,24 @@ class ChatRequest:
     want_json: bool = False  # ask for JSON mode when the server offers it
     params: dict[str, Any] = field(default_factory=dict)  # per-request overrides (temperature, max_tokens, ...)
     reply_format: str = ""  # the exact format expected, restated when a malformed reply is asked for again
+
+    def read(self, text: str) -> Any:
+        """The reply's value (the text itself without ``parse``). A value holding NaN or infinity (JSON replies may
+        spell them) is a malformed reply, asked again like any other: nothing non-finite reaches a log or a score."""
+        value = self.parse(text) if self.parse is not None else text
+        if _holds_non_finite(value):
+            raise ValueError("the reply holds a number that is not finite (NaN or infinity)")
+        return value
+
+
+def _holds_non_finite(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_holds_non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_non_finite(v) for v in value)
+    return False
 
 
 @dataclass

@@ -249,6 +249,31 @@ def test_a_short_api_key_never_rewrites_the_log_s_names_or_item_keys(tmp_path, m
     assert {k: r.value for k, r in outcome.records.items()} == {k: int(k[1:]) for k in QUESTIONS}
 
 
+def test_a_reply_whose_value_is_not_finite_is_malformed_and_asked_again(tmp_path):
+    # json.loads reads NaN and Infinity: such a value never reaches the log or a score, it is asked again
+    item = StageItem("q1", ChatRequest(key="q1", messages=[{"role": "user", "content": "Rate q1."}], parse=json.loads))
+    log = StageLog(tmp_path / "log.jsonl")
+    replies = [Reply('{"score": NaN}'), Reply("[1, Infinity]"), Reply('{"score": 7}')]
+    with ScriptedChatServer(replies) as server:
+        stage = Stage("test", judge_at(server, parse_retries=2), [item])
+        outcome, _ = run_stage(stage, log, OPTIONS)
+        assert server.request_count == 3
+    record = outcome.records["q1"]
+    assert record.ok and record.value == {"score": 7} and [m["attempt"] for m in record.malformed] == [1, 2]
+    assert "not finite" in record.malformed[0]["reason"]
+    with ScriptedChatServer([Reply('{"score": NaN}')]) as server:  # no re-ask left: a failure, logged without NaN
+        stage = Stage("test", judge_at(server), [StageItem("q2", replace(item.request, key="q2"))])
+        outcome, _ = run_stage(stage, log, OPTIONS)
+    assert not outcome.records["q2"].ok and outcome.records["q2"].value is None
+    assert [r["value"] for r in lines(log.path) if r["key"] == "q2"] == [None]
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in the log")
+
+    for line in log.path.read_text().splitlines():  # the reply texts keep the word, no number is NaN
+        json.loads(line, parse_constant=refuse)
+
+
 def test_async_items_with_several_requests_share_the_log_and_resume(tmp_path):
     """An item asked through its own coroutine (two requests each) is logged once, and resumed like any other."""
     log = StageLog(tmp_path / "log.jsonl")
