@@ -145,6 +145,14 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         choices=["auto", "on", "off"],
         help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]",
     )
+    p.add_argument(
+        "--engine-mode",
+        default="eager",
+        choices=["eager", "static", "fused"],
+        help="packed batches as launched (eager), padded to the token budget and replayed as CUDA graphs "
+        "(static), or static with compiled LayerNorm/GELU/residual kernels (fused); checked against eager on "
+        "probe texts, falling back to it with a logged reason (docs/engine.md) [eager]",
+    )
     p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
     p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
@@ -363,6 +371,7 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         batch_size=args.batch_size,
         token_budget=args.token_budget,
         unpad=args.unpad,
+        engine_mode=args.engine_mode,
         max_length=args.max_length,
         revision=args.revision,
         trust_remote_code=args.trust_remote_code,

@@ -159,6 +159,7 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
     "--batch-size": _positive,
     "--token-budget": _positive,
     "--unpad": None,
+    "--engine-mode": None,
     "--max-length": _positive,
     "--pooling": None,
     "--similarity": None,

@@ -37,6 +37,21 @@ class Ragged:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    def take(self, rows: np.ndarray) -> Ragged:
+        """The sequences ``rows``, in that order, as a new ``Ragged``."""
+        flat, lengths = self.gather(np.asarray(rows, dtype=np.int64))
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return Ragged(flat, offsets)
+
+    @classmethod
+    def concat(cls, parts: list[Ragged]) -> Ragged:
+        flat = np.concatenate([p.flat[: p.offsets[-1]] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+        lengths = np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(flat.astype(np.int64, copy=False), offsets)
+
     def rows(self, rows: np.ndarray) -> list[list[int]]:
         return [self.flat[self.offsets[r] : self.offsets[r + 1]].tolist() for r in rows]
 
@@ -51,14 +66,21 @@ class Ragged:
 
 
 def plan_batches(
-    lengths: np.ndarray | list[int], token_budget: int, max_batch_size: int | None = None, packed: bool = False
+    lengths: np.ndarray | list[int],
+    token_budget: int,
+    max_batch_size: int | None = None,
+    packed: bool = False,
+    sort: bool = True,
 ) -> list[np.ndarray]:
-    """Positions of each batch, longest inputs first (ties keep input order); every batch fits
-    ``token_budget`` except a single input longer than the budget, which gets a batch of its own."""
+    """Positions of each batch, longest inputs first (ties keep input order; ``sort=False``: input order, for
+    packed batches whose shapes should not depend on length); every batch fits ``token_budget`` except a
+    single input longer than the budget, which gets a batch of its own."""
     if token_budget < 1:
         raise ValueError(f"token budget must be positive, got {token_budget}")
+    if not sort and not packed:
+        raise ValueError("unsorted batches are for packed batches only")
     lengths = np.asarray(lengths, dtype=np.int64)
-    order = np.argsort(-lengths, kind="stable")
+    order = np.argsort(-lengths, kind="stable") if sort else np.arange(len(lengths))
     sorted_lengths = lengths[order]
     cap = max_batch_size or len(lengths)
     batches: list[np.ndarray] = []
@@ -102,3 +124,59 @@ def packed_arrays(
     np.cumsum(lengths, out=cu[1:])
     positions = np.arange(len(flat), dtype=np.int64) - np.repeat(cu[:-1].astype(np.int64), lengths) + position_offset
     return flat[None, :], positions[None, :], cu, int(lengths.max()) if len(rows) else 0
+
+
+@dataclass(frozen=True)
+class StaticBatch:
+    """A packed batch padded to a fixed shape, so that every full batch has the same tensor shapes (what CUDA
+    graph replay and compiled kernels need). The real sequences come first; filler sequences of padding
+    tokens (each at most ``max_length`` long, attending only to themselves) take up the rest of the tokens,
+    and the sequence count is rounded up to a multiple of the granularity with more fillers."""
+
+    input_ids: np.ndarray  # (1, tokens) int64
+    position_ids: np.ndarray  # (1, tokens) int64
+    cu_seqlens: np.ndarray  # (sequences + 1,) int32; cu_seqlens[: real + 1] bound the real sequences
+    max_length: int  # the attention kernel's per-sequence bound: the real longest rounded up to a multiple of 128
+    real: int  # real sequences
+    used: int  # tokens of the real sequences
+
+
+LENGTH_STEP = 128  # flash attention's query block: rounding the longest up to it changes no launch
+
+
+def static_arrays(
+    tokens: Ragged,
+    rows: np.ndarray,
+    total_tokens: int,
+    granularity: int,
+    pad_id: int,
+    position_offset: int = 0,
+    position_limit: int | None = None,
+) -> StaticBatch:
+    """``rows`` packed back to back, then filler sequences up to exactly ``total_tokens`` tokens, with a sequence
+    count rounded up to a multiple of ``granularity``. Needs at least ``granularity`` spare tokens, so that
+    every filler holds at least one token (a zero-length sequence is left out on purpose: pooling would
+    index past the end). ``position_limit``: the model's positions (a filler never runs past them)."""
+    flat, lengths = tokens.gather(rows)
+    used = int(lengths.sum())
+    spare = total_tokens - used
+    if spare < granularity:
+        raise ValueError(f"a static batch needs {granularity} spare tokens, {spare} are left of {total_tokens}")
+    longest = int(lengths.max()) if len(rows) else 1
+    max_length = -(-max(longest, 1) // LENGTH_STEP) * LENGTH_STEP
+    if position_limit is not None:
+        max_length = max(longest, min(max_length, position_limit))
+    fillers = -(-spare // max_length)
+    fillers += -(len(rows) + fillers) % granularity
+    # spare >= granularity guarantees fillers <= spare: ceil(spare / max_length) + granularity - 1 <= spare
+    base, extra = divmod(spare, fillers)
+    filler_lengths = np.full(fillers, base, dtype=np.int64)
+    filler_lengths[:extra] += 1
+    all_lengths = np.concatenate([lengths, filler_lengths])
+    cu = np.zeros(len(all_lengths) + 1, dtype=np.int32)
+    np.cumsum(all_lengths, out=cu[1:])
+    input_ids = np.concatenate([flat, np.full(spare, pad_id, dtype=np.int64)])
+    positions = (
+        np.arange(total_tokens, dtype=np.int64) - np.repeat(cu[:-1].astype(np.int64), all_lengths) + position_offset
+    )
+    return StaticBatch(input_ids[None, :], positions[None, :], cu, max_length, len(rows), used)

@@ -11,6 +11,12 @@ How it keeps the accelerator busy:
 * on CUDA, where the installed torch has a varlen flash kernel and the model passes a self-check,
   batches are packed without padding (see ``mtrbench.encode.varlen``); elsewhere they are padded
   to their longest sequence, which length sorting keeps short;
+* ``mode="static"``: packed batches are padded to exactly the token budget (``batching.static_arrays``),
+  in input order rather than length order so that their sequence counts stay close, and each batch shape
+  is captured once as a CUDA graph (``mtrbench.encode.static``); the last, partly filled batch of a
+  window is carried into the next window of the same chunk. ``mode="fused"`` also compiles the layers'
+  elementwise steps (``mtrbench.encode.fusion``). Both are checked against the eager packed path on
+  probe texts when the engine is built, and fall back to it with a logged reason;
 * several devices: one worker process per extra device (``DevicePool``, at the end of this module).
 
 ``on_chunk`` lets a caller (the embedding cache) persist results chunk by chunk while the producer is
@@ -36,7 +42,9 @@ import torch.nn.functional as F
 
 from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, plan_batches
-from mtrbench.encode.towers import Tower, TowerSpec, load_tower
+from mtrbench.encode.fusion import fuse_blocks, unfuse_blocks
+from mtrbench.encode.static import GraphRunner
+from mtrbench.encode.towers import Tower, TowerSpec, _first_line, load_tower
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.reporting import progress_bar
 
@@ -47,8 +55,19 @@ CUDA_TOKEN_BUDGET = 65_536
 FIRST_WINDOW = 2_048  # texts tokenized and sorted first, so the device starts early
 MAX_WINDOW = 16_384  # texts tokenized and length-sorted together (windows double from FIRST_WINDOW)
 UNPAD_CHOICES = ("auto", "on", "off")
+MODE_CHOICES = ("eager", "static", "fused")
+STATIC_GRANULARITY = 32  # a static batch's sequence count is a multiple of this (few distinct graph shapes)
+STATIC_FIRST_WINDOW = 256  # static batches need no length sort, so the first window can be small
+STATIC_FILL = 0.8  # a last batch filled less than this runs eagerly rather than padded to the budget
 
 ChunkCallback = Callable[[int, torch.Tensor], None]
+_PROBE = [
+    "a short one",
+    "",
+    "a sentence of middling length about rivers and the bridges over them " * 3,
+    "long " * 2000,
+    "twelve words in this line make it neither short nor very long at all",
+]
 
 
 @dataclass
@@ -59,6 +78,8 @@ class EngineOptions:
     chunk_size: int = 50_000  # texts per reported chunk (and per dispatch to several devices)
     prefetch: int = 6  # collated batches waiting for the device
     tokenizer_threads: int | None = None
+    mode: str = "eager"  # eager | static (fixed-shape packed batches, CUDA graphs) | fused (static + compiled blocks)
+    max_graphs: int = 8  # CUDA graphs kept (one per static batch shape); other shapes run without one
 
     def budget_for(self, device: torch.device) -> int:
         if self.token_budget:
@@ -96,11 +117,18 @@ class EncodingEngine:
         self.options = options or EngineOptions()
         if self.options.unpad not in UNPAD_CHOICES:
             raise MtrbenchError(f"--unpad must be one of {', '.join(UNPAD_CHOICES)}, got '{self.options.unpad}'")
+        if self.options.mode not in MODE_CHOICES:
+            raise MtrbenchError(f"--engine-mode must be one of {', '.join(MODE_CHOICES)}, got '{self.options.mode}'")
         self.device = tower.device
         self.token_budget = self.options.budget_for(self.device)
         self.calls = 0  # encode() calls that ran the model (tests count them to prove cache hits)
         self.packed = self._decide_packing()
         self._oom_cap: int | None = None
+        self._runner: GraphRunner | None = None
+        self.static_reason: str | None = None  # why static batches are not used, when they were asked for
+        self.static_agreement: float | None = None
+        self.static = self._decide_static()
+        self.batches = {"static": 0, "other": 0}  # batches run, by kind (the benchmark reports the share)
         self._pool: DevicePool | None = None
         self.devices = list(devices or [str(self.device)])
         if len(self.devices) > 1:
@@ -132,19 +160,58 @@ class EncodingEngine:
 
     @torch.inference_mode()
     def _packing_agreement(self) -> float:
-        probe = [
-            "a short one",
-            "",
-            "a sentence of middling length about rivers and the bridges over them " * 3,
-            "long " * 2000,
-            "twelve words in this line make it neither short nor very long at all",
-        ]
         self.tower.prepare("")
-        tokens = Ragged.from_lists(self.tower.tokenize(probe))
-        rows = np.arange(len(probe))
-        padded = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, probe, "", packed=False)), False)
-        packed = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, probe, "", packed=True)), True)
+        tokens = Ragged.from_lists(self.tower.tokenize(_PROBE))
+        rows = np.arange(len(_PROBE))
+        padded = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, _PROBE, "", packed=False)), False)
+        packed = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, _PROBE, "", packed=True)), True)
         return float(F.cosine_similarity(padded.float(), packed.float(), dim=-1).min())
+
+    def _decide_static(self) -> bool:
+        mode = self.options.mode
+        if mode == "eager":
+            return False
+        if not self.packed:
+            self.static_reason = "static batches are packed batches, and this engine pads (see --unpad)"
+        elif self.token_budget < self.tower.max_length + STATIC_GRANULARITY:
+            self.static_reason = (
+                f"the token budget {self.token_budget} is under the model's {self.tower.max_length} tokens "
+                f"+ {STATIC_GRANULARITY}"
+            )
+        if self.static_reason is not None:
+            log.warning("--engine-mode %s not used: %s; eager batches instead", mode, self.static_reason)
+            return False
+        model = self.tower.transformer()
+        if mode == "fused" and fuse_blocks(model, self.token_budget) == 0:
+            log.warning("--engine-mode fused: no BERT-style blocks to compile in this model; static batches only")
+        self._runner = GraphRunner(self.tower.packed_states, self.device, True, self.options.max_graphs)
+        try:
+            agreement = self._static_agreement()
+        except Exception as exc:  # a compiler or kernel that rejects this model/device: eager batches still work
+            self.static_reason = f"failed on probe texts ({type(exc).__name__}: {_first_line(exc)})"
+        else:
+            self.static_agreement = agreement
+            floor = 0.999 if self.tower.dtype in (torch.float16, torch.bfloat16) else 0.9999
+            if agreement < floor:
+                self.static_reason = f"disagrees with eager batches on probe texts (min cosine {agreement:.5f})"
+        if self.static_reason is not None:
+            log.warning("--engine-mode %s not used: %s; eager batches instead", mode, self.static_reason)
+            unfuse_blocks(model)
+            self._runner = None
+            return False
+        return True
+
+    @torch.inference_mode()
+    def _static_agreement(self) -> float:
+        """Min cosine between the static path (fillers, graph, compiled blocks) and eager packed batches."""
+        self.tower.prepare("")
+        tokens = Ragged.from_lists(self.tower.tokenize(_PROBE))
+        rows = np.arange(len(_PROBE))
+        assert self._runner is not None
+        static = self.tower.collate_static(tokens, rows, self.token_budget, STATIC_GRANULARITY)
+        ours = self.tower.forward_static(self._to_device(static), self._runner)
+        eager = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, _PROBE, "", packed=True)), True)
+        return float(F.cosine_similarity(ours.float(), eager.float(), dim=-1).min())
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -153,6 +220,17 @@ class EncodingEngine:
             "packed": self.packed,
             "attention": varlen.kernel_name(self.device, self.tower.dtype) if self.packed else "padded",
             "devices": self.devices,
+            "mode": self.options.mode if self.static else "eager",
+            **({"mode_asked": self.options.mode, "mode_reason": self.static_reason} if self.static_reason else {}),
+            **(
+                {
+                    "cuda_graphs": self._runner.use_graphs,
+                    "cuda_graphs_reason": self._runner.reason,
+                    "static_agreement": self.static_agreement,
+                }
+                if self._runner is not None
+                else {}
+            ),
         }
 
     def close(self) -> None:
@@ -202,6 +280,7 @@ class EncodingEngine:
 
         self.tower.prepare(prompt)
         packed = self.packed and getattr(self.tower, "fast_tokenization", True)
+        static = packed and self.static
         out: torch.Tensor | None = None
         stop = threading.Event()
         batches: queue.Queue = queue.Queue(maxsize=max(1, self.options.prefetch))
@@ -211,7 +290,7 @@ class EncodingEngine:
                 target=self._produce,
                 name="mtrbench-tokenize",
                 daemon=True,
-                args=(texts, prompt, packed, sizes, batches, stop, executor, threads),
+                args=(texts, prompt, packed, static, sizes, batches, stop, executor, threads),
             )
             producer.start()
             bar = progress_bar(
@@ -265,6 +344,7 @@ class EncodingEngine:
         texts: list[str],
         prompt: str,
         packed: bool,
+        static: bool,
         sizes: list[int],
         batches: queue.Queue,
         stop: threading.Event,
@@ -283,28 +363,51 @@ class EncodingEngine:
         def tokenize(window: tuple[int, int, int, bool]) -> Ragged:
             chunk = texts[window[1] : window[2]]
             return Ragged.from_lists(
-                self.tower.tokenize([prompt + t for t in chunk] if prompt else chunk, executor, threads)
+                self.tower.tokenize(
+                    [prompt + t for t in chunk] if prompt else chunk,
+                    executor,
+                    threads,
+                    STATIC_FIRST_WINDOW if static else None,
+                )
             )
 
+        # Static batches leave STATIC_GRANULARITY tokens spare for the fillers that round the sequence count up.
+        budget = self.token_budget - STATIC_GRANULARITY if static else self.token_budget
         try:
-            windows = _windows(sizes)
+            windows = _windows(sizes, STATIC_FIRST_WINDOW, STATIC_FIRST_WINDOW) if static else _windows(sizes)
+            carried: tuple[Ragged, np.ndarray] | None = None  # a partly filled last batch, for the next window
             # One window is tokenized ahead while the previous one is cut into batches and waits in the
             # (short) batch queue, so the device never waits for a whole window's tokenization.
             with ThreadPoolExecutor(1) as lookahead:
                 pending = lookahead.submit(tokenize, windows[0]) if windows else None
-                for i, (chunk_index, start, _end, closes_chunk) in enumerate(windows):
+                for i, (chunk_index, start, end, closes_chunk) in enumerate(windows):
                     tokens = pending.result()
                     if i + 1 < len(windows):
                         pending = lookahead.submit(tokenize, windows[i + 1])
-                    for rows in plan_batches(
-                        tokens.lengths, self.token_budget, self.options.max_batch_size, packed=packed
-                    ):
-                        tensors = self.tower.collate(tokens, rows, [texts[start + r] for r in rows], prompt, packed)
+                    positions = np.arange(start, end, dtype=np.int64)
+                    if carried is not None:
+                        tokens = Ragged.concat([carried[0], tokens])
+                        positions = np.concatenate([carried[1], positions])
+                        carried = None
+                    plan = plan_batches(
+                        tokens.lengths, budget, self.options.max_batch_size, packed=packed, sort=not static
+                    )
+                    lengths = tokens.lengths
+                    if static and plan and not closes_chunk and lengths[plan[-1]].sum() < STATIC_FILL * budget:
+                        last = plan.pop()
+                        carried = (tokens.take(last), positions[last])
+                    for rows in plan:
+                        if static and lengths[rows].sum() >= STATIC_FILL * budget:
+                            tensors = self.tower.collate_static(tokens, rows, self.token_budget, STATIC_GRANULARITY)
+                        else:
+                            tensors = self.tower.collate(
+                                tokens, rows, [texts[p] for p in positions[rows]], prompt, packed
+                            )
                         if self.device.type == "cuda":
                             tensors = {
                                 k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in tensors.items()
                             }
-                        if not put(_Batch(rows + start, tensors, int(tensors["input_ids"].numel()))):
+                        if not put(_Batch(positions[rows], tensors, int(tensors["input_ids"].numel()))):
                             return
                     if closes_chunk and not put(_ChunkEnd(chunk_index, *_chunk_bounds(sizes, chunk_index))):
                         return
@@ -321,6 +424,15 @@ class EncodingEngine:
 
     def _run(self, batch: _Batch, packed: bool) -> list[tuple[np.ndarray, torch.Tensor]]:
         """(positions, vectors) pieces for one batch; on CUDA out-of-memory the batch is split in halves."""
+        if "real" in batch.tensors:
+            assert self._runner is not None
+            self.batches["static"] += 1
+            try:
+                return [(batch.positions, self.tower.forward_static(self._to_device(batch.tensors), self._runner))]
+            except torch.cuda.OutOfMemoryError:
+                torch.cuda.empty_cache()
+                batch = _unstatic(batch)  # the eager packed batch it was made from, which can be split
+        self.batches["other"] += 1
         if self._oom_cap is not None and batch.tokens > self._oom_cap and len(batch.positions) > 1:
             return [piece for half in _split(batch, packed) for piece in self._run(half, packed)]
         try:
@@ -337,23 +449,37 @@ class EncodingEngine:
             return [piece for half in _split(batch, packed) for piece in self._run(half, packed)]
 
 
-def _windows(sizes: list[int]) -> list[tuple[int, int, int, bool]]:
+def _unstatic(batch: _Batch) -> _Batch:
+    """A static batch without its fillers: the plain packed batch of its real sequences."""
+    t, real, used = batch.tensors, batch.tensors["real"], batch.tensors["used"]
+    cu = t["cu_seq_lens_q"][: real + 1].clone()
+    longest = int((cu[1:] - cu[:-1]).max()) if real else 0
+    tensors = {
+        "input_ids": t["input_ids"][:, :used],
+        "position_ids": t["position_ids"][:, :used],
+        "cu_seq_lens_q": cu,
+        "max_length_q": longest,
+    }
+    return _Batch(batch.positions, tensors, used)
+
+
+def _windows(sizes: list[int], first: int = FIRST_WINDOW, whole: int = MAX_WINDOW) -> list[tuple[int, int, int, bool]]:
     """(chunk index, start, end, closes the chunk) of the slices tokenized and length-sorted together.
 
-    A chunk of at most ``MAX_WINDOW`` texts is one window; a longer one is cut into windows that start
-    small, so the device starts early, and double up to ``MAX_WINDOW``. The cut depends on the chunk
-    alone, never on the chunks before it, so a chunk is batched - and its embeddings computed - the same
-    way whichever call encodes it (the embedding cache's resumed runs rely on that). An empty chunk gets
-    an empty window so that its end is still reported."""
+    A chunk of at most ``whole`` texts is one window; a longer one is cut into windows that start at
+    ``first`` texts, so the device starts early, and double up to ``MAX_WINDOW``. The cut depends on the
+    chunk alone, never on the chunks before it, so a chunk is batched - and its embeddings computed - the
+    same way whichever call encodes it (the embedding cache's resumed runs rely on that). An empty chunk
+    gets an empty window so that its end is still reported."""
     windows = []
     start = 0
     for index, size in enumerate(sizes):
         end = start + size
-        if size <= MAX_WINDOW:
+        if size <= whole:
             windows.append((index, start, end, True))
             start = end
             continue
-        position, width = start, FIRST_WINDOW
+        position, width = start, first
         while position < end:
             stop = min(end, position + width)
             if end - stop < width // 2:  # no sliver at the end of a chunk

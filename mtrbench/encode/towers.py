@@ -28,7 +28,7 @@ import torch
 
 from mtrbench.data.hub import hub_error
 from mtrbench.encode import varlen
-from mtrbench.encode.batching import Ragged, packed_arrays, padded_arrays
+from mtrbench.encode.batching import Ragged, StaticBatch, packed_arrays, padded_arrays, static_arrays
 from mtrbench.encode.pooling import check_pooling, pool_packed, pool_padded
 from mtrbench.infra.errors import MtrbenchError
 
@@ -152,8 +152,11 @@ class Tower(ABC):
 
     # -- tokenization -----------------------------------------------------------------------------
 
-    def tokenize(self, texts: list[str], executor: Executor | None = None, workers: int = 1) -> list[list[int]]:
-        """Token ids with special tokens, truncated to ``max_length``, no padding."""
+    def tokenize(
+        self, texts: list[str], executor: Executor | None = None, workers: int = 1, split_from: int | None = None
+    ) -> list[list[int]]:
+        """Token ids with special tokens, truncated to ``max_length``, no padding; ``texts`` are split over
+        ``workers`` threads of ``executor`` from ``split_from`` texts on (default 2,048)."""
         if self._backend is None:
             encoded = self.tokenizer(
                 texts,
@@ -165,7 +168,7 @@ class Tower(ABC):
                 return_token_type_ids=False,
             )
             return [list(x) for x in encoded["input_ids"]]
-        if executor is None or workers <= 1 or len(texts) < 2048:
+        if executor is None or workers <= 1 or len(texts) < (split_from or 2048):
             return self._encode_backend(texts)
         step = -(-len(texts) // workers)
         parts = executor.map(self._encode_backend, [texts[i : i + step] for i in range(0, len(texts), step)])
@@ -194,6 +197,25 @@ class Tower(ABC):
             tensors["token_type_ids"] = torch.zeros_like(tensors["input_ids"])
         return tensors
 
+    def collate_static(self, tokens: Ragged, rows: np.ndarray, total_tokens: int, granularity: int) -> dict[str, Any]:
+        """A packed batch padded to exactly ``total_tokens`` tokens (``batching.static_arrays``)."""
+        batch: StaticBatch = static_arrays(
+            tokens, rows, total_tokens, granularity, self.pad_id, self.position_offset, self.position_limit()
+        )
+        return {
+            "input_ids": torch.from_numpy(batch.input_ids),
+            "position_ids": torch.from_numpy(batch.position_ids),
+            "cu_seq_lens_q": torch.from_numpy(batch.cu_seqlens),
+            "max_length_q": batch.max_length,
+            "real": batch.real,
+            "used": batch.used,
+        }
+
+    def position_limit(self) -> int | None:
+        """The longest sequence the model's positions allow (a static batch's fillers stay within it)."""
+        limit = getattr(getattr(self.transformer(), "config", None), "max_position_embeddings", None)
+        return int(limit) - self.position_offset if isinstance(limit, int) else None
+
     def prepare(self, prompt: str) -> None:
         """Called once per encode call, before any batch (e.g. to validate tokenization for this prompt)."""
         return None
@@ -219,6 +241,29 @@ class Tower(ABC):
     @abstractmethod
     def forward(self, tensors: dict[str, Any], packed: bool) -> torch.Tensor:
         """One collated batch -> its embeddings, in batch order."""
+
+    def packed_states(self, tensors: dict[str, Any]) -> torch.Tensor:
+        """The transformer's token states (1, tokens, dim) of a packed batch: the part a CUDA graph captures."""
+        cu = tensors["cu_seq_lens_q"]
+        out = self.transformer()(
+            input_ids=tensors["input_ids"],
+            position_ids=tensors["position_ids"],
+            cu_seq_lens_q=cu,
+            cu_seq_lens_k=cu,
+            max_length_q=tensors["max_length_q"],
+            max_length_k=tensors["max_length_q"],
+            return_dict=True,
+        )
+        return out.last_hidden_state
+
+    @abstractmethod
+    def pool_states(self, states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+        """Packed token states (1, tokens, dim) -> one vector per sequence bounded by ``cu_seqlens``."""
+
+    def forward_static(self, tensors: dict[str, Any], states) -> torch.Tensor:
+        """Embeddings of a static batch's real sequences; ``states`` runs the transformer (e.g. as a CUDA graph)."""
+        hidden = states(tensors)
+        return self.pool_states(hidden[:, : tensors["used"]], tensors["cu_seq_lens_q"][: tensors["real"] + 1])
 
     @abstractmethod
     def signature(self) -> dict[str, Any]:
@@ -303,17 +348,12 @@ class SentenceTransformerTower(Tower):
             features["prompt_length"] = self._prompt_length
         if not packed:
             return self.model(features)["sentence_embedding"]
-        cu = features["cu_seq_lens_q"]
-        out = self.transformer()(
-            input_ids=features["input_ids"],
-            position_ids=features["position_ids"],
-            cu_seq_lens_q=cu,
-            cu_seq_lens_k=cu,
-            max_length_q=features["max_length_q"],
-            max_length_k=features["max_length_q"],
-            return_dict=True,
-        )
-        features["token_embeddings"] = out.last_hidden_state
+        return self.pool_states(self.packed_states(tensors), tensors["cu_seq_lens_q"])
+
+    def pool_states(self, states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+        features: dict[str, Any] = {"modality": "text", "token_embeddings": states, "cu_seq_lens_q": cu_seqlens}
+        if self._prompt_length is not None:
+            features["prompt_length"] = self._prompt_length
         for module in list(self.model)[1:]:
             features = module(features)
         return features["sentence_embedding"]
@@ -360,20 +400,13 @@ class TransformersTower(Tower):
 
     def forward(self, tensors: dict[str, Any], packed: bool) -> torch.Tensor:
         if packed:
-            cu = tensors["cu_seq_lens_q"]
-            out = self.model(
-                input_ids=tensors["input_ids"],
-                position_ids=tensors["position_ids"],
-                cu_seq_lens_q=cu,
-                cu_seq_lens_k=cu,
-                max_length_q=tensors["max_length_q"],
-                max_length_k=tensors["max_length_q"],
-                return_dict=True,
-            )
-            return pool_packed(out.last_hidden_state, cu, self.pooling)
+            return self.pool_states(self.packed_states(tensors), tensors["cu_seq_lens_q"])
         inputs = {k: v for k, v in tensors.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         out = self.model(**inputs, return_dict=True)
         return pool_padded(out.last_hidden_state, tensors["attention_mask"], self.pooling)
+
+    def pool_states(self, states: torch.Tensor, cu_seqlens: torch.Tensor) -> torch.Tensor:
+        return pool_packed(states, cu_seqlens, self.pooling)
 
     def signature(self) -> dict[str, Any]:
         return {"pooling": self.pooling}

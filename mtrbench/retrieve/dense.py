@@ -51,7 +51,9 @@ class EmbeddingRetriever:
         batch_size, token_budget = loading.batch_size, loading.token_budget
         if batch_size is not None and batch_size < 1 or token_budget is not None and token_budget < 1:
             raise MtrbenchError("--batch-size and --token-budget must be positive")
-        self.engine_options = EngineOptions(token_budget=token_budget, max_batch_size=batch_size, unpad=loading.unpad)
+        self.engine_options = EngineOptions(
+            token_budget=token_budget, max_batch_size=batch_size, unpad=loading.unpad, mode=loading.engine_mode
+        )
         self.batch_size = batch_size
         self.show_progress = loading.show_progress
         self.cache = EmbeddingCache(loading.cache_dir) if loading.use_cache else None
