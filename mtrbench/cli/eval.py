@@ -147,11 +147,12 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--engine-mode",
-        default="eager",
-        choices=["eager", "static", "fused"],
+        default="auto",
+        choices=["auto", "eager", "static", "fused"],
         help="packed batches as launched (eager), padded to the token budget and replayed as CUDA graphs "
-        "(static), or static with compiled LayerNorm/GELU/residual kernels (fused); checked against eager on "
-        "probe texts, falling back to it with a logged reason (docs/engine.md) [eager]",
+        "(static), or static with compiled LayerNorm/GELU/residual kernels (fused); each checked against eager "
+        "on probe texts, falling back with a logged reason; auto = fused on CUDA, eager elsewhere "
+        "(docs/encoding.md) [auto]",
     )
     p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")

@@ -55,7 +55,7 @@ CUDA_TOKEN_BUDGET = 65_536
 FIRST_WINDOW = 2_048  # texts tokenized and sorted first, so the device starts early
 MAX_WINDOW = 16_384  # texts tokenized and length-sorted together (windows double from FIRST_WINDOW)
 UNPAD_CHOICES = ("auto", "on", "off")
-MODE_CHOICES = ("eager", "static", "fused")
+MODE_CHOICES = ("auto", "eager", "static", "fused")
 STATIC_GRANULARITY = 32  # a static batch's sequence count is a multiple of this (few distinct graph shapes)
 STATIC_FIRST_WINDOW = 256  # static batches need no length sort, so the first window can be small
 STATIC_FILL = 0.8  # a last batch filled less than this runs eagerly rather than padded to the budget
@@ -78,7 +78,9 @@ class EngineOptions:
     chunk_size: int = 50_000  # texts per reported chunk (and per dispatch to several devices)
     prefetch: int = 6  # collated batches waiting for the device
     tokenizer_threads: int | None = None
-    mode: str = "eager"  # eager | static (fixed-shape packed batches, CUDA graphs) | fused (static + compiled blocks)
+    # auto (fused on CUDA, else eager) | eager | static (fixed-shape packed batches, CUDA graphs) | fused (static +
+    # compiled blocks)
+    mode: str = "auto"
     max_graphs: int = 8  # CUDA graphs kept (one per static batch shape); other shapes run without one
 
     def budget_for(self, device: torch.device) -> int:
@@ -125,7 +127,8 @@ class EncodingEngine:
         self.packed = self._decide_packing()
         self._oom_cap: int | None = None
         self._runner: GraphRunner | None = None
-        self.static_reason: str | None = None  # why static batches are not used, when they were asked for
+        self.static_reason: str | None = None  # why the asked mode is not (fully) used
+        self.mode_used = "eager"
         self.static_agreement: float | None = None
         self.static = self._decide_static()
         self.batches = {"static": 0, "other": 0}  # batches run, by kind (the benchmark reports the share)
@@ -168,7 +171,13 @@ class EncodingEngine:
         return float(F.cosine_similarity(padded.float(), packed.float(), dim=-1).min())
 
     def _decide_static(self) -> bool:
-        mode = self.options.mode
+        """Whether batches are static (and fused): the asked mode when it passes its checks, else the next
+        simpler one (fused -> static -> eager), each refusal logged with its reason. ``auto`` is fused on
+        CUDA (measured fastest there, benchmarks/README.md) and eager elsewhere, and refusals under it are
+        logged at info level: nobody asked for that mode by name."""
+        asked = self.options.mode
+        mode = asked if asked != "auto" else ("fused" if self.device.type == "cuda" and self.packed else "eager")
+        report = log.warning if asked != "auto" else log.info
         if mode == "eager":
             return False
         if not self.packed:
@@ -179,27 +188,40 @@ class EncodingEngine:
                 f"+ {STATIC_GRANULARITY}"
             )
         if self.static_reason is not None:
-            log.warning("--engine-mode %s not used: %s; eager batches instead", mode, self.static_reason)
+            report("--engine-mode %s not used: %s; eager batches instead", asked, self.static_reason)
             return False
         model = self.tower.transformer()
-        if mode == "fused" and fuse_blocks(model, self.token_budget) == 0:
-            log.warning("--engine-mode fused: no BERT-style blocks to compile in this model; static batches only")
+        reasons = []
+        for attempt in ("fused", "static") if mode == "fused" else ("static",):
+            if attempt == "fused" and fuse_blocks(model, self.token_budget) == 0:
+                reasons.append("fused: no BERT-style blocks to compile in this model")
+                continue
+            failure = self._try_static()
+            if failure is None:
+                self.mode_used = attempt
+                if reasons:
+                    report("--engine-mode %s: %s; %s instead", asked, "; ".join(reasons), attempt)
+                    self.static_reason = "; ".join(reasons)
+                return True
+            reasons.append(f"{attempt}: {failure}")
+            unfuse_blocks(model)
+            self._runner = None
+        self.static_reason = "; ".join(reasons)
+        report("--engine-mode %s not used (%s); eager batches instead", asked, self.static_reason)
+        return False
+
+    def _try_static(self) -> str | None:
+        """Build the graph runner and check static batches on probe texts: None, or why they cannot be used."""
         self._runner = GraphRunner(self.tower.packed_states, self.device, True, self.options.max_graphs)
         try:
             agreement = self._static_agreement()
         except Exception as exc:  # a compiler or kernel that rejects this model/device: eager batches still work
-            self.static_reason = f"failed on probe texts ({type(exc).__name__}: {_first_line(exc)})"
-        else:
-            self.static_agreement = agreement
-            floor = 0.999 if self.tower.dtype in (torch.float16, torch.bfloat16) else 0.9999
-            if agreement < floor:
-                self.static_reason = f"disagrees with eager batches on probe texts (min cosine {agreement:.5f})"
-        if self.static_reason is not None:
-            log.warning("--engine-mode %s not used: %s; eager batches instead", mode, self.static_reason)
-            unfuse_blocks(model)
-            self._runner = None
-            return False
-        return True
+            return f"failed on probe texts ({type(exc).__name__}: {_first_line(exc)})"
+        self.static_agreement = agreement
+        floor = 0.999 if self.tower.dtype in (torch.float16, torch.bfloat16) else 0.9999
+        if agreement < floor:
+            return f"disagrees with eager batches on probe texts (min cosine {agreement:.5f})"
+        return None
 
     @torch.inference_mode()
     def _static_agreement(self) -> float:
@@ -220,8 +242,9 @@ class EncodingEngine:
             "packed": self.packed,
             "attention": varlen.kernel_name(self.device, self.tower.dtype) if self.packed else "padded",
             "devices": self.devices,
-            "mode": self.options.mode if self.static else "eager",
-            **({"mode_asked": self.options.mode, "mode_reason": self.static_reason} if self.static_reason else {}),
+            "mode": self.mode_used if self.static else "eager",
+            **({"mode_asked": self.options.mode} if self.options.mode != "auto" else {}),
+            **({"mode_reason": self.static_reason} if self.static_reason else {}),
             **(
                 {
                     "cuda_graphs": self._runner.use_graphs,

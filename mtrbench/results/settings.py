@@ -33,7 +33,15 @@ EXECUTION = "execution"
 EXECUTION_KEYS = "execution_keys"  # keys of an identity block that are execution, at any depth
 
 # Retriever settings that change speed or memory, never a score (the leaderboard's identity ignores them too).
-RETRIEVER_EXECUTION_KEYS = ("device", "batch_size", "token_budget", "packed", "embedding_cache", "search_execution")
+RETRIEVER_EXECUTION_KEYS = (
+    "device",
+    "batch_size",
+    "token_budget",
+    "packed",
+    "engine_mode",
+    "embedding_cache",
+    "search_execution",
+)
 # What the corpus decides once indexed (the child count of parent-child retrieval: the chunking spec is kept).
 RETRIEVER_CORPUS_KEYS = ("children",)
 # Who wrote a model-backed (rewrite:llm, summary:llm) or Python history's texts; every other key is the run's.

@@ -108,6 +108,7 @@ class EmbeddingRetriever:
             "batch_size": self.batch_size,
             "token_budget": engine["token_budget"],
             "packed": engine["packed"],
+            "engine_mode": engine["mode"],
             "embedding_cache": "on" if self.cache is not None else "off",
             "search": self._search_settings(),
             "search_execution": self._search_execution(),

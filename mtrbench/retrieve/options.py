@@ -18,7 +18,7 @@ class LoadingOptions:
     batch_size: int | None = None  # at most this many texts per batch; None: the token budget decides
     token_budget: int | None = None  # tokens per batch, padding included; None: the device's default
     unpad: str = "auto"  # auto | on | off
-    engine_mode: str = "eager"  # eager | static | fused (mtrbench.encode.engine)
+    engine_mode: str = "auto"  # auto | eager | static | fused (mtrbench.encode.engine)
     max_length: int | None = None  # None: the model's
     revision: str | None = None
     trust_remote_code: bool = False

@@ -42,6 +42,7 @@ def dense_block(**changes) -> dict:
         "batch_size": 32,
         "token_budget": None,
         "packed": False,
+        "engine_mode": "eager",
         "embedding_cache": "off",
         "search": "exact",
         "search_execution": {"mode": "in-memory"},
@@ -97,7 +98,9 @@ def test_results_written_by_eval_round_trip_and_their_plan_finds_them_finished(n
 def test_results_differing_only_in_how_they_ran_are_the_same(tmp_path):
     first = ResultSettings.from_json(dense_block())
     rerun = ResultSettings.from_json(
-        dense_block(device="cuda:0", batch_size=128, packed=True, search_execution={"mode": "streaming"})
+        dense_block(
+            device="cuda:0", batch_size=128, packed=True, engine_mode="fused", search_execution={"mode": "streaming"}
+        )
     )
     assert first.same_result(rerun)
     assert rerun.execution() == {
@@ -105,6 +108,7 @@ def test_results_differing_only_in_how_they_ran_are_the_same(tmp_path):
         "retriever.batch_size": 128,
         "retriever.token_budget": None,
         "retriever.packed": True,
+        "retriever.engine_mode": "fused",
         "retriever.embedding_cache": "off",
         "retriever.search_execution": {"mode": "streaming"},
     }
