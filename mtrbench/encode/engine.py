@@ -228,12 +228,17 @@ class EncodingEngine:
         """Min cosine between the static path (fillers, graph, compiled blocks) and eager packed batches."""
         self.tower.prepare("")
         tokens = Ragged.from_lists(self.tower.tokenize(_PROBE))
-        rows = np.arange(len(_PROBE))
         assert self._runner is not None
-        static = self.tower.collate_static(tokens, rows, self.token_budget, STATIC_GRANULARITY)
-        ours = self.tower.forward_static(self._to_device(static), self._runner)
-        eager = self.tower.forward(self._to_device(self.tower.collate(tokens, rows, _PROBE, "", packed=True)), True)
-        return float(F.cosine_similarity(ours.float(), eager.float(), dim=-1).min())
+        lowest = 1.0
+        # as many static batches as the probes need under this budget (one, unless the budget is small)
+        for rows in plan_batches(tokens.lengths, self.token_budget - STATIC_GRANULARITY, packed=True, sort=False):
+            static = self.tower.collate_static(tokens, rows, self.token_budget, STATIC_GRANULARITY)
+            ours = self.tower.forward_static(self._to_device(static), self._runner)
+            texts = [_PROBE[r] for r in rows]
+            plain = self.tower.collate(tokens, rows, texts, "", packed=True)
+            eager = self.tower.forward(self._to_device(plain), True)
+            lowest = min(lowest, float(F.cosine_similarity(ours.float(), eager.float(), dim=-1).min()))
+        return lowest
 
     def settings(self) -> dict[str, Any]:
         return {

@@ -125,12 +125,12 @@ def fresh_tower(minilm):
     model[0].auto_model.set_attn_implementation("sdpa")
 
 
-def _thirty_token_texts(tokenizer, n, seed=0):
-    """Distinct texts of exactly 30 tokens each ([CLS] + 28 one-token words + [SEP])."""
+def _texts(tokenizer, n, tokens, seed=0):
+    """Distinct texts of exactly ``tokens`` tokens each ([CLS], one-token words, [SEP])."""
     words = [w for w in tokenizer.get_vocab() if w.isalpha() and w.isascii() and len(w) > 2][:2000]
     rng = random.Random(seed)
-    texts = [" ".join(rng.choice(words) for _ in range(28)) for _ in range(n)]
-    assert {len(ids) for ids in tokenizer(texts)["input_ids"]} == {30}
+    texts = [" ".join(rng.choice(words) for _ in range(tokens - 2)) for _ in range(n)]
+    assert {len(ids) for ids in tokenizer(texts)["input_ids"]} == {tokens}
     return texts
 
 
@@ -139,15 +139,15 @@ def _cos(a, b):
 
 
 def test_static_engine_carries_partial_batches_and_equals_eager(minilm, fresh_tower):
-    texts = _thirty_token_texts(minilm.tokenizer, 700)
-    # Windows of 256 and 444 texts. Budget 1024 - 32 spare = 992 tokens = 33 texts a batch. Window 1: 7 full
-    # batches and 25 texts (75.6 % < 80 %), carried into window 2: 469 texts = 14 full batches and 7 texts, the
-    # chunk's end, which run eagerly. Without the carry there would be 20 static batches and 2 others.
-    engine = EncodingEngine(fresh_tower, EngineOptions(unpad="on", token_budget=1024, mode="static"))
+    texts = _texts(minilm.tokenizer, 400, 10)
+    # Windows of 256 and 144 texts. Budget 320 - 32 spare = 288 tokens = 28 texts a batch. Window 1: 9 full
+    # batches and 4 texts (14 % < 80 %), carried into window 2: 148 texts = 5 full batches and 8 texts (28 %),
+    # the chunk's end, which run eagerly. Without the carry: 9 + 5 static batches and 2 others.
+    engine = EncodingEngine(fresh_tower, EngineOptions(unpad="on", token_budget=320, mode="static"))
     assert engine.static and engine.settings()["mode"] == "static"
     assert engine.settings()["cuda_graphs_reason"] == "CUDA graphs need a CUDA device"
     ours = engine.encode(texts, normalize=True)
-    assert engine.batches == {"static": 21, "other": 1}
+    assert engine.batches == {"static": 14, "other": 1}
     reference = minilm.model.encode(texts, convert_to_tensor=True, normalize_embeddings=True).float()
     assert _cos(ours, reference).min() >= 0.9999
     # rows land where their texts were: a shuffled input gives the same vectors, shuffled
@@ -159,7 +159,7 @@ def test_static_engine_carries_partial_batches_and_equals_eager(minilm, fresh_to
 
 
 def test_static_engine_on_mixed_lengths_equals_sentence_transformers(minilm, fresh_tower):
-    texts = ["", "bridge", "lake " * 400, "The char lives only in Lake Varnholm. " * 12, "a b c"] * 60
+    texts = ["", "bridge", "lake " * 400, "The char lives only in Lake Varnholm. " * 12, "a b c"] * 12
     engine = EncodingEngine(fresh_tower, EngineOptions(unpad="on", token_budget=2048, mode="static"))
     ours = engine.encode(texts, prompt="query: ", normalize=True)
     assert engine.batches["static"] > 0
@@ -175,7 +175,7 @@ def test_fused_engine_compiles_the_blocks_and_agrees(minilm, fresh_tower):
     # MiniLM-L6: per layer the attention output block, the intermediate block and the output block
     assert engine.settings()["mode"] == "fused" and len(routed) == 3 * 6
     assert engine.static_agreement >= 0.9999
-    texts = _thirty_token_texts(minilm.tokenizer, 120, seed=3)
+    texts = _texts(minilm.tokenizer, 120, 30, seed=3)
     ours = engine.encode(texts, normalize=True)
     assert engine.batches["static"] == 3  # 120 texts: 3 full batches of 33, then 21 (63 %) at the chunk's end
     reference = minilm.model.encode(texts, convert_to_tensor=True, normalize_embeddings=True).float()
@@ -252,7 +252,7 @@ def test_out_of_memory_on_a_static_batch_splits_its_real_sequences(minilm, fresh
         raise torch.cuda.OutOfMemoryError("simulated")
 
     monkeypatch.setattr(fresh_tower, "forward_static", no_memory)
-    texts = _thirty_token_texts(minilm.tokenizer, 40, seed=5)
+    texts = _texts(minilm.tokenizer, 40, 30, seed=5)
     ours = engine.encode(texts, normalize=True)
     reference = minilm.model.encode(texts, convert_to_tensor=True, normalize_embeddings=True).float()
     assert _cos(ours, reference).min() >= 0.9999
