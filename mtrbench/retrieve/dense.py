@@ -108,7 +108,8 @@ class EmbeddingRetriever:
             "batch_size": self.batch_size,
             "token_budget": engine["token_budget"],
             "packed": engine["packed"],
-            "engine_mode": engine["mode"],
+            # only when not eager: results written before engine modes existed (and every CPU run) were eager
+            **({"engine_mode": engine["mode"]} if engine.get("mode", "eager") != "eager" else {}),
             "embedding_cache": "on" if self.cache is not None else "off",
             "search": self._search_settings(),
             "search_execution": self._search_execution(),

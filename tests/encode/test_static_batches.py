@@ -213,6 +213,10 @@ def test_static_needs_a_budget_above_the_model_length(minilm, fresh_tower):
     assert not engine.static and "under the model's 256 tokens + 32" in engine.static_reason
 
 
+def test_an_eager_retriever_records_no_engine_mode(minilm):
+    assert "engine_mode" not in minilm.settings() and minilm.settings()["packed"] is False
+
+
 def test_auto_is_eager_on_cpu_and_says_nothing(minilm, fresh_tower, caplog):
     with caplog.at_level(logging.INFO, logger="mtrbench.encode.engine"):
         engine = EncodingEngine(fresh_tower, EngineOptions(unpad="on", token_budget=1024))
@@ -281,6 +285,8 @@ def test_engine_mode_reaches_the_engine_through_retriever_options():
     )
     try:
         assert retriever.doc_engine.static and retriever.doc_engine.settings()["mode"] == "static"
+        # recorded in the result's retriever block when not eager (older results and CPU runs are eager)
+        assert retriever.settings()["engine_mode"] == "static"
         assert STATIC_GRANULARITY == 32
     finally:
         retriever.model[0].auto_model.set_attn_implementation("sdpa")
