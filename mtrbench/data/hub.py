@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mtrbench.formats.lines import check_utf8, diagnose_text, is_other_container, read_jsonl
-from mtrbench.infra.errors import DataError, HubUnavailableError, UserInputError
+from mtrbench.infra.errors import DataError, HubUnavailableError, UserInputError, first_line
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -120,13 +120,13 @@ def load_split(
             rows = _fallback(builder, data_files, what)
             if rows is not None:
                 return rows
-            raise DataError(f"could not read {what} from {local}: {_first_line(exc)}") from None
+            raise DataError(f"could not read {what} from {local}: {first_line(exc)}") from None
         except datasets.exceptions.DatasetGenerationError as exc:
             rows = _fallback(builder, data_files, what)
             if rows is not None:
                 return rows
             cause = exc.__cause__ or exc
-            raise DataError(f"could not parse {what} in {local}: {_first_line(cause)}") from None
+            raise DataError(f"could not parse {what} in {local}: {first_line(cause)}") from None
 
     repo = str(location)
     if "/" not in repo or repo.startswith((".", "/", "~")):
@@ -140,7 +140,7 @@ def load_split(
     except (ConnectionError, OSError, datasets.exceptions.DatasetNotFoundError) as exc:
         if isinstance(exc, FileNotFoundError) or not hub_reachable() or offline_mode():
             raise hub_error(repo, revision, kind="dataset", what=what) from None
-        raise DataError(f"could not load {what} {repo}@{revision or 'main'}: {_first_line(exc)}") from None
+        raise DataError(f"could not load {what} {repo}@{revision or 'main'}: {first_line(exc)}") from None
 
 
 def local_cache_dir(path: Path) -> Path:
@@ -181,7 +181,7 @@ def fetch_file(repo: str, filename: str, revision: str | None, what: str, requir
     except (OSError, ValueError) as exc:
         if offline:
             raise hub_error(repo, revision, kind="dataset", what=what) from None
-        raise DataError(f"could not fetch {what} ({repo}/{filename}): {_first_line(exc)}") from None
+        raise DataError(f"could not fetch {what} ({repo}/{filename}): {first_line(exc)}") from None
 
 
 def hub_error(
@@ -202,8 +202,3 @@ def hub_error(
     return HubUnavailableError(
         f"cannot fetch {what} {repo}{rev} from the Hugging Face Hub (unreachable): {how}{cached}."
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from mtrbench.infra.atomic import atomic_write_bytes
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, first_line
 from mtrbench.infra.locking import LockHeld, LockHolder, held_lock, is_held, read_holder
 from mtrbench.infra.numeric import json_text
 
@@ -574,7 +574,7 @@ class EmbeddingCache:
                     return None, "metadata names another cache entry or shard"
                 tensor = handle.get_tensor(TENSOR)
         except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-            return None, f"unreadable ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+            return None, f"unreadable ({first_line(exc)})"
         expected = _TORCH_DTYPES.get(dtype)
         rows = record.end - record.start
         if tensor.dim() != 2 or tensor.shape[0] != rows or (dim is not None and tensor.shape[1] != dim):

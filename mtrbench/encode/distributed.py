@@ -26,7 +26,7 @@ import torch
 
 from mtrbench.encode.engine import EncodingEngine, EngineOptions
 from mtrbench.encode.towers import TowerSpec, load_tower
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, first_line
 from mtrbench.infra.reporting import progress_bar
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def connect(settings: RaySettings) -> None:
         )
     except (ConnectionError, ValueError, RuntimeError) as exc:
         where = settings.address or "a local cluster"
-        raise MtrbenchError(f"cannot start or join Ray at {where}: {str(exc).splitlines()[0]}") from None
+        raise MtrbenchError(f"cannot start or join Ray at {where}: {first_line(exc)}") from None
 
 
 class BlockEncoder:

@@ -44,8 +44,8 @@ from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, plan_batches
 from mtrbench.encode.fusion import fuse_blocks, unfuse_blocks
 from mtrbench.encode.static import GraphRunner
-from mtrbench.encode.towers import Tower, TowerSpec, _first_line, load_tower
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.encode.towers import Tower, TowerSpec, load_tower
+from mtrbench.infra.errors import MtrbenchError, first_line
 from mtrbench.infra.reporting import progress_bar
 
 log = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ class EncodingEngine:
         try:
             agreement = self._static_agreement()
         except Exception as exc:  # a compiler or kernel that rejects this model/device: eager batches still work
-            return f"failed on probe texts ({type(exc).__name__}: {_first_line(exc)})"
+            return f"failed on probe texts ({type(exc).__name__}: {first_line(exc)})"
         self.static_agreement = agreement
         floor = 0.999 if self.tower.dtype in (torch.float16, torch.bfloat16) else 0.9999
         if agreement < floor:

@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from mtrbench.infra.errors import first_line
+
 log = logging.getLogger(__name__)
 
 GRAPH_INPUTS = ("input_ids", "position_ids", "cu_seq_lens_q")
@@ -95,7 +97,7 @@ class GraphRunner:
                 output = self.states(inputs)
         except Exception as exc:  # any op that cannot be captured: run eagerly from now on
             self.use_graphs = False
-            self.reason = f"capture failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]})"
+            self.reason = f"capture failed ({type(exc).__name__}: {first_line(exc)[:200]})"
             log.warning("CUDA graphs off, static batches run eagerly: %s", self.reason)
             torch.cuda.synchronize(self.device)
             return None

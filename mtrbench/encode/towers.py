@@ -30,7 +30,7 @@ from mtrbench.data.hub import hub_error
 from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, StaticBatch, packed_arrays, padded_arrays, static_arrays
 from mtrbench.encode.pooling import check_pooling, pool_packed, pool_padded
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
             return _load_transformers(spec, device)
     except (OSError, ValueError) as exc:
         if Path(spec.location).expanduser().exists():
-            raise MtrbenchError(f"could not load model from {spec.location}: {_first_line(exc)}") from None
+            raise MtrbenchError(f"could not load model from {spec.location}: {first_line(exc)}") from None
 
         local_option = (
             "`--query-model DIR --doc-model DIR2` (one folder per tower)"
@@ -80,11 +80,6 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
         )
         raise hub_error(spec.location, spec.revision, kind="model", what="model", local_option=local_option) from None
     raise ValueError(f"unknown tower kind {spec.kind!r}")
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransformerTower:
@@ -280,7 +275,7 @@ class Tower(ABC):
         try:
             model.set_attn_implementation(varlen.register())
         except (ValueError, ImportError, AttributeError) as exc:
-            log.info("packed batches disabled: %s", _first_line(exc))
+            log.info("packed batches disabled: %s", first_line(exc))
             return False
         self.position_offset = varlen.position_offset(model)
         return model.config._attn_implementation == varlen.NAME

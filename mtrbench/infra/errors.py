@@ -6,6 +6,12 @@ import difflib
 from collections.abc import Iterable
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message for a one-line error, or its type's name when it has none."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 class MtrbenchError(Exception):
     """An error caused by input or environment that the user can fix.
 

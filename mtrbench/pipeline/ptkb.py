@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from mtrbench.data.model import TaskData
-from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.errors import UserInputError, first_line
 from mtrbench.pipeline.histories import History
 from mtrbench.serialize.ptkb import PtkbChoice, SimilarityFn, check_task_has_ptkb, rank_statements
 
@@ -45,7 +45,7 @@ def encoder_similarity(name: str, choice: PtkbChoice) -> SimilarityFn:
         model = SentenceTransformer(name, device="cpu")
     except (OSError, ValueError) as exc:
         raise UserInputError(
-            f"--ptkb {choice.spec}: '{name}' is not a sentence-transformers encoder ({str(exc).splitlines()[0]}); "
+            f"--ptkb {choice.spec}: '{name}' is not a sentence-transformers encoder ({first_line(exc)}); "
             f"name one with top:K@MODEL"
         ) from None
 

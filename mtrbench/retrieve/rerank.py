@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtrbench.data.model import Corpus
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, first_line
 from mtrbench.retrieve.base import Retriever
 from mtrbench.search.hits import Hits
 
@@ -40,7 +40,7 @@ class CrossEncoderReranker:
         try:
             self.model = CrossEncoder(source.location, device=self.device, local_files_only=source.local_only)
         except OSError as exc:
-            raise MtrbenchError(f"--rerank {model}: cannot load a cross-encoder ({str(exc).splitlines()[0]})") from None
+            raise MtrbenchError(f"--rerank {model}: cannot load a cross-encoder ({first_line(exc)})") from None
         source.resolve_revision()
         self.source = source
         # The run is named after the first stage; the reranker shows in the settings and the experiment name.

@@ -132,3 +132,13 @@ def test_every_kind_is_one_error_line_and_exit_status_2(native_mini, tmp_path, m
 @pytest.mark.parametrize("kind", [UserInputError, DataError, ModelError, LLMError])
 def test_the_kinds_are_mtrbench_errors(kind):
     assert issubclass(kind, MtrbenchError)
+
+
+def test_first_line_of_an_exception():
+    from mtrbench.infra.errors import first_line
+
+    assert first_line(RuntimeError("cannot load\nTraceback follows")) == "cannot load"
+    assert first_line(OSError("  \n  disk full  \n")) == "disk full"
+    # an exception without a message (torch raises some) still gives a line, never an IndexError
+    assert first_line(RuntimeError()) == "RuntimeError"
+    assert first_line(KeyError("")) == "''"

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from mtrbench.infra.errors import ModelError, UserInputError
+from mtrbench.infra.errors import ModelError, UserInputError, first_line
 from mtrbench.judge.mtrag.names import OFFICIAL_MODEL
 
 
@@ -97,9 +97,7 @@ class BertScorer:
                 device=self.options.device,
             )
         except OSError as exc:  # not on the Hub, no network, not a model folder
-            raise ModelError(
-                f"cannot load the BERTScore model '{self.options.model}': {str(exc).splitlines()[0]}"
-            ) from None
+            raise ModelError(f"cannot load the BERTScore model '{self.options.model}': {first_line(exc)}") from None
 
     def load(self) -> None:
         """Load the model now, so that a model that cannot be loaded fails before slower or paid work."""
