@@ -140,6 +140,19 @@ class StaticBatch:
     real: int  # real sequences
     used: int  # tokens of the real sequences
 
+    def tensors(self) -> dict:
+        """The batch as the engine hands it to a tower: CPU tensors, plus the ints that tell it apart."""
+        import torch
+
+        return {
+            "input_ids": torch.from_numpy(self.input_ids),
+            "position_ids": torch.from_numpy(self.position_ids),
+            "cu_seq_lens_q": torch.from_numpy(self.cu_seqlens),
+            "max_length_q": self.max_length,
+            "real": self.real,
+            "used": self.used,
+        }
+
 
 LENGTH_STEP = 128  # flash attention's query block: rounding the longest up to it changes no launch
 

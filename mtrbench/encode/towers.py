@@ -28,7 +28,7 @@ import torch
 
 from mtrbench.data.hub import hub_error
 from mtrbench.encode import varlen
-from mtrbench.encode.batching import Ragged, StaticBatch, packed_arrays, padded_arrays, static_arrays
+from mtrbench.encode.batching import Ragged, packed_arrays, padded_arrays, static_arrays
 from mtrbench.encode.pooling import check_pooling, pool_packed, pool_padded
 from mtrbench.infra.errors import MtrbenchError, first_line
 
@@ -194,17 +194,9 @@ class Tower(ABC):
 
     def collate_static(self, tokens: Ragged, rows: np.ndarray, total_tokens: int, granularity: int) -> dict[str, Any]:
         """A packed batch padded to exactly ``total_tokens`` tokens (``batching.static_arrays``)."""
-        batch: StaticBatch = static_arrays(
+        return static_arrays(
             tokens, rows, total_tokens, granularity, self.pad_id, self.position_offset, self.position_limit()
-        )
-        return {
-            "input_ids": torch.from_numpy(batch.input_ids),
-            "position_ids": torch.from_numpy(batch.position_ids),
-            "cu_seq_lens_q": torch.from_numpy(batch.cu_seqlens),
-            "max_length_q": batch.max_length,
-            "real": batch.real,
-            "used": batch.used,
-        }
+        ).tensors()
 
     def position_limit(self) -> int | None:
         """The longest sequence the model's positions allow (a static batch's fillers stay within it)."""

@@ -79,15 +79,7 @@ def test_unstatic_gives_back_the_packed_batch():
     tokens = _tokens([4, 7, 1])
     rows = np.array([1, 2, 0])
     batch = static_arrays(tokens, rows, total_tokens=64, granularity=8, pad_id=0)
-    tensors = {
-        "input_ids": torch.from_numpy(batch.input_ids),
-        "position_ids": torch.from_numpy(batch.position_ids),
-        "cu_seq_lens_q": torch.from_numpy(batch.cu_seqlens),
-        "max_length_q": batch.max_length,
-        "real": batch.real,
-        "used": batch.used,
-    }
-    plain = _unstatic(_Batch(np.array([5, 6, 7]), tensors, 64))
+    plain = _unstatic(_Batch(np.array([5, 6, 7]), batch.tensors(), 64))
     ids, positions, cu, longest = packed_arrays(tokens, rows)
     assert plain.tensors["input_ids"].tolist() == ids.tolist()
     assert plain.tensors["position_ids"].tolist() == positions.tolist()
