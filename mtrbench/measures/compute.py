@@ -128,3 +128,10 @@ def _merge(into: Computed, part: Computed) -> None:
     into.per_query.update(part.per_query)
     into.aggregate.update(part.aggregate)
     into.details.update(part.details)
+
+
+def zero_filled(scored: Evaluation, qids: Iterable[str]) -> dict[str, dict[str, float]]:
+    """``scored``'s per-query values for ``qids``, every measure 0 for a query it left out: the official protocols
+    that count a query without a relevant document (or missing from the run) as 0 score only the others, then this."""
+    zeros = {key: 0.0 for key in scored.metric_keys}
+    return {qid: scored.per_query.get(qid, dict(zeros)) for qid in qids}

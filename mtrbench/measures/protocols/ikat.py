@@ -11,12 +11,13 @@ trec_eval over the NIST qrels:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Measure
-from mtrbench.measures.compute import Evaluation, evaluate
+from mtrbench.measures.compute import Evaluation, evaluate, zero_filled
 
 FAMILIES = ("ndcg", "recall", "precision", "map", "mrr", "hit")  # each 0 for a turn without a relevant passage
 
@@ -29,13 +30,4 @@ def score_ikat(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_le
     if not positive:
         raise MtrbenchError("no judged turn has a relevant passage: every score would be 0")
     scored = evaluate(positive, run, list(measures), relevance_level=relevance_level)
-    zeros = {key: 0.0 for key in scored.metric_keys}
-    return Evaluation(
-        per_query={qid: scored.per_query.get(qid, dict(zeros)) for qid in qrels},
-        excluded=[],
-        metric_keys=scored.metric_keys,
-        aggregates=scored.aggregates,
-        relevance_level=scored.relevance_level,
-        measures=scored.measures,
-        details=scored.details,
-    )
+    return replace(scored, per_query=zero_filled(scored, qrels), excluded=[])

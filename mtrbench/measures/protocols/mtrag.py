@@ -22,7 +22,7 @@ from mtrbench.formats.qrels import Qrels
 from mtrbench.formats.run import Run
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.measures.base import Measure
-from mtrbench.measures.compute import evaluate
+from mtrbench.measures.compute import evaluate, zero_filled
 from mtrbench.measures.protocols.base import RoundedEvaluation
 
 DECIMALS = 5
@@ -38,10 +38,8 @@ def score_mtrag(qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_l
     if not positive:
         raise MtrbenchError("no judged query in the run has a relevant document: every score would be 0")
     scored = evaluate(positive, {qid: kept[qid] for qid in positive}, list(measures), relevance_level=relevance_level)
-    zeros = {key: 0.0 for key in scored.metric_keys}
-    per_query = {qid: scored.per_query.get(qid, dict(zeros)) for qid in judged}
     return RoundedEvaluation(
-        per_query=per_query,
+        per_query=zero_filled(scored, judged),
         excluded=[],
         metric_keys=scored.metric_keys,
         aggregates=scored.aggregates,
