@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.cli import main as cli_main
 from mtrbench.data import load_task
@@ -214,25 +213,7 @@ def _result(out: Path, task: str) -> dict:
 )
 def test_eval_end_to_end(bridge, tmp_path, name, args):
     args = [str(bridge / a) if i % 2 else a for i, a in enumerate(args)]
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            name,
-            *args,
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_cli("eval", "--task", name, *args, "--model", "minilm", "--quiet", "--output-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     doc = _result(tmp_path, name)
     assert doc["task_name"] == name

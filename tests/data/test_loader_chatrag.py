@@ -8,11 +8,10 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import get_card
@@ -315,53 +314,23 @@ E2E_SUBSETS = ("doc2dial", "quac", "qrecc", "topiocqa", "inscit")
 
 @pytest.fixture(scope="module")
 def e2e_runs(root, tsv, tmp_path_factory):
-    """All five CLI runs start at once, one thread each (each is mostly Python start-up), then each test
-    checks its own."""
+    """The five CLI runs, one after another in this process, then each test checks its own."""
     base = tmp_path_factory.mktemp("chatrag-e2e")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     runs = {}
     for subset in E2E_SUBSETS:
         out = base / subset
-        out.mkdir()
         extra = ["--corpus", str(tsv)] if subset in ("topiocqa", "inscit") else []
-        log = (out / "stderr.txt").open("w")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "mtrbench.cli",
-                "eval",
-                "--task",
-                f"chatrag-{subset}",
-                "--data-dir",
-                str(root),
-                "--model",
-                "minilm",
-                "--quiet",
-                "--output-dir",
-                str(out),
-                *extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-            env=env,
-        )
-        runs[subset] = (proc, out, log)
-    yield runs
-    for proc, _, log in runs.values():
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
+        args = ["eval", "--task", f"chatrag-{subset}", "--data-dir", str(root), "--model", "minilm", "--quiet"]
+        runs[subset] = (run_cli(*args, "--output-dir", str(out), *extra), out)
+    return runs
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("subset", E2E_SUBSETS)
 def test_eval_end_to_end(e2e_runs, subset):
-    proc, out, _ = e2e_runs[subset]
+    proc, out = e2e_runs[subset]
     name = f"chatrag-{subset}"
-    returncode = proc.wait(timeout=300)
-    assert returncode == 0, (out / "stderr.txt").read_text()
+    assert proc.returncode == 0, proc.stderr
     results = list(out.glob(f"*/*/{name}.json"))
     assert len(results) == 1
     document = json.loads(results[0].read_text())

@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import card_from_dict, get_card
@@ -263,25 +262,17 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
 # ----------------------------------------------------------------------------------- end to end
 @pytest.mark.slow
 def test_cli_eval(coral, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            "coral",
-            "--data-dir",
-            str(coral),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "eval",
+        "--task",
+        "coral",
+        "--data-dir",
+        str(coral),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next(tmp_path.rglob("coral.json")).read_text())

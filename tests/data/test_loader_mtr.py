@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import card_from_dict, get_card
@@ -319,25 +318,17 @@ def test_hub_unreachable_is_one_clear_error(monkeypatch):
     "task,folder,split,n", [("mtr-bench", TWELVE, "test", 24), ("mtr-bench-8turn", LEGACY, "train", 16)]
 )
 def test_cli_eval(mtr, tmp_path, task, folder, split, n):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            task,
-            "--data-dir",
-            str(mtr / folder),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "eval",
+        "--task",
+        task,
+        "--data-dir",
+        str(mtr / folder),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next(tmp_path.rglob(f"{task}.json")).read_text())

@@ -7,12 +7,11 @@ import io
 import json
 import re
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.cli import main as cli_main
 from mtrbench.data import load_task
@@ -264,25 +263,17 @@ def test_incomplete_qrels_row_names_file_and_record(fixture, tmp_path):
 
 @pytest.mark.slow
 def test_eval_end_to_end_clapnq(fixture, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            "mtrag-clapnq",
-            "--data-dir",
-            str(fixture),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_cli(
+        "eval",
+        "--task",
+        "mtrag-clapnq",
+        "--data-dir",
+        str(fixture),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     files = list(tmp_path.rglob("mtrag-clapnq.json"))

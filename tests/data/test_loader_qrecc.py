@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import get_card
@@ -187,27 +186,19 @@ def test_official_relevance_heuristic():
 
 @pytest.mark.slow
 def test_eval_end_to_end(root, collection, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            "qrecc",
-            "--data-dir",
-            str(root),
-            "--corpus",
-            str(collection),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "eval",
+        "--task",
+        "qrecc",
+        "--data-dir",
+        str(root),
+        "--corpus",
+        str(collection),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     results = list(tmp_path.glob("*/*/qrecc.json"))

@@ -6,11 +6,10 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.infra.errors import MtrbenchError
@@ -146,25 +145,17 @@ def test_hub_source_offline_is_one_clear_error(monkeypatch):
 
 @pytest.mark.slow
 def test_eval_end_to_end(root, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            "topiocqa",
-            "--data-dir",
-            str(root),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "eval",
+        "--task",
+        "topiocqa",
+        "--data-dir",
+        str(root),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
     results = list(tmp_path.glob("*/*/topiocqa.json"))

@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import card_from_dict, get_card
@@ -257,27 +256,19 @@ def _trimmed(cast: Path, tmp_path: Path, year: int) -> tuple[Path, Path]:
 def test_eval_end_to_end(cast, tmp_path, year):
     data, corpus = _trimmed(cast, tmp_path, year)
     name = f"trec-cast-{year}"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            name,
-            "--data-dir",
-            str(data),
-            "--corpus",
-            str(corpus),
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    proc = run_cli(
+        "eval",
+        "--task",
+        name,
+        "--data-dir",
+        str(data),
+        "--corpus",
+        str(corpus),
+        "--model",
+        "minilm",
+        "--quiet",
+        "--output-dir",
+        str(tmp_path / "out"),
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(next((tmp_path / "out").rglob(f"{name}.json")).read_text())

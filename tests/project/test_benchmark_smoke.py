@@ -1,6 +1,10 @@
 """CI smoke run of benchmarks/encode_throughput.py --cpu: it runs, writes strict JSON, and the engine's
-embeddings agree with sentence-transformers'. Speed is the benchmark's business, not a test's."""
+embeddings agree with sentence-transformers'. Speed is the benchmark's business, not a test's.
 
+encode_throughput.py runs in this process (its ``main(argv)``), which spares a subprocess's 12 s of imports
+per run; benchmarks/scale.py starts Ray workers and keeps its own process."""
+
+import importlib.util
 import json
 import math
 import subprocess
@@ -8,31 +12,25 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import CliRun, captured
 
 pytestmark = pytest.mark.slow  # every test here is an end-to-end run over 10 s
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def encode_throughput(tmp_path, *flags: str) -> CliRun:
+    """benchmarks/encode_throughput.py FLAGS --out TMP_PATH, loaded afresh (its module state is per run)."""
+    spec = importlib.util.spec_from_file_location("encode_throughput", ROOT / "benchmarks" / "encode_throughput.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return captured(module.main, [*flags, "--out", str(tmp_path)])
+
+
 def test_cpu_benchmark_smoke_run(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "encode_throughput.py"),
-            "--cpu",
-            "--repeats",
-            "1",
-            "--corpus-size",
-            "24",
-            "--conversations",
-            "12",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = encode_throughput(tmp_path, "--cpu", "--repeats", "1", "--corpus-size", "24", "--conversations", "12")
     assert proc.returncode == 0, proc.stderr[-2000:]
     [path] = list(tmp_path.glob("cpu-*.json"))
     report = json.loads(path.read_text(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
@@ -50,12 +48,7 @@ def test_cpu_benchmark_smoke_run(tmp_path):
 
 
 def _run(tmp_path, *flags):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "encode_throughput.py"), *flags, "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = encode_throughput(tmp_path, *flags)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc
 
@@ -134,21 +127,7 @@ def test_e2e_rehearsal_reads_the_corpus_from_the_cache_the_second_time(tmp_path)
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "keep.txt").write_text("mine")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "encode_throughput.py"),
-            "--rehearse",
-            "--e2e",
-            "--work",
-            str(foreign),
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = encode_throughput(tmp_path, "--rehearse", "--e2e", "--work", str(foreign))
     assert proc.returncode != 0 and "not a folder this benchmark made" in proc.stderr
     assert (foreign / "keep.txt").read_text() == "mine"
 
