@@ -67,10 +67,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
 def sample_cli_results(tmp_path_factory) -> Path:
     """`mtrbench eval --history current,full` (MiniLM on the embedded sample) run once per test run and shared by
     the tests that compare against the CLI: it is the suite's most expensive setup on CPU. Under `pytest -n N`
-    the first worker to need it runs it (under a file lock) and the others read its finished folder."""
+    the first worker to need it runs it in-process (under a file lock) and the others read its finished folder."""
     import fcntl
-    import subprocess
-    import sys
+
+    from cli_run import run_cli
 
     shared_root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -81,24 +81,7 @@ def sample_cli_results(tmp_path_factory) -> Path:
     with open(folder / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "mtrbench.cli",
-                    "eval",
-                    "--history",
-                    "current,full",
-                    "--device",
-                    "cpu",
-                    "--output-dir",
-                    str(out),
-                    "--quiet",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
+            proc = run_cli("eval", "--history", "current,full", "--device", "cpu", "--output-dir", str(out), "--quiet")
             assert proc.returncode == 0, proc.stderr
             done.write_text("ok\n")
     return out

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import math
 import random
-import subprocess
-import sys
 
 import pytest
 import pytrec_eval
+from cli_run import run_cli
 
 from mtrbench.formats.qrels import format_qrels, read_qrels
 from mtrbench.formats.run import format_run, read_run
@@ -119,21 +118,14 @@ def test_generated_run_against_real_cast2019_qrels(shared, tmp_path):
     reread = read_run(tmp_path / "run.trec")
     assert {q: {d: round(s, 2) for d, s in docs.items()} for q, docs in reread.items()} == run
     out = tmp_path / "scores.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "score",
-            "--run",
-            str(tmp_path / "run.trec"),
-            "--qrels",
-            str(shared / "datasets/real/trec-cast/2019/2019qrels.txt"),
-            "--output",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_cli(
+        "score",
+        "--run",
+        str(tmp_path / "run.trec"),
+        "--qrels",
+        str(shared / "datasets/real/trec-cast/2019/2019qrels.txt"),
+        "--output",
+        str(out),
     )
     assert proc.returncode == 0, proc.stderr
     scores = json.loads(out.read_text())["scores"]

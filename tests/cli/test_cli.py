@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import pytrec_eval
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.formats.run import read_run
@@ -65,7 +66,7 @@ def test_tasks_and_models_listing():
 
 @pytest.mark.slow
 def test_eval_writes_mteb_layout_and_scores_match_pytrec_eval(native_mini, tmp_path):
-    proc = mtrbench(
+    proc = run_cli(
         "eval", "--task", str(native_mini), "--history", "current,full", "--output-dir", str(tmp_path), "--quiet"
     )
     assert proc.returncode == 0, proc.stderr

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_run import run_cli
 from scipy import stats
 
 from mtrbench.formats.qrels import format_qrels
@@ -14,7 +13,7 @@ from mtrbench.formats.run import format_run
 
 
 def mtrbench(*args):
-    return subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, timeout=600)
+    return run_cli(*args)
 
 
 @pytest.mark.slow

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import get_card
@@ -212,31 +211,9 @@ def test_card_and_task_loader():
 @pytest.mark.slow
 def test_cli_end_to_end():
     """The card lists and shows; `eval` refuses it with one clear line instead of a traceback."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "mtrbench.cli", "tasks", "show", "rad-bench"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_cli("tasks", "show", "rad-bench")
     assert proc.returncode == 0 and "type: generation" in proc.stdout
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "eval",
-            "--task",
-            "rad-bench",
-            "--model",
-            "minilm",
-            "--quiet",
-            "--output-dir",
-            "/nonexistent-never-written",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = run_cli("eval", "--task", "rad-bench", "--model", "minilm", "--quiet", "--output-dir", "/nonexistent-never-written")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     # evaluate.py rejects a generation task before any loading; load_task itself names load_rad_bench

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import datasets
 import pytest
 import yaml
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 
 
 def test_stats_of_native_mini(native_mini):
-    proc = subprocess.run(
-        [sys.executable, "-m", "mtrbench.cli", "tasks", "show", str(native_mini), "--stats"],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cli("tasks", "show", str(native_mini), "--stats")
     assert proc.returncode == 0, proc.stderr
     stats = yaml.safe_load(proc.stdout)["stats"]  # the card's YAML followed by a `stats:` mapping
     assert stats["conversations"] == 1 and stats["turns"] == 5 and stats["corpus_size"] == 4
@@ -32,23 +27,7 @@ def test_stats_of_native_mini(native_mini):
 
 def test_export_beir_round_trip(native_mini, tmp_path):
     original = load_task(str(native_mini))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "export",
-            str(native_mini),
-            "--format",
-            "beir",
-            "--out",
-            str(tmp_path / "beir"),
-            "--truncate",
-            "none",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cli("export", str(native_mini), "--format", "beir", "--out", str(tmp_path / "beir"), "--truncate", "none")
     assert proc.returncode == 0, proc.stderr
     lines = (tmp_path / "beir/qrels/test.tsv").read_text().splitlines()
     assert lines[0] == "query-id\tcorpus-id\tscore" and "c1_4\torrin-design\t1" in lines
@@ -82,23 +61,7 @@ def test_export_beir_round_trip(native_mini, tmp_path):
 
 def test_export_hf(native_mini, tmp_path):
     original = load_task(str(native_mini))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "export",
-            str(native_mini),
-            "--format",
-            "hf",
-            "--out",
-            str(tmp_path / "hf"),
-            "--truncate",
-            "none",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cli("export", str(native_mini), "--format", "hf", "--out", str(tmp_path / "hf"), "--truncate", "none")
     assert proc.returncode == 0, proc.stderr
     folder = str(tmp_path / "hf")
     conversations = datasets.load_dataset(folder, "conversations", split="test")
@@ -138,23 +101,7 @@ def test_hf_re_export_to_the_same_folder_never_loads_stale_rows(native_mini, tmp
         )
     out = tmp_path / "hf"
     for source, expected in ((native_mini, 5), (changed, 6)):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mtrbench.cli",
-                "export",
-                str(source),
-                "--format",
-                "hf",
-                "--out",
-                str(out),
-                "--truncate",
-                "none",
-            ],
-            capture_output=True,
-            text=True,
-        )
+        proc = run_cli("export", str(source), "--format", "hf", "--out", str(out), "--truncate", "none")
         assert proc.returncode == 0, proc.stderr
         assert len(datasets.load_dataset(str(out), "conversations", split="test")) == expected
     assert len(list((out / "conversations").glob("*.parquet"))) == 1  # the older file is gone

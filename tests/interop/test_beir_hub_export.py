@@ -13,13 +13,13 @@ import json
 import logging
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import datasets
 import pytest
 import pytrec_eval
 import yaml
+from cli_run import run_cli
 
 from mtrbench.data import load_task
 from mtrbench.pipeline.evaluate import EvalConfig, run_eval
@@ -78,7 +78,7 @@ def assert_same_ndcg(ours, theirs_rounded: float, theirs: dict[str, float]) -> N
 
 
 def mtrbench(*args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True)
+    proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr
     return proc
 
@@ -191,23 +191,7 @@ def test_beir_export_of_another_history_is_that_strategys_text(native_mini, tmp_
 
 
 def test_export_rejects_max_length_without_a_model(native_mini, tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "export",
-            str(native_mini),
-            "--format",
-            "beir",
-            "--max-length",
-            "64",
-            "--out",
-            str(tmp_path / "x"),
-        ],
-        capture_output=True,
-        text=True,
-    )
+    proc = run_cli("export", str(native_mini), "--format", "beir", "--max-length", "64", "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and proc.stderr.strip().startswith("error:") and "--model" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 

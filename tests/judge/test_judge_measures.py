@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from rouge_score import rouge_scorer
 from sacrebleu.metrics import BLEU
 
@@ -118,9 +117,7 @@ def test_measure_strings():
 
 
 def test_metrics_listing_shows_generation_measures():
-    proc = subprocess.run(
-        [sys.executable, "-m", "mtrbench.cli", "metrics", "--json"], capture_output=True, text=True, timeout=300
-    )
+    proc = run_cli("metrics", "--json")
     rows = {r["family"]: r for r in json.loads(proc.stdout)}
     assert (rows["bleu"]["example"], rows["bleu"]["result_key"]) == ("BLEU-1", "bleu_1")
     assert (rows["cit_precision"]["example"], rows["cit_precision"]["result_key"]) == ("CitPrec", "cit_precision")
@@ -155,23 +152,7 @@ def test_bad_generations_file_is_one_error_line(tmp_path, line, needle):
     path.write_text('{"qid": "geo-01_1", "answer": "ok"}\n' + line + "\n")
     with pytest.raises(MtrbenchError, match=needle):
         read_generations(path)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "judge",
-            "run",
-            str(path),
-            "--task",
-            "mtrbench-sample",
-            "--output",
-            str(tmp_path / "s.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("judge", "run", str(path), "--task", "mtrbench-sample", "--output", str(tmp_path / "s.json"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert [l for l in proc.stderr.splitlines() if l.startswith("error:")] == [proc.stderr.strip()]
 
@@ -179,25 +160,17 @@ def test_bad_generations_file_is_one_error_line(tmp_path, line, needle):
 @pytest.mark.slow
 def test_cli_results_json(tmp_path):
     out = tmp_path / "scores.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "judge",
-            "run",
-            str(GENERATIONS),
-            "--task",
-            "mtrbench-sample",
-            "--measures",
-            "CitRecall,TokenF1",
-            "--output",
-            str(out),
-            "--quiet",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = run_cli(
+        "judge",
+        "run",
+        str(GENERATIONS),
+        "--task",
+        "mtrbench-sample",
+        "--measures",
+        "CitRecall,TokenF1",
+        "--output",
+        str(out),
+        "--quiet",
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())

@@ -4,11 +4,10 @@ means computed here in plain Python over the JSON lines."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from mtrbench.cli import main
 from mtrbench.infra.errors import MtrbenchError
@@ -88,29 +87,9 @@ def test_bad_inputs_are_one_error_line(tmp_path):
     )
     with pytest.raises(MtrbenchError, match=r"judg\.jsonl record 0 \(RS_academic_00\): 'score'"):
         rad_bench_tables(bad)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mtrbench.cli",
-            "judge",
-            "rad-bench",
-            "--judgments",
-            str(tmp_path / "absent"),
-            "--output",
-            str(tmp_path / "t.json"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("judge", "rad-bench", "--judgments", str(tmp_path / "absent"), "--output", str(tmp_path / "t.json"))
     assert proc.returncode == 2 and proc.stderr.startswith("error:") and "Traceback" not in proc.stderr
-    proc = subprocess.run(
-        [sys.executable, "-m", "mtrbench.cli", "judge", "rad-bench", "--judgments", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = run_cli("judge", "rad-bench", "--judgments", str(bad))
     assert proc.returncode == 2 and "--output" in proc.stderr
 
 

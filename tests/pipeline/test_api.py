@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import pytrec_eval
+from cli_run import CliRun, run_cli
 
 import mtrbench
 
@@ -25,8 +24,8 @@ def readme_example() -> str:
     return match.group(1)
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "mtrbench.cli", *args], capture_output=True, text=True, cwd=cwd)
+def cli(*args: str) -> CliRun:
+    proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 
