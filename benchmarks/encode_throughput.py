@@ -14,7 +14,9 @@ passages (1,000-character chunks: mostly full chunks plus shorter document tails
   in each of ``--modes`` (static: fixed-shape batches as CUDA graphs; fused: static with compiled
   LayerNorm/GELU/residual kernels, the CUDA default), and forced to padded batches for comparison;
 * the practical limit: one full static batch (texts x the workload's mean length, no padding, no host
-  work) through plain transformers (SDPA), and each mode's captured graph replayed alone.
+  work) through plain transformers (SDPA), and each mode's captured graph replayed alone;
+* each mode's timeline: one more (untimed) encode with events around every batch, which splits its wall time
+  into the wait for the first batch, time inside batches, time between them, and non-static (tail) batches.
 
 ``--cpu``: MiniLM (offline package) on the sample task's passages and serialized conversations,
 sentence-transformers default vs the engine, fp32; finishes in about a minute on 2 cores.
@@ -439,6 +441,18 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
                 **mode_engine.settings(),
                 "graphs_held": mode_engine._runner.graphs if mode_engine._runner else 0,
             }
+            timeline = batch_timeline(mode_engine, texts, device)
+            timeline["engine_counted"] = dict(mode_engine.batches)  # the engine's own count, for a cross-check
+            mode_engine.batches = {"static": 0, "other": 0}
+            info.setdefault("timeline", {})[mode] = timeline
+            print(
+                f"  {name:13s} {mode} timeline: {timeline['batches']} batches ({timeline['static_batches']} static), "
+                f"first batch after {timeline['first_batch_wait_ms']:.1f} ms, "
+                f"{100 * timeline['inside_batches_share']:.1f} % of {timeline['total_ms']:.0f} ms inside batches, "
+                f"{timeline['between_batches_ms']:.1f} ms between, "
+                f"{timeline['non_static_batches_ms']:.1f} ms in non-static batches",
+                flush=True,
+            )
             replay = graph_replay_rate(mode_engine, device, float(lengths.mean()))
             if replay is not None:
                 info.setdefault("graph_replay_docs_per_s", {})[mode] = replay
@@ -487,6 +501,64 @@ def run_gpu(args, device: str = "cuda") -> dict[str, Any]:
     ]
     report["targets"] = _targets(report)
     return report
+
+
+class _HostEvent:
+    """``torch.cuda.Event``'s two calls on a host clock, so the rehearsal runs the timeline's code on the CPU."""
+
+    def __init__(self) -> None:
+        self.at = 0.0
+
+    def record(self) -> None:
+        self.at = time.perf_counter()
+
+    def elapsed_time(self, later: _HostEvent) -> float:
+        return (later.at - self.at) * 1000.0
+
+
+def batch_timeline(engine, texts: list[str], device: str) -> dict[str, Any]:
+    """Where one (untimed) ``engine.encode(texts)`` spends the device's time, from events recorded in stream
+    order around each batch: the wait for the first batch (tokenization and collation with the device idle),
+    the time inside batches, the time between them (scatter of the vectors, and any wait for the host), and the
+    batches that did not run as static batches (a window's or the input's partly filled tail)."""
+    make = (lambda: torch.cuda.Event(enable_timing=True)) if device.startswith("cuda") else _HostEvent
+    marks: list[tuple[Any, Any, bool, int, int]] = []  # (start, end, static, texts, tokens incl. padding)
+    run = engine._run
+
+    def timed_run(batch, packed):
+        start, end = make(), make()
+        start.record()
+        pieces = run(batch, packed)
+        end.record()
+        marks.append((start, end, "real" in batch.tensors, len(batch.positions), batch.tokens))
+        return pieces
+
+    engine._run = timed_run
+    try:
+        sync(device)
+        begin, finish = make(), make()
+        begin.record()
+        engine.encode(texts)
+        finish.record()
+        sync(device)
+    finally:
+        del engine._run  # the instance attribute goes; the method is back
+    total = begin.elapsed_time(finish)
+    inside = [start.elapsed_time(end) for start, end, *_ in marks]
+    between = [marks[i][1].elapsed_time(marks[i + 1][0]) for i in range(len(marks) - 1)]
+    tail = [ms for ms, mark in zip(inside, marks) if not mark[2]]
+    return {
+        "batches": len(marks),
+        "static_batches": sum(mark[2] for mark in marks),
+        "total_ms": total,
+        "first_batch_wait_ms": begin.elapsed_time(marks[0][0]) if marks else total,
+        "inside_batches_share": sum(inside) / total if total > 0 else 0.0,
+        "between_batches_ms": sum(between),
+        "after_last_batch_ms": marks[-1][1].elapsed_time(finish) if marks else 0.0,
+        "non_static_batches_ms": sum(tail),
+        "non_static_texts": sum(mark[3] for mark in marks if not mark[2]),
+        "mean_static_batch_ms": (sum(inside) - sum(tail)) / max(1, sum(mark[2] for mark in marks)),
+    }
 
 
 def graph_replay_rate(engine, device: str, mean_tokens: float, steps: int = 10) -> float | None:

@@ -35,8 +35,6 @@ import json
 import math
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -332,14 +330,6 @@ class Commands:
         self.ran.append({"args": list(args), "exit": code})
         return code
 
-    def subprocess(self, args: list[str], env: dict[str, str]) -> int:
-        command = [sys.executable, "-m", "mtrbench.cli", *args]
-        proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
-        if proc.returncode != 0:
-            raise AssertionError(f"{' '.join(command)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
-        self.ran.append({"args": args, "exit": proc.returncode})
-        return proc.returncode
-
     def write(self) -> None:
         (self.out / "commands.json").write_text(json.dumps(self.ran, indent=2) + "\n", encoding="utf-8")
 
@@ -367,15 +357,19 @@ def eval_bm25_model_histories(out: Path, work: Path) -> None:
 
 
 def eval_minilm(out: Path, work: Path) -> None:
-    """`mtrbench eval --history all` (MiniLM, the default model) on the sample, in a process computing on one
-    thread with a corpus embedding cache of its own: float scores depend on the thread count (last digits
-    of the run file), and the session's shared cache may hold embeddings another thread count encoded."""
+    """`mtrbench eval --history all` (MiniLM, the default model) on the sample, computing on one thread with a
+    corpus embedding cache of its own: float scores depend on the thread count (last digits of the run file),
+    and the session's shared cache may hold embeddings another thread count encoded."""
+    import torch
+
     commands = Commands(out)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
     cache = ["--cache-dir", str(work / "embeddings")]
-    commands.subprocess(
-        ["eval", "--history", "all", "--device", "cpu", *cache, "--output-dir", str(out), "--quiet"], env
-    )
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert commands("eval", "--history", "all", "--device", "cpu", *cache, "--output-dir", str(out), "--quiet") == 0
+    finally:
+        torch.set_num_threads(threads)
     commands.write()
 
 

@@ -86,6 +86,15 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
             assert report["engine_modes"][mode]["mode"] == mode and "mode_reason" not in report["engine_modes"][mode]
             assert info["static_batches"][mode]["static"] > 0
             assert agreement[f"{mode}_vs_engine"] >= 0.9999 and agreement[f"{mode}_vs_st_bf16"] >= 0.999
+            # the timeline saw every batch the engine ran, and its parts add up to the wall time it measured
+            timeline = info["timeline"][mode]
+            counted = timeline["engine_counted"]
+            assert timeline["batches"] == counted["static"] + counted["other"] > 0
+            assert timeline["static_batches"] == counted["static"] > 0
+            parts = timeline["first_batch_wait_ms"] + timeline["between_batches_ms"] + timeline["after_last_batch_ms"]
+            inside = timeline["inside_batches_share"] * timeline["total_ms"]
+            assert parts + inside == pytest.approx(timeline["total_ms"], rel=1e-6)
+            assert 0 < timeline["inside_batches_share"] <= 1 and timeline["non_static_batches_ms"] <= inside
         # the full static batch's row is measured against the ceiling of its own length
         static = methods["full static batch (transformers, SDPA)"]
         limit = info["full_static_batch"]
