@@ -17,8 +17,12 @@ os.environ.setdefault("MTRBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="mtrbench-te
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 # The published-format files the tests read (invented fixtures and small real files, each with its license)
-# live in the repository, so a bare clone runs every loader test. MTRBENCH_SHARED points elsewhere.
-SHARED = Path(os.environ.get("MTRBENCH_SHARED", DATA / "shared"))
+# live in the repository, so a bare clone runs every loader test. MTRBENCH_SHARED may name another copy: it is
+# used when it holds datasets/; a folder without it (an empty or unrelated one) leaves the in-repo copy in use,
+# said once in the summary.
+IN_REPO_SHARED = DATA / "shared"
+_ASKED_SHARED = os.environ.get("MTRBENCH_SHARED")
+SHARED = Path(_ASKED_SHARED) if _ASKED_SHARED and (Path(_ASKED_SHARED) / "datasets").is_dir() else IN_REPO_SHARED
 # Optional data that is not redistributed with the code: tests needing it skip with this prefix, counted at the end.
 OPTIONAL_DATA = "optional data missing:"
 
@@ -35,8 +39,8 @@ def reports_on_stdout() -> None:
 def shared() -> Path:
     if not (SHARED / "datasets").is_dir():
         pytest.fail(
-            f"test data folder {SHARED / 'datasets'} not present (it ships in tests/data/shared; "
-            "MTRBENCH_SHARED must point at a folder holding datasets/)"
+            f"test data folder {SHARED / 'datasets'} not present (it ships in tests/data/shared: a checkout "
+            "without it is incomplete)"
         )
     return SHARED
 
@@ -56,6 +60,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
         str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr) for report in skipped
     ]
     optional = sum(OPTIONAL_DATA in reason for reason in reasons)
+    if _ASKED_SHARED and SHARED == IN_REPO_SHARED:
+        terminalreporter.write_line(
+            f"MTRBENCH_SHARED={_ASKED_SHARED} holds no datasets/ folder: the tests read the in-repo {IN_REPO_SHARED}"
+        )
     if skipped:
         terminalreporter.write_line(
             f"skips: {optional} for missing optional data, {len(skipped) - optional} "
