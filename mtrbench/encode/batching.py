@@ -15,6 +15,19 @@ from itertools import chain
 import numpy as np
 
 
+def bounds(lengths: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """Where each of back-to-back sequences of these lengths starts, plus the total: (n + 1,), from 0."""
+    out = np.zeros(len(lengths) + 1, dtype=dtype)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def restarting_positions(lengths: np.ndarray, starts: np.ndarray, offset: int = 0) -> np.ndarray:
+    """Position ids of back-to-back sequences, counting from ``offset`` again at each sequence's start."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(starts.astype(np.int64), lengths) + offset
+
+
 @dataclass(frozen=True)
 class Ragged:
     """Variable-length token id sequences: sequence i is ``flat[offsets[i]:offsets[i + 1]]``."""
@@ -24,9 +37,7 @@ class Ragged:
 
     @classmethod
     def from_lists(cls, ids: list[list[int]]) -> Ragged:
-        lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-        offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        offsets = bounds(np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)))
         flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(offsets[-1]))
         return cls(flat, offsets)
 
@@ -40,17 +51,13 @@ class Ragged:
     def take(self, rows: np.ndarray) -> Ragged:
         """The sequences ``rows``, in that order, as a new ``Ragged``."""
         flat, lengths = self.gather(np.asarray(rows, dtype=np.int64))
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return Ragged(flat, offsets)
+        return Ragged(flat, bounds(lengths))
 
     @classmethod
     def concat(cls, parts: list[Ragged]) -> Ragged:
         flat = np.concatenate([p.flat[: p.offsets[-1]] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
         lengths = np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(flat.astype(np.int64, copy=False), offsets)
+        return cls(flat.astype(np.int64, copy=False), bounds(lengths))
 
     def rows(self, rows: np.ndarray) -> list[list[int]]:
         return [self.flat[self.offsets[r] : self.offsets[r + 1]].tolist() for r in rows]
@@ -58,11 +65,9 @@ class Ragged:
     def gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(tokens of ``rows`` back to back, their lengths)."""
         lengths = self.lengths[rows]
-        starts = self.offsets[rows]
-        total = int(lengths.sum())
         # index of every token: its sequence's start plus its position within the sequence
-        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        return self.flat[np.repeat(starts, lengths) + within], lengths
+        within = restarting_positions(lengths, bounds(lengths)[:-1])
+        return self.flat[np.repeat(self.offsets[rows], lengths) + within], lengths
 
 
 def plan_batches(
@@ -120,9 +125,8 @@ def packed_arrays(
     """(input_ids (1, T), position_ids (1, T), cu_seqlens (n + 1,) int32, longest) for sequences back to back;
     positions restart at ``position_offset`` for every sequence."""
     flat, lengths = tokens.gather(rows)
-    cu = np.zeros(len(rows) + 1, dtype=np.int32)
-    np.cumsum(lengths, out=cu[1:])
-    positions = np.arange(len(flat), dtype=np.int64) - np.repeat(cu[:-1].astype(np.int64), lengths) + position_offset
+    cu = bounds(lengths, np.int32)
+    positions = restarting_positions(lengths, cu[:-1], position_offset)
     return flat[None, :], positions[None, :], cu, int(lengths.max()) if len(rows) else 0
 
 
@@ -186,10 +190,7 @@ def static_arrays(
     filler_lengths = np.full(fillers, base, dtype=np.int64)
     filler_lengths[:extra] += 1
     all_lengths = np.concatenate([lengths, filler_lengths])
-    cu = np.zeros(len(all_lengths) + 1, dtype=np.int32)
-    np.cumsum(all_lengths, out=cu[1:])
+    cu = bounds(all_lengths, np.int32)
     input_ids = np.concatenate([flat, np.full(spare, pad_id, dtype=np.int64)])
-    positions = (
-        np.arange(total_tokens, dtype=np.int64) - np.repeat(cu[:-1].astype(np.int64), all_lengths) + position_offset
-    )
+    positions = restarting_positions(all_lengths, cu[:-1], position_offset)
     return StaticBatch(input_ids[None, :], positions[None, :], cu, max_length, len(rows), used)
