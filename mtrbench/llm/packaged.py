@@ -160,8 +160,8 @@ def _convert(gguf: Path, folder: Path) -> None:
         with _gguf_parsed_once():
             tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
             model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    # transformers raises NotImplementedError for a GGUF architecture or quantization type it cannot dequantize:
-    # an unusable file, reported as such, not an unfinished part of mtrbench
+    # gguf's quants.dequantize, which transformers calls per tensor, raises NotImplementedError for a
+    # quantization type it has no code for (e.g. Q8_1): an unusable file, reported as such
     except (OSError, ValueError, KeyError, NotImplementedError) as err:
         raise ModelError(f"{gguf}: transformers cannot load this GGUF file ({err})") from None
     # The tensors are already dequantized to fp32; only the config still calls the model GGUF-quantized, and

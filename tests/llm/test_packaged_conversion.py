@@ -86,3 +86,24 @@ def test_a_gguf_transformers_cannot_load_is_one_error_line_and_leaves_no_folder(
     assert f"{path}: transformers cannot load this GGUF file" in errors[0] and "Traceback" not in err
     assert not [p for p in (cache / "models").glob("*") if not p.name.endswith(".lock")]
     assert not (tmp_path / "answers.jsonl").exists() or not (tmp_path / "answers.jsonl").read_text().strip()
+
+
+def test_a_quantization_gguf_cannot_dequantize_is_a_model_error(tmp_path, monkeypatch):
+    """transformers dequantizes through gguf's ``quants.dequantize``, which raises NotImplementedError for a
+    type it has no code for (Q8_1 here, raised by gguf itself): that is an unusable file, one ModelError."""
+    import transformers
+
+    from mtrbench.infra.errors import ModelError
+    from mtrbench.llm.packaged import converted_folder
+
+    def load_with_q8_1(*args, **kwargs):
+        return gguf.quants.dequantize(np.zeros(36, dtype=np.uint8), gguf.GGMLQuantizationType.Q8_1)
+
+    monkeypatch.setenv("MTRBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: object())
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", load_with_q8_1)
+    path = tmp_path / "q8_1.gguf"
+    write_tiny_gguf(path)
+    with pytest.raises(ModelError, match=r"q8_1\.gguf: transformers cannot load this GGUF file \(.*Q8_1"):
+        converted_folder(path)
+    assert not list((tmp_path / "cache").rglob("config.json"))  # nothing half-converted left as a model
