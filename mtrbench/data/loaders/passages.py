@@ -5,6 +5,9 @@ Two layouts, plain or gzip-compressed (``.gz``):
 
 * JSONL, one passage a line: ``{"id": "clueweb22-en0000-06-17856:4", "contents": "...", "title": "..."}``;
   the id may also be ``_id``/``docid``/``pid``, the text ``text``/``contents``/``passage``; ``title`` is optional.
+  The iKAT organisers' layout, ``{"doc_id": "clueweb22-en0000-06-17856", "passage_id": "4", "passage_text":
+  "..."}``, is read too: a record with both ``doc_id`` and ``passage_id`` is the passage ``DOC_ID:PASSAGE_ID``,
+  the id iKAT's qrels and runs use.
 * TSV, one passage a line: ``id<TAB>text`` or ``id<TAB>title<TAB>text`` (an optional header row naming ``id``).
 
 The file is streamed: only the three columns the corpus keeps (ids, titles, texts) grow as it is read, never a
@@ -20,12 +23,15 @@ import io
 import json
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 from mtrbench.data.model import Corpus
 from mtrbench.infra.errors import DataError
 
 ID_FIELDS = ("id", "_id", "docid", "doc_id", "pid", "passage_id")
-TEXT_FIELDS = ("contents", "text", "passage", "body")
+TEXT_FIELDS = ("contents", "text", "passage", "passage_text", "body")
+# iKAT's passage files name the document and the passage's place in it; the passage is "DOC_ID:PASSAGE_ID"
+IKAT_ID_FIELDS = ("doc_id", "passage_id")
 SUFFIXES = (".jsonl", ".jsonl.gz", ".tsv", ".tsv.gz")
 
 
@@ -85,13 +91,24 @@ def _json_row(line: str, path: Path, n: int) -> tuple[str, str, str]:
         raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(record, dict):
         raise DataError(f"{path} record {n}: a passage must be a JSON object")
-    id_field = next((f for f in ID_FIELDS if f in record), None)
+    doc_id = _passage_id(record, path, n)
     text_field = next((f for f in TEXT_FIELDS if isinstance(record.get(f), str)), None)
-    if id_field is None or record[id_field] is None:
-        raise DataError(f"{path} record {n}: a passage needs an 'id' (or one of {list(ID_FIELDS[1:])})")
     if text_field is None:
-        raise DataError(f"{path} record {n} ({record[id_field]}): a passage needs a string 'contents' or 'text'")
-    return str(record[id_field]), str(record.get("title") or ""), record[text_field]
+        raise DataError(f"{path} record {n} ({doc_id}): a passage needs a string 'contents', 'text' or 'passage_text'")
+    return doc_id, str(record.get("title") or ""), record[text_field]
+
+
+def _passage_id(record: dict[str, Any], path: Path, n: int) -> str:
+    whole_id = ("id", "_id", "docid", "pid")  # a record naming its passage whole is read by that name
+    if all(record.get(f) is not None for f in IKAT_ID_FIELDS) and not any(f in record for f in whole_id):
+        return ":".join(str(record[f]) for f in IKAT_ID_FIELDS)
+    id_field = next((f for f in ID_FIELDS if f in record), None)
+    if id_field is None or record[id_field] is None:
+        raise DataError(
+            f"{path} record {n}: a passage needs an 'id' (or one of {list(ID_FIELDS[1:])}, or iKAT's "
+            f"'doc_id' and 'passage_id')"
+        )
+    return str(record[id_field])
 
 
 def _tsv_row(line: str, path: Path, n: int) -> tuple[str, str, str] | None:
