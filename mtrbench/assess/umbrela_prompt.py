@@ -14,6 +14,7 @@ import json
 import re
 
 from mtrbench.assess.prompts import Case
+from mtrbench.llm.replies import ExtractionError
 
 # UMBRELA's grade meanings (qrel_zeroshot_bing), verbatim.
 GRADE_MEANINGS = {
@@ -28,8 +29,11 @@ PROMPT_VERSION = "umbrela-zeroshot-1"  # recorded with every filled label; chang
 # Restated to a judge whose reply could not be read (the client's repair turn).
 GRADE_FORMAT = "one line '##final score: N' with N one of 0, 1, 2, 3, and nothing else"
 
-_FINAL = re.compile(r"final[\s_]*score\W{0,4}?([0-3])\b", re.IGNORECASE)
-_ALONE = re.compile(r"^\W*([0-3])\W*$")
+# The whole number written is read (sign and decimals included) and then checked against the scale, so "-1" or
+# "2.5" is a malformed reply, asked again, never the digit "1" or "2" inside it.
+_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+_FINAL = re.compile(r"final[\s_]*score\W{0,4}?(" + _NUMBER + r")", re.IGNORECASE)
+_ALONE = re.compile(r"^\W*?(" + _NUMBER + r")\W*$")
 
 
 def umbrela_messages(case: Case) -> list[dict[str, str]]:
@@ -57,14 +61,16 @@ def umbrela_messages(case: Case) -> list[dict[str, str]]:
 
 def parse_grade_reply(text: str) -> int:
     """The grade of a reply: the last ``final score: N`` (any case, ``#``/``*``/quotes around it), or a reply that
-    is one digit 0-3 alone; raises ValueError (the client then asks again) otherwise."""
+    is one number alone; N must be a whole number 0-3. Raises ExtractionError (the client then asks again) for a
+    reply without one, and for a grade off the scale (``-1``, ``2.5``, ``4``): never clamped or truncated."""
     found = _FINAL.findall(text)
-    if found:
-        return int(found[-1])
-    alone = _ALONE.match(text.strip())
-    if alone:
-        return int(alone.group(1))
-    raise ValueError("reply has no '##final score: N' with N in 0-3")
+    alone = None if found else _ALONE.match(text.strip())
+    written = found[-1] if found else alone.group(1) if alone else None
+    if written is None:
+        raise ExtractionError("reply has no '##final score: N' with N in 0-3")
+    if written not in {str(grade) for grade in GRADE_MEANINGS}:
+        raise ExtractionError(f"final score {written} is not one of 0, 1, 2, 3")
+    return int(written)
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
