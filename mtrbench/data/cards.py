@@ -16,6 +16,9 @@ from mtrbench.infra.errors import DataError, MtrbenchError, unknown_name
 
 DEFAULT_K_VALUES = (1, 3, 5, 10, 20, 100)
 DEFAULT_METRICS = ("ndcg", "recall", "mrr", "map", "precision", "hit")
+# What a card may ask its user to bring (``user_supplies``): data that cannot ship with mtrbench (NIST's qrels,
+# a licensed passage collection), given with --data-dir or --corpus.
+USER_SUPPLIED = ("topics", "qrels", "corpus")
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class TaskCard:
     loader_options: dict[str, Any] = field(default_factory=dict)
     official_protocol: str | None = None  # the benchmark's own evaluation conventions (docs/protocols.md)
     protocol: str = "trec_eval"  # the default of --protocol: trec_eval or official
+    user_supplies: tuple[str, ...] = ()  # of USER_SUPPLIED: what the user brings (not redistributable)
     card_path: str | None = None  # filled in on load, not written by authors
     origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
 
@@ -63,6 +67,13 @@ class TaskCard:
             path = Path(self.card_path).parent / path
         return path
 
+    def runs_offline(self) -> bool:
+        """Everything the card needs is on this machine: its local folder exists and it asks the user to bring
+        nothing (iKAT and CAsT 2022 ship their topics, but NIST's qrels and the passage collection come from the
+        user). Hub datasets count as online even when cached, since a cache is not something a card can promise."""
+        path = self.local_path()
+        return path is not None and path.exists() and not self.user_supplies
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("card_path")
@@ -71,7 +82,7 @@ class TaskCard:
 
 
 _NOT_WRITTEN = {"card_path", "origin"}  # set by mtrbench, never by a card's author
-_TUPLE_FIELDS = {"splits", "metrics", "k_values", "languages", "domains"}
+_TUPLE_FIELDS = {"splits", "metrics", "k_values", "languages", "domains", "user_supplies"}
 
 
 def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
@@ -91,6 +102,9 @@ def card_from_dict(data: dict[str, Any], origin: str) -> TaskCard:
         values[key] = tuple(values[key])
     card = TaskCard(**values, card_path=origin)
     _check_protocol(card, origin)
+    unknown_supplies = [item for item in card.user_supplies if item not in USER_SUPPLIED]
+    if unknown_supplies:
+        raise MtrbenchError(f"{origin}: user_supplies {unknown_supplies} not among {list(USER_SUPPLIED)}")
     if card.eval_split not in card.splits:
         raise MtrbenchError(f"{origin}: eval_split '{card.eval_split}' is not one of splits {list(card.splits)}")
     return card
