@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -17,7 +19,7 @@ from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.leaderboard.ties import RankGroups, rank_groups
 from mtrbench.results.labels import short_model
-from mtrbench.results.table import SUMMARY, compact_table, print_titled
+from mtrbench.results.table import COLUMN_GAP, SUMMARY, column_widths, compact_table, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
 SHOWN_SETTINGS = (
@@ -117,11 +119,13 @@ def render(
     console.print(heading)
     shown = 0
     for group in groups:
-        made = _task_table(group, by_id, task, metric, scores) if task else _group_table(group, by_id, metric, scores)
+        made = _table(group, by_id, task, metric, scores, console.width)
         if made is not None:
-            table, caption = made
+            table, caption, below = made
             console.print()
             print_titled(console, f"{group_title(group)}\n{caption}", table)
+            for line in below:
+                console.print(Text(line), overflow="fold")
             shown += 1
     if metric and not shown:
         raise MtrbenchError(f"no entry has the metric '{metric}'")
@@ -140,9 +144,98 @@ def render(
         console.print(Text(f"- {sentence}", style="dim"))
 
 
-def _model_column(table: Table, names: list[str]) -> None:
+@dataclass(frozen=True)
+class Layout:
+    """How a table is drawn: the settings in a column (else listed under the table), and names (tasks in
+    headers, models) in one piece, or broken after their ``-``, ``_`` or ``/`` into lines of at most
+    ``name_width`` characters."""
+
+    settings_column: bool = True
+    name_width: int | None = None
+
+
+NARROWEST_NAMES = 8  # the narrowest lines names are broken into before the table outgrows the console
+
+
+def layouts() -> Iterator[Layout]:
+    """From the widest to the narrowest: the first whose table fits the console with every word whole is drawn."""
+    yield Layout()
+    yield Layout(settings_column=False)
+    for width in range(36, NARROWEST_NAMES - 1, -1):
+        yield Layout(settings_column=False, name_width=width)
+
+
+def _table(
+    group: dict[str, Any],
+    by_id: dict[str, Any],
+    task: str | None,
+    metric: str | None,
+    scores: Mapping[str, SystemScores] | None,
+    width: int,
+) -> tuple[Table, str, list[str]] | None:
+    """The group's table, its caption, and the lines to print under it (the settings, when they are not a
+    column): the first of ``LAYOUTS`` that fits ``width`` columns without breaking a word."""
+    drawn = None
+    for layout in layouts():
+        if task:
+            made = _task_table(group, by_id, task, metric, scores, layout)
+        else:
+            made = _group_table(group, by_id, metric, scores, layout)
+        if made is None:
+            return None
+        table, caption, names = made
+        _keep_words_whole(table)
+        drawn = table, caption, [] if layout.settings_column else _settings_lines(group, names)
+        if _fits(table, width):
+            break
+    return drawn
+
+
+def _keep_words_whole(table: Table) -> None:
+    """No column narrower than its longest word (header or cell): ``Recall@100`` or ``max_length=256`` never
+    breaks in the middle; text wraps between words only."""
+    for column in table.columns:
+        cells = [column.header, *column.cells]
+        longest = max((len(word) for cell in cells for word in str(cell).split()), default=0)
+        column.min_width = max(column.min_width or 0, longest)
+
+
+def _fits(table: Table, width: int) -> bool:
+    """Whether ``print_table`` draws ``table`` within ``width`` columns, each column at least its ``min_width``."""
+    widths = column_widths(table, width)
+    return sum(widths) + COLUMN_GAP * (len(widths) - 1) < width
+
+
+def _settings_lines(group: dict[str, Any], names: list[str]) -> list[str]:
+    """The settings of the systems shown (in the table's order), one line each, for under the table."""
+    summaries = system_summaries(group)
+    shown = [name for name in names if summaries.get(name)]
+    return ["settings:"] + [f"  {system_label(name)}: {summaries[name]}" for name in shown] if shown else []
+
+
+NAME_BREAKS = re.compile(r"(?<=[-_/])")
+
+
+def _name(text: str, layout: Layout) -> str:
+    """``text``, or where it is longer than the layout's ``name_width``, lines of at most that many characters
+    broken after a ``-``, ``_`` or ``/`` (``chatrag-topiocqa`` -> ``chatrag-`` / ``topiocqa``): a compound
+    name breaks where its parts join, never inside one."""
+    width = layout.name_width
+    if width is None or len(text) <= width:
+        return text
+    lines: list[str] = []
+    for part in NAME_BREAKS.split(text):
+        if lines and len(lines[-1]) + len(part) <= width:
+            lines[-1] += part
+        elif part:
+            lines.append(part)
+    return "\n".join(lines)
+
+
+def _model_column(table: Table, names: list[str], layout: Layout) -> None:
     """Short model names (``org/`` dropped), wide enough that a name wraps only when it cannot fit."""
-    table.add_column("model", overflow="fold", min_width=min(max([5] + [len(system_label(n)) for n in names]), 36))
+    widest = max([5] + [len(line) for n in names for line in _name(system_label(n), layout).splitlines()])
+    table.add_column("model", overflow="fold", min_width=min(widest, 36))
 
 
 def _ranked(
@@ -161,8 +254,12 @@ def rank_caption(notes: list[str]) -> str:
 
 
 def _group_table(
-    group: dict[str, Any], by_id: dict[str, Any], metric: str | None, scores: Mapping[str, SystemScores] | None
-) -> tuple[Table, str] | None:
+    group: dict[str, Any],
+    by_id: dict[str, Any],
+    metric: str | None,
+    scores: Mapping[str, SystemScores] | None,
+    layout: Layout = Layout(),
+) -> tuple[Table, str, list[str]] | None:
     """The group's systems x tasks table, and what its cells hold (for the title)."""
     tasks = group["tasks"]
     metrics = {t: metric or group["main_scores"][t] for t in tasks}
@@ -183,16 +280,17 @@ def _group_table(
     one_metric = len(set(metrics.values())) == 1
     table = compact_table()
     table.add_column("#", justify="right")
-    _model_column(table, names)
+    _model_column(table, names, layout)
     for t in tasks:  # one metric for all: named once in the caption, the header is the task alone
-        table.add_column(t if one_metric else f"{t}\n{metric_name(metrics[t], short=True)}", justify="right")
+        header = _name(t, layout) + ("" if one_metric else f"\n{metric_name(metrics[t], short=True)}")
+        table.add_column(header, justify="right")
     if averages:
         table.add_column("average", justify="right")
-    summaries = system_summaries(group)
+    summaries = system_summaries(group) if layout.settings_column else {}
     if any(summaries.values()):
         table.add_column("settings", overflow="fold")
     for name in names:
-        row = [order_labels.get(name, "-"), system_label(name)]
+        row = [order_labels.get(name, "-"), _name(system_label(name), layout)]
         row += [_cell(_value(entries[name].get(t), metrics[t]), task_ranks[t].labels.get(name)) for t in tasks]
         if averages:
             row.append(_cell(averages.get(name)))
@@ -204,7 +302,7 @@ def _group_table(
         f"; average over {len(tasks)} tasks (# ranks the average: plain ranks)" if averages else ""
     )
     notes = [r.note for r in task_ranks.values() if len(r.labels) > 1]
-    return table, caption + (f"\nranks: {rank_caption(notes)}" if notes else "")
+    return table, caption + (f"\nranks: {rank_caption(notes)}" if notes else ""), names
 
 
 def _task_table(
@@ -213,7 +311,8 @@ def _task_table(
     task: str,
     metric: str | None,
     scores: Mapping[str, SystemScores] | None,
-) -> tuple[Table, str] | None:
+    layout: Layout = Layout(),
+) -> tuple[Table, str, list[str]] | None:
     main = metric or group["main_scores"][task]
     systems = {name: by_id[s["entries"][task]] for name, s in group["systems"].items() if task in s["entries"]}
     values = {n: e["scores"][main] for n, e in systems.items() if main in e["scores"]}
@@ -227,16 +326,21 @@ def _task_table(
     keys = ([main] + others)[: HEADLINE_COLUMNS if others[:1] and others[0] in SUMMARY else MAX_FAMILY_COLUMNS]
     table = compact_table()
     table.add_column("#", justify="right")
-    _model_column(table, list(systems))
+    _model_column(table, list(systems), layout)
     for key in keys:
         table.add_column(metric_name(key, short=True) + ("*" if key == main else ""), justify="right")
-    summaries = system_summaries(group)
+    summaries = system_summaries(group) if layout.settings_column else {}
     if any(summaries.get(name) for name in systems):
         table.add_column("settings", overflow="fold")
-    for name in sorted(systems, key=lambda n: (ranks.first.get(n, 10**9), -values.get(n, 0.0), n)):
-        cells = [ranks.labels.get(name, "-"), system_label(name), *(_cell(_value(systems[name], k)) for k in keys)]
+    names = sorted(systems, key=lambda n: (ranks.first.get(n, 10**9), -values.get(n, 0.0), n))
+    for name in names:
+        cells = [
+            ranks.labels.get(name, "-"),
+            _name(system_label(name), layout),
+            *(_cell(_value(systems[name], k)) for k in keys),
+        ]
         if any(summaries.get(n) for n in systems):
             cells.append(summaries.get(name, ""))
         table.add_row(*cells)
     caption = "* main score, rows ranked by it" + (f"; {scale_note(keys)}" if scale_note(keys) else "")
-    return table, caption + (f"\nranks: {ranks.note}" if len(values) > 1 else "")
+    return table, caption + (f"\nranks: {ranks.note}" if len(values) > 1 else ""), names
