@@ -30,7 +30,7 @@ from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.leaderboard.pivot import HISTORIES, METRICS, TASKS, Pivot, pivots
 from mtrbench.leaderboard.render import groups_of
-from mtrbench.leaderboard.ties import GroupRanks, RankGroups, group_rank_groups
+from mtrbench.leaderboard.ties import GroupRanks, RankGroups, alone_first, group_rank_groups
 from mtrbench.leaderboard.turns import TurnCurves
 
 # Metric columns after the main score, when some entry of the table has them.
@@ -131,6 +131,7 @@ def task_table(
     tie_aware = ranked is not None and ranked.tie_aware
     ranks = ranked.first if ranked is not None and tie_aware else group["ranks"].get(task, {})
     labels = ranked.labels if ranked is not None and tie_aware else {}
+    best = alone_first({i: labels.get(i, str(ranks[i])) for i in ids if ranks.get(i) is not None})
     rows = []
     for entry_id in ids:
         entry = by_id[entry_id]
@@ -139,7 +140,7 @@ def task_table(
             _cell(
                 DASH if rank is None else labels.get(entry_id, str(rank)),
                 "" if rank is None else rank,
-                "num" + (" rank-1" if rank == 1 else ""),
+                "num" + (" rank-1" if entry_id == best else ""),
             ),
             _cell(f'<span class="name">{escape(names[entry_id])}</span>', names[entry_id], "entry"),
         ]
@@ -185,8 +186,20 @@ def _tie_label(pivot: Pivot, n: int, entry_id: str | None, ranked: GroupRanks) -
     return groups.labels.get(entry_id)
 
 
+def _column_best(pivot: Pivot, n: int, ranked: GroupRanks) -> str | None:
+    """The entry of column ``n`` ranked 1 alone (tie-aware where the column's ranks are), else None."""
+    column = pivot.columns[n]
+    cells = [row.cells[n] for row in pivot.rows]
+    if all(c.rank is None for c in cells):  # a metrics table ranks its main score only
+        return None
+    groups = ranked.get((column.group_id, column.task))
+    if groups is not None and groups.tie_aware:
+        return alone_first(groups.labels)
+    return alone_first({c.entry_id: str(c.rank) for c in cells if c.entry_id and c.rank is not None})
+
+
 def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None, explorers: Mapping[str, str] | None = None) -> str:
-    """The systems x columns table: rank, label, a main score per cell (best in its column marked), mean.
+    """The systems x columns table: rank, label, a main score per cell (best in its column marked: ranked 1 alone), mean.
     A single-task table's row rank and every cell's rank title are tie-aware where ``ranked`` says so; its rows
     link to the task's explorer where ``explorers`` (task -> relative link) has one."""
     ranked = ranked or {}
@@ -208,21 +221,30 @@ def pivot_table(pivot: Pivot, ranked: GroupRanks | None = None, explorers: Mappi
         )
     if pivot.has_mean:
         head.append(_header("Mean", True, "mean", "mean"))
+    row_labels = {
+        row.key: (_tie_label(pivot, 0, row.cells[0].entry_id, ranked) if pivot.kind == METRICS else None)
+        or str(row.rank)
+        for row in pivot.rows
+        if row.rank is not None
+    }
+    best_row = alone_first(row_labels)
+    best_cells = [_column_best(pivot, n, ranked) for n in range(len(pivot.columns))]
     rows = []
     for row in pivot.rows:
-        row_label = _tie_label(pivot, 0, row.cells[0].entry_id, ranked) if pivot.kind == METRICS else None
         cells = [
             _cell(
-                DASH if row.rank is None else row_label or str(row.rank),
+                DASH if row.rank is None else row_labels[row.key],
                 "" if row.rank is None else row.rank,
-                "num rank" + (" rank-1" if row.rank == 1 else ""),
+                "num rank" + (" rank-1" if row.key == best_row else ""),
             ),
             f'<td class="entry" data-sort="{escape(row.label)}" title="{escape(row.full_name)}">'
             f"{escape(row.label)}{link}</td>",
         ]
         for n, cell in enumerate(row.cells):
             css = (
-                "num bar" + (" best" if cell.rank == 1 else "") + (" main" if n == 0 and pivot.kind == METRICS else "")
+                "num bar"
+                + (" best" if cell.entry_id is not None and cell.entry_id == best_cells[n] else "")
+                + (" main" if n == 0 and pivot.kind == METRICS else "")
             )
             entry = f' data-entry="{escape(cell.entry_id)}"' if cell.entry_id else ""
             label = _tie_label(pivot, n, cell.entry_id, ranked) or cell.rank

@@ -12,6 +12,10 @@ i..j is shown as ``i-j`` on each of its rows, a group of one as ``i``. Being tie
 chain can join a system A to C through B although A and C would differ significantly if tested; the group
 says only that no significant step separates its neighbours.
 
+Only a system ranked 1 alone is marked best (green on the page): its label is ``1`` and no other system of
+its list has ``1`` (``alone_first``). A top group ``1-2`` has no best system, nor has a plain ranking whose
+two top scores are equal (both ``1``): the data does not single one out.
+
 A ranked list where some system has no per-query scores (no matching result file given) keeps plain ranks
 (competition ranks: equal scores share the better rank) and says so.
 """
@@ -47,6 +51,13 @@ def method_note(metric: str, alpha: float = ALPHA) -> str:
         f"tied ranks (e.g. 1-3): adjacent systems not significantly different on {metric_name(metric)} "
         f"(paired t-test on conversation means, Holm over the adjacent pairs, alpha {alpha:g})"
     )
+
+
+def alone_first(labels: Mapping[str, str]) -> str | None:
+    """The key ranked ``1`` alone in ``labels`` (key -> rank label, tie-aware ``1-2`` or plain), else None: the
+    one system a table may mark best."""
+    firsts = [key for key, label in labels.items() if label == "1"]
+    return firsts[0] if len(firsts) == 1 else None
 
 
 def plain_ranks(values: Mapping[str, float], reason: str) -> RankGroups:
