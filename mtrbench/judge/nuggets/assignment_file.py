@@ -17,7 +17,13 @@ from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.numeric import json_lines
 from mtrbench.judge.nuggets.labels import ASSIGNMENTS, VITAL
-from mtrbench.judge.nuggets.nugget_file import importance_of, nugget_text, nuggets_of, record_id
+from mtrbench.judge.nuggets.nugget_file import (
+    importance_of,
+    nugget_text,
+    nuggets_of,
+    record_id,
+    refuse_repeated_nuggets,
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,7 @@ def answer_from_record(raw: Mapping[str, object], where: str, line: int = 0) -> 
         if "importance" not in item:
             raise DataError(f"{at}: needs 'importance' (vital or okay)")
         nuggets.append(AssignedNugget(nugget_text(item, at), importance_of(item, at), _assignment(item, at)))
+    refuse_repeated_nuggets([(str(n), nugget.text) for n, nugget in enumerate(nuggets, 1)], where)
     length = raw.get("response_length", 0)
     if isinstance(length, bool) or not isinstance(length, int):
         raise DataError(f"{where}: 'response_length' must be an integer")

@@ -11,12 +11,13 @@ Responses (``automatic_responses.json``, ``manual_responses.json``): ``{TURN_ID:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
 from mtrbench.infra.errors import DataError
 from mtrbench.judge.nuggets.labels import OKAY, VITAL
-from mtrbench.judge.nuggets.nugget_file import Nugget, NuggetSet
+from mtrbench.judge.nuggets.nugget_file import Nugget, NuggetSet, refuse_repeated_nuggets
 
 DEFAULT_VITAL_GRADE = 3
 
@@ -37,7 +38,8 @@ def _json_object(path: Path, kind: str) -> Mapping[str, object]:
 
 def _grade(raw: Mapping[str, object], where: str) -> int:
     grade = raw.get("relevance")
-    if isinstance(grade, str) and grade.strip().isdigit():
+    # ASCII digits only: str.isdigit() also takes "²" or "٣", which int() refuses or reads as another number
+    if isinstance(grade, str) and re.fullmatch(r"[0-9]+", grade.strip()):
         return int(grade)
     if isinstance(grade, int) and not isinstance(grade, bool):
         return grade
@@ -62,6 +64,7 @@ def read_ikat_nuggets(path: str | Path, vital_grade: int = DEFAULT_VITAL_GRADE) 
         if not isinstance(nuggets, dict):
             raise DataError(f"{where}: must be an object of nuggets keyed '[N]'")
         made = tuple(_nugget(raw, f"{where} nugget {key}", vital_grade) for key, raw in nuggets.items())
+        refuse_repeated_nuggets([(str(key), nugget.text) for key, nugget in zip(nuggets, made)], where)
         out[str(turn)] = NuggetSet(str(turn), "", made)
     if not out:
         raise DataError(f"iKAT nugget file {path} holds no turn")

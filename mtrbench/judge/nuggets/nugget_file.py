@@ -1,13 +1,13 @@
 """nuggetizer's nugget JSONL: one record per turn (``create``'s output, ``assign``'s ``--nuggets`` input).
 
 ``{"query": TEXT, "qid": ID, "nuggets": [{"text": TEXT, "importance": "vital" | "okay"}, ...]}``; a nugget without
-``importance`` is vital, as nuggetizer reads it. mtrbench writes the settings the nuggets were made under in one more
+``importance`` is vital, as nuggetizer reads it; a turn listing one nugget twice is refused. mtrbench writes the settings the nuggets were made under in one more
 key, ``mtrbench``, which nuggetizer does not read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +67,17 @@ def nuggets_of(raw: Mapping[str, object], where: str) -> list[Mapping[str, objec
     return nuggets
 
 
+def refuse_repeated_nuggets(texts: Sequence[tuple[str, str]], where: str) -> None:
+    """``texts``: (the nugget's name in messages, its text). A text given twice (spaces around it ignored) would be
+    scored twice, over one nugget too many: one error naming both, never a silent second count."""
+    first: dict[str, str] = {}
+    for name, text in texts:
+        key = text.strip()
+        if key in first:
+            raise DataError(f"{where} nugget {name}: {key!r} is listed twice (also nugget {first[key]}); list it once")
+        first[key] = name
+
+
 def nugget_set_from_record(raw: Mapping[str, object], where: str) -> NuggetSet:
     qid = record_id(raw.get("qid"), where, "qid")
     where = f"{where} (qid {qid})"
@@ -77,6 +88,7 @@ def nugget_set_from_record(raw: Mapping[str, object], where: str) -> NuggetSet:
     for n, item in enumerate(nuggets_of(raw, where), 1):
         at = f"{where} nugget {n}"
         nuggets.append(Nugget(nugget_text(item, at), importance_of(item, at)))
+    refuse_repeated_nuggets([(str(n), nugget.text) for n, nugget in enumerate(nuggets, 1)], where)
     return NuggetSet(qid, query, tuple(nuggets))
 
 
