@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mtrbench.analyses.compare_many import CompareOptions, SystemScores, compared_units, paired_tests
+from mtrbench.analyses.meta.inputs import query_conversation
 from mtrbench.infra.errors import UserInputError
 from mtrbench.leaderboard.build import competition_ranks
 from mtrbench.leaderboard.metric_names import metric_name
@@ -114,16 +115,18 @@ def rank_groups(
 
 
 def system_scores(name: str, rows: Sequence[Mapping[str, Any]]) -> SystemScores:
-    """Per-query rows as a result's per-query file holds them (qid, conversation_id, metrics) -> SystemScores."""
+    """Per-query rows as a result's per-query file holds them (qid, conversation_id, metrics) -> SystemScores;
+    each query's conversation by the rule meta-analyses use (``query_conversation``): a row without
+    ``conversation_id`` gets the one its query id names (``31_4`` -> ``31``)."""
     per_query = {
         str(row["qid"]): {k: float(v) for k, v in row.items() if isinstance(v, (int, float)) and k != "turn_id"}
         for row in rows
         if row.get("qid") is not None
     }
     conversations = {
-        str(row["qid"]): str(row["conversation_id"])
+        str(row["qid"]): query_conversation(str(row["qid"]), row.get("conversation_id"))
         for row in rows
-        if row.get("qid") is not None and row.get("conversation_id") is not None
+        if row.get("qid") is not None
     }
     return SystemScores(name, per_query, conversations)
 

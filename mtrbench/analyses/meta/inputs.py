@@ -82,6 +82,15 @@ def conversation_of(qid: str) -> str | None:
     return match.group("conversation") if match else None
 
 
+def query_conversation(qid: str, recorded: object = None) -> str:
+    """The conversation a query belongs to, the one rule of every analysis that groups turns (meta-analyses,
+    the leaderboard's tie-aware ranks): the conversation id recorded with it (a result's per-query row), else
+    the one its id names (``conversation_of``), else the query alone (a unit of its own)."""
+    if recorded is not None and str(recorded) != "":
+        return str(recorded)
+    return conversation_of(qid) or qid
+
+
 def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
     """Put systems of one task on the union of their queries (missing ones score 0 and are counted)."""
     if len(systems) < 2:
@@ -102,7 +111,7 @@ def build_matrix(systems: Sequence[SystemScores], measure: str) -> ScoreMatrix:
     known: dict[str, str] = {}
     for s in systems:
         known.update(s.conversations)
-    conversations = tuple(known.get(q) or conversation_of(q) or q for q in queries)
+    conversations = tuple(query_conversation(q, known.get(q)) for q in queries)
     scores = np.array([[s.values.get(q, 0.0) for q in queries] for s in systems], dtype=float)
     finite_matrix(scores, f"{measure}: a per-query value is not a finite number")
     filled = {
