@@ -21,7 +21,9 @@ def _summary(values: list[int | float]) -> dict[str, float]:
     }
 
 
-def task_stats(task: TaskData) -> dict[str, Any]:
+def task_stats(task: TaskData, relevance_level: int = 1) -> dict[str, Any]:
+    """``relevance_level``: the card's; a document is relevant at a grade >= it (``relevant_per_query``,
+    ``queries_without_gold``), as the binary measures count it."""
     turns_per_conv: dict[str, int] = defaultdict(int)
     switches: dict[str, Any] = {}
     for q in task.queries:
@@ -31,7 +33,7 @@ def task_stats(task: TaskData) -> dict[str, Any]:
             switches[q.conversation_id] = switch
     answers = [len(a.split()) for q in task.queries for a in q.answers]
     assistant_history = [len(m.content.split()) for q in task.queries for m in q.history if m.role == ASSISTANT]
-    relevant = [sum(1 for g in q.qrels.values() if g > 0) for q in task.queries]
+    relevant = [sum(1 for g in q.qrels.values() if g >= relevance_level) for q in task.queries]
     return {
         "task": task.name,
         "split": task.split,
@@ -44,6 +46,7 @@ def task_stats(task: TaskData) -> dict[str, Any]:
         "words_per_history": _summary([sum(len(m.content.split()) for m in q.history) for q in task.queries]),
         "conversations_with_topic_switch": len(switches),
         "queries_with_gold_rewrite": sum(1 for q in task.queries if q.gold_rewrite),
+        "relevance_level": relevance_level,
         "queries_without_gold": sum(1 for n in relevant if n == 0),
         "relevant_per_query": _summary([n for n in relevant if n > 0]),
         "queries_with_candidate_pool": sum(1 for q in task.queries if q.candidate_doc_ids is not None),

@@ -216,6 +216,7 @@ def test_cards_declare_their_official_protocol():
         "mtragun-": "mtrag",
         "bridge-": "bridge",
         "mtr-bench": "mtr-suite",
+        "ikat-2023-ptkb": "ikat-ptkb",  # binary statement judgments: its own threshold (grade >= 1)
         "ikat-": "ikat",
         "trec-cast-2022": "trec-cast",
     }

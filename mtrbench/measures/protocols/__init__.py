@@ -3,7 +3,7 @@ evaluation reproduced (MTRAG, BRIDGE, MTR-SUITE). A task card names its official
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mtrbench.infra.errors import UserInputError, unknown_name
 from mtrbench.measures.protocols.base import (
@@ -27,6 +27,14 @@ class CardProtocols(Protocol):
     name: str
     official_protocol: str | None
     protocol: str
+    relevance_level: int
+
+
+class Choice(NamedTuple):
+    """The protocol a run is scored with and the grade its binary measures count as relevant."""
+
+    protocol: ScoringProtocol
+    relevance_level: int
 
 
 PROTOCOLS = {
@@ -44,12 +52,14 @@ PROTOCOLS = {
             "decimals",
             score_mtrag,
             families=MTRAG_FAMILIES,
+            relevance_level=1,  # pytrec_eval's default, which the script keeps
         ),
         ScoringProtocol(
             "bridge",
             "retrieval/evaluation.py: P@k over the documents retrieved, nDCG@k with binary gains "
             "and an ideal over all relevant documents",
             score_bridge,
+            relevance_level=1,
         ),
         ScoringProtocol(
             "mtr-suite",
@@ -57,20 +67,31 @@ PROTOCOLS = {
             "measures (equal to its one-gold-passage Recall, MRR and nDCG)",
             trec_eval_scorer,
             prefix_first_turn=True,
+            relevance_level=1,
         ),
         ScoringProtocol(
             "ikat",
             "TREC iKAT's trec_eval -c: every turn in the qrels counted, a turn missing from the run or "
-            "without a relevant passage scored 0; graded nDCG, binary measures at grade >= 2",
+            "without a judged passage above grade 0 scored 0; graded nDCG, binary measures at grade >= 2",
             score_ikat,
             families=IKAT_FAMILIES,
+            relevance_level=2,
+        ),
+        ScoringProtocol(
+            "ikat-ptkb",
+            "TREC iKAT 2023's PTKB statement ranking: trec_eval -c over binary (0/1) judgments, every turn in "
+            "the qrels counted, a turn missing from the run or without a relevant statement scored 0",
+            score_ikat,
+            families=IKAT_FAMILIES,
+            relevance_level=1,
         ),
         ScoringProtocol(
             "trec-cast",
             "TREC CAsT 2022's trec_eval -c: every turn in the qrels counted, a turn missing from the run "
-            "or without a relevant passage scored 0; graded nDCG, binary measures at grade >= 2",
+            "or without a judged passage above grade 0 scored 0; graded nDCG, binary measures at grade >= 2",
             score_ikat,
             families=IKAT_FAMILIES,
+            relevance_level=2,
         ),
     )
 }
@@ -112,8 +133,35 @@ def resolve(choice: str | None, official: str | None, default: str, task: str) -
 
 
 def for_card(choice: str | None, card: CardProtocols) -> ScoringProtocol:
-    """:func:`resolve` with the card's official protocol, default and name (eval, export, mteb's tasks)."""
-    return resolve(choice, card.official_protocol, card.protocol, card.name)
+    """:func:`choose`'s protocol for a card and no --relevance-level (eval, export, mteb's tasks): the card's
+    level is then its official protocol's, or refused."""
+    return choose(choice, None, card).protocol
+
+
+def choose(choice: str | None, relevance_level: int | None, card: CardProtocols | None = None) -> Choice:
+    """The protocol and relevance level a run is scored with, from ``--protocol`` and ``--relevance-level`` (None:
+    not given) and the task's card (None: qrels without a card). Without ``--protocol``: the card's default (its
+    official protocol where it has one), else trec_eval. An official protocol counts its own benchmark's grade as
+    relevant: a ``--relevance-level`` or a card that says otherwise is refused, since a number computed at another
+    threshold is not the official one (docs/protocols.md). ``trec_eval`` takes ``--relevance-level``, else the
+    card's level, else 1."""
+    protocol = (
+        for_run(choice or TREC_EVAL)
+        if card is None
+        else resolve(choice, card.official_protocol, card.protocol, card.name)
+    )
+    card_level = card.relevance_level if card is not None else 1
+    if card is not None and protocol.relevance_level not in (None, card_level):
+        raise UserInputError(
+            f"task '{card.name}': its card's relevance_level {card_level} contradicts {protocol.setting}, which "
+            f"counts grade >= {protocol.relevance_level} as relevant"
+        )
+    return Choice(protocol, protocol.level(relevance_level, card_level))
+
+
+def official_choices() -> tuple[str, ...]:
+    """Every registered official protocol as ``--protocol`` names it (``official:<benchmark>``), for help texts."""
+    return tuple(f"{OFFICIAL}:{name}" for name in OFFICIAL_NAMES)
 
 
 def for_run(choice: str) -> ScoringProtocol:
@@ -133,6 +181,7 @@ def for_run(choice: str) -> ScoringProtocol:
 __all__ = [
     "CHOICES",
     "OFFICIAL",
+    "Choice",
     "OFFICIAL_NAMES",
     "PROTOCOLS",
     "TREC_EVAL",
@@ -141,7 +190,10 @@ __all__ = [
     "ScoringProtocol",
     "all_row",
     "check_choice",
+    "choose",
+    "for_card",
     "for_run",
+    "official_choices",
     "resolve",
     "score_bridge",
     "score_ikat",

@@ -33,6 +33,8 @@ class ScoringProtocol:
     scorer: Scorer = trec_eval_scorer
     prefix_first_turn: bool = False  # a query with no history reads "User: q", not the bare question
     families: tuple[str, ...] | None = None  # measure families defined under it; None: every family
+    # The grade its evaluation counts as relevant (the organisers' trec_eval -l); None: the task's or --relevance-level
+    relevance_level: int | None = None
 
     @property
     def setting(self) -> str:
@@ -54,8 +56,23 @@ class ScoringProtocol:
                 f"{', '.join(undefined)}: drop them from --metrics or use --protocol trec_eval"
             )
 
+    def level(self, asked: int | None, fallback: int = 1) -> int:
+        """The relevance level scores are computed at: an official protocol's own, where ``asked`` (None: not
+        asked) must agree with it; trec_eval's is ``asked``, else ``fallback``."""
+        if self.relevance_level is None:
+            return fallback if asked is None else asked
+        if asked is not None and asked != self.relevance_level:
+            raise UserInputError(
+                f"--relevance-level {asked} contradicts --protocol {self.setting}, whose official evaluation counts "
+                f"grade >= {self.relevance_level} as relevant: drop --relevance-level, or score with --protocol "
+                f"{TREC_EVAL} --relevance-level {asked}"
+            )
+        return self.relevance_level
+
     def score(self, qrels: Qrels, run: Run, measures: Sequence[Measure], relevance_level: int) -> Evaluation:
-        return self.scorer(qrels, run, measures, relevance_level)
+        """Refuses a ``relevance_level`` other than an official protocol's own: never an "official" number at
+        another threshold."""
+        return self.scorer(qrels, run, measures, self.level(relevance_level))
 
 
 @dataclass

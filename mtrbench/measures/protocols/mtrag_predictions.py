@@ -111,9 +111,13 @@ def qrels_file(folder: Path, collection: str, task_ids: Collection[str] = ()) ->
 
 
 def score_predictions(
-    path: Path, qrels_folder: Path, measures: Sequence[Measure], relevance_level: int = 1
+    path: Path, qrels_folder: Path, measures: Sequence[Measure], relevance_level: int | None = None
 ) -> list[CollectionRow]:
-    """One row per collection (in order of first appearance), then the "all" row."""
+    """One row per collection (in order of first appearance), then the "all" row; ``relevance_level``, when
+    given, must be the script's (1)."""
+    from mtrbench.measures.protocols import PROTOCOLS  # the package imports this module's siblings
+
+    relevance_level = PROTOCOLS["mtrag"].level(relevance_level)
     rows = []
     for collection, run in read_predictions(path).items():
         _, qrels = qrels_file(qrels_folder, collection, run.keys())
