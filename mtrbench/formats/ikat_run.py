@@ -11,8 +11,12 @@
 
 A turn's passage ranking: 2023/2024, its responses' ``passage_provenance`` in response order (a passage listed twice
 keeps its first score); 2025, its ``references``. Its PTKB ranking: ``ptkb_provenance`` of the responses (an
-object's score, else descending by position). The structural checks are the validators' (re-implemented): errors
-stop a submission, warnings do not.
+object's score, else descending by position). A turn listed twice keeps its first entry too; each repeat (a turn, a
+passage within one response's provenance or one turn's references) is a warning of the checks. The structural checks
+are the validators' (re-implemented): errors stop a submission, warnings do not.
+
+A score that is not a finite number (JSON's ``NaN``, ``Infinity``) is one error naming the file and record, as
+``score --run`` refuses it; so is a run of one layout scored or checked as the other (``require_year``).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 from mtrbench.formats.run import Run
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import DataError
-from mtrbench.infra.numeric import json_text
+from mtrbench.infra.numeric import finite, json_text
 
 RUN_TYPES = {2023: ("automatic", "manual"), 2024: ("automatic", "manual", "only_response")}
 RUN_TYPES_2025 = ("manual", "automatic", "generation-only")
@@ -50,6 +54,7 @@ class IkatTurn:
     turn_id: str
     responses: list[IkatResponse]
     references: list[tuple[str, float]] | None = None  # 2025: the turn's ranked passages
+    repeated_references: list[str] = field(default_factory=list)  # 2025: passage ids given again (the first kept)
 
 
 @dataclass
@@ -60,10 +65,39 @@ class IkatRun:
     year: int  # 2023 / 2024 layout (one JSON) or 2025 (JSON lines)
 
     def passage_run(self) -> Run:
-        return {t.turn_id: _first_scores(_turn_passages(t)) for t in self.turns}
+        return {t.turn_id: _first_scores(_turn_passages(t)) for t in self.first_turns()}
 
     def ptkb_run(self) -> dict[str, dict[str, float]]:
-        return {t.turn_id: _first_scores(p for r in t.responses for p in r.ptkb) for t in self.turns}
+        return {t.turn_id: _first_scores(p for r in t.responses for p in r.ptkb) for t in self.first_turns()}
+
+    def first_turns(self) -> list[IkatTurn]:
+        """Each turn id's first entry: a turn listed again is not scored (as a passage listed again in a ranking)."""
+        first: dict[str, IkatTurn] = {}
+        for turn in self.turns:
+            first.setdefault(turn.turn_id, turn)
+        return list(first.values())
+
+    def repeats(self) -> list[str]:
+        """One warning per repeated entry, the first of which is kept: a turn id listed again, a passage listed
+        again within one response's ``passage_provenance`` (2023/2024) or one turn's ``references`` (2025). A
+        passage that several responses of a turn cite is no repeat."""
+        out = []
+        seen: dict[str, int] = {}
+        for n, turn in enumerate(self.turns):
+            if turn.turn_id in seen:
+                out.append(f"turn {n}: turn id {turn.turn_id} listed again (turn {seen[turn.turn_id]} is scored)")
+            seen.setdefault(turn.turn_id, n)
+            out += [
+                f"turn {turn.turn_id}: reference {doc} listed again (the first kept)"
+                for doc in turn.repeated_references
+            ]
+            for i, response in enumerate(turn.responses):
+                listed: set[str] = set()
+                for doc, _, _ in response.passages:
+                    if doc in listed:
+                        out.append(f"turn {turn.turn_id} response {i}: passage {doc} listed again (the first kept)")
+                    listed.add(doc)
+        return out
 
 
 def _turn_passages(turn: IkatTurn) -> Iterable[tuple[str, float]]:
@@ -132,7 +166,8 @@ def _response(raw: Any, where: str) -> IkatResponse:
     for i, p in enumerate(raw.get("passage_provenance") or []):
         if not isinstance(p, dict) or not isinstance(p.get("id"), str) or not _is_number(p.get("score", 0.0)):
             raise DataError(f"{where}: passage_provenance {i} needs a string 'id' and a numeric 'score'")
-        passages.append((p["id"], float(p.get("score", 0.0)), bool(p.get("used", False))))
+        score = finite(p.get("score", 0.0), f"{where} passage_provenance {i} ({p['id']})", "score")
+        passages.append((p["id"], score, bool(p.get("used", False))))
     return IkatResponse(rank, str(raw.get("text") or ""), passages, _ptkb(raw.get("ptkb_provenance") or [], where))
 
 
@@ -141,7 +176,7 @@ def _ptkb(raw: list[Any], where: str) -> list[tuple[str, float]]:
     out = []
     for i, item in enumerate(raw):
         if isinstance(item, dict) and item.get("id") is not None and _is_number(item.get("score", 0.0)):
-            out.append((str(item["id"]), float(item.get("score", 0.0))))
+            out.append((str(item["id"]), finite(item.get("score", 0.0), f"{where} ptkb_provenance {i}", "score")))
         elif isinstance(item, (int, str)) and not isinstance(item, bool):
             out.append((str(item), float(len(raw) - i)))
         else:
@@ -153,6 +188,23 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+class _FirstKeys(dict):
+    """A JSON object whose repeated keys keep their first value (Python's json keeps the last), the repeats noted."""
+
+    repeated: list[str]
+
+
+def _first_keys(pairs: list[tuple[str, Any]]) -> _FirstKeys:
+    out = _FirstKeys()
+    out.repeated = []
+    for key, value in pairs:
+        if key in out:
+            out.repeated.append(key)
+        else:
+            out[key] = value
+    return out
+
+
 def _read_jsonl(path: Path, text: str) -> IkatRun:
     turns: list[IkatTurn] = []
     name = kind = ""
@@ -160,7 +212,7 @@ def _read_jsonl(path: Path, text: str) -> IkatRun:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = json.loads(line, object_pairs_hook=_first_keys)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path} record {n}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         where = f"{path} record {n}"
@@ -169,22 +221,41 @@ def _read_jsonl(path: Path, text: str) -> IkatRun:
         raw_meta = entry.get("metadata")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         name, kind = str(meta.get("run_id", name)), str(meta.get("run_type", kind))
+        where = f"{where} ({entry['turn_id']})"
         references = entry.get("references")
         if not isinstance(references, dict) or not all(_is_number(s) for s in references.values()):
-            raise DataError(f"{where} ({entry['turn_id']}): 'references' must map passage ids to scores")
-        ranked = sorted(references.items(), key=lambda item: -item[1])
+            raise DataError(f"{where}: 'references' must map passage ids to scores")
+        scores = {str(d): finite(s, f"{where} reference {d}", "score") for d, s in references.items()}
+        ranked = sorted(scores.items(), key=lambda item: -item[1])
         responses = []
         for i, r in enumerate(entry.get("responses") or []):
             if not isinstance(r, dict):
                 raise DataError(f"{where} response {i}: a response must be an object")
             raw_cited = r.get("citations")
             cited: dict[str, Any] = raw_cited if isinstance(raw_cited, dict) else {}
-            used = [(str(d), float(s), True) for d, s in cited.items() if _is_number(s)]
+            used = [
+                (str(d), finite(s, f"{where} response {i} citation {d}", "score"), True)
+                for d, s in cited.items()
+                if _is_number(s)
+            ]
             responses.append(
                 IkatResponse(i + 1, str(r.get("text") or ""), used, _ptkb(r.get("ptkb_provenance") or [], where))
             )
-        turns.append(IkatTurn(entry["turn_id"], responses, [(str(d), float(s)) for d, s in ranked]))
+        repeated = list(getattr(references, "repeated", []))
+        turns.append(IkatTurn(entry["turn_id"], responses, ranked, repeated))
     return IkatRun(name, kind, turns, 2025)
+
+
+def require_year(run: IkatRun, year: int, path: Path, task: str) -> None:
+    """A run of the layout of ``task``'s year (2025: JSON lines; 2023/2024: one JSON object): a run of the other
+    layout would be read with the other year's fields and checked against rules it was never written for."""
+    if (run.year == 2025) == (year == 2025):
+        return
+    layouts = {True: "the 2025 layout (JSON lines, one turn a line)", False: "the 2023/2024 layout (one JSON object)"}
+    raise DataError(
+        f"{path}: an iKAT run in {layouts[run.year == 2025]}, but task {task} is iKAT {year}, whose runs are in "
+        f"{layouts[year == 2025]}: score it on a task of its own year"
+    )
 
 
 # ------------------------------------------------------------------------------------------ writing
@@ -276,7 +347,7 @@ class TopicTurns:
 
 
 def check_run(run: IkatRun, topics: TopicTurns, year: int, passage_db: Path | None = None) -> RunChecks:
-    checks = RunChecks()
+    checks = RunChecks(warnings=run.repeats())
     if year == 2025:
         _check_2025(run, topics, checks)
     else:

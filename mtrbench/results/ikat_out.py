@@ -21,6 +21,7 @@ from mtrbench.formats.ikat_run import (
     ikat_document,
     ranked_passages,
     read_ikat_run,
+    require_year,
     write_ikat_run,
 )
 from mtrbench.formats.run import Run
@@ -50,8 +51,10 @@ def topic_turns(task: TaskData) -> TopicTurns:
 
 def task_run(path: Path, card: TaskCard, task: TaskData) -> tuple[Run, IkatRun]:
     """The official run at ``path`` as a run over ``task``: the passage ranking (the PTKB ranking for the PTKB
-    task, statement ids as its corpus names them). A turn id that is no turn of the task is one error."""
+    task, statement ids as its corpus names them). A turn id that is no turn of the task, or a run in another year's
+    layout, is one error."""
     ikat = read_ikat_run(path)
+    require_year(ikat, card_year(card), path, card.name)
     known = {q.qid: q.conversation_id for q in task.queries}
     for n, turn in enumerate(ikat.turns):
         if turn.turn_id not in known:
