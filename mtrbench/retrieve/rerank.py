@@ -2,10 +2,13 @@
 
 The first stage retrieves max(top_k, rerank_k) documents; its top ``rerank_k`` are scored by the
 cross-encoder on (query, title + " " + text), the query being the text the history strategy
-serialized (the same text the first stage saw). Reranked documents carry their cross-encoder scores
-and come first; documents below rerank_k keep their first-stage order underneath, with scores set
-strictly below the lowest cross-encoder score (one unit per rank) so that every ranking of the run
-(trec_eval's included) shows that order.
+serialized (the same text the first stage saw). "Top" is in the order a run file of the first stage
+lists them (trec_eval's: score descending, ties by document id descending), not the searcher's own
+tie order (lower corpus position first), so that a rerank is reproduced from the first stage's run
+file written at the same depth, whichever documents tie across rank rerank_k. Reranked documents carry
+their cross-encoder scores and come first; documents below rerank_k keep their first-stage order
+underneath, with scores set strictly below the lowest cross-encoder score (one unit per rank) so that
+every ranking of the run (trec_eval's included) shows that order.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtrbench.data.model import Corpus
+from mtrbench.formats.run import ranked_positions
 from mtrbench.infra.errors import MtrbenchError, first_line
 from mtrbench.retrieve.base import Retriever
 from mtrbench.search.hits import Hits
@@ -77,10 +81,14 @@ class CrossEncoderReranker:
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         if self._corpus is None:
             raise RuntimeError("index() the corpus before searching")
-        first_hits = self.first.search(queries, max(top_k, self.rerank_k), candidates)
+        ids = self._corpus.ids
+        first_hits = [
+            [docs[i] for i in ranked_positions([ids[d] for d in docs], scores)]
+            for docs, scores in self.first.search(queries, max(top_k, self.rerank_k), candidates)
+        ]
         pairs = [
             (queries[q], self._corpus.document_text(doc))
-            for q, (docs, _) in enumerate(first_hits)
+            for q, docs in enumerate(first_hits)
             for doc in docs[: self.rerank_k]
         ]
         scores = (
@@ -92,12 +100,11 @@ class CrossEncoderReranker:
         )
         hits: Hits = []
         at = 0
-        for docs, _ in first_hits:
+        for docs in first_hits:
             head, tail = docs[: self.rerank_k], docs[self.rerank_k :]
             head_scores = scores[at : at + len(head)]
             at += len(head)
-            ids = self._corpus.ids
-            order = sorted(range(len(head)), key=lambda i: (head_scores[i], ids[head[i]]), reverse=True)
+            order = ranked_positions([ids[d] for d in head], head_scores)
             ranked = [head[i] for i in order] + tail
             floor = min(head_scores, default=0.0)
             ranked_scores = [head_scores[i] for i in order] + [floor - 1.0 - i for i in range(len(tail))]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mtrbench.cli import main
-from mtrbench.formats.run import ranked, read_run
+from mtrbench.formats.run import ranked, ranked_positions, read_run
 
 NEAR_TIE = 1e-6  # cross-encoder scores closer than this are a tie: their order is not checked
 
@@ -86,7 +86,8 @@ def test_reranked_order_is_cross_encoder_order(tiny_cross_encoder, tmp_path):
     model = CrossEncoder(str(tiny_cross_encoder), device="cpu")
     ids = task.corpus.ids
     checked = moved = 0
-    for query, text, (docs, _) in zip(task.queries, texts, first):
+    for query, text, (docs, first_scores) in zip(task.queries, texts, first):
+        docs = [docs[i] for i in ranked_positions([ids[d] for d in docs], first_scores)]  # the run file's order
         head, tail = docs[:rerank_k], docs[rerank_k:top_k]
         scores = model.predict([(text, task.corpus.document_text(d)) for d in head], show_progress_bar=False)
         expected = {ids[d]: float(s) for d, s in zip(head, scores)}
