@@ -9,6 +9,9 @@ from mtrbench.data.model import ConversationalQuery, Corpus
 from mtrbench.formats.run import id_problem
 from mtrbench.infra.errors import DataError
 
+# The warning that counts judgments naming a document the corpus lacks (a partial corpus: pipeline/partial_corpus.py)
+UNKNOWN_QRELS = "qrels naming unknown documents (dropped)"
+
 
 def check_corpus(corpus: Corpus, origin: str) -> None:
     """Document ids: unique, and each one a TREC run can hold (record n is the n-th document)."""
@@ -35,7 +38,7 @@ def check_queries(queries: list[ConversationalQuery], corpus: Corpus, origin: st
                 raise DataError(f"{origin}: qrels of query '{q.qid}' name document '{doc_id}', whose id {problem}")
         unknown = [d for d in q.qrels if d not in corpus]
         if unknown:
-            warnings["qrels naming unknown documents (dropped)"] += len(unknown)
+            warnings[UNKNOWN_QRELS] += len(unknown)
             for doc_id in unknown:
                 del q.qrels[doc_id]
         if q.candidate_doc_ids is not None:

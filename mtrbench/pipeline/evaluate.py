@@ -14,6 +14,7 @@ from mtrbench.llm.redact import Redactor
 from mtrbench.models.protocols import declared_revision
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.known_plans import known_finished, remember, request_key
+from mtrbench.pipeline.partial_corpus import partial_corpus, with_every_judgment
 from mtrbench.pipeline.plan import EvalConfig, Plan, SkippedResult, make_plan
 from mtrbench.pipeline.ptkb import with_ranked_statements
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
@@ -64,6 +65,10 @@ def run_eval(
         return []
     t0 = time.perf_counter()
     task = task if task is not None else _load(plan, config, say)
+    partial = partial_corpus(task, scored=False)
+    if partial is not None and plan.protocol.is_official:  # the organisers score every judgment: read them again
+        every = with_every_judgment(task, plan.card, config.data_dir)
+        task, partial = (task, partial) if every is None else (every, replace(partial, scored=True))
     if config.limit is not None:
         task = first_conversations(task, config.limit)
     load_task_s = time.perf_counter() - t0
@@ -85,7 +90,13 @@ def run_eval(
         scored_task = without_queries(task, history.excluded)  # its model failed on them: no text, no score
         retrieved = retrieve(retriever, scored_task, history, config.fmt, config.truncate, config.top_k, say)
         scored = score(
-            scored_task, retrieved.run, plan.measures, plan.card.relevance_level, config.analyses, plan.protocol
+            scored_task,
+            retrieved.run,
+            plan.measures,
+            plan.card.relevance_level,
+            config.analyses,
+            plan.protocol,
+            partial,
         )
         results.append(
             write_history(

@@ -14,6 +14,7 @@ from mtrbench.data.model import TaskData
 from mtrbench.formats.run import Run
 from mtrbench.measures import Evaluation, Measure
 from mtrbench.measures.protocols import PROTOCOLS, TREC_EVAL, ScoringProtocol
+from mtrbench.pipeline.partial_corpus import PartialCorpus
 
 
 @dataclass
@@ -22,6 +23,7 @@ class Scored:
     analyses: dict[str, Any]
     breakdowns: dict[str, Any]
     seconds: float
+    partial_corpus: PartialCorpus | None = None  # judged passages the corpus lacks (recorded in the result)
 
 
 def score(
@@ -31,6 +33,7 @@ def score(
     relevance_level: int,
     analyses_options: AnalysisOptions,
     protocol: ScoringProtocol = PROTOCOLS[TREC_EVAL],
+    partial_corpus: PartialCorpus | None = None,
 ) -> Scored:
     started = time.perf_counter()
     qrels = task.qrels()
@@ -46,4 +49,4 @@ def score(
     switch = by_topic_switch(evaluation, task.queries)
     if switch is not None:
         breakdowns["topic_switch"] = switch
-    return Scored(evaluation, analyses, breakdowns, time.perf_counter() - started)
+    return Scored(evaluation, analyses, breakdowns, time.perf_counter() - started, partial_corpus)

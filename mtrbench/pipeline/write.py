@@ -9,11 +9,12 @@ from dataclasses import asdict, dataclass
 from mtrbench.analyses.report import confidence_intervals
 from mtrbench.data.model import TaskData
 from mtrbench.formats.run import run_tag
+from mtrbench.pipeline.partial_corpus import KEY as PARTIAL_CORPUS
 from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory
 from mtrbench.pipeline.retrieval import Retrieved
 from mtrbench.pipeline.scoring import Scored
 from mtrbench.results.model_meta import model_meta, write_model_meta
-from mtrbench.results.result import QueryScores, Result
+from mtrbench.results.result import QueryScores, Result, task_location
 from mtrbench.results.table import summary_keys
 from mtrbench.results.writer import hardware, result_document, result_paths
 from mtrbench.retrieve.base import Retriever
@@ -66,6 +67,7 @@ def write_history(
             **({"excluded_rewriter_failed": len(history.excluded)} if history.excluded else {}),
         },
         "corpus_size": len(task.corpus),
+        **({PARTIAL_CORPUS: scored.partial_corpus.to_json()} if scored.partial_corpus else {}),
         "warnings": dict(warnings),
         "truncation": retrieved.truncation,
         "breakdowns": scored.breakdowns,
@@ -74,6 +76,7 @@ def write_history(
         "timings_s": timings.document(retrieved, scored),
         "hardware": hardware(),
         **({"embedding_cache": asdict(retriever.cache_report)} if getattr(retriever, "cache_report", None) else {}),
+        **task_location(card),  # a task given as a path: where it was (explore finds it from any folder)
         "command": config.command,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "files": {"run": planned.paths.run.name, "per_query": planned.paths.per_query.name},
