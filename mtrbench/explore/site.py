@@ -7,7 +7,8 @@ Layout under the output folder::
     assets/explore.css, assets/explore.js   shared by every page
 
 The task is loaded as eval loads it (its card, the result's split, ``--data-dir`` / ``--corpus``), keeping only
-the passages the pages show.
+the passages the pages show; a task given as a path at ``eval`` time is found by the absolute path its result
+records (``task_path``), from any folder.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from mtrbench import __version__
 from mtrbench.data import load_task, resolve_card
+from mtrbench.data.cards import TaskCard
 from mtrbench.explore.options import ExploreOptions
 from mtrbench.explore.pages import (
     conversation_page,
@@ -33,8 +35,9 @@ from mtrbench.explore.pages import (
 from mtrbench.explore.queries import serialized_queries
 from mtrbench.explore.systems import ExploreSystem
 from mtrbench.infra.atomic import atomic_write_text
-from mtrbench.infra.errors import DataError
+from mtrbench.infra.errors import DataError, MtrbenchError, UserInputError, first_line
 from mtrbench.infra.numeric import json_text
+from mtrbench.results.result import Result
 
 log = logging.getLogger(__name__)
 ASSETS = ("explore.css", "explore.js")
@@ -81,12 +84,29 @@ def _write_assets(output: Path) -> int:
     return written
 
 
+def task_card(result: Result) -> TaskCard:
+    """The task of ``result`` from any folder: by the absolute path recorded for a task given as a path at
+    ``eval`` time, else by its name (a registered task, or a folder of that name here, for older results)."""
+    recorded = result.task_path
+    if recorded is not None and Path(recorded).exists():
+        return resolve_card(recorded)
+    try:
+        return resolve_card(result.task_name)
+    except MtrbenchError as exc:
+        if recorded is None:
+            raise
+        raise UserInputError(
+            f"{result.path}: its task {recorded} is not there any more, and '{result.task_name}' is not a task "
+            f"here ({first_line(exc)})"
+        ) from None
+
+
 def write_site(
     systems: Sequence[ExploreSystem], output: Path, options: ExploreOptions, source: TaskSource | None = None
 ) -> SiteReport:
     source = source or TaskSource()
     first = systems[0].result
-    card = resolve_card(first.task_name)
+    card = task_card(first)
     # every query's top-k in the runs (and the passages its answers were given): the only passages kept
     task = load_task(
         card,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mtrbench.data.cards import all_cards
+from mtrbench.data.cards import TaskCard, all_cards
 from mtrbench.formats.run import Run, read_run
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.infra.numeric import json_text
@@ -21,6 +21,18 @@ from mtrbench.results.writer import ResultPaths, write_result
 
 # Keys of a split's score block that are not metrics (mteb's own bookkeeping).
 NOT_METRICS = frozenset({"hf_subset", "languages", "main_score"})
+# In the ``mtrbench`` block: where a task given as a path (a data folder, a card file) was, absolute.
+TASK_PATH = "task_path"
+
+
+def task_location(card: TaskCard) -> dict[str, str]:
+    """``{"task_path": ABSOLUTE}`` for a task given as a path (a data folder or a card file that is not the
+    registered card of its name), so that a reader (``explore``) finds it again from any folder; ``{}`` for a
+    registered task, whose name finds it (its results stay byte-identical to those written before)."""
+    registered = all_cards().get(card.name)
+    if card.card_path is None or (registered is not None and registered.card_path == card.card_path):
+        return {}
+    return {TASK_PATH: str(Path(card.card_path).expanduser().resolve())}
 
 
 @dataclass(frozen=True)
@@ -103,6 +115,12 @@ class Result:
     @property
     def task_name(self) -> str:
         return self.document["task_name"]
+
+    @property
+    def task_path(self) -> str | None:
+        """Where the task was, for a task given as a path (absolute; None for a registered task or an older file)."""
+        recorded = self.meta.get(TASK_PATH)
+        return recorded if isinstance(recorded, str) and recorded else None
 
     @property
     def split(self) -> str:
