@@ -121,8 +121,18 @@ def folder_fingerprint(path: str | Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def local_model_name(path: str | Path) -> str:
+    """A local checkpoint's name: its folder's last part and a short hash of its absolute path
+    (``final-3f9a1c2e``). Fine-tuning runs often end in folders of one name (``runs/a/final``, ``runs/b/final``);
+    named by the last part alone they would share a results folder and a recorded identity, and one's finished
+    result would be taken for the other's. The same folder keeps its name from run to run; moved, it is a new name."""
+    resolved = Path(path).expanduser().resolve()
+    return f"{resolved.name}-{hashlib.sha256(str(resolved).encode('utf-8')).hexdigest()[:8]}"
+
+
 class ModelSource:
-    """Where a model loads from and how results (and the cache) name it."""
+    """Where a model loads from and how results (and the cache) name it: a Hub id by itself, a packaged model by
+    the Hub id of its weights, a local folder by :func:`local_model_name`."""
 
     def __init__(self, model_id: str, revision: str | None) -> None:
         self.requested_revision = revision
@@ -133,7 +143,7 @@ class ModelSource:
             self.local_only = True
         elif self.is_local:
             self.location = str(Path(model_id).expanduser())
-            self.name = Path(model_id).expanduser().resolve().name
+            self.name = local_model_name(model_id)
             self.revision = "local"
             self.local_only = True
         else:
