@@ -1,13 +1,16 @@
 """The ``mtrbench`` parser and dispatcher. User errors print one line and exit 2; bugs keep their traceback.
 
-Each command family lives in its own module of this package and registers itself the same way:
-``register(subparsers) -> {command name: handler}``. Handlers turn the parsed arguments into the typed
-options of the core functions; nothing outside this package sees an argparse Namespace.
+Each command family has two modules: ``mtrbench.cli.flags.<family>`` declares its flags and registers itself as
+``register(subparsers) -> {command name: "module:function"}``, importing only argparse, the flag types and light
+constants; the handler named there (``mtrbench.cli.<family>``, with the family's domain imports) is imported only
+when that command runs, so ``--help`` and a mistyped option never load it. Handlers turn the parsed arguments into
+the typed options of the core functions; nothing outside this package sees an argparse Namespace.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import sys
@@ -15,7 +18,8 @@ from types import ModuleType
 from typing import NoReturn
 
 from mtrbench import __version__
-from mtrbench.cli import (
+from mtrbench.cli.common import Handler
+from mtrbench.cli.flags import (
     assess,
     audit,
     encode,
@@ -34,8 +38,7 @@ from mtrbench.cli import (
     synthesize,
     tasks,
 )
-from mtrbench.cli import eval as eval_command
-from mtrbench.cli.common import Handler
+from mtrbench.cli.flags import eval as eval_command
 from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.infra.reporting import cli_output
 
@@ -86,7 +89,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole ``mtrbench`` parser; each command's parser carries its handler as the default ``handler``."""
+    """The whole ``mtrbench`` parser; each command's parser carries its handler's "module:function" name as the
+    default ``handler`` (resolved by :func:`resolve_handler` when the command runs)."""
     parser = Parser(prog="mtrbench", description="Evaluate retrievers on multi-turn conversations.")
     parser.add_argument("--version", action="version", version=f"mtrbench {__version__}")
     sub = parser.add_subparsers(dest="command")
@@ -99,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
         for name, handler in handlers.items():
             sub.choices[name].set_defaults(handler=handler)
     return parser
+
+
+def resolve_handler(name: str) -> Handler:
+    """The function a registration named as "package.module:function", imported now."""
+    module, _, function = name.partition(":")
+    handler: Handler = getattr(importlib.import_module(module), function)
+    return handler
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,8 +126,7 @@ def _run(argv: list[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        handler: Handler = args.handler
-        return handler(args)
+        return resolve_handler(args.handler)(args)
     except MtrbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
@@ -125,4 +135,4 @@ def _run(argv: list[str] | None) -> int:
         return 130
 
 
-__all__ = ["Parser", "UsageError", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "Parser", "UsageError", "build_parser", "main", "resolve_handler"]

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from mtrbench.analyses.run import AnalysisOptions
 
 Handler = Callable[[argparse.Namespace], int]
-# Every command module exposes ``register(subparsers: Subparsers) -> dict[str, Handler]``: it adds its
-# parsers and returns the handler of each command name it added.
+# Every flags module (mtrbench.cli.flags) exposes ``register(subparsers: Subparsers) -> dict[str, str]``: it adds
+# its parsers and returns each command name's handler as "module:function" (imported when the command runs).
 Subparsers = argparse._SubParsersAction
 
 # numba writes ANSI bold codes into its warning texts whatever the output is (`fuse` put them in a log):

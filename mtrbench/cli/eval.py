@@ -9,261 +9,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli.common import (
-    Handler,
-    Subparsers,
-    add_analysis_options,
-    add_data_options,
     analysis_options,
     parse_size,
     print_analyses,
     unescape,
 )
 from mtrbench.cli.flag_types import (
-    ListFlag,
-    chunking_spec,
-    conversation_limit,
-    positive_int,
     refuse_ignored,
-    share,
 )
-from mtrbench.cli.llm_flags import add_rewriter_arguments, rewriter_from_args
-from mtrbench.data import load_task, resolve_card
+from mtrbench.cli.flags.eval import DEFAULT_MODEL, DEFAULT_TASK
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
-from mtrbench.results.ikat_out import write_ikat_out
-from mtrbench.results.mtrag_taska import MODE, check_request, write_taska
-from mtrbench.results.overwrite import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
-from mtrbench.results.result import Result
-from mtrbench.retrieve import RetrieverOptions, assemble, resolve
-from mtrbench.retrieve.registry import pair_name
 from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat, get_strategy
-
-DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from mtrbench.pipeline.evaluate import EvalConfig
     from mtrbench.pipeline.plan import SkippedResult
-    from mtrbench.retrieve import ResolvedModel
-
-
-def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser(
-        "eval",
-        help="evaluate a retriever on a conversational task",
-        description="Evaluate a retriever on a task. With no arguments: MiniLM on the embedded "
-        "offline sample (mtrbench-sample).",
-    )
-    # The order of these calls is the order of `mtrbench eval --help` and its usage line.
-    _add_run_selection_flags(p)
-    add_data_options(p)
-    _add_query_format_flags(p)
-    _add_encoder_flags(p)
-    _add_scale_flags(p)
-    _add_hybrid_and_rerank_flags(p)
-    _add_scoring_flags(p)
-    _add_model_source_and_output_flags(p)
-    add_analysis_options(p)
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    add_rewriter_arguments(p)
-    return {"eval": _cmd_eval}
-
-
-def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
-    """Which models on which tasks, how much of each, and what happens to finished results."""
-    p.add_argument(
-        "-m",
-        "--model",
-        action="append",
-        help="alias (`mtrbench models`), HF id or local folder; repeat or comma list: every model x task [minilm]",
-    )
-    p.add_argument(
-        "-t",
-        "--task",
-        action="append",
-        help="task name (`mtrbench tasks`), card YAML or data folder; repeat or comma list [mtrbench-sample]",
-    )
-    p.add_argument(
-        "--overwrite-strategy",
-        default=DEFAULT_OVERWRITE,
-        choices=OVERWRITE_STRATEGIES,
-        help="only-missing: skip results finished with the same settings (a note on stderr), evaluate "
-        "the rest; never: as only-missing, but a result with other settings is an error, not "
-        "replaced; always: evaluate and replace (mteb's strategies) [only-missing]",
-    )
-    p.add_argument(
-        "--limit",
-        type=conversation_limit,
-        metavar="N",
-        help="evaluate the first N conversations of each task (file order); recorded in the settings and "
-        "the experiment folder (limit=N), so it never passes as a full run [all]",
-    )
-
-
-def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
-    """How a conversation becomes the query text: the history strategy and the serialization."""
-    p.add_argument(
-        "--history",
-        default="full",
-        help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
-        "comma list or 'all' (the strategies that need no model) [full]",
-    )
-    p.add_argument(
-        "--truncate",
-        default="left",
-        choices=["left", "right", "none"],
-        help="left keeps the current question and drops the oldest text; right = tokenizer default [left]",
-    )
-    p.add_argument("--user-prefix", default="User: ")
-    p.add_argument("--assistant-prefix", default="Agent: ")
-    p.add_argument("--separator", default="\\n", help="between messages (escapes like \\n allowed) [\\n]")
-    p.add_argument("--order", default="history-first", choices=["history-first", "current-first"])
-    p.add_argument(
-        "--ptkb",
-        default="none",
-        help="TREC iKAT's personal statements in the query: none | all | gold | top:K | top:K@MODEL (the K "
-        "an encoder ranks highest; the retriever's own model by default); one 'Personal: ' line each, between "
-        "the history and the question (docs/ikat.md) [none]",
-    )
-
-
-def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
-    """Where and how the model encodes (device, batches, dual-encoder towers, the embedding cache) and top-k."""
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N [auto]")
-    p.add_argument("--dtype", default="auto", help="auto (bf16 on CUDA, fp32 on CPU) | fp32 | fp16 | bf16")
-    p.add_argument(
-        "--batch-size", type=positive_int, help="at most this many texts per batch [no cap: --token-budget decides]"
-    )
-    p.add_argument(
-        "--token-budget",
-        type=positive_int,
-        help="tokens per batch, padding included (texts are length-sorted) [4096 on CPU, 65536 on CUDA]",
-    )
-    p.add_argument(
-        "--unpad",
-        default="auto",
-        choices=["auto", "on", "off"],
-        help="pack batches without padding: auto = on CUDA when the model passes a self-check [auto]",
-    )
-    p.add_argument(
-        "--engine-mode",
-        default="auto",
-        choices=["auto", "eager", "static", "fused"],
-        help="packed batches as launched (eager), padded to the token budget and replayed as CUDA graphs "
-        "(static), or static with compiled LayerNorm/GELU/residual kernels (fused); each checked against eager "
-        "on probe texts, falling back with a logged reason; auto = fused on CUDA, eager elsewhere "
-        "(docs/encoding.md) [auto]",
-    )
-    p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
-    p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
-    p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
-    p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
-    p.add_argument("--similarity", choices=["dot", "cosine"], help="dual encoder similarity [dot]")
-    p.add_argument(
-        "--cache-dir", help="corpus embedding cache [$MTRBENCH_CACHE_DIR/embeddings or ~/.cache/mtrbench/embeddings]"
-    )
-    p.add_argument("--no-cache", action="store_true", help="encode the corpus without reading or writing the cache")
-    p.add_argument("--top-k", type=positive_int, default=100, help="documents retrieved per query [100]")
-
-
-def _add_scale_flags(p: argparse.ArgumentParser) -> None:
-    """The "past one device" group: Ray, out-of-memory search and approximate indexes."""
-    scale = p.add_argument_group("past one device (docs/scale.md)")
-    scale.add_argument(
-        "--ray",
-        action="store_true",
-        help="encode the corpus on a local Ray (an actor pool of the "
-        "engine) and search its cached shards in Ray workers",
-    )
-    scale.add_argument("--ray-address", metavar="ADDR", help="as --ray, on the Ray cluster at ADDR (ray.init address)")
-    scale.add_argument(
-        "--ray-workers", type=positive_int, help="encoding actors and search workers [one per GPU, else 2]"
-    )
-    scale.add_argument(
-        "--search-memory",
-        metavar="SIZE",
-        help="search the cached corpus embeddings from disk in this footprint (e.g. 8GB, 512MB)",
-    )
-    scale.add_argument(
-        "--index",
-        help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
-        "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)",
-    )
-
-
-def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
-    """Hybrid fusion, parent-child chunking and cross-encoder reranking on top of the first stage."""
-    p.add_argument(
-        "--alpha",
-        type=ListFlag(share),
-        help="hybrid:DENSE+bm25 only: dense share, score = alpha * dense_norm + "
-        "(1 - alpha) * bm25_norm (min-max per query); a comma list sweeps [0.7]",
-    )
-    p.add_argument(
-        "--candidate-k",
-        type=ListFlag(positive_int),
-        help="hybrid only: documents each leg retrieves before the union; a comma list sweeps [max(top-k, 100)]",
-    )
-    p.add_argument(
-        "--chunking",
-        type=chunking_spec,
-        help="parent-child retrieval: children of sentences:SIZE:STRIDE (H-RAG: "
-        "sentences:3:2) are retrieved (--candidate-k of them), parents scored by their "
-        "best child",
-    )
-    p.add_argument(
-        "--rank-parents",
-        action="store_true",
-        help="with --chunking: rescore the parents of the retrieved children on their own text with the same "
-        "model (H-RAG's rank_parents = true) instead of taking their best child's score",
-    )
-    p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
-    p.add_argument("--rerank-k", type=positive_int, default=100, help="documents reranked per query [100]")
-    p.add_argument(
-        "--rerank-batch-size", type=positive_int, default=32, help="query-document pairs per cross-encoder batch [32]"
-    )
-
-
-def _add_scoring_flags(p: argparse.ArgumentParser) -> None:
-    """The evaluation protocol, cutoffs and measures."""
-    p.add_argument(
-        "--protocol",
-        choices=["official", "trec_eval"],
-        help="official: score (and serialize) as the benchmark's own evaluation code does (MTRAG, BRIDGE, "
-        "MTR-SUITE; docs/protocols.md); trec_eval: mtrbench's trec_eval conventions [task card's]",
-    )
-    p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
-    p.add_argument(
-        "--metrics",
-        help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
-        "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]",
-    )
-
-
-def _add_model_source_and_output_flags(p: argparse.ArgumentParser) -> None:
-    """Which revision of a Hub model may run, and where the result files (and a Task A file) go."""
-    p.add_argument("--revision", help="model revision (commit) on the Hub")
-    p.add_argument("--trust-remote-code", action="store_true", help="allow code from the model repository")
-    p.add_argument("--output-dir", default="results", help="where result files go [results]")
-    p.add_argument(
-        "--mtrag-out",
-        metavar="FILE.jsonl",
-        help="also write the run as an MTRAGEval Task A prediction file (retrieval_taska: top 10 "
-        "contexts a query, the format's limit), checked with MTRAG's format rules; one mtrag-*/"
-        "mtragun-* task, one model, one history; score it with `mtrbench score --predictions`",
-    )
-    p.add_argument(
-        "--ikat-out",
-        metavar="FILE",
-        help="also write the run as a TREC iKAT run file (the official JSON of the card's year; 2025: JSON "
-        "lines): top 1000 passages a turn with their texts, the statements --ptkb added, no response text; "
-        "checked with the organisers' structural checks; one ikat-* task, one model, one history",
-    )
-    p.add_argument(
-        "--passage-db",
-        metavar="DB",
-        help="with --ikat-out: the organisers' passage-id database (sqlite) to check the passage ids against",
-    )
+    from mtrbench.results.result import Result
+    from mtrbench.retrieve import ResolvedModel, RetrieverOptions
 
 
 def _listed(values: list[str] | None) -> list[str]:
@@ -278,6 +42,8 @@ def _listed(values: list[str] | None) -> list[str]:
 
 def _eval_models(args: argparse.Namespace) -> list[str]:
     """--model (one or more), or the dual encoder named by --query-model/--doc-model."""
+    from mtrbench.retrieve.registry import pair_name  # deferred: typos fail before it loads
+
     if args.query_model or args.doc_model:
         if not (args.query_model and args.doc_model):
             raise MtrbenchError("--query-model and --doc-model go together")
@@ -330,6 +96,7 @@ def pair_argv(argv: list[str], model: str, task: str) -> list[str]:
 
 
 def _eval_config(args: argparse.Namespace) -> EvalConfig:
+    from mtrbench.cli.llm_flags import rewriter_from_args  # deferred: typos fail before it loads
     from mtrbench.measures import parse_k_values  # deferred: loads pytrec_eval
     from mtrbench.pipeline.evaluate import EvalConfig, command_line  # deferred: loads torch
 
@@ -366,6 +133,8 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
+    from mtrbench.retrieve import RetrieverOptions  # deferred: typos fail before it loads
+
     return RetrieverOptions.of(
         device=args.device,
         dtype=args.dtype,
@@ -488,6 +257,8 @@ def _check_names(args: argparse.Namespace) -> None:
 
 def _check_ikat_out(args: argparse.Namespace) -> None:
     """--ikat-out writes one run: one ikat-* task, one model, one history, no sweep."""
+    from mtrbench.data import resolve_card  # deferred: typos fail before it loads
+
     if not args.ikat_out:
         if args.passage_db:
             raise MtrbenchError("--passage-db checks the --ikat-out file: give --ikat-out too")
@@ -502,6 +273,9 @@ def _check_ikat_out(args: argparse.Namespace) -> None:
 
 
 def _write_ikat_out(args: argparse.Namespace, result, status) -> None:
+    from mtrbench.data import load_task, resolve_card  # deferred: typos fail before it loads
+    from mtrbench.results.ikat_out import write_ikat_out  # deferred: typos fail before it loads
+
     card = resolve_card(_eval_tasks(args)[0])
     task = load_task(card, split=result.split, data_dir=args.data_dir, corpus_path=args.corpus)
     checks = write_ikat_out(Path(args.ikat_out), result, card, task, Path(args.passage_db) if args.passage_db else None)
@@ -514,6 +288,9 @@ def _write_ikat_out(args: argparse.Namespace, result, status) -> None:
 
 def _check_mtrag_out(args: argparse.Namespace) -> None:
     """--mtrag-out writes one run: one task (an MTRAG/MTRAG-UN card), one model, one history, no sweep."""
+    from mtrbench.data import resolve_card  # deferred: typos fail before it loads
+    from mtrbench.results.mtrag_taska import check_request  # deferred: typos fail before it loads
+
     if not args.mtrag_out:
         return
     histories = [h.strip() for h in args.history.split(",") if h.strip()]
@@ -536,6 +313,9 @@ def _check_mtrag_out(args: argparse.Namespace) -> None:
 
 def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
     """The Task A file of the run (evaluated now, or finished before and read back from its .run.trec)."""
+    from mtrbench.data import load_task, resolve_card  # deferred: typos fail before it loads
+    from mtrbench.results.mtrag_taska import MODE, write_taska  # deferred: typos fail before it loads
+
     task = load_task(
         resolve_card(_eval_tasks(args)[0]), split=result.split, data_dir=args.data_dir, corpus_path=args.corpus
     )
@@ -558,6 +338,8 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    from mtrbench.retrieve import resolve  # deferred: typos fail before it loads
+
     _check_names(args)  # before the imports below, which load the pipeline
     _refuse_flags_bm25_ignores(args)
     _check_mtrag_out(args)
@@ -602,6 +384,8 @@ ENCODER_ONLY_FLAGS = (
 
 
 def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
+    from mtrbench.retrieve import resolve  # deferred: typos fail before it loads
+
     models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
     if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
         refuse_ignored(
@@ -637,6 +421,8 @@ def _evaluate_pairs(
     from mtrbench.pipeline.evaluate import command_line, run_eval  # deferred: loads torch
     from mtrbench.pipeline.known_plans import finished_before_loading  # deferred: loads torch
     from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
+    from mtrbench.results.result import Result  # deferred: typos fail before it loads
+    from mtrbench.retrieve import assemble  # deferred: typos fail before it loads
 
     outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
@@ -686,6 +472,8 @@ def _evaluate_pairs(
 
 def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Console) -> None:
     """Where the result files went, and the --mtrag-out file of the run (evaluated now or read back)."""
+    from mtrbench.results.result import Result  # deferred: typos fail before it loads
+
     status.print(
         f"[dim]results: {len(outcome.written)} JSON file(s) written with TREC runs and per-query metrics under "
         f"{Path(args.output_dir).resolve()}[/dim]",

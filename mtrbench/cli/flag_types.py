@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 
 from mtrbench.infra.errors import MtrbenchError, UserInputError
-from mtrbench.retrieve.chunking import Chunking
 
 
 def _number_text(value: float) -> str:
@@ -163,6 +162,8 @@ significance = FloatFlag(0.0, 1.0, low_open=True, high_open=True, message="must 
 
 def chunking_spec(text: str) -> str:
     """``--chunking sentences:SIZE:STRIDE``, checked (size, stride and their relation) and kept as given."""
+    from mtrbench.retrieve.chunking import Chunking  # deferred: mtrbench.retrieve loads the model registry
+
     try:
         Chunking.parse(text)
     except MtrbenchError as exc:

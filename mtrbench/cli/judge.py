@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtrbench.cli import judge_mtrag, judge_nuggets
-from mtrbench.cli.common import Handler, Subparsers, add_data_options
-from mtrbench.cli.flag_types import non_negative_int
-from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.loaders.rad_bench import load_rad_bench
 from mtrbench.formats.generations import read_generations
@@ -17,7 +15,6 @@ from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text, check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.numeric import json_text
-from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_MEASURES
 from mtrbench.judge.table import rad_bench_tables
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
@@ -25,88 +22,6 @@ from mtrbench.results.writer import safe_name
 if TYPE_CHECKING:
     from mtrbench.judge.api import JudgeOutcome
     from mtrbench.llm.config import JudgeConfig
-
-
-def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser(
-        "judge",
-        help="score generated answers: BLEU-1, ROUGE-L, citations, F1/EM, LLM judges, RAGAlign; RAD-Bench tables",
-        description="`judge run GENERATIONS.jsonl --task T`: reference measures per turn, optionally "
-        "an LLM judge (RAD-Bench 1-10 rating or a correct/incorrect verdict) and RAGAlign. "
-        "`judge rad-bench --judgments DIR`: RAD-Bench's per-scenario table from judgment "
-        "files; `judge rad-bench --answers DIR --llm-model M`: rate RAD-Bench answers. "
-        "`judge nuggets`: nugget evaluation as TREC RAG and iKAT run it (docs/nuggets.md).",
-    )
-    actions = p.add_subparsers(dest="judge_action", metavar="{run,rad-bench,mtrag,nuggets}")
-    p.set_defaults(judge_parser=p)
-
-    r = actions.add_parser("run", help="score a generations file against a task")
-    r.add_argument("generations", help="generations JSONL: one {qid, answer, passages, generator, ...} per turn")
-    r.add_argument("--task", required=True, help="task name (`mtrbench tasks`), card YAML or data folder")
-    add_data_options(r)
-    r.add_argument(
-        "--measures",
-        default=",".join(DEFAULT_MEASURES),
-        help=f"reference measures, comma list ('' for none) [{','.join(DEFAULT_MEASURES)}]",
-    )
-    r.add_argument(
-        "--judge",
-        choices=["rating", "verdict"],
-        help="also ask an LLM judge: RAD-Bench's reference-guided 1-10 rating, or correct/incorrect",
-    )
-    r.add_argument(
-        "--scenario",
-        default="RR",
-        choices=["RS", "RR", "TR"],
-        help="RAD-Bench prompt family for --judge rating: RS synthesis, RR reasoning over the passages "
-        "shown, TR travel [RR]",
-    )
-    r.add_argument("--ragalign", help="with --judge verdict: RAGAlign measures, e.g. RAGAlign@10,RAGAlign@10(of=nDCG)")
-    r.add_argument("--run", dest="run_file", help="retrieval run (TREC) for RAGAlign [the passages shown, in order]")
-    r.add_argument(
-        "--max-passage-chars",
-        type=non_negative_int,
-        default=DEFAULT_MAX_PASSAGE_CHARS,
-        help=f"cut each passage shown to the judge, 0 = never [{DEFAULT_MAX_PASSAGE_CHARS}]",
-    )
-    r.add_argument("--output-dir", help="judge log, verdicts/ratings and summary [results/judge/<task>]")
-    r.add_argument("--output", help="results JSON [<output-dir>/scores.json]")
-    r.add_argument("--quiet", action="store_true", help="no progress bars, no per-turn table")
-    r.add_argument(
-        "--human-labels",
-        metavar="FILE",
-        help="with --judge: human ratings/verdicts of some turns (JSONL {id, label} or TSV id<TAB>label; id = "
-        "turn id, or <generator>|<turn id>): print the PPI mean and 95%% interval next to the judge's mean",
-    )
-    add_llm_arguments(r)
-
-    b = actions.add_parser("rad-bench", help="RAD-Bench: Table 2 from judgment files, or rate answer files")
-    source = b.add_mutually_exclusive_group(required=True)
-    source.add_argument("--judgments", help="judgment JSONL file, or a RAD-Bench folder (model_judgment/*.jsonl)")
-    source.add_argument(
-        "--answers",
-        help="RAD-Bench data folder with questions.jsonl, reference_answer/ and "
-        "model_answer/: rate the answers with an LLM judge",
-    )
-    b.add_argument("--models", help="with --answers: comma list of models to rate [all]")
-    b.add_argument(
-        "--drop-unparsable",
-        action="store_true",
-        help="leave out released ratings of -1 (unparsable) instead of averaging them as RAD-Bench does",
-    )
-    b.add_argument(
-        "--max-passage-chars",
-        type=non_negative_int,
-        default=0,
-        help="with --answers: cut each context shown to the judge, 0 = never [0]",
-    )
-    b.add_argument("--output-dir", help="with --answers: judge log, judgments and summary [results/judge/rad-bench]")
-    b.add_argument("--output", help="table JSON [with --judgments: required; with --answers: <output-dir>/table.json]")
-    b.add_argument("--quiet", action="store_true", help="no progress bars")
-    add_llm_arguments(b)
-    judge_mtrag.add_parser(actions)
-    judge_nuggets.add_parser(actions)
-    return {"judge": _cmd_judge}
 
 
 def _cmd_judge(args: argparse.Namespace) -> int:

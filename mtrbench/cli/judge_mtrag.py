@@ -6,66 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from mtrbench.cli.flag_types import positive_int
-from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, check_failure_rates, judges_from_args
+from mtrbench.cli.llm_flags import cache_from_args, check_failure_rates, judges_from_args
 from mtrbench.formats.mtrag_eval import check_predictions
-from mtrbench.formats.mtrag_modes import MODES
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.judge.mtrag.bertscore import BertScoreOptions
-from mtrbench.judge.mtrag.names import ALL_METRICS, OFFICIAL_MODEL
 from mtrbench.judge.mtrag.run import MtragJudgeOptions, judge_mtrag, parse_metric_list
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
-
-
-def add_parser(actions: argparse._SubParsersAction) -> None:
-    m = actions.add_parser(
-        "mtrag",
-        help="MTRAG/MTRAGEval generation metrics under their official names",
-        description="Score an MTRAGEval prediction file (generation tasks with `predictions`) "
-        "as MTRAG's official scripts do: Recall, RougeL_stemFalse, BertscoreP/R, "
-        "BertKPrec, Extractiveness_RougeL, Length, RB_agg; with an LLM judge "
-        "also RB_llm, RL_F, idk_eval, underspecified_eval and the conditioned "
-        "*_idk variants. Writes <output-dir>/metrics.jsonl and summary.json.",
-    )
-    m.add_argument("predictions", help="prediction JSONL (task_id, input, contexts, targets, predictions, ...)")
-    m.add_argument(
-        "--metrics",
-        help=f"comma list of official names [{','.join(ALL_METRICS[:7])}, plus "
-        f"{','.join(ALL_METRICS[7:])} when a judge is given]",
-    )
-    m.add_argument("--output-dir", help="metrics.jsonl, summary.json, LLM log [results/judge/mtrag/<file stem>]")
-    m.add_argument(
-        "--bertscore-model", default=OFFICIAL_MODEL, help=f"any Hugging Face id or folder [{OFFICIAL_MODEL}]"
-    )
-    m.add_argument(
-        "--bertscore-layers", type=positive_int, help="layer to read [bert-score's for its models, else the last]"
-    )
-    m.add_argument("--bertscore-baseline", help="rescaling baseline TSV for a model bert-score has none for")
-    m.add_argument("--bertscore-no-rescale", action="store_true", help="no baseline rescaling (not official)")
-    m.add_argument("--bertscore-batch-size", type=positive_int, default=16, help="pairs per BERTScore batch [16]")
-    m.add_argument("--device", help="BERTScore device [cuda when available]")
-    m.add_argument(
-        "--check-format",
-        choices=MODES,
-        metavar="MODE",
-        help=f"only run MTRAGEval's format check ({', '.join(MODES)}): one error line per problem",
-    )
-    m.add_argument("--input-file", help="with --check-format: the task input file whose task ids must match")
-    m.add_argument("--quiet", action="store_true", help="no progress bars")
-    m.add_argument(
-        "--human-labels",
-        metavar="FILE",
-        help="human labels of some tasks (JSONL {id: task_id, label} or TSV task_id<TAB>label): the PPI mean "
-        "and 95%% interval of --human-metric next to the judge's mean",
-    )
-    m.add_argument(
-        "--human-metric",
-        default="RB_llm",
-        choices=("RB_llm", "idk_eval", "underspecified_eval"),
-        help="what the human labels rate: RB_llm (a 1-10 rating, read as /10), idk_eval or underspecified_eval "
-        "(yes/no) [RB_llm]",
-    )
-    add_llm_arguments(m)
 
 
 def run(args: argparse.Namespace) -> int:

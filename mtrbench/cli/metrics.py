@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from mtrbench.cli.common import Handler, Subparsers
-
-
-def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("metrics", help="list measure families: accepted names, definition, citation")
-    p.add_argument("--json", action="store_true", help="print the list as JSON")
-    return {"metrics": _cmd_metrics}
-
 
 def _cmd_metrics(args: argparse.Namespace) -> int:
     import json

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mtrbench.cli.common import Handler, Subparsers
 from mtrbench.retrieve.registry import all_models
-
-
-def register(sub: Subparsers) -> dict[str, Handler]:
-    sub.add_parser("models", help="list model aliases and their prompts")
-    return {"models": _cmd_models}
 
 
 def _cmd_models(args: argparse.Namespace) -> int:

@@ -15,8 +15,8 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from mtrbench.cli import eval as eval_command
 from mtrbench.cli.flag_types import FloatFlag, IntFlag
+from mtrbench.cli.flags import eval as eval_flags
 from mtrbench.data.cards import all_cards
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.leaderboard.verify import Screened
@@ -187,7 +187,7 @@ SAFE_OPTIONS: dict[str, Callable[[str], str | None] | None] = {
 def eval_options() -> dict[str, argparse.Action]:
     """`mtrbench eval`'s options, from its own parser: option string -> argparse action."""
     commands = argparse.ArgumentParser(prog="mtrbench").add_subparsers()
-    eval_command.register(commands)
+    eval_flags.register(commands)
     return dict(commands.choices["eval"]._option_string_actions)
 
 
@@ -299,7 +299,7 @@ def _split_problem(given: dict[str, str | None]) -> str | None:
     split = given.get("--split")
     if split is None:
         return None
-    card = all_cards().get(given.get("--task") or eval_command.DEFAULT_TASK)
+    card = all_cards().get(given.get("--task") or eval_flags.DEFAULT_TASK)
     if card is not None and split not in card.splits:
         return f"--split {split!r}: task '{card.name}' has no such split ({', '.join(card.splits)})"
     return None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from mtrbench.cli.common import Handler, Subparsers, add_data_options
 from mtrbench.data import load_task, resolve_card
 from mtrbench.data.cards import all_cards
 from mtrbench.data.stats import task_stats
@@ -13,24 +12,6 @@ from mtrbench.infra.errors import MtrbenchError
 
 if TYPE_CHECKING:
     from mtrbench.data.cards import TaskCard
-
-
-def register(sub: Subparsers) -> dict[str, Handler]:
-    p = sub.add_parser("tasks", help="list task cards (--offline, --family), or `tasks show NAME [--stats]`")
-    p.add_argument("action", nargs="?", default="list", choices=["list", "show"])
-    p.add_argument("name", nargs="?")
-    p.add_argument("--stats", action="store_true", help="load the data and print descriptive statistics")
-    p.add_argument(
-        "--offline",
-        action="store_true",
-        help="list only the tasks whose data is on this machine (bundled or at the card's local path)",
-    )
-    p.add_argument(
-        "--family",
-        help="list only the tasks of this family (the card's format: bridge, chatrag, mtrag, trec-cast, ...)",
-    )
-    add_data_options(p)
-    return {"tasks": _cmd_tasks}
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:

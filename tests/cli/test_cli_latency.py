@@ -22,15 +22,42 @@ HEAVY = (
 )
 
 
-def imported_after(code: str) -> list[str]:
-    probe = f"import sys\n{code}\nimport json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+# `--help` imported 164 mtrbench modules when every command module registered its flags beside its handler (52
+# before the stage-runner refactor); flags modules alone import about 45
+MAX_MTRBENCH_MODULES = 60
+
+PROBE = f"""
+import contextlib, io, json, sys
+heavy = lambda: [m for m in {HEAVY!r} if m in sys.modules]
+ours = lambda: sorted(m for m in sys.modules if m == "mtrbench" or m.startswith("mtrbench."))
+import mtrbench.cli
+seen = {{"import": heavy()}}
+from mtrbench.cli import build_parser, main
+build_parser()
+seen["parser"], seen["parser_modules"] = heavy(), ours()
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+seen["help"], seen["help_modules"], seen["help_text"] = heavy(), ours(), out.getvalue()
+print(json.dumps(seen))
+"""
 
 
-def test_import_and_parser_pull_in_no_heavy_library():
-    assert imported_after("import mtrbench.cli") == []
-    assert imported_after("from mtrbench.cli import build_parser; build_parser()") == []
+def test_import_parser_and_help_pull_in_no_heavy_library_and_few_modules():
+    """One fresh interpreter (import counting needs a clean one): `import mtrbench.cli`, building the whole parser
+    and `--help` load no heavy library, and at most MAX_MTRBENCH_MODULES of mtrbench's own modules: no handler
+    module and none of the domain code behind it."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["import"] == seen["parser"] == seen["help"] == []
+    assert seen["help_text"].startswith("usage: mtrbench")
+    for modules in (seen["parser_modules"], seen["help_modules"]):
+        assert len(modules) <= MAX_MTRBENCH_MODULES, modules
+        handlers = [m for m in modules if m.startswith("mtrbench.cli.") and not m.startswith("mtrbench.cli.flag")]
+        assert set(handlers) <= {"mtrbench.cli.app", "mtrbench.cli.common"}, handlers
+        assert not [m for m in modules if m.startswith(("mtrbench.pipeline", "mtrbench.retrieve", "mtrbench.data"))]
 
 
 TYPOS = [

@@ -11,7 +11,7 @@ import pytest
 
 import mtrbench
 from mtrbench.cli import build_parser
-from mtrbench.cli.app import COMMAND_MODULES
+from mtrbench.cli.app import COMMAND_MODULES, resolve_handler
 
 PACKAGE = Path(mtrbench.__file__).resolve().parent
 CLI = PACKAGE / "cli"
@@ -75,14 +75,18 @@ def test_core_functions_take_typed_options():
 
 
 def test_every_command_module_registers_the_same_way():
+    """Each flags module registers its commands and names each handler as "module:function" in the handler
+    module of the same family; every name resolves to a function."""
     for module in COMMAND_MODULES:
-        assert module.__name__.startswith("mtrbench.cli.")
+        assert module.__name__.startswith("mtrbench.cli.flags."), module.__name__
         sub = argparse.ArgumentParser().add_subparsers()
         handlers = module.register(sub)
         assert handlers and set(handlers) <= set(sub.choices), module.__name__
-        assert all(callable(h) for h in handlers.values())
+        family = module.__name__.rsplit(".", 1)[1]
+        assert all(name.startswith(f"mtrbench.cli.{family}:") for name in handlers.values()), handlers
+        assert all(callable(resolve_handler(name)) for name in handlers.values())
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
-    owner = {name: p.get_default("handler").__module__ for name, p in commands.items()}
+    owner = {name: p.get_default("handler").partition(":")[0] for name, p in commands.items()}
     assert set(owner) == {
         "eval",
         "score",
@@ -108,6 +112,24 @@ def test_every_command_module_registers_the_same_way():
     }
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"
+
+
+def test_flags_modules_import_no_handler_module():
+    """A flags module imports argparse, the flag helpers and constants; never a handler module of mtrbench.cli
+    (which would load its family's domain code with the parser)."""
+    light = ("mtrbench.cli.common", "mtrbench.cli.flag_types", "mtrbench.cli.flags")
+    offenders = []
+    for path in sorted((CLI / "flags").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                modules = (
+                    [node.module] if node.module != "mtrbench.cli" else [f"mtrbench.cli.{a.name}" for a in node.names]
+                )
+            offenders += [
+                f"{path.name} imports {m}" for m in modules if m.startswith("mtrbench.cli") and not m.startswith(light)
+            ]
+    assert not offenders
 
 
 @pytest.mark.parametrize("concept", ["encode", "audit", "assess", "judge", "leaderboard", "llm", "synthesize"])

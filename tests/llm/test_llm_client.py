@@ -14,7 +14,8 @@ import pytest
 from llm_server import Reply, ScriptedChatServer, sequence
 
 from mtrbench.cli.app import Parser
-from mtrbench.cli.llm_flags import add_llm_arguments, cache_from_args, judges_from_args
+from mtrbench.cli.flags.llm import add_llm_arguments
+from mtrbench.cli.llm_flags import cache_from_args, judges_from_args
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.llm import (
     ChatClient,
