@@ -9,12 +9,12 @@ import math
 
 import pytest
 
-import mtrbench.cli.score as score_cli
 from mtrbench.cli import main
 from mtrbench.formats.qrels import format_qrels
 from mtrbench.formats.run import format_run
 from mtrbench.infra.errors import DataError
 from mtrbench.infra.numeric import json_lines, json_text
+from mtrbench.results.scored_run import ScoredRun
 
 DOCUMENT = {"b": [1, 2.5, {"é": None}], "a": "x"}
 
@@ -64,7 +64,7 @@ def test_score_output_with_a_nan_is_one_error_line_exit_2_and_no_file(tmp_path, 
     def report_gone_wrong(self, scores, analyses):
         return {"run": self.run_path, "scores": {**scores, "ndcg_cut_10": math.nan}}
 
-    monkeypatch.setattr(score_cli._ScoredRun, "report", report_gone_wrong)
+    monkeypatch.setattr(ScoredRun, "report", report_gone_wrong)
     argv = ["score", "--run", str(tmp_path / "run.trec"), "--qrels", str(tmp_path / "q.qrels")]
     assert main([*argv, "--output", str(output)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
