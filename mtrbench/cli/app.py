@@ -41,6 +41,7 @@ from mtrbench.cli.flags import (
 from mtrbench.cli.flags import eval as eval_command
 from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.infra.reporting import cli_output
+from mtrbench.llm.redact_command import redact_argv
 
 # In the order `mtrbench --help` lists them.
 COMMAND_MODULES: tuple[ModuleType, ...] = (
@@ -122,7 +123,8 @@ def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        args.argv = list(sys.argv[1:] if argv is None else argv)  # recorded in results as the reproducing command
+        # recorded in results as the reproducing command, by every command that records one: credentials masked here
+        args.argv = redact_argv(sys.argv[1:] if argv is None else argv)
         if args.command is None:
             parser.print_help()
             return 0
