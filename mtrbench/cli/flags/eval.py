@@ -16,7 +16,7 @@ from mtrbench.cli.flag_types import (
     positive_int,
     share,
 )
-from mtrbench.cli.flags.choices import DEFAULT_OVERWRITE, OVERWRITE_STRATEGIES
+from mtrbench.cli.flags.choices import DEFAULT_OVERWRITE, OFFICIAL_PROTOCOLS, OVERWRITE_STRATEGIES
 from mtrbench.cli.flags.llm import add_rewriter_arguments
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
@@ -204,14 +204,15 @@ def _add_scoring_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--protocol",
         choices=["official", "trec_eval"],
-        help="official: score (and serialize) as the benchmark's own evaluation code does (MTRAG, BRIDGE, "
-        "MTR-SUITE; docs/protocols.md); trec_eval: mtrbench's trec_eval conventions [task card's]",
+        help="official: score (and serialize) as the benchmark's own evaluation code does, for the tasks of "
+        f"a benchmark with one ({', '.join(OFFICIAL_PROTOCOLS)}; docs/protocols.md); trec_eval: mtrbench's "
+        "trec_eval conventions [task card's]",
     )
-    p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [task card's: 1,3,5,10,20,100]")
+    p.add_argument("--k", dest="k_values", help="metric cutoffs, comma separated [the task card's own cutoffs]")
     p.add_argument(
         "--metrics",
         help="measures (`mtrbench metrics`): strings like nDCG@10,R@100(rel=2), or family "
-        "names expanded over --k [task card's: ndcg,recall,mrr,map,precision,hit]",
+        "names expanded over --k [the task card's own measures]",
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 
 from mtrbench.cli.common import Subparsers, add_analysis_options
 from mtrbench.cli.flag_types import non_negative_float, positive_int, seed, significance
+from mtrbench.cli.flags.choices import OFFICIAL_PROTOCOLS
 
 
 def register(sub: Subparsers) -> dict[str, str]:
@@ -78,8 +79,9 @@ def _add_score_measures(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--protocol",
-        help="trec_eval, or a benchmark's official conventions: official:mtrag | official:bridge | "
-        "official:mtr-suite (docs/protocols.md) [trec_eval; official:mtrag with --predictions]",
+        help="trec_eval, or a benchmark's official conventions: "
+        f"{' | '.join(f'official:{name}' for name in OFFICIAL_PROTOCOLS)}, or official with --task (its card's) "
+        "(docs/protocols.md) [trec_eval; official:mtrag with --predictions]",
     )
 
 
