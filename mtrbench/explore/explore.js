@@ -55,13 +55,18 @@
     var count = el("p", {id: "count", "class": "meta"});
     app.appendChild(count);
     var head = el("tr");
-    var columns = [["id", "conversation", false], ["turns", "turns", true], ["switch", "switch at", true]];
-    systems.forEach(function (name, i) { columns.push(["mean" + i, name, true]); });
-    columns.push(["diff", "B \u2212 A", true], ["matching", "matching turns", true]);
+    // [key, header, numeric, css, first click]: a first click puts the weak end first, what a reader hunting
+    // failures looks for: a system's lowest means, and for B - A the conversations where A loses most to B
+    // (the largest B - A, as the filter "A loses to B by at least" reads); a second click reverses.
+    var columns = [["id", "conversation", false, "id", "ascending"], ["turns", "turns", true, "count", "ascending"],
+      ["switch", "switch at", true, "count", "ascending"]];
+    systems.forEach(function (name, i) { columns.push(["mean" + i, name, true, "system", "ascending"]); });
+    columns.push(["diff", "B \u2212 A", true, "diff", "descending"], ["matching", "matching turns", true, "turnlinks", "ascending"]);
     columns.forEach(function (c) {
-      var th = el("th", {"class": "sortable" + (c[2] ? " num" : ""), "data-key": c[0], text: c[1], tabindex: "0"});
+      var th = el("th", {"class": "sortable " + c[3] + (c[2] ? " num" : ""), "data-key": c[0], text: c[1], tabindex: "0",
+        title: c[3] === "system" ? c[1] : null});
       th.addEventListener("click", function () {
-        state.ascending = state.sort === c[0] ? !state.ascending : true;
+        state.ascending = state.sort === c[0] ? !state.ascending : c[4] === "ascending";
         state.sort = c[0];
         Array.prototype.forEach.call(head.cells, function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", state.ascending ? "ascending" : "descending");
@@ -70,7 +75,11 @@
       head.appendChild(th);
     });
     var body = el("tbody");
-    app.appendChild(el("div", {"class": "scroll"}, [el("table", {id: "conversations"}, [el("thead", {}, [head]), body])]));
+    // Columns share the page's width (system names wrap in their headers); with many systems the table keeps
+    // a floor per column and scrolls inside its box instead of squeezing numbers.
+    var table = el("table", {id: "conversations", style: "min-width:" + (30 + 5 * systems.length) + "em"},
+      [el("thead", {}, [head]), body]);
+    app.appendChild(el("div", {"class": "scroll"}, [table]));
 
     function matching(c) {
       var d = delta.value === "" ? null : parseFloat(delta.value);
@@ -160,14 +169,38 @@
       });
     });
   }
-  function queryBox(q) {
+  // One part of a query (kept, or cut by truncation) with the turn's question marked where it is in it.
+  function queryPart(tag, attrs, text, question) {
+    var node = el(tag, attrs);
+    var at = question ? text.lastIndexOf(question) : -1;
+    if (at < 0) { node.textContent = text; return {node: node, found: false}; }
+    node.appendChild(document.createTextNode(text.slice(0, at)));
+    node.appendChild(el("span", {"class": "current", title: "this turn's question", text: question}));
+    node.appendChild(document.createTextNode(text.slice(at + question.length)));
+    return {node: node, found: true};
+  }
+  function queryBox(q, question) {
     var box = el("div", {"class": "query"});
     if (q.note && !q.kept) { box.appendChild(el("em", {text: q.note})); return box; }
-    if (q.cut_before) { box.appendChild(el("del", {title: "cut by truncation", text: q.cut_before})); }
-    box.appendChild(el("span", {"class": "kept", text: q.kept || ""}));
-    if (q.cut_after) { box.appendChild(el("del", {title: "cut by truncation", text: q.cut_after})); }
+    // the question is marked once: in the kept text where it is there, else where truncation cut it
+    var kept = queryPart("span", {"class": "kept"}, q.kept || "", question);
+    var after = queryPart("del", {title: "cut by truncation"}, q.cut_after || "", kept.found ? "" : question);
+    var before = queryPart("del", {title: "cut by truncation"}, q.cut_before || "", kept.found || after.found ? "" : question);
+    if (q.cut_before) { box.appendChild(before.node); }
+    box.appendChild(kept.node);
+    if (q.cut_after) { box.appendChild(after.node); }
     if (q.note) { box.appendChild(el("div", {"class": "muted", text: q.note})); }
     return box;
+  }
+  // A long query scrolls inside its box: show the turn's question (the end of a history-first query, the
+  // start of a current-first one), with as much of what precedes it as fits above.
+  function showQuestions() {
+    Array.prototype.forEach.call(document.querySelectorAll(".query"), function (box) {
+      var current = box.querySelector(".current");
+      if (!current) { box.scrollTop = box.scrollHeight; return; }  // no question in it: the end, nearest the turn
+      var top = current.offsetTop, bottom = top + current.offsetHeight;
+      box.scrollTop = Math.min(top, Math.max(0, bottom - box.clientHeight));
+    });
   }
   function answerBox(answer, anchor) {
     var box = el("div", {"class": "answer"});
@@ -231,7 +264,7 @@
   function systemBlock(turn, s, si) {
     var block = el("div", {"class": "system", "data-system": String(si)});
     block.appendChild(el("h3", {text: data.systems[si].name}));
-    block.appendChild(queryBox(s.query || {}));
+    block.appendChild(queryBox(s.query || {}, turn.utterance));
     var rows = el("tbody");
     data.measures.forEach(function (k) {
       var v = s.scores ? s.scores[k] : undefined;
@@ -273,6 +306,8 @@
       section.appendChild(grid);
       app.appendChild(section);
     });
+    showQuestions();
+    window.addEventListener("resize", showQuestions);
   }
 
   if (data.kind === "list") { listPage(); } else { conversationPage(); }
