@@ -13,6 +13,7 @@ from llm_server import Reply, ScriptedChatServer
 from mtrbench.data import load_task
 from mtrbench.judge.nuggets.prompts import ASSIGN_SYSTEM, CREATE_SYSTEM, LABEL_SYSTEM
 from mtrbench.judge.nuggets.run import NuggetJudgeOptions, judge_nuggets
+from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 
 GENERATIONS = Path(__file__).resolve().parents[1] / "data" / "generations-sample.jsonl"
@@ -38,9 +39,11 @@ def scripted(body: dict) -> Reply:
 
 
 def _judge(out: Path, base_url: str, model: str):
+    """Through the log in ``out`` and a response cache beside it: neither may answer for another model."""
     judge = JudgeConfig(name="j", model=model, base_url=base_url, max_retries=0, parse_retries=0)
     options = NuggetJudgeOptions(output_dir=out, yes=True, show_progress=False)
-    return judge_nuggets([GENERATIONS], load_task("mtrbench-sample"), judge, options)
+    cache = ResponseCache(out.parent / "cache.sqlite")
+    return judge_nuggets([GENERATIONS], load_task("mtrbench-sample"), judge, options, cache=cache)
 
 
 def _read(path: Path) -> list[dict]:
