@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from cli_run import run_cli
 from llm_server import Reply, ScriptedChatServer
 
 from mtrbench.cli import main
@@ -427,7 +428,7 @@ def test_unparseable_agent_fails_the_pair_and_next_run_retries_it(native_mini, t
 
 
 @pytest.mark.slow
-def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini, tmp_path):
+def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini, tmp_path, monkeypatch):
     held = ("c1_3", "orrin-open")  # the 5th pair: one worker, so pairs 1-4 are finished when it hangs
     first = Responder(hold=held)
     env = dict(os.environ, OPENAI_API_KEY=SECRET)
@@ -460,20 +461,12 @@ def test_killed_run_resumes_with_requests_only_for_unfinished_pairs(native_mini,
     assert not (tmp_path / "out" / "refined_qrels.trec").exists()
 
     second = Responder()
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with ScriptedChatServer(second) as server:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mtrbench.cli",
-                *args[: args.index("--judges") + 1],
-                write_judges(tmp_path, server.base_url),
-                *args[args.index("--judges") + 2 :],
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        proc = run_cli(  # the rerun needs no process of its own
+            *args[: args.index("--judges") + 1],
+            write_judges(tmp_path, server.base_url),
+            *args[args.index("--judges") + 2 :],
         )
         assert proc.returncode == 0, proc.stderr
         # pairs 5-8 only: 4 + 4 + 4 (two rounds each) + 3 (round 1 with one malformed retry)

@@ -20,6 +20,7 @@ from pathlib import Path
 from statistics import fmean
 
 import pytest
+from cli_run import run_cli
 from llm_server import Reply, ScriptedChatServer
 from scipy.stats import pearsonr
 
@@ -375,7 +376,7 @@ def test_human_scores_wide_csv_and_errors(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_after_kill_asks_only_what_the_log_lacks(native_mini, mini_task, tmp_path):
+def test_resume_after_kill_asks_only_what_the_log_lacks(native_mini, mini_task, tmp_path, monkeypatch):
     from mtrbench.audit.plan import prompt_hash
 
     out = tmp_path / "audit"
@@ -428,7 +429,8 @@ def test_resume_after_kill_asks_only_what_the_log_lacks(native_mini, mini_task, 
             "Document ID: [1]" if "most likely source" in body["messages"][-1]["content"] else "Rating: 4"
         )
     ) as server:
-        proc = subprocess.run(command(server.base_url), env=env, capture_output=True, text=True, timeout=120)
+        monkeypatch.setenv(KEY_ENV, SECRET)
+        proc = run_cli(*command(server.base_url)[3:])  # the rerun needs no process of its own
         assert proc.returncode == 0, proc.stderr
         asked = [prompt_hash(body["messages"]) for body in server.requests]
     assert sorted(asked) == sorted(planned - answered)  # each missing item once, nothing already in the log

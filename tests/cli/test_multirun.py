@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 os.environ.setdefault("MTEB_CACHE", str(Path(tempfile.gettempdir()) / "mtrbench-tests-mteb-cache"))
 
@@ -39,11 +40,9 @@ def results(folder: Path) -> dict[tuple[str, str], Path]:
 
 @pytest.mark.slow
 def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(native_mini, tmp_path):
+    """Only the killed run needs a process of its own; the rerun and the run after it are in-process."""
     out, cache = tmp_path / "results", tmp_path / "cache"
     args = [
-        sys.executable,
-        "-m",
-        "mtrbench.cli",
         "eval",
         "-m",
         "minilm",
@@ -68,7 +67,9 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
         ("bm25", "native-mini"),
         ("bm25", "mtrbench-sample"),
     ]
-    proc = subprocess.Popen(args, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mtrbench.cli", *args], env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     deadline = time.time() + 300
     while not results(out) and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)
@@ -80,7 +81,7 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
     assert done == order[: len(done)] and len(done) < len(order)  # killed part way, finished pairs in order
     mtimes = {pair: finished[pair].stat().st_mtime_ns for pair in done}
 
-    rerun = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=600)
+    rerun = run_cli(*args)
     assert rerun.returncode == 0, rerun.stderr
     skipped = {
         (m, t)
@@ -100,7 +101,7 @@ def test_killed_two_model_two_task_run_resumes_with_only_the_missing_pairs(nativ
     command = json.loads(results(out)[order[2]].read_text())["mtrbench"]["command"]
     assert f"--model bm25 --task {native_mini}" in command and "minilm" not in command
 
-    again = subprocess.run(args, env=env(), capture_output=True, text=True, timeout=600)
+    again = run_cli(*args)
     assert again.returncode == 0
     assert sum(1 for line in again.stderr.splitlines() if SKIP_NOTE.match(line)) == 4
 

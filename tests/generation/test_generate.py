@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from llm_server import Reply, ScriptedChatServer
 
 from mtrbench.cli import main
@@ -350,7 +351,7 @@ def test_a_failed_rewrite_keeps_its_malformed_replies_redacted(native_mini, tmp_
 
 
 @pytest.mark.slow
-def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_path):
+def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_path, monkeypatch):
     """A real process killed mid-run (its third request hangs), then a rerun: the server sees only the
     three turns that were not written, and the torn line a kill can leave is dropped with a warning."""
     run = write_run(tmp_path)
@@ -379,19 +380,9 @@ def test_killed_generation_resumes_with_only_unfinished_turns(native_mini, tmp_p
         handle.write('{"qid": "c1_9", "answer": "half')
 
     generator = ScriptedGenerator()
+    monkeypatch.setenv(KEY_ENV, SECRET)
     with ScriptedChatServer(generator) as server:
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "mtrbench.cli",
-                *generate_args(native_mini, server, "--run", str(run), "--no-llm-cache"),
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = run_cli(*generate_args(native_mini, server, "--run", str(run), "--no-llm-cache"))  # in-process
         assert result.returncode == 0, result.stderr
         assert server.request_count == 3
         assert set(generator.prompts) == {"c1_1", "c1_2", "c1_3", "c1_4", "c1_5"} - done

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from cli_run import run_cli
 from llm_server import Reply, ScriptedChatServer
 from scipy.stats import pointbiserialr
 
@@ -171,7 +172,7 @@ def test_rag_end_to_end_and_rerun_asks_nothing(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_path):
+def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_path, monkeypatch):
     out = tmp_path / "results"
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{KEY_ENV: SECRET})
     done_before_kill = 5
@@ -199,15 +200,10 @@ def test_rag_killed_during_generation_resumes_with_only_unfinished_turns(tmp_pat
     assert len([l for l in generations.read_text().splitlines() if l.strip()]) == done_before_kill
 
     resumed = GeneratorAndJudge()
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.chdir(tmp_path)
     with ScriptedChatServer(resumed) as server:
-        done = subprocess.run(
-            [sys.executable, "-m", "mtrbench.cli", *rag_args(server, out, "--no-llm-cache")],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = run_cli(*rag_args(server, out, "--no-llm-cache"))  # the rerun needs no process of its own
         assert done.returncode == 0, done.stderr[-2000:]
     task = sample()
     first = task.queries[:LIMIT]
