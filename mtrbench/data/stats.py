@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from mtrbench.data.model import ASSISTANT, TaskData
 
 
-def _summary(values: list[int | float]) -> dict[str, float]:
+def _summary(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"mean": 0.0, "median": 0.0, "min": 0, "max": 0}
     return {
