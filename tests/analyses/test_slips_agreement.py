@@ -3,6 +3,7 @@ binary measure uses --threshold as trec_eval's relevance level. Expected values 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from statistics import NormalDist
 
@@ -11,6 +12,7 @@ import pytest
 import pytrec_eval
 
 from mtrbench.analyses.qrels_agreement import AgreeOptions, agree
+from mtrbench.cli import main
 
 LLM = {"q1": {"d1": 3, "d2": 2, "d3": 0, "d4": 1}, "q2": {"d1": 0, "d2": 1, "d3": 2, "d4": 3}}
 HUMAN = {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 0, "d4": 3}}  # four of the LLM's eight pairs
@@ -86,3 +88,13 @@ def test_ranking_of_a_binary_measure_uses_the_threshold(tmp_path, threshold):
     assert second == pytest.approx(_precision_at_2(HUMAN, threshold))
     # the fixture's point: at trec_eval's default level 1 the LLM's precisions differ
     assert _precision_at_2(LLM, 1) != pytest.approx(_precision_at_2(LLM, threshold))
+
+
+def test_cli_ranking_uses_the_threshold_when_no_relevance_level_is_given(tmp_path, capsys):
+    runs = [_write_run(tmp_path / f"{name}.trec", name, ranking) for name, ranking in RUNS.items()]
+    out = tmp_path / "agree.json"
+    argv = ["qrels", "agree", _write_qrels(tmp_path / "llm.qrels", LLM), _write_qrels(tmp_path / "human.qrels", HUMAN)]
+    assert main([*argv, "--threshold", "3", "--runs", *runs, "--measure", "P@2", "--output", str(out)]) == 0
+    capsys.readouterr()
+    ranking = json.loads(out.read_text())["ranking"]
+    assert dict(zip(ranking["systems"], ranking["means_first"])) == pytest.approx(_precision_at_2(LLM, 3))
