@@ -64,9 +64,10 @@ def run_eval(
     if not plan.histories:
         return []
     t0 = time.perf_counter()
+    loaded = task is None  # data built in Python has no files to read its judgments from again
     task = task if task is not None else _load(plan, config, say)
     partial = partial_corpus(task, scored=False)
-    if partial is not None and plan.protocol.is_official:  # the organisers score every judgment: read them again
+    if partial is not None and plan.protocol.is_official and loaded:  # the organisers score every judgment
         every = with_every_judgment(task, plan.card, config.data_dir)
         task, partial = (task, partial) if every is None else (every, replace(partial, scored=True))
     if config.limit is not None:
