@@ -10,12 +10,15 @@ reports UMBRELA's labels: Cohen's kappa on the pairs both judge, and whether the
 * Given runs, each run is scored against each whole file (not only the shared pairs, as a track scores runs
   against its qrels) and the two rankings are compared by ``meta stability``'s ``rank_agreement``
   (Kendall tau-b, tau_AP, swapped pairs).
+* A pair one file judges twice with different grades keeps the later grade, with a warning counting such pairs per
+  file; a threshold above every grade of both files (no pair relevant) is refused.
 * With the second file taken as human labels of a subset of the first (an LLM's), PPI (``analyses.ppi``) gives the
   share of relevant pairs and the mean grade over the first file's pairs, corrected by the shared ones.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,8 +28,10 @@ import numpy as np
 from mtrbench.analyses.meta.inputs import InputSpec, file_label, runs_matrices
 from mtrbench.analyses.meta.stability import RankAgreement, rank_agreement
 from mtrbench.analyses.ppi import PPIEstimate, ppi_mean
-from mtrbench.formats.qrels import Qrels, read_qrels
+from mtrbench.formats.qrels import Qrels, RepeatedJudgment, read_qrels
 from mtrbench.infra.errors import DataError, UserInputError
+
+log = logging.getLogger(__name__)
 
 Pair = tuple[str, str]  # (query id, document id)
 
@@ -57,9 +62,12 @@ class QrelsAgreement:
     ranking: RankAgreement | None = None
     ranking_measure: str | None = None
     ppi: dict[str, PPIEstimate] = field(default_factory=dict)  # "relevant share", "mean grade" (B as human)
+    regraded: dict[str, int] = field(default_factory=dict)  # file -> pairs it judges again with another grade
 
     def as_dict(self) -> dict:
         document = asdict(self)
+        if not self.regraded:
+            document.pop("regraded")
         if self.ranking is None:
             document.pop("ranking")
             document.pop("ranking_measure")
@@ -103,11 +111,13 @@ def agree(options: AgreeOptions) -> QrelsAgreement:
     """The agreement of two qrels files (TREC, whitespace-split as trec_eval does; or BEIR's layout)."""
     if options.threshold < 1:
         raise UserInputError(f"--threshold must be at least 1, got {options.threshold}")
-    first, second = read_qrels(options.first), read_qrels(options.second)
+    (first, regraded_first), (second, regraded_second) = _read(options.first), _read(options.second)
+    regraded = {path: n for path, n in ((options.first, regraded_first), (options.second, regraded_second)) if n}
     a, b = _pairs(first), _pairs(second)
     shared = [pair for pair in a if pair in b]
     if not shared:
         raise DataError(f"{options.first} and {options.second} judge no (query, document) pair in common")
+    _check_threshold(options, first, second)
     grades_a, grades_b = [a[p] for p in shared], [b[p] for p in shared]
     binary = cohen_kappa(
         [int(g >= options.threshold) for g in grades_a], [int(g >= options.threshold) for g in grades_b]
@@ -127,7 +137,38 @@ def agree(options: AgreeOptions) -> QrelsAgreement:
         ranking=ranking,
         ranking_measure=measure,
         ppi=_ppi(a, b, shared, options) if options.second_is_human else {},
+        regraded=regraded,
     )
+
+
+def _read(path: str) -> tuple[Qrels, int]:
+    """The file's judgments and how many pairs it judges again with another grade (the later kept), with a warning:
+    which grade is the file's label is a guess. A line repeating a pair's grade changes nothing and is not counted."""
+    regraded: dict[Pair, RepeatedJudgment] = {}
+
+    def heard(repeat: RepeatedJudgment) -> None:
+        if repeat.earlier != repeat.later:
+            regraded.setdefault((repeat.qid, repeat.doc_id), repeat)
+
+    qrels = read_qrels(path, on_repeat=heard)
+    if regraded:
+        first = next(iter(regraded.values()))
+        log.warning(
+            f"warning: {path}: {len(regraded)} (query, document) pair(s) judged again with another grade, the later "
+            f"kept (first: {first.where}, {first.qid} {first.doc_id}: {first.earlier} then {first.later})"
+        )
+    return qrels, len(regraded)
+
+
+def _check_threshold(options: AgreeOptions, first: Qrels, second: Qrels) -> None:
+    """A threshold above every grade of both files makes every pair non-relevant: binary kappa says nothing."""
+    files = ((options.first, first), (options.second, second))
+    top, path = max((max(g for docs in qrels.values() for g in docs.values()), path) for path, qrels in files)
+    if options.threshold > top:
+        raise UserInputError(
+            f"--threshold {options.threshold} is above every grade: the largest is {top} (in {path}), so no pair "
+            "would be relevant"
+        )
 
 
 def _ranking(options: AgreeOptions) -> tuple[RankAgreement, str]:

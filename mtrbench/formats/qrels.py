@@ -4,6 +4,8 @@ Two layouts of the same content, one judgment a line:
 
 * TREC: ``qid iter docid grade``, fields separated by any white space, ``iter`` unused;
 * BEIR: ``query-id<TAB>corpus-id<TAB>score`` after a header row naming those columns.
+
+A grade is a whole number within ``MAX_GRADE`` of 0 (see there).
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ from mtrbench.formats.run import id_problem
 from mtrbench.infra.errors import DataError
 
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> grade
+
+# trec_eval (and so pytrec_eval) keeps one counter per grade level up to the largest grade: a grade of 2**28 costs
+# seconds and memory, 2**31 - 1 crashes the process, and past a C int the grade overflows. Real scales stop far
+# below this bound (0-4, 0-100).
+MAX_GRADE = 1_000_000
+
+
+@dataclass(frozen=True)
+class RepeatedJudgment:
+    """A (query, document) pair judged again in one file; the later grade is the one kept."""
+
+    where: str  # the later line
+    qid: str
+    doc_id: str
+    earlier: int
+    later: int
 
 
 @dataclass(frozen=True)
@@ -47,12 +65,14 @@ def parse_qrels(
     layout: QrelsLayout | None = TREC,
     *,
     on_duplicate: Callable[[str, str], object] | None = None,
+    on_repeat: Callable[[RepeatedJudgment], object] | None = None,
     trec_ids: bool = False,
 ) -> Qrels:
     """Judgments from the lines of a qrels file; blank lines are skipped.
 
     ``layout=None`` takes BEIR's when the first non-blank line is its header, else TREC's. A query and
-    document judged twice keep the later grade; ``on_duplicate(qid, docid)`` hears of each such line.
+    document judged twice keep the later grade; ``on_duplicate(qid, docid)`` hears of each such line, and
+    ``on_repeat`` of it with both grades.
     ``trec_ids``: ids a TREC file cannot hold (BEIR's tab-separated layout can) are an error.
     """
     qrels: Qrels = {}
@@ -73,6 +93,8 @@ def parse_qrels(
         docs = qrels.setdefault(qid, {})
         if doc_id in docs and on_duplicate is not None:
             on_duplicate(qid, doc_id)
+        if doc_id in docs and on_repeat is not None:
+            on_repeat(RepeatedJudgment(locate(index), qid, doc_id, docs[doc_id], grade))
         docs[doc_id] = grade
     if header_due:
         raise DataError(f"{locate(0)}: qrels need the header '{layout.shape}'")
@@ -95,6 +117,11 @@ def _judgment(
     grade = parse_grade(value)
     if grade is None:
         raise DataError(f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is not an integer")
+    if abs(grade) > MAX_GRADE:
+        raise DataError(
+            f"{locate(index)} ({qid}): {layout.columns[-1]} '{value}' is out of range: a grade lies within "
+            f"{MAX_GRADE:,} of 0 (trec_eval keeps a counter per grade level up to the largest)"
+        )
     return qid, doc_id, grade
 
 
@@ -113,20 +140,20 @@ def parse_grade(text: str) -> int | None:
 
 def grade_of(value: object) -> int | None:
     """A grade from a parsed value (JSON, a ``datasets`` column): integers, integral floats and strings that
-    ``parse_grade`` reads; None for anything else (booleans, 1.5, inf, NaN, text)."""
+    ``parse_grade`` reads, within ``MAX_GRADE`` of 0; None for anything else (booleans, 1.5, inf, NaN, text)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, (float, str)):
-        return parse_grade(str(value))
-    return None
+    grade = value if isinstance(value, int) else parse_grade(str(value)) if isinstance(value, (float, str)) else None
+    return grade if grade is not None and abs(grade) <= MAX_GRADE else None
 
 
-def read_qrels(path: str | Path, layout: QrelsLayout | None = None) -> Qrels:
+def read_qrels(
+    path: str | Path, layout: QrelsLayout | None = None, on_repeat: Callable[[RepeatedJudgment], object] | None = None
+) -> Qrels:
     """A qrels file, errors naming ``path:line``; ``layout=None``: TREC, or BEIR when it starts with the header.
-    Ids a TREC run cannot hold and a file without any judgment are errors."""
-    qrels = parse_qrels(read_lines(path, "qrels"), at_line(path), layout, trec_ids=True)
+    Ids a TREC run cannot hold and a file without any judgment are errors; a pair judged again keeps the later
+    grade (``on_repeat`` hears of it)."""
+    qrels = parse_qrels(read_lines(path, "qrels"), at_line(path), layout, on_repeat=on_repeat, trec_ids=True)
     if not qrels:
         raise DataError(f"qrels file {path} is empty (no judgment)")
     return qrels
