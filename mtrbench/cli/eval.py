@@ -19,6 +19,8 @@ from mtrbench.cli.flag_types import (
 )
 from mtrbench.cli.flags.eval import DEFAULT_MODEL, DEFAULT_TASK
 from mtrbench.infra.errors import MtrbenchError, TooManyFailures
+from mtrbench.retrieve import RetrieverOptions, assemble, resolve
+from mtrbench.retrieve.registry import pair_name
 from mtrbench.serialize.history import ALL_HISTORIES, QueryFormat, get_strategy
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from mtrbench.pipeline.evaluate import EvalConfig
     from mtrbench.pipeline.plan import SkippedResult
     from mtrbench.results.result import Result
-    from mtrbench.retrieve import ResolvedModel, RetrieverOptions
+    from mtrbench.retrieve import ResolvedModel
 
 
 def _listed(values: list[str] | None) -> list[str]:
@@ -42,7 +44,6 @@ def _listed(values: list[str] | None) -> list[str]:
 
 def _eval_models(args: argparse.Namespace) -> list[str]:
     """--model (one or more), or the dual encoder named by --query-model/--doc-model."""
-    from mtrbench.retrieve.registry import pair_name  # deferred: typos fail before it loads
 
     if args.query_model or args.doc_model:
         if not (args.query_model and args.doc_model):
@@ -133,7 +134,6 @@ def _eval_config(args: argparse.Namespace) -> EvalConfig:
 
 
 def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
-    from mtrbench.retrieve import RetrieverOptions  # deferred: typos fail before it loads
 
     return RetrieverOptions.of(
         device=args.device,
@@ -338,7 +338,6 @@ def _write_mtrag_out(args: argparse.Namespace, result, status) -> None:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    from mtrbench.retrieve import resolve  # deferred: typos fail before it loads
 
     _check_names(args)  # before the imports below, which load the pipeline
     _refuse_flags_bm25_ignores(args)
@@ -384,7 +383,6 @@ ENCODER_ONLY_FLAGS = (
 
 
 def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
-    from mtrbench.retrieve import resolve  # deferred: typos fail before it loads
 
     models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
     if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
@@ -422,7 +420,6 @@ def _evaluate_pairs(
     from mtrbench.pipeline.known_plans import finished_before_loading  # deferred: loads torch
     from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
     from mtrbench.results.result import Result  # deferred: typos fail before it loads
-    from mtrbench.retrieve import assemble  # deferred: typos fail before it loads
 
     outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
