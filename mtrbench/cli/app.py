@@ -40,7 +40,6 @@ from mtrbench.cli.flags import (
 )
 from mtrbench.cli.flags import eval as eval_command
 from mtrbench.infra.errors import MtrbenchError, UserInputError
-from mtrbench.infra.reporting import cli_output
 from mtrbench.llm.redact_command import redact_argv
 
 # In the order `mtrbench --help` lists them.
@@ -115,8 +114,7 @@ def resolve_handler(name: str) -> Handler:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    with cli_output():  # the library's notes and warnings (logging) print as plain lines while a command runs
-        return _run(argv)
+    return _run(argv)
 
 
 def _run(argv: list[str] | None) -> int:
@@ -128,7 +126,10 @@ def _run(argv: list[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return resolve_handler(args.handler)(args)
+        from mtrbench.infra.reporting import cli_output  # deferred: loads tqdm, which --help and usage errors skip
+
+        with cli_output():  # the library's notes and warnings (logging) print as plain lines while a command runs
+            return resolve_handler(args.handler)(args)
     except MtrbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 2)
