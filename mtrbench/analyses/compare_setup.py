@@ -47,6 +47,7 @@ def run_judgments(systems: list[str], source: JudgmentSource, measure_strings: l
         qrels, level = task.qrels(), card.relevance_level
         conversations = {q.qid: q.conversation_id for q in task.queries}
     else:
+        assert source.qrels is not None  # checked above: --qrels or --task
         qrels, level, conversations = read_qrels(source.qrels), 1, {}
     level = level if source.relevance_level is None else source.relevance_level
     return RunJudgments(qrels, level, measures, conversations)
@@ -78,8 +79,13 @@ def named(systems: list[SystemScores], names: list[str] | None) -> list[SystemSc
     """``names``, else each system's own name; for results of one model, the history alone."""
     if names is not None:
         return [dataclasses.replace(s, name=n) for s, n in zip(systems, names)]
-    parts = [re.fullmatch(r"(.*) \((.*)\)", s.name) for s in systems]
-    if all(parts) and len({p.group(1) for p in parts}) == 1 and len({p.group(2) for p in parts}) == len(parts):
+    found = [re.fullmatch(r"(.*) \((.*)\)", s.name) for s in systems]
+    parts = [p for p in found if p is not None]
+    if (
+        len(parts) == len(systems)
+        and len({p.group(1) for p in parts}) == 1
+        and len({p.group(2) for p in parts}) == len(parts)
+    ):
         return [dataclasses.replace(s, name=p.group(2)) for s, p in zip(systems, parts)]
     return systems
 
