@@ -5,6 +5,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from suite_schedule import heaviest_files_first
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -52,6 +53,16 @@ def seed_papers() -> Path:
         if folder and Path(folder).is_dir():
             return Path(folder)
     pytest.skip(f"{OPTIONAL_DATA} the seed papers' text (../shared/seeds next to the clone, or set MTRBENCH_SEEDS)")
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("dist", "no") in ("loadfile", "loadscope"):
+        config.option.loadscopereorder = False  # keep the collection order: heaviest files first (suite_schedule)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        heaviest_files_first(items)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
