@@ -490,6 +490,10 @@ def _outcome(
     dropped = [r for r in latest.values() if not r.ok]
     finished = len(latest) - len(dropped)
     reasons = [str(r.fields.get("reason") or r.fields.get("reason_kind") or "dropped")[:REASON_CHARS] for r in dropped]
+    # a conversation a --max-cost stop left unstarted is a failure of the run, as the stage runner counts an item
+    # it never asked: otherwise a stop after 1 of 10 conversations would read as 0 % failed
+    unasked = sum(1 for plan in plans if plan.conversation_id not in latest)
+    reasons += ["not answered (stopped by --max-cost)"] * unasked
     return GenerateReport(
         planned=len(plans),
         finished=finished,
@@ -502,7 +506,7 @@ def _outcome(
         failures=JudgeFailures(
             "/".join(AGENT_NAMES),
             len(reasons),
-            finished + len(reasons),
+            finished + len(reasons),  # every planned conversation: finished, dropped or never started
             most_common(reasons),
             kind="agents",
             unit="conversations",
