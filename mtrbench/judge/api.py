@@ -36,6 +36,7 @@ from mtrbench.infra.errors import DataError, UserInputError
 from mtrbench.infra.numeric import json_lines, json_text
 from mtrbench.judge.defaults import DEFAULT_MAX_PASSAGE_CHARS
 from mtrbench.judge.engine import MODES, JudgeItem, JudgeRun, run_judge
+from mtrbench.judge.human import check_label_ids
 from mtrbench.judge.prompts import SCENARIOS, TurnToJudge, rating_messages, verdict_messages
 from mtrbench.judge.table import Rated, scenario_table, turn_means
 from mtrbench.llm.cache import ResponseCache
@@ -61,6 +62,7 @@ class JudgeOptions:
     dry_run: bool = False
     yes: bool = False
     show_progress: bool = True
+    human_labels: str | None = None  # --human-labels: its ids are checked against the items before any request
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -236,6 +238,8 @@ def judge_generations(
             f"no generated turn can be judged against {task.name}: "
             + ("; ".join(f"{n} {what}" for what, n in notes.items()) or "no generations")
         )
+    if options.human_labels:
+        check_label_ids(options.human_labels, options.mode, items)
     options, settings = _prepare(judge, options)
     run = run_judge(
         items,
@@ -326,6 +330,8 @@ def judge_rad_bench_answers(
     items = judge_items_for_rad_bench(bench, options, models, notes)
     if not items:
         raise DataError(f"{bench.path}: no answer turn can be judged")
+    if options.human_labels:
+        check_label_ids(options.human_labels, options.mode, items)
     options, settings = _prepare(judge, options)
     run = run_judge(
         items,
