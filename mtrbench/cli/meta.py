@@ -69,6 +69,7 @@ def _console():
 # -- meta power -----------------------------------------------------------------------------------------
 def _cmd_power(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.power import check_alpha, discriminative_power  # deferred: loads numpy
+    from mtrbench.analyses.meta.tables import print_power
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
     from mtrbench.results.systems import load_matrices  # deferred: loads numpy
 
@@ -79,7 +80,7 @@ def _cmd_power(args: argparse.Namespace) -> int:
     matrices = load_matrices(_input_spec(args), _split(args.measures))
     _warn_filled(matrices)
     reports = [discriminative_power(matrix, plan, args.alpha) for matrix in matrices for plan in plans]
-    _print_power(reports)
+    print_power(_console(), reports)
     document = reports[0].as_dict()
     if len(reports) > 1:
         document["reports"] = [r.as_dict() for r in reports]
@@ -89,52 +90,6 @@ def _cmd_power(args: argparse.Namespace) -> int:
 
         plot_asl_curves(reports, args.plot)
     return 0
-
-
-def _p_text(p: float) -> str:
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def _print_power(reports) -> None:
-    from mtrbench.measures import label  # deferred: loads pytrec_eval
-    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
-
-    console = _console()
-    tasks = sorted({r.task for r in reports})
-    summary = compact_table()
-    columns = (["task"] if len(tasks) > 1 else []) + [
-        "measure",
-        "unit",
-        "units",
-        "pairs",
-        f"ASL<{reports[0].alpha:g}",
-        "power",
-    ]
-    for column in columns:
-        summary.add_column(column, justify="left" if column in ("task", "measure", "unit") else "right", no_wrap=True)
-    for r in reports:
-        summary.add_row(
-            *([r.task[:24]] if len(tasks) > 1 else []),
-            label(r.measure),
-            r.unit,
-            str(r.units),
-            str(len(r.pairs)),
-            str(r.significant_pairs),
-            f"{r.discriminative_power:.3f}",
-        )
-    first = reports[0]
-    randomized = f"{first.samples} resamples, seed {first.seed}" if first.test != "t" else "no resampling"
-    where = "" if len(tasks) > 1 else f"{tasks[0]}: "
-    print_titled(
-        console, f"{where}discriminative power, {first.test} test ({randomized}), {len(first.systems)} systems", summary
-    )
-    for r in reports:
-        table = compact_table()
-        for column in ("A", "B", "A - B", "ASL"):
-            table.add_column(column, justify="left" if column in ("A", "B") else "right", overflow="fold")
-        for pair in sorted(r.pairs, key=lambda x: x.p):
-            table.add_row(pair.a, pair.b, f"{pair.diff:+.4f}", _p_text(pair.p))  # long names wrap, whole
-        print_titled(console, f"{r.task} {label(r.measure)}, {r.test} test by {r.unit}", table)
 
 
 # -- meta stability -------------------------------------------------------------------------------------
@@ -197,6 +152,7 @@ def _second_condition(args: argparse.Namespace):
 
 def _cmd_stability(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.stability import rank_agreement, swap_method  # deferred: loads numpy
+    from mtrbench.analyses.meta.tables import print_stability
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
 
     _check_outputs(args)
@@ -205,7 +161,7 @@ def _cmd_stability(args: argparse.Namespace) -> int:
     _warn_filled([first, second])
     agreement = rank_agreement(first, second, str(first_label), str(second_label))
     swaps = swap_method(first, plan, subset_size=args.subset_size, bin_width=args.bin_width)
-    _print_stability(agreement, swaps)
+    print_stability(_console(), agreement, swaps)
     document = {
         **agreement.as_dict(),
         "swap": swaps.as_dict(),
@@ -220,46 +176,6 @@ def _cmd_stability(args: argparse.Namespace) -> int:
 
         plot_stability(agreement, swaps, args.plot)
     return 0
-
-
-def _ranks(values: list[float]) -> dict[int, int]:
-    """System index -> its rank from 1, best mean first."""
-    return {i: rank for rank, i in enumerate(sorted(range(len(values)), key=lambda i: -values[i]), 1)}
-
-
-def _print_stability(agreement, swaps) -> None:
-    from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
-
-    console = _console()
-    table = compact_table()
-    for column in ("system", "A", "B", "rank A", "rank B"):
-        table.add_column(column, justify="left" if column == "system" else "right", overflow="fold")
-    rank_a, rank_b = _ranks(agreement.means_first), _ranks(agreement.means_second)
-    for i, name in enumerate(agreement.systems):
-        table.add_row(
-            name,
-            f"{agreement.means_first[i]:.4f}",
-            f"{agreement.means_second[i]:.4f}",
-            str(rank_a[i]),
-            str(rank_b[i]),
-        )
-    print_titled(
-        console,
-        f"A = {agreement.first}; B = {agreement.second}: Kendall tau-b {agreement.kendall_tau:.3f} "
-        f"(p {agreement.kendall_p:.3g}), tau_AP {agreement.tau_ap:.3f}, "
-        f"{len(agreement.swapped)} swapped pair(s)",
-        table,
-    )
-    for pair in agreement.swapped:
-        console.print(
-            f"  swapped: {pair.a} vs {pair.b}: {pair.diff_first:+.4f} under A, {pair.diff_second:+.4f} under B"
-        )
-    mdd = "none within the observed differences" if swaps.mdd is None else f"{swaps.mdd:g}"
-    console.print(
-        f"swap method on A ({swaps.samples} trials of two disjoint sets of {swaps.subset_size} "
-        f"{swaps.unit}s): swap rate {swaps.swap_rate:.3f}; minimum detectable difference at "
-        f"{swaps.max_swap_rate:.0%} swaps: {mdd}"
-    )
 
 
 # -- meta size ------------------------------------------------------------------------------------------
