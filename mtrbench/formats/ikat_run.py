@@ -37,6 +37,8 @@ from mtrbench.infra.numeric import finite, json_text
 RUN_TYPES = {2023: ("automatic", "manual"), 2024: ("automatic", "manual", "only_response")}
 RUN_TYPES_2025 = ("manual", "automatic", "generation-only")
 CLUEWEB_2025 = re.compile(r"^clueweb22-en\d{4}-\d{2}-\d{5}:\d+$")
+# ASCII digits: str.isdigit() also takes "²", which int() refuses
+DIGITS = re.compile(r"[0-9]+")
 MAX_PASSAGES = 1000
 USED_PASSAGES = 3  # passages a written response marks as used (its top 3)
 
@@ -310,7 +312,11 @@ def ikat_document(
                 for doc, score in t.passages
             ],
             "ptkb_provenance": [
-                {"id": sid, "text": text, "score": score} if year == 2023 else int(sid) if sid.isdigit() else sid
+                {"id": sid, "text": text, "score": score}
+                if year == 2023
+                else int(sid)
+                if DIGITS.fullmatch(sid)
+                else sid
                 for sid, text, score in t.statements
             ],
         }
@@ -376,7 +382,7 @@ def _check_turn_counts(run: IkatRun, topics: TopicTurns, checks: RunChecks) -> N
     per_topic: dict[str, int] = {}
     for turn in run.turns:
         topic, sep, number = turn.turn_id.rpartition("_")
-        if not sep or not number.isdigit():
+        if not sep or not DIGITS.fullmatch(number):
             checks.errors.append(f"turn id '{turn.turn_id}' is not <topic>_<turn>")
             continue
         per_topic[topic] = per_topic.get(topic, 0) + 1

@@ -10,7 +10,7 @@ import pytest
 
 from mtrbench.cli import main
 from mtrbench.data import load_task
-from mtrbench.formats.ikat_run import TurnOutput, check_run, ikat_document, read_ikat_run
+from mtrbench.formats.ikat_run import TopicTurns, TurnOutput, check_run, ikat_document, read_ikat_run
 from mtrbench.infra.errors import DataError
 from mtrbench.results.ikat_out import topic_turns
 from tests.data.ikat_fixtures import ikat_json_run, turn_ids, write_qrels
@@ -100,3 +100,13 @@ def test_a_turn_listed_twice_keeps_its_first_entry_as_a_passage_does_and_each_re
         f"turn {first}: reference {A} listed again (the first kept)",
         f"turn 1: turn id {first} listed again (turn 0 is scored)",
     ]
+
+
+def test_ids_in_other_digits_are_not_read_as_numbers(tmp_path):
+    # a 2024 statement id is written as a number when it is one; "²" passes str.isdigit() and int() refuses it
+    document = ikat_document([TurnOutput("5_1", [(A, 1.0)], "", [("²", "a statement", 1.0)])], 2024, "r", "manual", {})
+    assert json.loads(document)["turns"][0]["responses"][0]["ptkb_provenance"] == ["²"]
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(ikat_json_run({"5_²": [(A, 1.0)]})))
+    checks = check_run(read_ikat_run(path), TopicTurns({"5": ["5_1"]}, {"5": []}), 2023)
+    assert "turn id '5_²' is not <topic>_<turn>" in checks.errors

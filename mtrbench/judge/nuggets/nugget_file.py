@@ -1,8 +1,8 @@
 """nuggetizer's nugget JSONL: one record per turn (``create``'s output, ``assign``'s ``--nuggets`` input).
 
 ``{"query": TEXT, "qid": ID, "nuggets": [{"text": TEXT, "importance": "vital" | "okay"}, ...]}``; a nugget without
-``importance`` is vital, as nuggetizer reads it; a turn listing one nugget twice is refused. mtrbench writes the settings the nuggets were made under in one more
-key, ``mtrbench``, which nuggetizer does not read.
+``importance`` is vital, as nuggetizer reads it; a turn listing one nugget twice is refused. mtrbench writes the
+settings the nuggets were made under in one more key, ``mtrbench``, which nuggetizer does not read.
 """
 
 from __future__ import annotations
