@@ -69,8 +69,8 @@ def _console():
 # -- meta power -----------------------------------------------------------------------------------------
 def _cmd_power(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.power import check_alpha, discriminative_power  # deferred: loads numpy
-    from mtrbench.analyses.meta.tables import print_power
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
+    from mtrbench.results.meta_tables import print_power
     from mtrbench.results.systems import load_matrices  # deferred: loads numpy
 
     _check_outputs(args)
@@ -152,8 +152,8 @@ def _second_condition(args: argparse.Namespace):
 
 def _cmd_stability(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.stability import rank_agreement, swap_method  # deferred: loads numpy
-    from mtrbench.analyses.meta.tables import print_stability
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
+    from mtrbench.results.meta_tables import print_stability
 
     _check_outputs(args)
     plan = Resampling(test="t", unit=args.unit, samples=args.samples, seed=args.seed)

@@ -222,8 +222,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.analyses.compare_many import CompareOptions, compare_systems  # deferred: loads numpy
-    from mtrbench.analyses.compare_setup import JudgmentSource, baseline_index, measure_keys, named, run_judgments
     from mtrbench.results.compare import load_system  # deferred: loads numpy
+    from mtrbench.results.compare_setup import JudgmentSource, baseline_index, measure_keys, named, run_judgments
     from mtrbench.results.paper_table import format_for, print_table, render  # deferred: loads numpy
 
     fmt = format_for(args.output, args.format)
@@ -276,8 +276,8 @@ def _plain(table, labels: dict[str, str]) -> str:
 def _cmd_compare_two(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from mtrbench.analyses.paired_report import compared_metrics, paired_queries, paired_report
     from mtrbench.results.compare import load_per_query  # deferred: loads numpy
+    from mtrbench.results.paired_report import compared_metrics, paired_queries, paired_report
     from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     a_name, a = load_per_query(args.result_a)
@@ -325,7 +325,7 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.analyses.pool import pool_analysis  # deferred: loads pytrec_eval
-    from mtrbench.analyses.pool_report import check_refined_keeps_original, contribution_table, growth_table
+    from mtrbench.results.pool_report import check_refined_keeps_original, contribution_table, growth_table
     from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     names = [Path(r).name for r in args.runs]
