@@ -55,6 +55,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     from mtrbench.judge.human import check_human_labels, judge_ppi  # deferred: loads numpy
     from mtrbench.judge.report import print_per_turn, write_scores  # deferred: loads rich
+    from mtrbench.judge.run_summary import print_run_summary
     from mtrbench.judge.scoring import generation_measures, score_generations  # deferred: loads pytrec_eval
     from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
 
@@ -108,7 +109,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     write_scores(output, task, args.generations, scores, outcome, alignment, args.argv, ppi.as_dict() if ppi else None)
     if not args.quiet:
         print_per_turn(console, task.name, scores, outcome)
-    _print_summary(console, scores, outcome, alignment)
+    print_run_summary(console, scores, outcome, alignment)
     if ppi is not None:
         console.print(ppi.describe(), soft_wrap=True)
     console.print(f"[dim]results: {output}[/dim]", soft_wrap=True)
@@ -119,38 +120,6 @@ def _failures(judge: JudgeConfig, outcome: JudgeOutcome) -> JudgeFailures:
     """The judge's failed/total count and most common reason, for --max-failure-rate."""
     failures = outcome.failures
     return JudgeFailures(judge.name, len(failures), len(outcome.run.turns), most_common([f["error"] for f in failures]))
-
-
-def _print_summary(console, scores, outcome, alignment) -> None:
-    if scores is not None:
-        means = "  ".join(f"{scores.evaluation.labels()[k]} {v:.4f}" for k, v in scores.means().items())
-        console.print(f"{len(scores.scored)} turns scored: {means}", soft_wrap=True)
-        for note, count in scores.notes.items():
-            console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
-    if outcome is not None:
-        s = outcome.summary
-        line = f"judge {s['judge']['name']} ({s['mode']}): {s['counts']['answered']} answered"
-        if s["mode"] == "rating" and s.get("mean_rating") is not None:
-            line += f", mean rating {s['mean_rating']:.3f}"
-        if s["mode"] == "verdict" and s.get("accuracy") is not None:
-            line += f", correct {s['accuracy']:.3f}"
-        console.print(line, soft_wrap=True)
-        if outcome.failures:
-            console.print(
-                f"[yellow]warning:[/yellow] {len(outcome.failures)} turn(s) failed after retries and "
-                f"are not scored: "
-                + ", ".join(f["key"] for f in outcome.failures[:10])
-                + (" ..." if len(outcome.failures) > 10 else ""),
-                soft_wrap=True,
-            )
-        for note, count in outcome.notes.items():
-            console.print(f"[yellow]note:[/yellow] {count} {note}", soft_wrap=True)
-    for key, result in (alignment or {}).items():
-        if result["value"] is None:
-            console.print(f"[yellow]warning:[/yellow] {key}: {result['note']}", soft_wrap=True)
-            continue
-        p = f", p={result['p_value']:.3g}" if result.get("p_value") is not None else ""
-        console.print(f"{key} (of {result['metric']}): {result['value']:.4f} on {result['n']} turns{p}", soft_wrap=True)
 
 
 def _check_outputs(output: str | None, output_dir: str | None) -> None:
