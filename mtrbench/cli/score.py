@@ -19,13 +19,12 @@ from mtrbench.results.ikat_out import card_year, task_run, topic_turns
 from mtrbench.results.scored_run import score_run, task_qrels
 
 if TYPE_CHECKING:
-    from mtrbench.measures.protocols import ScoringProtocol
+    pass
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
     if args.predictions:
         return _cmd_score_predictions(args)
-    args.protocol = args.protocol or "trec_eval"
     args.metrics = args.metrics or "ndcg,recall,mrr,map,precision,hit"
     args.k_values = args.k_values or "1,3,5,10,20,100"
     if not (args.qrels or args.task):
@@ -34,17 +33,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
     from mtrbench.analyses.run import run_analyses  # deferred: loads pytrec_eval
     from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols import choose  # deferred: loads pytrec_eval
     from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
 
     if (args.split or args.data_dir) and not args.task:
         raise MtrbenchError("--split and --data-dir choose the task's qrels: they need --task")
     measures = parse_measures(args.metrics.split(","), parse_k_values(args.k_values))
-    protocol = _protocol(args.protocol, args.task)
-    protocol.check(measures)
+    # --task: its card's protocol unless --protocol says otherwise, as eval; an official protocol's own threshold
+    chosen = choose(args.protocol, args.relevance_level, resolve_card(args.task) if args.task else None)
+    chosen.protocol.check(measures)
     run = read_run(args.run)
-    qrels_source, qrels, card_level = _score_qrels(args)
-    relevance_level = card_level if args.relevance_level is None else args.relevance_level
-    scored = score_run(args.run, qrels_source, protocol, qrels, run, measures, relevance_level)
+    qrels_source, qrels = _score_qrels(args)
+    scored = score_run(args.run, qrels_source, chosen.protocol, qrels, run, measures, chosen.relevance_level)
     evaluation = scored.evaluation
     scores = evaluation.scores()
     analyses = run_analyses(analysis_options(args), qrels, run, evaluation, measures)
@@ -59,11 +59,11 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _score_qrels(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, int]], int]:
-    """Where the qrels come from (shown and recorded), the qrels, and the relevance level they imply."""
+def _score_qrels(args: argparse.Namespace) -> tuple[str, dict[str, dict[str, int]]]:
+    """Where the qrels come from (shown and recorded) and the qrels."""
     if args.task:
-        return task_qrels(args.task, args.split, args.data_dir)
-    return str(args.qrels), read_qrels(args.qrels), 1
+        return task_qrels(args.task, args.split, args.data_dir)[:2]
+    return str(args.qrels), read_qrels(args.qrels)
 
 
 def _cmd_score_predictions(args: argparse.Namespace) -> int:
@@ -133,6 +133,7 @@ def _cmd_score_ikat(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
+    from mtrbench.measures.protocols import choose  # deferred: loads pytrec_eval
     from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
 
     if args.per_query or args.refined_qrels or args.generation_judgments:
@@ -154,13 +155,13 @@ def _cmd_score_ikat(args: argparse.Namespace) -> int:
         (args.metrics or ",".join(card.metrics)).split(","),
         parse_k_values(args.k_values or ",".join(map(str, card.k_values))),
     )
-    protocol = _protocol(args.protocol or "official", args.task)
-    protocol.check(measures)
+    chosen = choose(args.protocol or "official", args.relevance_level, card)
+    chosen.protocol.check(measures)
     qrels = task.qrels()
     if not qrels:
         raise MtrbenchError(f"task '{card.name}' ({task.split}) has no qrels to score against")
-    level = card.relevance_level if args.relevance_level is None else args.relevance_level
-    scored = score_run(args.predictions, f"task {card.name} ({task.split})", protocol, qrels, run, measures, level)
+    source = f"task {card.name} ({task.split})"
+    scored = score_run(args.predictions, source, chosen.protocol, qrels, run, measures, chosen.relevance_level)
     scores = scored.evaluation.scores()
     scores_table(scored.title(), scores, Console())
     if args.output:
@@ -172,16 +173,6 @@ def _cmd_score_ikat(args: argparse.Namespace) -> int:
 
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
-
-
-def _protocol(choice: str, task: str | None) -> ScoringProtocol:
-    """score's protocol: ``official`` takes its benchmark from --task's card, ``official:<benchmark>`` names it."""
-    from mtrbench.measures.protocols import OFFICIAL, for_run, resolve  # deferred: loads pytrec_eval
-
-    if choice != OFFICIAL or not task:
-        return for_run(choice)
-    card = resolve_card(task)
-    return resolve(OFFICIAL, card.official_protocol, card.protocol, card.name)
 
 
 _TABLE_FLAGS = (
