@@ -50,6 +50,13 @@ def _shown(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def ascii_digits(text: str) -> bool:
+    """``text`` is one or more ASCII digits 0-9: what a whole number read from a file or an option is checked with
+    before ``int()``. ``str.isdigit()`` also takes "²" (which ``int()`` refuses, a traceback instead of an error line)
+    and "١" or "٣" (which ``int()`` reads, silently, as 1 or 3)."""
+    return text.isascii() and text.isdigit()
+
+
 def finite(value: object, where: str, what: str, error: type[MtrbenchError] = DataError) -> float:
     """``value`` as a float: a real number (a bool is not one; a string is parsed as a number) that is
     finite. Otherwise ``error`` with ``where: what VALUE is not ...``."""

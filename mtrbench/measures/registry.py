@@ -9,9 +9,10 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import ascii_digits
 from mtrbench.measures.base import Measure, builtin_families, family, plugin_families
 
-_SYNTAX = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_\-]*)(?:@(?P<cutoff>\d+))?(?:\((?P<params>[^()]*)\))?$")
+_SYNTAX = re.compile(r"^(?P<name>[A-Za-z][A-Za-z0-9_\-]*)(?:@(?P<cutoff>[0-9]+))?(?:\((?P<params>[^()]*)\))?$")
 
 
 def parse(text: str, where: str | None = None) -> Measure:
@@ -31,7 +32,7 @@ def parse(text: str, where: str | None = None) -> Measure:
         if not sep or not name or not value:
             raise MtrbenchError(f"{where}: parameters are name=value, got '{part}'")
         if name == "rel":
-            if not value.isdigit():
+            if not ascii_digits(value):
                 raise MtrbenchError(f"{where}: rel must be a positive integer, got '{value}'")
             rel = int(value)
         elif name in params:

@@ -9,6 +9,7 @@ from string import ascii_lowercase
 from typing import TYPE_CHECKING
 
 from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.numeric import ascii_digits
 
 if TYPE_CHECKING:
     from mtrbench.analyses.compare_many import SystemScores
@@ -97,7 +98,7 @@ def baseline_index(choice: str | None, systems: list[SystemScores]) -> int:
     names = [s.name for s in systems]
     if choice in names:
         return names.index(choice)
-    if choice.isdigit() and 1 <= int(choice) <= len(systems):
+    if ascii_digits(choice) and 1 <= int(choice) <= len(systems):
         return int(choice) - 1
     if len(choice) == 1 and choice in ascii_lowercase[: len(systems)]:
         return ascii_lowercase.index(choice)

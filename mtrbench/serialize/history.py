@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
 from mtrbench.infra.errors import MtrbenchError, unknown_name
+from mtrbench.infra.numeric import ascii_digits
 from mtrbench.serialize.ptkb import PtkbChoice
 
 HISTORY_FIRST = "history-first"
@@ -184,7 +185,7 @@ def get_strategy(spec: str) -> HistoryStrategy:
     spec = spec.strip()
     if spec.startswith("window"):
         _, _, k = spec.partition(":")
-        if not k.isdigit() or int(k) < 1:
+        if not ascii_digits(k) or int(k) < 1:
             raise MtrbenchError(f"--history {spec}: use window:K with K >= 1 (messages, current question included)")
         return HistoryStrategy(spec, _window(int(k)))
     if spec in MODEL_STRATEGIES:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from mtrbench.data.model import ConversationalQuery
 from mtrbench.infra.errors import MtrbenchError, UserInputError
+from mtrbench.infra.numeric import ascii_digits
 
 SimilarityFn = Callable[[str, list[str]], Sequence[float]]  # (question, statements) -> one score each
 PTKB_PREFIX = "Personal: "
@@ -72,7 +73,7 @@ def parse_ptkb(spec: str | None) -> PtkbChoice | None:
         return PtkbChoice(text, text)
     if text.startswith("top:"):
         count, _, encoder = text[len("top:") :].partition("@")
-        if count.isdigit() and int(count) >= 1 and (encoder.strip() or not _):
+        if ascii_digits(count) and int(count) >= 1 and (encoder.strip() or not _):
             return PtkbChoice(text, "top", int(count), encoder.strip() or None)
     raise UserInputError(f"--ptkb {text}: use one of {', '.join(KINDS)} (K >= 1)")
 

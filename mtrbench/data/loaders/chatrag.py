@@ -55,6 +55,7 @@ from mtrbench.data.loaders.common import corpus_from_dataset, parse_messages
 from mtrbench.data.model import USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import ascii_digits
 
 DOCUMENT_SUBSETS = ("doc2dial", "quac", "qrecc")
 TEXT_SUBSETS = ("topiocqa", "inscit")
@@ -229,7 +230,7 @@ def _gold_entries(raw: Any, where: str) -> list[tuple[int | None, str | None]]:
             )
         index = entry.get("index")
         if index is not None:
-            if isinstance(index, str) and index.strip().lstrip("-").isdigit():
+            if isinstance(index, str) and ascii_digits(index.strip().lstrip("-")):
                 index = int(index)
             if isinstance(index, bool) or not isinstance(index, int):
                 raise DataError(f"{where}: ground_truth_ctx index must be an integer, got {index!r}")

@@ -41,6 +41,7 @@ from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.data.validate import check_queries_without_corpus as _check_without_corpus
 from mtrbench.formats.qrels import BEIR
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import ascii_digits
 
 DOMAINS = ("clapnq", "cloud", "fiqa", "govt")
 COLLECTIONS = {
@@ -290,7 +291,7 @@ def _read_reference(folder: Path, task_dir: Path, task: str) -> dict[str, tuple[
 
 def _split_qid(qid: str, where: str) -> tuple[str, int]:
     conv, sep, turn = qid.rpartition(SEPARATOR)
-    if not sep or not conv or not turn.isdigit() or int(turn) < 1:
+    if not sep or not conv or not ascii_digits(turn) or int(turn) < 1:
         raise DataError(f"{where}: _id must be '<conversation_id>{SEPARATOR}<turn>' with a turn number >= 1")
     return conv, int(turn)
 

@@ -36,6 +36,7 @@ from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Me
 from mtrbench.data.validate import check_corpus, check_queries, check_queries_without_corpus
 from mtrbench.formats.qrels import BEIR
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import ascii_digits
 
 RELEASE = "mtragun-human"
 COLLECTION_OF_DOMAIN = {"clapnq": "clapnq", "cloud": "ibmcloud", "fiqa": "fiqa", "govt": "govt"}  # reference.jsonl
@@ -129,7 +130,7 @@ def _query(
     if not isinstance(task_id, str) or SEPARATOR not in task_id:
         raise DataError(f"{where}: needs a 'task_id' '<conversation_id>{SEPARATOR}<turn>'")
     conversation, _, turn = task_id.rpartition(SEPARATOR)
-    if not turn.isdigit() or int(turn) < 1:
+    if not ascii_digits(turn) or int(turn) < 1:
         raise DataError(f"{where} ({task_id}): the turn after {SEPARATOR} must be a number >= 1")
     messages = _messages(row.get("input"), f"{where} ({task_id})")
     if messages[-1].role != USER:

@@ -47,6 +47,7 @@ from mtrbench.data.loaders.common import corpus_from_dataset
 from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Corpus, Message, TaskData
 from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.infra.errors import DataError
+from mtrbench.infra.numeric import ascii_digits
 
 RELEVANCE_THRESHOLD = 0.8
 QRELS_SCOPES = ("answer_url", "all")
@@ -211,7 +212,7 @@ def _as_int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and ascii_digits(value.strip()):
         return int(value)
     return None
 
