@@ -29,7 +29,8 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             task = load_task(
                 card, split=args.split, data_dir=args.data_dir, corpus_path=args.corpus, require_corpus=False
             )
-            print(yaml.safe_dump({"stats": task_stats(task)}, sort_keys=False, width=100), end="")
+            stats = task_stats(task, card.relevance_level)  # relevant as the card's binary measures count it
+            print(yaml.safe_dump({"stats": stats}, sort_keys=False, width=100), end="")
         return 0
     from mtrbench.measures import label  # deferred: loads pytrec_eval
     from mtrbench.results.table import compact_table, print_titled  # deferred: loads pytrec_eval
