@@ -52,25 +52,6 @@ def analysis_options(args: argparse.Namespace) -> AnalysisOptions:
     )
 
 
-def print_analyses(analyses: dict, console) -> None:
-    from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
-
-    if "refined_qrels" in analyses:
-        ref = analyses["refined_qrels"]
-        scores_table(
-            "BRIDGE Hole@k (share of the top-k that refinement newly found relevant)", ref["hole_bridge"], console
-        )
-        headline = {k: v for k, v in ref["difference"].items() if k.endswith("_at_10")}
-        scores_table("refined minus original (at 10)", headline, console)
-    for label, parts in analyses.get("ragalign", {}).items():
-        for kind, r in parts.items():
-            p = f", p={r['p_value']:.3g}" if r["p_value"] is not None else ""
-            console.print(
-                f"RAGAlign ({label}, {kind}, {r['metric']}): {r['value']:.4f} (n={r['n']}{p}"
-                f"{', ' + str(r['missing_generation']) + ' without generation judgment' if r['missing_generation'] else ''})"
-            )
-
-
 _SIZE_UNITS = {
     "": 1,
     "B": 1,

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from mtrbench.cli.common import (
     analysis_options,
     parse_size,
-    print_analyses,
     unescape,
 )
 from mtrbench.cli.flag_types import (
@@ -420,6 +419,7 @@ def _evaluate_pairs(
     from mtrbench.pipeline.known_plans import finished_before_loading  # deferred: loads torch
     from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
     from mtrbench.results.result import Result  # deferred: typos fail before it loads
+    from mtrbench.results.show import print_results  # deferred: loads pytrec_eval
 
     outcome = _EvalOutcome()
     say = (lambda m: None) if args.quiet else (lambda m: status.print(f"[dim]{m}[/dim]"))
@@ -462,7 +462,7 @@ def _evaluate_pairs(
             if results:
                 reused = [Result.load(path) for path in pair_finished]
                 shown = in_history_order([*results, *reused], pair_config.histories)
-                _print_results(model.requested, task, shown, console, status)
+                print_results(model.requested, task, shown, console, status)
                 outcome.written.extend(results)
     return outcome
 
@@ -488,30 +488,3 @@ def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Con
         _write_ikat_out(args, outcome.written[0] if outcome.written else Result.load(outcome.finished[0]), status)
     elif args.ikat_out:
         _note(status, f"note: --ikat-out {args.ikat_out} not written: no run was made")
-
-
-def _print_results(model: str, task: str, results, console, status) -> None:
-    from mtrbench.results.table import strategies_table, turn_table  # deferred: loads pytrec_eval
-
-    first = results[0]
-    title = f"{task} · {model} · {first.n_evaluated} queries evaluated"
-    if first.n_excluded:
-        title += f", {first.n_excluded} without gold excluded"
-    protocol = first.settings.get("protocol", "trec_eval")
-    if protocol != "trec_eval":
-        title += f" · protocol {protocol}"
-    strategies_table(title, results, console)
-    turn_table(results, console)
-    for what, count in sorted(first.warnings.items()):
-        if all(r.warnings.get(what) == count for r in results):
-            status.print(f"[yellow]warning:[/yellow] {count} {what}", soft_wrap=True)
-    for r in results:  # a history's own (its rewriter's failures): named, and its query count
-        for what, count in sorted(r.warnings.items()):
-            if not all(other.warnings.get(what) == count for other in results):
-                status.print(
-                    f"[yellow]warning:[/yellow] {r.history}: {count} {what} ({r.n_evaluated} evaluated)", soft_wrap=True
-                )
-    for r in results:
-        if r.analyses():
-            console.print(f"[bold]{r.history}[/bold]")
-            print_analyses(r.analyses(), console)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mtrbench.cli.common import analysis_options, print_analyses
+from mtrbench.cli.common import analysis_options
 from mtrbench.data import load_task, resolve_card
 from mtrbench.formats.ikat_run import check_run
 from mtrbench.formats.qrels import read_qrels
@@ -34,6 +34,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     from mtrbench.analyses.run import run_analyses  # deferred: loads pytrec_eval
     from mtrbench.measures import parse_k_values, parse_measures  # deferred: loads pytrec_eval
     from mtrbench.measures.protocols import choose  # deferred: loads pytrec_eval
+    from mtrbench.results.show import print_analyses  # deferred: loads pytrec_eval
     from mtrbench.results.table import scores_table  # deferred: loads pytrec_eval
 
     if (args.split or args.data_dir) and not args.task:
