@@ -12,7 +12,6 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -23,7 +22,7 @@ from mtrbench.results.table import scores_table, strategies_table, turn_table
 from mtrbench.serialize.history import ALL_HISTORIES
 
 
-def print_analyses(analyses: dict[str, Any], console: Console) -> None:
+def print_analyses(analyses: dict[str, dict], console: Console) -> None:
     """The refined-qrels and RAGAlign analyses a result records (``Result.analyses()``)."""
     if "refined_qrels" in analyses:
         ref = analyses["refined_qrels"]
