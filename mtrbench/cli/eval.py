@@ -446,6 +446,8 @@ def _evaluate_pairs(
                 if finished is not None:  # an earlier plan of this request: every history finished, nothing loaded
                     for s in finished:
                         skipped(s)
+                    shown = in_history_order([Result.load(s.path) for s in finished], pair_config.histories)
+                    print_results(model.requested, task, shown, console, status)
                     continue
                 say(f"Loading model {model.requested}")
                 retriever = assemble(model, options)
@@ -459,7 +461,7 @@ def _evaluate_pairs(
             except TooManyFailures as failure:  # the other histories finished: shown, and the command fails
                 results = failure.finished
                 outcome.failures.append(str(failure))
-            if results:
+            if results or pair_finished:
                 reused = [Result.load(path) for path in pair_finished]
                 shown = in_history_order([*results, *reused], pair_config.histories)
                 print_results(model.requested, task, shown, console, status)

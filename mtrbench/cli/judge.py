@@ -91,6 +91,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             dry_run=args.dry_run,
             yes=args.yes,
             show_progress=not args.quiet,
+            human_labels=args.human_labels,
         )
         outcome = judge_generations(
             generations, task, judge, options, cache=None if args.dry_run else cache_from_args(args)

@@ -11,7 +11,7 @@ from mtrbench.data.stats import task_stats
 from mtrbench.infra.errors import MtrbenchError
 
 if TYPE_CHECKING:
-    from mtrbench.data.cards import TaskCard
+    pass
 
 
 def _cmd_tasks(args: argparse.Namespace) -> int:
@@ -42,7 +42,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             raise MtrbenchError(f"--family {args.family}: no such family; families: {', '.join(families)}")
         cards = [card for card in cards if card.format == args.family]
     if args.offline:
-        cards = [card for card in cards if runs_offline(card)]
+        cards = [card for card in cards if card.runs_offline()]
     table = compact_table()
     # the main score as a measure (nDCG@10, as --metrics takes it) leaves room for the origin within 80 columns
     table.add_column("name", no_wrap=True)
@@ -59,7 +59,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
             card.name,
             card.eval_split,
             label(card.main_score),
-            "yes" if runs_offline(card) else "no",
+            "yes" if card.runs_offline() else "no",
             source,
             card.origin,
         )
@@ -76,10 +76,3 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         table,
     )
     return 0
-
-
-def runs_offline(card: TaskCard) -> bool:
-    """The card's data is on this machine: its local folder exists. Hub datasets count as online even when
-    cached, since a cache is not something a card can promise."""
-    path = card.local_path()
-    return path is not None and path.exists()

@@ -9,41 +9,16 @@ recall denominators. Either way the result records how many judgments name a pas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from mtrbench.data import load_task
 from mtrbench.data.cards import TaskCard
 from mtrbench.data.model import TaskData
 from mtrbench.data.validate import UNKNOWN_QRELS
+from mtrbench.results.partial_corpus import KEY, PartialCorpus
 
-KEY = "partial_corpus"  # where a result records it (beside corpus_size)
 # The loader's warning, reworded once the dropped judgments are scored again (an official protocol).
 SCORED_ANYWAY = "judgments naming passages not in the corpus (scored as judged: official protocol)"
-
-
-@dataclass(frozen=True)
-class PartialCorpus:
-    judged: int  # judgments (turn, passage) of the split's qrels
-    not_in_corpus: int  # of them, naming a passage the corpus lacks
-    scored: bool  # those counted all the same (an official protocol), else left out (trec_eval)
-
-    def note(self) -> str:
-        """What the eval table's title says."""
-        how = "scored as judged" if self.scored else "their judgments left out"
-        return f"partial corpus: {self.not_in_corpus:,} of {self.judged:,} judged passages not in the corpus ({how})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"judged": self.judged, "not_in_corpus": self.not_in_corpus, "scored": self.scored}
-
-    @classmethod
-    def from_result(cls, meta: Mapping[str, Any]) -> PartialCorpus | None:
-        """The record of a result's ``mtrbench`` block; None for a full corpus (or a result older than the record)."""
-        record = meta.get(KEY)
-        if not isinstance(record, Mapping):
-            return None
-        return cls(int(record["judged"]), int(record["not_in_corpus"]), bool(record["scored"]))
 
 
 def partial_corpus(task: TaskData, scored: bool) -> PartialCorpus | None:
@@ -67,3 +42,6 @@ def with_every_judgment(task: TaskData, card: TaskCard, data_dir: str | None) ->
     warnings[SCORED_ANYWAY] = warnings.pop(UNKNOWN_QRELS, 0)
     queries = [replace(q, qrels=dict(qrels.get(q.qid, q.qrels))) for q in task.queries]
     return replace(task, queries=queries, warnings=warnings)
+
+
+__all__ = ["KEY", "SCORED_ANYWAY", "PartialCorpus", "partial_corpus", "with_every_judgment"]

@@ -14,7 +14,7 @@ from mtrbench.data.model import TaskData
 from mtrbench.formats.run import Run
 from mtrbench.measures import Evaluation, Measure
 from mtrbench.measures.protocols import PROTOCOLS, TREC_EVAL, ScoringProtocol
-from mtrbench.pipeline.partial_corpus import PartialCorpus
+from mtrbench.results.partial_corpus import PartialCorpus
 
 
 @dataclass

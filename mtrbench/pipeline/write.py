@@ -9,11 +9,11 @@ from dataclasses import asdict, dataclass
 from mtrbench.analyses.report import confidence_intervals
 from mtrbench.data.model import TaskData
 from mtrbench.formats.run import run_tag
-from mtrbench.pipeline.partial_corpus import KEY as PARTIAL_CORPUS
 from mtrbench.pipeline.plan import EvalConfig, Plan, PlannedHistory
 from mtrbench.pipeline.retrieval import Retrieved
 from mtrbench.pipeline.scoring import Scored
 from mtrbench.results.model_meta import model_meta, write_model_meta
+from mtrbench.results.partial_corpus import KEY as PARTIAL_CORPUS
 from mtrbench.results.result import QueryScores, Result, task_location
 from mtrbench.results.table import summary_keys
 from mtrbench.results.writer import hardware, result_document, result_paths

@@ -16,6 +16,7 @@ from mtrbench.formats.run import Run, read_run
 from mtrbench.infra.errors import DataError, MtrbenchError
 from mtrbench.infra.numeric import json_text
 from mtrbench.results.documents import kind_of, read_json, read_per_query_rows
+from mtrbench.results.partial_corpus import PartialCorpus
 from mtrbench.results.settings import ResultSettings
 from mtrbench.results.writer import ResultPaths, write_result
 
@@ -233,6 +234,11 @@ class Result:
     @property
     def n_excluded(self) -> int:
         return int((self.meta.get("queries") or {}).get("excluded_without_positives", 0))
+
+    @property
+    def partial_corpus(self) -> PartialCorpus | None:
+        """Judged passages the corpus lacked when this result was scored; None for a full corpus."""
+        return PartialCorpus.from_result(self.meta)
 
     def analyses(self, names: tuple[str, ...] = ("refined_qrels", "ragalign")) -> dict[str, Any]:
         """The analyses recorded beside the scores (only those present)."""

@@ -50,6 +50,8 @@ def print_results(model: str, task: str, results: Sequence[Result], console: Con
     protocol = first.settings.get("protocol", "trec_eval")
     if protocol != "trec_eval":
         title += f" · protocol {protocol}"
+    if first.partial_corpus is not None:
+        title += f" · {first.partial_corpus.note()}"
     strategies_table(title, results, console)
     turn_table(results, console)
     for what, count in sorted(first.warnings.items()):

@@ -35,8 +35,11 @@ def test_offline_lists_the_cards_whose_local_folder_exists(capsys):
     expected = {
         name
         for name, card in cards.items()
-        if card["source"].get("path") and (TASKS / Path(card["source"]["path"]).expanduser()).exists()
+        if card["source"].get("path")
+        and (TASKS / Path(card["source"]["path"]).expanduser()).exists()
+        and not card.get("user_supplies")  # NIST qrels or a passage collection the user brings
     }
+    assert "ikat-2023" not in expected and "trec-cast-2022" not in expected
     assert "mtrbench-sample" in expected  # bundled with the package
     assert not any(cards[name]["source"].get("hub") and not cards[name]["source"].get("path") for name in expected)
     assert listed(capsys, "--offline") == expected

@@ -49,10 +49,6 @@ def test_a_folder_without_a_result_is_one_error(tmp_path):
         show(tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the CLI wiring (lead): cli/eval.py prints mtrbench.results.show.print_results for skipped pairs",
-)
 def test_rerunning_a_finished_eval_prints_its_tables(evaluated, native_mini):
     out, first = evaluated
     with pytest.MonkeyPatch.context() as patch:

@@ -36,7 +36,7 @@ def _add_score_parser(sub: Subparsers) -> None:
 def _add_score_inputs(p: argparse.ArgumentParser) -> None:
     """What is scored (a run or a Task A prediction file) and against which qrels."""
     scored = p.add_mutually_exclusive_group(required=True)
-    scored.add_argument("--run", help="TREC run file")
+    scored.add_argument("--run", help="TREC run file, or a JSON run {qid: {docid: score}} (BEIR, pytrec_eval)")
     scored.add_argument(
         "--predictions",
         metavar="FILE.jsonl",
