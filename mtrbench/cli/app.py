@@ -35,6 +35,7 @@ from mtrbench.cli.flags import (
     qrels,
     rag,
     score,
+    show,
     synthesize,
     tasks,
 )
@@ -46,6 +47,7 @@ from mtrbench.llm.redact_command import redact_argv
 COMMAND_MODULES: tuple[ModuleType, ...] = (
     eval_command,
     score,
+    show,
     meta,
     qrels,
     fuse,

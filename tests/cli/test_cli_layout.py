@@ -90,6 +90,7 @@ def test_every_command_module_registers_the_same_way():
     assert set(owner) == {
         "eval",
         "score",
+        "show",
         "compare",
         "pool",
         "meta",

@@ -58,3 +58,16 @@ def test_rerunning_a_finished_eval_prints_its_tables(evaluated, native_mini):
         )
     assert again.returncode == 0 and "note: skipped" in again.stderr
     assert again.stdout == first.stdout
+
+
+def test_the_show_command_prints_what_eval_printed(evaluated):
+    out, first = evaluated
+    shown = run_cli("show", out)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == first.stdout
+
+
+def test_the_show_command_refuses_a_missing_result_in_one_line(tmp_path):
+    done = run_cli("show", tmp_path / "nope.json")
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and "nope.json" in done.stderr
