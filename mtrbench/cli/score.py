@@ -102,7 +102,7 @@ def _cmd_score_predictions(args: argparse.Namespace) -> int:
         Path(args.predictions),
         Path(args.data_dir),
         measures,
-        1 if args.relevance_level is None else args.relevance_level,
+        args.relevance_level,  # MTRAG's script counts grade >= 1; another level is refused
     )
     table = compact_table()
     table.add_column("metric")

@@ -71,6 +71,7 @@ def test_rows_per_collection_and_the_weighted_all_row(prediction_file, tmp_path)
         (["--protocol", "trec_eval"], "official:mtrag"),
         (["--qrels", "x.tsv"], "--data-dir"),
         (["--per-query"], "apply to --run"),
+        (["--relevance-level", "2"], "--relevance-level 2"),  # MTRAG's script counts grade >= 1
     ],
 )
 def test_misuse_is_one_error_line(prediction_file, capsys, extra, message):

@@ -69,7 +69,8 @@ def _add_score_measures(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--relevance-level",
         type=positive_int,
-        help="minimum grade counted relevant by binary measures (TREC CAsT: 2) [the task card's with --task, else 1]",
+        help="minimum grade counted relevant by binary measures under trec_eval; an official protocol counts its own "
+        "(official:ikat, official:trec-cast: 2; the others: 1) and refuses another [the task card's with --task, else 1]",
     )
     p.add_argument(
         "--metrics",
