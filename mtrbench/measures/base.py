@@ -135,7 +135,7 @@ class MeasureFamily(ABC):
         return key
 
     def key_pattern(self) -> re.Pattern:
-        return re.compile(rf"{re.escape(self.key_stem)}_at_(?P<cutoff>\d+)(?:_rel(?P<rel>\d+))?")
+        return re.compile(rf"{re.escape(self.key_stem)}_at_(?P<cutoff>[0-9]+)(?:_rel(?P<rel>[0-9]+))?")
 
     def from_key(self, match: re.Match) -> Measure:
         rel = match.group("rel")

@@ -23,10 +23,10 @@ from functools import cache
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.measures.base import Computed, Measure, MeasureFamily, MeasureInputs
 
-CITATION_MARK = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
+CITATION_MARK = re.compile(r"\[\s*([0-9]+(?:\s*,\s*[0-9]+)*)\s*\]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
-_LEADING_MARKS = re.compile(r"^(?:\s*\[\s*\d+(?:\s*,\s*\d+)*\s*\])+")
+_LEADING_MARKS = re.compile(r"^(?:\s*\[\s*[0-9]+(?:\s*,\s*[0-9]+)*\s*\])+")
 
 
 def strip_citations(text: str) -> str:
@@ -155,7 +155,7 @@ class GenerationFamily(MeasureFamily):
         return key
 
     def key_pattern(self) -> re.Pattern:
-        return re.compile(rf"{re.escape(self.key_stem)}(?:_rel(?P<rel>\d+))?")
+        return re.compile(rf"{re.escape(self.key_stem)}(?:_rel(?P<rel>[0-9]+))?")
 
     def from_key(self, match: re.Match) -> Measure:
         rel = match.group("rel")

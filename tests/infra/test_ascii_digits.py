@@ -152,3 +152,38 @@ def test_a_baseline_position_in_other_digits_is_refused(choice):
     with pytest.raises(MtrbenchError, match=rf"^--baseline {choice}: not a system's letter \(a-c\), position \(1-3\)"):
         baseline_index(choice, systems)  # type: ignore[arg-type]
     assert [baseline_index(c, systems) for c in ("2", "c", "bm25", None)] == [1, 2, 0, 0]  # type: ignore[arg-type]
+
+
+# Regular expressions that feed int(): `\d` matches "١" (not "²"), which int() then reads as 1.
+
+
+def test_topiocqa_query_ids_need_ascii_turn_numbers():
+    from mtrbench.data.loaders.topiocqa import _to_query
+
+    assert _to_query({"_id": "c7-3", "text": ["q"]}, "queries.jsonl line 1", Counter()).turn_id == 3
+    with pytest.raises(DataError, match=r"queries.jsonl line 1 \(c7-\u0661\): query id must be"):
+        _to_query({"_id": f"c7-{ARABIC_ONE}", "text": ["q"]}, "queries.jsonl line 1", Counter())
+
+
+def test_a_turn_number_in_other_digits_names_no_conversation():
+    from mtrbench.analyses.meta.inputs import conversation_of
+
+    assert conversation_of("31_4") == "31"
+    assert conversation_of(f"31_{ARABIC_ONE}") is None  # a query of its own, not turn 1 of conversation 31
+
+
+def test_citation_marks_are_ascii_numbers():
+    from mtrbench.measures.generation import citation_labels, strip_citations
+
+    assert citation_labels("Paris [1, 2]. Rome [3]") == [1, 2, 3]
+    assert citation_labels(f"Paris [{ARABIC_ONE}]") == []
+    assert strip_citations(f"Paris [{ARABIC_ONE}].") == f"Paris [{ARABIC_ONE}]."
+
+
+def test_result_keys_with_other_digits_name_no_measure():
+    from mtrbench.measures.registry import measure_for_key
+
+    found = measure_for_key("ndcg_at_10")
+    assert found is not None and found.cutoff == 10
+    assert measure_for_key(f"ndcg_at_{ARABIC_ONE}0") is None
+    assert measure_for_key(f"ndcg_at_10_rel{ARABIC_ONE}") is None

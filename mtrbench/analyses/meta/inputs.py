@@ -23,7 +23,7 @@ from mtrbench.infra.numeric import finite_matrix
 
 # CAsT, QReCC, TopiOCQA, MTRAG and the sample name a turn `<conversation>_<turn>` (CAsT 2019: `31_1`,
 # some exports `31-1`); a run carries no conversation field, so this rule recovers it.
-TURN_ID = re.compile(r"^(?P<conversation>.+)[_-](?P<turn>\d+)$")
+TURN_ID = re.compile(r"^(?P<conversation>.+)[_-](?P<turn>[0-9]+)$")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from mtrbench.data.validate import check_corpus, check_queries
 from mtrbench.formats.beir import qrels_from_rows
 from mtrbench.infra.errors import DataError, UserInputError
 
-_QID = re.compile(r"^(.+)-(\d+)$")
+_QID = re.compile(r"^(.+)-([0-9]+)$")
 
 
 @register("mteb-topiocqa")

@@ -125,7 +125,7 @@ class RAGAlign(MeasureFamily):
         return key
 
     def key_pattern(self) -> re.Pattern:
-        return re.compile(r"ragalign(?:_(?P<of>[a-z_]+?))?_at_(?P<cutoff>\d+)(?:_rel(?P<rel>\d+))?")
+        return re.compile(r"ragalign(?:_(?P<of>[a-z_]+?))?_at_(?P<cutoff>[0-9]+)(?:_rel(?P<rel>[0-9]+))?")
 
     def from_key(self, match) -> Measure:
         of = "Hit"
