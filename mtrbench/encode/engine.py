@@ -17,7 +17,9 @@ How it keeps the accelerator busy:
   window is carried into the next window of the same chunk. ``mode="fused"`` also compiles the layers'
   elementwise steps (``mtrbench.encode.fusion``). Both are checked against the eager packed path on
   probe texts when the engine is built, and fall back to it with a logged reason;
-* several devices: one worker process per extra device (``DevicePool``, at the end of this module).
+* several devices: one worker process per extra device (``DevicePool``, at the end of this module);
+* on CPU, the memory each batch's forward pass freed goes back to the system before the next one
+  (``mtrbench.encode.host_memory``), so the resident size stays that of one batch.
 
 ``on_chunk`` lets a caller (the embedding cache) persist results chunk by chunk while the producer is
 already tokenizing the next chunk, so writing shards does not drain the pipeline.
@@ -43,6 +45,7 @@ import torch.nn.functional as F
 from mtrbench.encode import varlen
 from mtrbench.encode.batching import Ragged, plan_batches
 from mtrbench.encode.fusion import fuse_blocks, unfuse_blocks
+from mtrbench.encode.host_memory import release_freed_memory
 from mtrbench.encode.static import GraphRunner
 from mtrbench.encode.towers import Tower, TowerSpec, load_tower
 from mtrbench.infra.errors import MtrbenchError, first_line
@@ -351,6 +354,8 @@ class EncodingEngine:
                         if self.device.type == "cuda":
                             index = index.pin_memory().to(self.device, non_blocking=True)
                         out.index_copy_(0, index, vectors.to(out.dtype))
+                    if self.device.type == "cpu":
+                        release_freed_memory()  # the batch's activations, or the peak RSS climbs batch by batch
                     bar.update(len(item.positions))
             finally:
                 stop.set()
