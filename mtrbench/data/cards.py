@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,15 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 def load_card(path: Path) -> TaskCard:
+    # one eval resolves its task several times (plan, resume check, load), each parsing every card: a card is
+    # parsed again only when its file changed
+    stat = path.stat()
+    return _parsed_card(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=512)
+def _parsed_card(location: str, mtime_ns: int, size: int) -> TaskCard:
+    path = Path(location)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
