@@ -15,6 +15,7 @@ from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text, check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.numeric import json_text
+from mtrbench.judge.run_summary import print_run_summary
 from mtrbench.judge.table import rad_bench_tables
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
 from mtrbench.results.writer import safe_name
@@ -55,7 +56,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     from mtrbench.judge.human import check_human_labels, judge_ppi  # deferred: loads numpy
     from mtrbench.judge.report import print_per_turn, write_scores  # deferred: loads rich
-    from mtrbench.judge.run_summary import print_run_summary
     from mtrbench.judge.scoring import generation_measures, score_generations  # deferred: loads pytrec_eval
     from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
 

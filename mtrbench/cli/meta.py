@@ -8,6 +8,7 @@ import sys
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import UserInputError
 from mtrbench.infra.numeric import json_text
+from mtrbench.results.meta_tables import print_power, print_stability
 
 
 def _cmd_meta(args: argparse.Namespace) -> int:
@@ -70,7 +71,6 @@ def _console():
 def _cmd_power(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.power import check_alpha, discriminative_power  # deferred: loads numpy
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
-    from mtrbench.results.meta_tables import print_power
     from mtrbench.results.systems import load_matrices  # deferred: loads numpy
 
     _check_outputs(args)
@@ -153,7 +153,6 @@ def _second_condition(args: argparse.Namespace):
 def _cmd_stability(args: argparse.Namespace) -> int:
     from mtrbench.analyses.meta.stability import rank_agreement, swap_method  # deferred: loads numpy
     from mtrbench.analyses.meta.tests import Resampling  # deferred: loads numpy
-    from mtrbench.results.meta_tables import print_stability
 
     _check_outputs(args)
     plan = Resampling(test="t", unit=args.unit, samples=args.samples, seed=args.seed)

@@ -16,6 +16,7 @@ from mtrbench.cli.llm_flags import (
 from mtrbench.generation.runner import GenerateConfig, generation_history, generation_strategy
 from mtrbench.infra.atomic import check_file_target, check_folder_target
 from mtrbench.infra.errors import MtrbenchError, UserInputError
+from mtrbench.pipeline.rag_summary import print_rag_report
 from mtrbench.retrieve import ResolvedModel, RetrieverOptions, resolve
 from mtrbench.serialize.history import get_strategy
 
@@ -49,7 +50,6 @@ def _cmd_rag(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.pipeline.rag import run_rag  # deferred: loads torch
-    from mtrbench.pipeline.rag_summary import print_rag_report
 
     answer_history = generation_history(args.answer_history)  # an old name ("raw") is read as its current one
     generator = _generator(args)

@@ -15,7 +15,10 @@ from mtrbench.formats.run import read_run
 from mtrbench.infra.atomic import atomic_write_text, ensure_parent
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.numeric import json_text
+from mtrbench.results.compare_setup import JudgmentSource, baseline_index, measure_keys, named, run_judgments
 from mtrbench.results.ikat_out import card_year, task_run, topic_turns
+from mtrbench.results.paired_report import compared_metrics, paired_queries, paired_report
+from mtrbench.results.pool_report import check_refined_keeps_original, contribution_table, growth_table
 from mtrbench.results.scored_run import score_run, task_qrels
 
 if TYPE_CHECKING:
@@ -215,7 +218,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     from mtrbench.analyses.compare_many import CompareOptions, compare_systems  # deferred: loads numpy
     from mtrbench.results.compare import load_system  # deferred: loads numpy
-    from mtrbench.results.compare_setup import JudgmentSource, baseline_index, measure_keys, named, run_judgments
     from mtrbench.results.paper_table import format_for, print_table, render  # deferred: loads numpy
 
     fmt = format_for(args.output, args.format)
@@ -269,7 +271,6 @@ def _cmd_compare_two(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.results.compare import load_per_query  # deferred: loads numpy
-    from mtrbench.results.paired_report import compared_metrics, paired_queries, paired_report
     from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     a_name, a = load_per_query(args.result_a)
@@ -317,7 +318,6 @@ def _cmd_pool(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from mtrbench.analyses.pool import pool_analysis  # deferred: loads pytrec_eval
-    from mtrbench.results.pool_report import check_refined_keeps_original, contribution_table, growth_table
     from mtrbench.results.table import print_titled  # deferred: loads pytrec_eval
 
     names = [Path(r).name for r in args.runs]

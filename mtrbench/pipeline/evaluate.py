@@ -20,6 +20,7 @@ from mtrbench.pipeline.ptkb import with_ranked_statements
 from mtrbench.pipeline.retrieval import index_corpus, retrieve
 from mtrbench.pipeline.scoring import score
 from mtrbench.pipeline.write import Timings, write_history
+from mtrbench.results.partial_corpus import PartialCorpus
 from mtrbench.results.result import Result
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.builder import ModelInput, assemble, resolve
@@ -65,13 +66,7 @@ def run_eval(
         return []
     t0 = time.perf_counter()
     loaded = task is None  # data built in Python has no files to read its judgments from again
-    task = task if task is not None else _load(plan, config, say)
-    partial = partial_corpus(task, scored=False)
-    if partial is not None and plan.protocol.is_official and loaded:  # the organisers score every judgment
-        every = with_every_judgment(task, plan.card, config.data_dir)
-        task, partial = (task, partial) if every is None else (every, replace(partial, scored=True))
-    if config.limit is not None:
-        task = first_conversations(task, config.limit)
+    task, partial = _as_scored(task if task is not None else _load(plan, config, say), plan, config, loaded)
     load_task_s = time.perf_counter() - t0
     planned = {p.history.name: p for p in plan.histories}
     written = write_texts(
@@ -99,22 +94,25 @@ def run_eval(
             plan.protocol,
             partial,
         )
-        results.append(
-            write_history(
-                plan,
-                replace(planned[history.name], history=history),
-                scored_task,
-                retriever,
-                config,
-                retrieved,
-                scored,
-                timings,
-            )
-        )
+        planned_history = replace(planned[history.name], history=history)
+        results.append(write_history(plan, planned_history, scored_task, retriever, config, retrieved, scored, timings))
     say(f"Done in {time.perf_counter() - started:.1f}s")
     if failed:  # the other histories are written; the command still fails, naming what did
         raise TooManyFailures("; ".join(failed), results)
     return results
+
+
+def _as_scored(task: TaskData, plan: Plan, config: EvalConfig, loaded: bool) -> tuple[TaskData, PartialCorpus | None]:
+    """The task as its histories are scored (``--limit``'s first conversations) and what its corpus lacks: under an
+    official protocol the judgments naming passages outside a partial corpus are read again and count, as the
+    organisers score them (only for a task ``loaded`` from its files)."""
+    partial = partial_corpus(task, scored=False)
+    if partial is not None and plan.protocol.is_official and loaded:
+        every = with_every_judgment(task, plan.card, config.data_dir)
+        task, partial = (task, partial) if every is None else (every, replace(partial, scored=True))
+    if config.limit is not None:
+        task = first_conversations(task, config.limit)
+    return task, partial
 
 
 def _load(plan: Plan, config: EvalConfig, say: Callable[[str], None]) -> TaskData:

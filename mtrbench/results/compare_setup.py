@@ -8,8 +8,10 @@ import re
 from string import ascii_lowercase
 from typing import TYPE_CHECKING
 
+from mtrbench.formats.qrels import read_qrels
 from mtrbench.infra.errors import MtrbenchError
 from mtrbench.infra.numeric import ascii_digits
+from mtrbench.results.result import Result
 
 if TYPE_CHECKING:
     from mtrbench.analyses.compare_many import SystemScores
@@ -28,7 +30,6 @@ class JudgmentSource:
 
 def run_judgments(systems: list[str], source: JudgmentSource, measure_strings: list[str] | None) -> RunJudgments | None:
     """Qrels and measures for systems given as TREC runs; None when every system is a JSON result."""
-    from mtrbench.formats.qrels import read_qrels
     from mtrbench.measures import parse_measures  # deferred: loads pytrec_eval
     from mtrbench.results.compare import RunJudgments  # deferred: loads numpy
 
@@ -66,8 +67,6 @@ def measure_keys(
         if judgments is not None:
             measures = judgments.measures
         else:
-            from mtrbench.results.result import Result
-
             key = Result.load(first).main_score_key
             return [key], {key: label(key)}
     else:

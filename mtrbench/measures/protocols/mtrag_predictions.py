@@ -115,7 +115,7 @@ def score_predictions(
 ) -> list[CollectionRow]:
     """One row per collection (in order of first appearance), then the "all" row; ``relevance_level``, when
     given, must be the script's (1)."""
-    from mtrbench.measures.protocols import PROTOCOLS  # the package imports this module's siblings
+    from mtrbench.measures.protocols import PROTOCOLS  # deferred: the package imports this module (a cycle)
 
     relevance_level = PROTOCOLS["mtrag"].level(relevance_level)
     rows = []
