@@ -19,7 +19,7 @@ from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.leaderboard.ties import RankGroups, rank_groups
 from mtrbench.results.labels import short_model
-from mtrbench.results.table import COLUMN_GAP, SUMMARY, column_widths, compact_table, print_titled
+from mtrbench.results.table import GAPS, SUMMARY, compact_table, fits, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
 SHOWN_SETTINGS = (
@@ -174,21 +174,41 @@ def _table(
     width: int,
 ) -> tuple[Table, str, list[str]] | None:
     """The group's table, its caption, and the lines to print under it (the settings, when they are not a
-    column): the first of ``LAYOUTS`` that fits ``width`` columns without breaking a word."""
+    column): the first of ``layouts()`` that fits ``width`` columns without breaking a word, with the usual
+    gap between columns or, where none does, the narrower one (``print_table`` narrows it the same way); the
+    narrowest layout where none fits at all."""
+    made: dict[Layout, tuple[Table, str, list[str]] | None] = {}  # each layout's table, built once
     drawn = None
-    for layout in layouts():
-        if task:
-            made = _task_table(group, by_id, task, metric, scores, layout)
-        else:
-            made = _group_table(group, by_id, metric, scores, layout)
-        if made is None:
-            return None
-        table, caption, names = made
-        _keep_words_whole(table)
-        drawn = table, caption, [] if layout.settings_column else _settings_lines(group, names)
-        if _fits(table, width):
-            break
+    for gap in GAPS:
+        for layout in layouts():
+            if layout not in made:
+                made[layout] = _layout_table(group, by_id, task, metric, scores, layout)
+            if made[layout] is None:
+                return None
+            drawn = made[layout]
+            if fits(drawn[0], width, gap):
+                return drawn
     return drawn
+
+
+def _layout_table(
+    group: dict[str, Any],
+    by_id: dict[str, Any],
+    task: str | None,
+    metric: str | None,
+    scores: Mapping[str, SystemScores] | None,
+    layout: Layout,
+) -> tuple[Table, str, list[str]] | None:
+    """The table of one layout, no column narrower than its longest word, its caption and the lines under it."""
+    if task:
+        made = _task_table(group, by_id, task, metric, scores, layout)
+    else:
+        made = _group_table(group, by_id, metric, scores, layout)
+    if made is None:
+        return None
+    table, caption, names = made
+    _keep_words_whole(table)
+    return table, caption, [] if layout.settings_column else _settings_lines(group, names)
 
 
 def _keep_words_whole(table: Table) -> None:
@@ -198,12 +218,6 @@ def _keep_words_whole(table: Table) -> None:
         cells = [column.header, *column.cells]
         longest = max((len(word) for cell in cells for word in str(cell).split()), default=0)
         column.min_width = max(column.min_width or 0, longest)
-
-
-def _fits(table: Table, width: int) -> bool:
-    """Whether ``print_table`` draws ``table`` within ``width`` columns, each column at least its ``min_width``."""
-    widths = column_widths(table, width)
-    return sum(widths) + COLUMN_GAP * (len(widths) - 1) < width
 
 
 def _settings_lines(group: dict[str, Any], names: list[str]) -> list[str]:

@@ -3,8 +3,9 @@
 Every table is compact (a rule under the header, no vertical borders) and its title is printed on its
 own line above it, wrapped at the console's width, rather than squeezed into the table's width. A number
 is never cut: rich would end a squeezed cell with an ellipsis ("8.1…" for 8.1667), so every column folds
-instead of cutting, each column is at least as wide as its widest number, and headers wrap; a table
-whose numbers cannot fit the console at all is drawn wider than the console rather than cut.
+instead of cutting, each column is at least as wide as its widest number, and headers wrap; a table that
+cannot fit so is drawn with narrower gaps between its columns (``TIGHT_GAP``), and one whose numbers cannot
+fit the console even then is drawn wider than the console rather than cut.
 """
 
 from __future__ import annotations
@@ -65,16 +66,18 @@ def keep_numbers_whole(table: Table) -> None:
 
 TEXT_COLUMN_FLOOR = 8  # the narrowest a column of names is folded to before the table outgrows the console
 COLUMN_GAP = 3  # padding either side and the (blank) vertical rule between two columns
+TIGHT_GAP = 2  # the rule and one space (cells padded on the left only), where the table fits no other way
+GAPS = (COLUMN_GAP, TIGHT_GAP)  # from the preferred to the last resort
 
 
 def _longest_line(cell: object) -> int:
     return max((len(line) for line in _plain(cell).splitlines()), default=0)
 
 
-def column_widths(table: Table, width: int) -> list[int]:
-    """Widths that fit ``width`` where possible, shaving the widest column first (as rich does): numbers
-    never below their widest number; names in a ``no_wrap`` column only once every other text column is
-    at its floor; headers and other text down to ``TEXT_COLUMN_FLOOR``."""
+def column_widths(table: Table, width: int, gap: int = COLUMN_GAP) -> list[int]:
+    """Widths that fit ``width`` where possible with ``gap`` columns between two columns, shaving the widest
+    column first (as rich does): numbers never below their widest number; names in a ``no_wrap`` column only
+    once every other text column is at its floor; headers and other text down to ``TEXT_COLUMN_FLOOR``."""
     columns = table.columns
     natural = [
         max([_longest_line(column.header)] + [_longest_line(c) for c in column.cells] + [column.min_width or 0])
@@ -85,7 +88,7 @@ def column_widths(table: Table, width: int) -> list[int]:
         max(column.min_width or 0, wide) if wide else max(column.min_width or 0, min(TEXT_COLUMN_FLOOR, n))
         for column, wide, n in zip(columns, numbers, natural)
     ]
-    available = width - COLUMN_GAP * (len(columns) - 1) - 1  # rich may give a column one more
+    available = width - gap * (len(columns) - 1) - 1  # rich may give a column one more
     widths = list(natural)
     for shrinkable in ([i for i, c in enumerate(columns) if not c.no_wrap], list(range(len(columns)))):
         while sum(widths) > available:
@@ -97,23 +100,39 @@ def column_widths(table: Table, width: int) -> list[int]:
     return widths
 
 
+def fits(table: Table, width: int, gap: int = COLUMN_GAP) -> bool:
+    """Whether ``print_table`` can draw ``table`` within ``width`` columns with ``gap`` between two columns,
+    each column at least its ``min_width`` (and its widest number)."""
+    widths = column_widths(table, width, gap)
+    return sum(widths) + gap * (len(widths) - 1) < width
+
+
+def table_gap(table: Table, width: int) -> int:
+    """The widest gap of ``GAPS`` with which the table fits ``width`` (``COLUMN_GAP`` where none does)."""
+    return next((gap for gap in GAPS if fits(table, width, gap)), COLUMN_GAP)
+
+
 def print_table(console: Console, table: Table) -> None:
     """The table in the one style of every command, its numbers whole.
 
     A table wider than the console gets column widths of its own (``column_widths``): names and headers
-    fold, numbers never; where even that cannot fit, the table comes out wider than the console (the
-    terminal wraps its lines), never with a number cut or a column dropped.
+    fold, numbers never; where that cannot fit, the gaps between columns narrow (``TIGHT_GAP``); where even
+    that cannot fit, the table comes out wider than the console (the terminal wraps its lines), never with
+    a number cut or a column dropped.
     """
     table.box, table.pad_edge, table.show_edge = box.SIMPLE_HEAD, False, False
     keep_numbers_whole(table)
     if Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width:
         console.print(table)
         return
-    widths = column_widths(table, console.width)
+    gap = table_gap(table, console.width)
+    if gap == TIGHT_GAP:
+        table.padding = (0, 0, 0, 1)  # top, right, bottom, left
+    widths = column_widths(table, console.width, gap)
     for column, column_width in zip(table.columns, widths):
         column.width, column.no_wrap = column_width, False
     width = console.width
-    console.width = max(width, sum(widths) + COLUMN_GAP * (len(widths) - 1))
+    console.width = max(width, sum(widths) + gap * (len(widths) - 1))
     try:
         console.print(table)
     finally:
