@@ -8,11 +8,6 @@ import pytest
 from suite_schedule import heaviest_files_first
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Float results on CPU depend on the kernels' instruction set as they do on the thread count: the golden outputs
-# (tests/data/golden) were written with AVX2 kernels, and AVX-512 ones (an AMD EPYC, say) move MiniLM's run-file
-# scores in the 7th digit. The tests compute with AVX2 kernels wherever they run; set before torch loads.
-for _variable in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS"):
-    os.environ.setdefault(_variable, "avx2" if _variable == "ATEN_CPU_CAPABILITY" else "AVX2")
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # `pytest -n N`: N workers share the cores, so each (and the CLI processes it starts) computes on one thread
     os.environ.setdefault("OMP_NUM_THREADS", "1")
