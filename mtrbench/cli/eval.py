@@ -384,7 +384,7 @@ ENCODER_ONLY_FLAGS = (
 def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
 
     models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
-    if all(m.spec is not None and m.spec.kind == "sparse" for m in models):
+    if all(m.spec is not None and m.spec.kind == "lexical" for m in models):
         refuse_ignored(
             {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},
             f"to encoder models; {', '.join(m.requested for m in models)} is BM25, which would ignore {{it}}",

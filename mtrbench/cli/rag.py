@@ -40,7 +40,7 @@ def _check_names(args: argparse.Namespace) -> ResolvedModel:
         check_file_target(args.mtrag_out)
     get_strategy(args.history)
     model = resolve(args.model)
-    if args.max_length is not None and model.spec is not None and model.spec.kind == "sparse":
+    if args.max_length is not None and model.spec is not None and model.spec.kind == "lexical":
         raise UserInputError(f"--max-length applies to encoder models; {args.model} is BM25, which would ignore it")
     return model
 

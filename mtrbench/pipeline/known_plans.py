@@ -66,7 +66,7 @@ def _package_version(model_id: str) -> str | None:
 
 def _fixed_files(spec: ModelSpec, options: RetrieverOptions) -> list[str] | None:
     """What pins the model's files (package versions, revisions); None when nothing does."""
-    if spec.kind == "sparse":
+    if spec.kind == "lexical":
         try:
             return [f"bm25s {metadata.version('bm25s')}"]
         except metadata.PackageNotFoundError:

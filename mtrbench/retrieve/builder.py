@@ -134,7 +134,7 @@ def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
         return retriever_from_object(model.obj, loading, scale)
     spec = model.spec
     assert spec is not None, "a resolved model has a spec or an object"
-    if spec.kind == "sparse":
+    if spec.kind == "lexical":
         from mtrbench.retrieve.sparse import BM25Retriever  # deferred: loads numpy
 
         return BM25Retriever(show_progress=loading.show_progress)

@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 
 from mtrbench.infra import plugins
 from mtrbench.infra.errors import MtrbenchError, unknown_name
+from mtrbench.models.aliases import family_specs
+from mtrbench.models.spec import KINDS, LEXICAL, ModelSpec
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
 HYBRID_PREFIX = "hybrid:"  # "hybrid:DENSE+bm25": a dense model and BM25, fused by score (retrieve.hybrid)
 PAIR_SEPARATOR = "|"  # "QUERY_MODEL|DOC_MODEL" names a generic dual encoder (`--query-model/--doc-model`)
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    alias: str
-    kind: str  # "dense" | "sparse" | "dual" | "hybrid" (model_id: the dense leg, doc_model_id: the sparse one)
-    model_id: str = (
-        ""  # HF id or local path; "package:<name>" for a model shipped as a Python package; dual: query tower
-    )
-    query_prompt: str = ""
-    doc_prompt: str = ""
-    query_prompt_name: str | None = None  # a prompt the checkpoint defines itself (config_sentence_transformers.json)
-    needs_remote_code: bool = False
-    revision: str | None = None
-    description: str = ""
-    # dual encoders (separate query and document towers, raw transformers models)
-    doc_model_id: str = ""
-    pooling: str = "cls"
-    similarity: str = "dot"
-    max_length: int | None = None
-    shared_tokenizer: bool = False  # the document tower uses the query tower's tokenizer (as the reference code does)
-    origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
-
-
-KINDS = ("dense", "sparse", "dual", "hybrid")
 
 
 # Both Dragon dual encoders, as their model cards and reference evaluation code use them
@@ -131,7 +108,8 @@ REGISTRY: dict[str, ModelSpec] = {
             shared_tokenizer=True,
             description=f"Cerebras Dragon-DocChat; context tower cerebras/Dragon-DocChat-Context-Encoder; {_DRAGON_USAGE}",
         ),
-        ModelSpec("bm25", "sparse", description="BM25 (bm25s, Lucene variant, k1=0.9 b=0.4, English stopwords)"),
+        ModelSpec("bm25", LEXICAL, description="BM25 (bm25s, Lucene variant, k1=0.9 b=0.4, English stopwords)"),
+        *family_specs(),
     )
 }
 
@@ -159,7 +137,7 @@ def _plugin_spec_problem(spec: object) -> str | None:
         return f"model alias {spec.alias!r}: an alias is not empty, has no '/' or '|' and is not hybrid:..."
     if spec.kind not in KINDS:
         return f"model alias '{spec.alias}': kind {spec.kind!r} is not one of {', '.join(KINDS)}"
-    if spec.kind != "sparse" and not spec.model_id:
+    if spec.kind != LEXICAL and not spec.model_id:
         return f"model alias '{spec.alias}': a {spec.kind} model needs a model_id"
     if spec.kind in ("dual", "hybrid") and not spec.doc_model_id:
         return f"model alias '{spec.alias}': a {spec.kind} model needs a doc_model_id"
