@@ -27,6 +27,10 @@ class LoadingOptions:
     pooling: str | None = None  # cls | mean | last; None: the model's
     similarity: str | None = None  # dot | cosine; None: the model's
     show_progress: bool = True
+    # instruction-tuned embedders (serialize/instructions.py): the task description filled into the instruction
+    # template (None: the task card's, else the default) and the template itself (None: the alias's)
+    instruction: str | None = None
+    instruction_template: str | None = None
 
 
 @dataclass(frozen=True)
