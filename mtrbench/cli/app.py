@@ -36,6 +36,7 @@ from mtrbench.cli.flags import (
     rag,
     score,
     show,
+    simulate,
     synthesize,
     tasks,
 )
@@ -64,6 +65,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     rag,
     leaderboard,
     explore,
+    simulate,
 )
 
 

@@ -110,6 +110,7 @@ def test_every_command_module_registers_the_same_way():
         "leaderboard",
         "plot",
         "explore",
+        "simulate",
     }
     assert owner["cache"] == "mtrbench.cli.encode" and owner["plot"] == "mtrbench.cli.leaderboard"
     assert owner["fuse"] == "mtrbench.cli.fuse"

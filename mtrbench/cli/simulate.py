@@ -1,0 +1,175 @@
+"""`mtrbench simulate run|score|validate`: the flags become typed options here; the work is in mtrbench.simulate."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from mtrbench.cli.llm_flags import cache_from_args, model_judge, sampling_overrides
+from mtrbench.data import load_task, resolve_card
+from mtrbench.data.model import TaskData
+from mtrbench.infra.atomic import atomic_write_text, check_folder_target
+from mtrbench.infra.errors import UserInputError
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.failure_rate import check_share, raise_if_over
+from mtrbench.llm.hf import make_client
+from mtrbench.serialize.history import get_strategy
+from mtrbench.simulate.needs import needs_from_task, read_personas, with_personas
+from mtrbench.simulate.profiles import parse_profile
+from mtrbench.simulate.session import SessionOptions, run_sessions
+from mtrbench.simulate.systems import HttpSystem, System
+from mtrbench.simulate.transcripts import write_transcripts
+
+RESUME = "transcripts and logs are written; a re-run asks only what failed or is missing"
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    if args.simulate_action == "run":
+        return _run(args)
+    if args.simulate_action == "score":
+        return _score(args)
+    if args.simulate_action == "validate":
+        return _validate(args)
+    args.simulate_parser.print_help()
+    return 0
+
+
+def _task(args: argparse.Namespace) -> TaskData:
+    return load_task(resolve_card(args.task), split=args.split, data_dir=args.data_dir, corpus_path=args.corpus)
+
+
+def _user_judge(args: argparse.Namespace) -> JudgeConfig:
+    judge = model_judge(args.user_model, args.user_base_url, args, "user")
+    return sampling_overrides(dataclasses.replace(judge, max_tokens=args.max_tokens), args.temperature, args.seed)
+
+
+def _run(args: argparse.Namespace) -> int:
+    profile = parse_profile(args.profile, args.max_turns)
+    check_share(args.max_failure_rate)
+    check_folder_target(args.output_dir)
+    personas = read_personas(args.personas) if args.personas else None
+    judge = _user_judge(args)
+    task = _task(args)
+    needs = needs_from_task(task, args.limit)
+    if personas is not None:
+        needs = with_personas(needs, personas)
+    cache = None if args.dry_run else cache_from_args(args)
+    system = _system(args, task, cache)
+    folder = Path(args.output_dir)
+    options = SessionOptions(folder, profile, args.seed, cache, args.yes, args.dry_run, not args.quiet)
+    run = run_sessions(needs, system, judge, options)
+    if run.dry_run_text is not None:
+        return 0
+    summary = {
+        "task": task.name,
+        "profile": profile.settings(),
+        "user": {"model": judge.model, "temperature": judge.temperature, "seed": args.seed},
+        "system": system.settings(),
+        "sessions": len(run.sessions),
+    }
+    write_transcripts(folder, run.sessions, profile, task.corpus, task.split, summary)
+    statuses = [s.status for s in run.sessions]
+    counts = ", ".join(f"{n} {status}" for status in ("satisfied", "abandoned", "user_failed")
+                       if (n := statuses.count(status)))  # fmt: skip
+    print(f"{len(run.sessions)} sessions ({counts}); {run.system_failures.total} system turns, "
+          f"{run.system_failures.failed} failed; {run.user_requests} user and {run.system_requests} system requests "
+          f"sent; transcripts in {folder}")  # fmt: skip
+    raise_if_over([run.user_failures, run.system_failures], args.max_failure_rate, RESUME)
+    return 0
+
+
+def _system(args: argparse.Namespace, task: TaskData, cache) -> System:  # noqa: ANN001 (ResponseCache | None)
+    if args.system_url:
+        return HttpSystem(args.system_url, timeout_s=args.system_timeout)
+    from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: the retriever loads torch
+    from mtrbench.simulate.inprocess import RetrieverSystem  # deferred: loads the retriever's modules
+
+    strategy = get_strategy(args.history)
+    if strategy.needs_rewriter or strategy.needs_gold_rewrite:
+        raise UserInputError(f"--history {args.history} cannot serialize a simulated session (no rewrite exists)")
+    retriever = build_retriever(args.model, RetrieverOptions.of(device=args.device, show_progress=not args.quiet))
+    retriever.index(task.corpus)
+    generator, client = None, None
+    if args.generator_model:
+        generator = model_judge(args.generator_model, args.generator_base_url, args, "generator")
+        client = make_client(generator, cache)
+    return RetrieverSystem(retriever, task.corpus, strategy, args.top_k, args.passages, generator, client)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from mtrbench.simulate.score import ScoreOptions, run_score  # deferred: loads the assessor
+
+    check_share(args.max_failure_rate)
+    judge = model_judge(args.judge_model, args.judge_base_url, args, "umbrela") if args.judge_model else None
+    options = ScoreOptions(Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet)
+    result = run_score(options, judge)
+    s = result.summary
+    tts = f"{s.turns_to_satisfaction:.2f}" if s.turns_to_satisfaction is not None else "-"
+    abandon = f"{s.abandonment_rate:.2f}" if s.abandonment_rate is not None else "-"
+    print(f"{s.sessions} sessions: turns to satisfaction {tts}, abandonment rate {abandon}, mean sDCG "
+          f"{s.mean_sdcg:.4f}; {s.failed_turns} of {s.turns} turns failed; {len(result.labels)} UMBRELA labels; "
+          f"{options.folder / 'score.json'}")  # fmt: skip
+    if result.label_failures is not None:
+        raise_if_over([result.label_failures], args.max_failure_rate, "score.json is written; a re-run asks again")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    if not args.rankings and not args.user_model:
+        raise UserInputError("simulate validate needs --rankings FILE.json, --user-model MODEL, or both")
+    check_share(args.max_failure_rate)
+    out: dict[str, object] = {}
+    if args.rankings:
+        from mtrbench.simulate.agreement import agreement, read_rankings  # deferred: numpy, scipy
+
+        found = agreement(*read_rankings(args.rankings), samples=args.bootstrap)
+        out["ranking_agreement"] = asdict(found)
+        print(f"{found.systems} systems over {found.needs} needs: Kendall tau {found.tau:.4f} "
+              f"[{found.tau_interval[0]:.4f}, {found.tau_interval[1]:.4f}], tau_AP {found.tau_ap:.4f} "
+              f"[{found.tau_ap_interval[0]:.4f}, {found.tau_ap_interval[1]:.4f}]")  # fmt: skip
+    failures = None
+    if args.user_model:
+        out["next_utterance"], failures = _predict(args)
+    if args.output_dir:
+        path = Path(args.output_dir) / "validation.json"
+        atomic_write_text(path, json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    if failures is not None:
+        raise_if_over([failures], args.max_failure_rate, "a re-run asks only the failed predictions again")
+    return 0
+
+
+def _predict(args: argparse.Namespace):  # noqa: ANN202 (summary dict, failures)
+    from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: loads torch
+    from mtrbench.simulate.validate import PredictOptions, encoder_similarity, predict, score_predictions  # deferred: torch
+
+    if not args.output_dir:
+        raise UserInputError("--user-model (next-utterance prediction) needs --output-dir for its log")
+    judge = _user_judge(args)
+    task = _task(args)
+    options = PredictOptions(Path(args.output_dir), args.k, cache_from_args(args), args.yes, not args.quiet)
+    predicted, failures = predict(task, judge, options, args.limit)
+    retriever = build_retriever(args.model, RetrieverOptions.of(device="cpu", show_progress=not args.quiet))
+    retriever.index(task.corpus)
+    found = score_predictions(task, predicted, encoder_similarity(args.encoder), retriever, args.k)
+    cosines = [p.cosine for p in found if p.cosine is not None]
+    overlaps = [p.overlap for p in found if p.overlap is not None]
+    summary = {
+        "turns": len(found),
+        "failed": sum(1 for p in found if p.simulated is None),
+        "mean_cosine": sum(cosines) / len(cosines) if cosines else None,
+        "mean_overlap_at_k": sum(overlaps) / len(overlaps) if overlaps else None,
+        "overlap_undefined": len(found) - len(overlaps) - sum(1 for p in found if p.simulated is None),
+        "k": args.k,
+        "encoder": args.encoder,
+        "retriever": args.model,
+        "predictions": [asdict(p) for p in found],
+    }
+    mean_cos = f"{summary['mean_cosine']:.4f}" if cosines else "-"
+    mean_ov = f"{summary['mean_overlap_at_k']:.4f}" if overlaps else "-"
+    print(f"next utterance: {len(found)} turns, {summary['failed']} failed; mean cosine {mean_cos}, mean relevant "
+          f"overlap@{args.k} {mean_ov} ({len(overlaps)} turns with a relevant passage found)", file=sys.stdout)  # fmt: skip
+    return summary, failures

@@ -1,0 +1,129 @@
+"""``mtrbench simulate score``: session measures of a folder of transcripts, with no new qrels.
+
+Each turn's top-k passages that the need's judgments do not grade are labelled by the UMBRELA assessor (the
+existing stage: ``umbrela.jsonl`` in the folder, resumed, costed, failures counted); a pair whose label failed
+counts as unjudged (grade 0) and is counted. Passages the corpus does not hold cannot be shown to the judge and
+are counted apart. The measures (mtrbench.simulate.measures) go to ``score.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from mtrbench.assess.pooling import PoolPair
+from mtrbench.assess.umbrela import pair_key, umbrela_stage
+from mtrbench.data import card_for_folder, load_task
+from mtrbench.data.model import TaskData
+from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.llm.cache import ResponseCache
+from mtrbench.llm.config import JudgeConfig
+from mtrbench.llm.failure_rate import JudgeFailures
+from mtrbench.llm.stage import StageLog, StageOptions, run_stage
+from mtrbench.llm.types import ChatRunner
+from mtrbench.simulate.measures import DEFAULT_BASE, DEFAULT_K, SessionScore, Summary, ndcg, session_gain, summarize
+from mtrbench.simulate.transcripts import Transcripts, read_transcripts
+
+SCORE_NAME = "score.json"
+LABEL_LOG = "umbrela.jsonl"
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    folder: Path
+    k: int = DEFAULT_K
+    base: float = DEFAULT_BASE
+    cache: ResponseCache | None = None
+    yes: bool = False
+    show_progress: bool = True
+
+
+@dataclass
+class ScoreResult:
+    scores: list[SessionScore]
+    summary: Summary
+    labels: dict[tuple[str, str], int]  # (qid, doc id) -> UMBRELA grade
+    label_failures: JudgeFailures | None
+    outside_corpus: int  # passages no judge could be shown
+
+
+def turn_qid(session_id: str, turn: int) -> str:
+    return f"{session_id}_{turn}"
+
+
+def unjudged_pairs(transcripts: Transcripts, task: TaskData, k: int) -> tuple[list[PoolPair], int]:
+    """(qid, doc) pairs of the top-k passages the need does not judge, each once; and how many are not in the
+    corpus."""
+    pairs, outside, seen = [], 0, set()
+    for record in transcripts.records:
+        for turn in record["turns"]:
+            if not turn.get("ok"):
+                continue
+            qid = turn_qid(record["session_id"], turn["turn"])
+            for rank, passage in enumerate(turn["passages"][:k], 1):
+                doc = passage["id"]
+                if doc in record["qrels"] or (qid, doc) in seen:
+                    continue
+                if doc not in task.corpus:
+                    outside += 1
+                    continue
+                seen.add((qid, doc))
+                pairs.append(PoolPair(qid, doc, rank, ("simulated",)))
+    return pairs, outside
+
+
+def session_score(record: Mapping[str, Any], labels: Mapping[tuple[str, str], int], k: int, base: float) -> SessionScore:
+    gains = []
+    for turn in record["turns"]:
+        qid = turn_qid(record["session_id"], turn["turn"])
+        ranked = [p["id"] for p in turn["passages"]] if turn.get("ok") else []
+        grades = dict(record["qrels"]) | {d: g for (q, d), g in labels.items() if q == qid}
+        gains.append(ndcg(ranked, grades, k) if turn.get("ok") else 0.0)
+    failed = sum(1 for t in record["turns"] if not t.get("ok"))
+    return SessionScore(record["session_id"], record["status"], len(gains), failed, tuple(gains), session_gain(gains, base))
+
+
+def run_score(options: ScoreOptions, judge: JudgeConfig | None, client: ChatRunner | None = None) -> ScoreResult:
+    """Label the unjudged passages (unless ``judge`` is None: they count as grade 0), then measure the sessions."""
+    transcripts = read_transcripts(options.folder)
+    task = load_task(card_for_folder(options.folder), split=transcripts.summary.get("split"))
+    pairs, outside = unjudged_pairs(transcripts, task, options.k)
+    labels: dict[tuple[str, str], int] = {}
+    failures = None
+    if judge is not None and pairs:
+        stage = umbrela_stage(task, pairs, judge, "conversation")
+        outcome, _ = run_stage(
+            stage,
+            StageLog(options.folder / LABEL_LOG, purpose="UMBRELA log"),
+            StageOptions(options.cache, yes=options.yes, show_progress=options.show_progress),
+            client=client,
+        )
+        for pair in pairs:
+            record = outcome.records.get(pair_key(pair.qid, pair.doc_id))
+            if record is not None and record.ok and isinstance(record.value, int):
+                labels[(pair.qid, pair.doc_id)] = record.value
+        failures = outcome.failures()
+    scores = [session_score(r, labels, options.k, options.base) for r in transcripts.records]
+    result = ScoreResult(scores, summarize(scores), labels, failures, outside)
+    write_score(options, result, judge, len(pairs))
+    return result
+
+
+def write_score(options: ScoreOptions, result: ScoreResult, judge: JudgeConfig | None, unjudged: int) -> None:
+    body = {
+        "k": options.k,
+        "discount_base": options.base,
+        "summary": asdict(result.summary),
+        "labels": {
+            "judge": judge.model if judge is not None else None,
+            "unjudged_pairs": unjudged,
+            "labelled": len(result.labels),
+            "failed": result.label_failures.failed if result.label_failures else 0,
+            "outside_corpus": result.outside_corpus,
+        },
+        "sessions": [asdict(s) for s in result.scores],
+    }
+    atomic_write_text(options.folder / SCORE_NAME, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
