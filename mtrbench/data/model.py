@@ -14,6 +14,9 @@ from typing import Any
 USER = "user"
 ASSISTANT = "assistant"
 ROLES = (USER, ASSISTANT)
+# ConversationalQuery.meta key of a turn's published retrieval reasoning (RECOR's subquestion_reasoning), read by
+# the `reasoning` history strategies
+GOLD_REASONING = "gold_reasoning"
 
 
 @dataclass(frozen=True)

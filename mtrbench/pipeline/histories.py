@@ -17,7 +17,13 @@ from mtrbench.infra.errors import ModelError, UserInputError
 from mtrbench.infra.numeric import json_lines
 from mtrbench.llm.failure_rate import JudgeFailures, failure_line, most_common
 from mtrbench.models.protocols import Conversation, Rewriter, object_name
-from mtrbench.serialize.history import FULL, HistoryStrategy, check_strategy_applies, get_strategy
+from mtrbench.serialize.history import (
+    FULL,
+    HistoryStrategy,
+    check_reasoning_applies,
+    check_strategy_applies,
+    get_strategy,
+)
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +89,7 @@ def applicable(histories: list[History], task: TaskData, skip_inapplicable: bool
         histories = [h for h in histories if not h.strategy.needs_gold_rewrite]
     for history in histories:
         check_strategy_applies(history.strategy, task.name, task.has_rewrites)
+        check_reasoning_applies(history.strategy, task.name, task.queries)
     return histories
 
 

@@ -10,10 +10,10 @@ question, so a plain BEIR query scores exactly as beir scores it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from mtrbench.data.model import ASSISTANT, USER, ConversationalQuery, Message
+from mtrbench.data.model import ASSISTANT, GOLD_REASONING, USER, ConversationalQuery, Message
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 from mtrbench.infra.numeric import ascii_digits
 from mtrbench.serialize.ptkb import PtkbChoice
@@ -87,6 +87,7 @@ class HistoryStrategy:
     needs_gold_rewrite: bool = False
     needs_rewriter: bool = False
     ptkb: PtkbChoice | None = None  # --ptkb: personal statements between the history and the question
+    reasoning: bool = False  # the turn's gold retrieval reasoning (RECOR) as the newest history line
 
     def with_texts(self, texts: Mapping[str, str]) -> HistoryStrategy:
         return replace(self, texts=texts)
@@ -100,10 +101,23 @@ class HistoryStrategy:
 
     def __call__(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         serialized = self._serialize(query, fmt)
+        if self.reasoning:  # history, so truncation drops it before the question (after the older turns)
+            serialized = replace(serialized, history=serialized.history + self._reasoning_line(query))
         if self.ptkb is None:
             return serialized
         # the statements read as the newest history: truncation drops them after the conversation, never the question
         return replace(serialized, history=serialized.history + self.ptkb.lines(query))
+
+    def _reasoning_line(self, query: ConversationalQuery) -> tuple[str, ...]:
+        text = query.meta.get(GOLD_REASONING)
+        if text:
+            return (f"Reasoning: {text}",)
+        if query.has_positive:
+            raise MtrbenchError(
+                f"--history {self.name}: query '{query.qid}' has no gold retrieval reasoning "
+                "(RECOR tasks publish one per turn); use current, full, window:K, questions or last-response"
+            )
+        return ()  # never scored (no gold), so its text cannot change a metric
 
     def _serialize(self, query: ConversationalQuery, fmt: QueryFormat) -> Serialized:
         if self.model_kind is not None:
@@ -174,7 +188,18 @@ def _rewrite(q: ConversationalQuery) -> tuple[list[Message], str]:
     return [], q.query  # never scored (no gold), so its text cannot change a metric
 
 
-STRATEGY_NAMES = ("current", "full", "window:K", "questions", "last-response", "rewrite", "rewrite:llm", "summary:llm")
+STRATEGY_NAMES = (
+    "current",
+    "full",
+    "window:K",
+    "questions",
+    "last-response",
+    "rewrite",
+    "reasoning",
+    "full+reasoning",
+    "rewrite:llm",
+    "summary:llm",
+)
 MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary"}  # name -> what the model writes
 # ``--history all``: every strategy that needs no model (window:K at ChatQA's K=5)
 ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
@@ -196,6 +221,9 @@ def get_strategy(spec: str) -> HistoryStrategy:
         "questions": HistoryStrategy("questions", _questions),
         "last-response": HistoryStrategy("last-response", _last_response),
         "rewrite": HistoryStrategy("rewrite", _rewrite, prefixed=False, needs_gold_rewrite=True),
+        # RECOR's ablations: the question with its turn's gold retrieval reasoning, and with the history too
+        "reasoning": HistoryStrategy("reasoning", _current, prefixed=False, reasoning=True),
+        "full+reasoning": HistoryStrategy("full+reasoning", _full, reasoning=True),
     }
     if spec not in fixed:
         raise unknown_name("history strategy", spec, STRATEGY_NAMES)
@@ -207,4 +235,13 @@ def check_strategy_applies(strategy: HistoryStrategy, task_name: str, has_rewrit
         raise MtrbenchError(
             f"--history rewrite: task '{task_name}' has no gold rewrites; "
             f"use current, full, window:K, questions or last-response"
+        )
+
+
+def check_reasoning_applies(strategy: HistoryStrategy, task_name: str, queries: Sequence[ConversationalQuery]) -> None:
+    """A reasoning strategy on a task that publishes no retrieval reasoning: one error before any search."""
+    if strategy.reasoning and not any(q.meta.get(GOLD_REASONING) for q in queries):
+        raise MtrbenchError(
+            f"--history {strategy.name}: task '{task_name}' has no gold retrieval reasoning (RECOR tasks publish "
+            "one per turn); use current, full, window:K, questions or last-response"
         )
