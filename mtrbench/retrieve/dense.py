@@ -24,6 +24,7 @@ from mtrbench.search.exact import exact_search
 from mtrbench.search.hits import Hits
 from mtrbench.search.sharded import sharded_search
 from mtrbench.search.streaming import entry_shards
+from mtrbench.serialize.instructions import InstructionRequest, choose_prompts, unused_checkpoint_prompts
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -251,7 +252,7 @@ class DenseRetriever(EmbeddingRetriever):
             self.device,
         )
         source.resolve_revision()
-        self._adopt(tower, source)
+        self._adopt(tower, source, loading)
 
     @classmethod
     def from_sentence_transformer(
@@ -268,11 +269,12 @@ class DenseRetriever(EmbeddingRetriever):
             model.max_seq_length = loading.max_length
         model.to(self.device)
         spec = TowerSpec(SENTENCE_TRANSFORMERS, name, revision, True, False, loading.max_length, dtype=self.dtype)
-        self._adopt(SentenceTransformerTower(model, spec), NamedSource(name, revision))
+        self._adopt(SentenceTransformerTower(model, spec), NamedSource(name, revision), loading)
         return self
 
-    def _adopt(self, tower: SentenceTransformerTower, source: ModelSource | NamedSource) -> None:
-        spec = self.spec
+    def _adopt(
+        self, tower: SentenceTransformerTower, source: ModelSource | NamedSource, loading: LoadingOptions
+    ) -> None:
         self.doc_source = source
         self.name, self.revision = source.name, source.revision
         self.query_engine = self.doc_engine = EncodingEngine(tower, self.engine_options, self.devices)
@@ -280,19 +282,44 @@ class DenseRetriever(EmbeddingRetriever):
         self.model = model
         self.max_length = model.max_seq_length
         self.tokenizer = model.tokenizer
-        self.query_prompt = spec.query_prompt
-        if spec.query_prompt_name:
-            if spec.query_prompt_name not in (model.prompts or {}):
-                raise MtrbenchError(f"model {spec.model_id} defines no prompt '{spec.query_prompt_name}'")
-            self.query_prompt = model.prompts[spec.query_prompt_name]
-        self.doc_prompt = spec.doc_prompt
+        self._adopt_prompts(model, loading)
         self.normalize = (getattr(model, "similarity_fn_name", None) or "cosine") == "cosine"
+
+    def _adopt_prompts(self, model: SentenceTransformer, loading: LoadingOptions) -> None:
+        """The alias's prompts, an instruction template filled with the task description, or the checkpoint's
+        own named prompts as ``encode_query`` / ``encode_document`` pick them (serialize/instructions.py)."""
+        spec = self.spec
+        checkpoint = {name: text or "" for name, text in (model.prompts or {}).items()}
+        alias_query = spec.query_prompt
+        if spec.query_prompt_name:
+            if spec.query_prompt_name not in checkpoint:
+                raise MtrbenchError(f"model {spec.model_id} defines no prompt '{spec.query_prompt_name}'")
+            alias_query = checkpoint[spec.query_prompt_name]
+        self.prompts = choose_prompts(
+            alias_query,
+            spec.doc_prompt,
+            spec.instruction_template,
+            InstructionRequest(loading.instruction, loading.instruction_template),
+            checkpoint,
+            getattr(model, "default_prompt_name", None),
+            spec.alias,
+        )
+        self.query_prompt, self.doc_prompt = self.prompts.query, self.prompts.doc
+        unused = unused_checkpoint_prompts(self.prompts, checkpoint)
+        if unused:
+            log.warning(
+                "model %s defines prompt(s) %s but is evaluated with none: its scores are not the model's as "
+                "trained (an alias with query_prompt_name, or --instruction-template, applies one)",
+                spec.alias,
+                ", ".join(repr(name) for name in unused),
+            )
 
     def settings(self) -> dict[str, Any]:
         return {
             "kind": "dense",
             "query_prompt": self.query_prompt,
             "doc_prompt": self.doc_prompt,
+            **self.prompts.recorded(),
             "max_length": self.max_length,
             **self._engine_settings(),
         }
