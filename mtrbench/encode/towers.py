@@ -16,6 +16,7 @@ A ``TowerSpec`` is picklable, so worker processes (one per GPU) can load the sam
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from abc import ABC, abstractmethod
 from concurrent.futures import Executor
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 TRANSFORMERS = "transformers"
+# pyserini reference formats (encode.reference_formats): ANCE's head, TCT-ColBERT's query and document markers
+REFERENCE_TOWER_KINDS = ("ance", "tct-colbert-query", "tct-colbert-document")
 # Modules after the transformer that work on packed (flattened) token states or on sentence vectors.
 _PACKABLE_ST_MODULES = {"Pooling", "Normalize", "Dense"}
 _PROBE_TEXTS = (
@@ -64,12 +67,21 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    refuse_remote_code(spec)
     try:
         if spec.kind == SENTENCE_TRANSFORMERS:
             return _load_sentence_transformer(spec, device)
         if spec.kind == TRANSFORMERS:
             return _load_transformers(spec, device)
+        if spec.kind in REFERENCE_TOWER_KINDS:
+            from mtrbench.encode.reference_formats import load_reference_tower  # deferred: it imports this module
+
+            return load_reference_tower(spec, device)
     except (OSError, ValueError) as exc:
+        if "trust_remote_code" in str(exc) and not spec.trust_remote_code:
+            raise MtrbenchError(
+                f"model {spec.location} runs code from its repository; pass --trust-remote-code if you trust it"
+            ) from None
         if Path(spec.location).expanduser().exists():
             raise MtrbenchError(f"could not load model from {spec.location}: {first_line(exc)}") from None
 
@@ -80,6 +92,29 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
         )
         raise hub_error(spec.location, spec.revision, kind="model", what="model", local_option=local_option) from None
     raise ValueError(f"unknown tower kind {spec.kind!r}")
+
+
+def refuse_remote_code(spec: TowerSpec) -> None:
+    """A local folder whose config.json maps classes to its own code (``auto_map``: NV-Embed, gte-Qwen2) loads
+    only with ``--trust-remote-code``: transformers would otherwise run or silently skip that code."""
+    config = Path(spec.location).expanduser() / "config.json"
+    if spec.trust_remote_code or not config.is_file():
+        return
+    try:
+        remote = "auto_map" in json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # unreadable: transformers' own loading reports it
+    if remote:
+        raise MtrbenchError(
+            f"model {spec.location} runs code from its folder (config.json has auto_map); "
+            "pass --trust-remote-code if you trust it"
+        )
+
+
+def position_limit(model: torch.nn.Module) -> int | None:
+    """The longest sequence a transformers model's positions allow (None: not stated)."""
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    return int(limit) - varlen.position_offset(model) if isinstance(limit, int) else None
 
 
 def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransformerTower:
@@ -97,6 +132,10 @@ def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransfor
     if spec.dtype != "fp32":
         model.to(DTYPES[spec.dtype])
     if spec.max_length:
+        first = model[0]
+        limit = position_limit(first.auto_model) if hasattr(first, "auto_model") else None
+        if limit is not None and spec.max_length > limit:
+            raise MtrbenchError(f"--max-length {spec.max_length} exceeds the {limit} positions of {spec.location}")
         model.max_seq_length = spec.max_length
     return SentenceTransformerTower(model, spec)
 

@@ -19,19 +19,29 @@ NAME = "mtrbench_varlen"
 
 
 def adapt_torch_varlen(varlen_attn):
-    """fn(q, k, v, cu, max_len, scale) over torch's ``varlen_attn``. Its first release (torch 2.10) takes
-    no ``scale`` and always uses 1/sqrt(head_dim): there another scale is folded into the queries."""
+    """fn(q, k, v, cu, max_len, scale, causal=False) over torch's ``varlen_attn``. Its first release (torch 2.10)
+    takes no ``scale`` and always uses 1/sqrt(head_dim): there another scale is folded into the queries.
+    Decoder layers (causal, grouped key/value heads) need ``window_size`` and ``enable_gqa``: a torch without
+    them raises, and the engine's self-check then pads instead."""
     import inspect
 
-    takes_scale = "scale" in inspect.signature(varlen_attn).parameters
+    parameters = inspect.signature(varlen_attn).parameters
+    takes_scale = "scale" in parameters
 
-    def torch_varlen(q, k, v, cu, max_len, scale):
+    def torch_varlen(q, k, v, cu, max_len, scale, causal=False):
+        decoder: dict[str, object] = {}
+        if causal:
+            decoder["window_size"] = (-1, 0)
+        if k.shape[1] != q.shape[1]:
+            decoder["enable_gqa"] = True
+        if any(name not in parameters for name in decoder):
+            raise ValueError(f"this torch's varlen_attn takes no {', '.join(sorted(set(decoder) - set(parameters)))}")
         if takes_scale:
-            return varlen_attn(q, k, v, cu, cu, max_len, max_len, scale=scale)
+            return varlen_attn(q, k, v, cu, cu, max_len, max_len, scale=scale, **decoder)
         default = q.shape[-1] ** -0.5
         if scale is not None and abs(scale - default) > 1e-12 * default:
             q = q * (scale / default)
-        return varlen_attn(q, k, v, cu, cu, max_len, max_len)
+        return varlen_attn(q, k, v, cu, cu, max_len, max_len, **decoder)
 
     return torch_varlen
 
@@ -48,8 +58,9 @@ def _cuda_kernel():
     try:
         from flash_attn import flash_attn_varlen_func
 
-        def flash_varlen(q, k, v, cu, max_len, scale):
-            return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, softmax_scale=scale)
+        def flash_varlen(q, k, v, cu, max_len, scale, causal=False):
+            # flash_attn takes grouped key/value heads as they are
+            return flash_attn_varlen_func(q, k, v, cu, cu, max_len, max_len, softmax_scale=scale, causal=causal)
 
         return "flash_attn", flash_varlen
     except ImportError:
@@ -63,13 +74,19 @@ def kernel_name(device: torch.device | str, dtype: torch.dtype) -> str:
     return "reference"
 
 
-def _reference(q, k, v, cu, scale):
+def _reference(q, k, v, cu, scale, causal=False):
     out = torch.empty_like(q)
     bounds = cu.tolist()
+    grouped = k.shape[1] != q.shape[1]
     for start, end in zip(bounds[:-1], bounds[1:]):
         # (L, H, D) -> (H, L, D) for SDPA
         seg = F.scaled_dot_product_attention(
-            q[start:end].transpose(0, 1), k[start:end].transpose(0, 1), v[start:end].transpose(0, 1), scale=scale
+            q[start:end].transpose(0, 1),
+            k[start:end].transpose(0, 1),
+            v[start:end].transpose(0, 1),
+            scale=scale,
+            is_causal=causal,
+            enable_gqa=grouped,
         )
         out[start:end] = seg.transpose(0, 1)
     return out
@@ -87,11 +104,15 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
         raise ValueError("packed attention expects one row of concatenated sequences")
     # transformers passes (batch, heads, tokens, dim); kernels want (tokens, heads, dim)
     q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))
+    # decoder layers (Qwen3, Mistral, Llama) attend causally within each packed sequence
+    causal = bool(getattr(module, "is_causal", False))
+    if getattr(module, "sliding_window", None):
+        raise ValueError("sliding-window attention layers are not packed")
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _cuda_kernel():
         max_len = int(kwargs.get("max_length_q") or int((cu[1:] - cu[:-1]).max()))
-        out = _cuda_kernel()[1](q.contiguous(), k.contiguous(), v.contiguous(), cu, max_len, scaling)
+        out = _cuda_kernel()[1](q.contiguous(), k.contiguous(), v.contiguous(), cu, max_len, scaling, causal)
     else:
-        out = _reference(q, k, v, cu, scaling)
+        out = _reference(q, k, v, cu, scaling, causal)
     return out.unsqueeze(0), None  # (1, tokens, heads, dim), as transformers' attention functions return
 
 
