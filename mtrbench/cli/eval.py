@@ -144,6 +144,8 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         max_length=args.max_length,
         revision=args.revision,
         trust_remote_code=args.trust_remote_code,
+        instruction=getattr(args, "instruction", None),  # eval's flags; rag has none
+        instruction_template=_template(getattr(args, "instruction_template", None)),
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         pooling=args.pooling,
@@ -376,6 +378,8 @@ ENCODER_ONLY_FLAGS = (
     ("--ray-address", "ray_address"),
     ("--ray-workers", "ray_workers"),
     ("--max-length", "max_length"),
+    ("--instruction", "instruction"),
+    ("--instruction-template", "instruction_template"),
     ("--pooling", "pooling"),
     ("--similarity", "similarity"),
 )
@@ -436,13 +440,16 @@ def _evaluate_pairs(
 
     single = len(resolved) * len(tasks) == 1  # the command as typed; else the one that re-runs this pair
     for model in resolved:
-        retriever = None
+        retriever, loaded_with = None, options
         for task in tasks:
+            pair_options = _with_card_instruction(options, model, task)
+            if pair_options != loaded_with:  # another task description: another query prompt, so load again
+                retriever, loaded_with = None, pair_options
             pair_config = (
                 config if single else replace(config, command=command_line(pair_argv(args.argv, model.requested, task)))
             )
             if retriever is None:
-                finished = finished_before_loading(model, task, pair_config, options)
+                finished = finished_before_loading(model, task, pair_config, pair_options)
                 if finished is not None:  # an earlier plan of this request: every history finished, nothing loaded
                     for s in finished:
                         skipped(s)
@@ -450,13 +457,13 @@ def _evaluate_pairs(
                     print_results(model.requested, task, shown, console, status)
                     continue
                 say(f"Loading model {model.requested}")
-                retriever = assemble(model, options)
+                retriever = assemble(model, pair_options)
             if not single:
                 status.print(f"[bold]{model.requested} on {task}[/bold]", highlight=False)
             pair_finished.clear()
             try:
                 results = run_eval(
-                    model, task, pair_config, options, progress=say, retriever=retriever, on_skip=skipped
+                    model, task, pair_config, pair_options, progress=say, retriever=retriever, on_skip=skipped
                 )
             except TooManyFailures as failure:  # the other histories finished: shown, and the command fails
                 results = failure.finished
@@ -467,6 +474,25 @@ def _evaluate_pairs(
                 print_results(model.requested, task, shown, console, status)
                 outcome.written.extend(results)
     return outcome
+
+
+def _template(text: str | None) -> str | None:
+    """--instruction-template as typed on a shell line: ``\\n`` is a newline, as in --separator."""
+    return None if text is None else unescape(text)
+
+
+def _with_card_instruction(options: RetrieverOptions, model: ResolvedModel, task: str) -> RetrieverOptions:
+    """The task card's ``instruction`` for a model with an instruction template, unless --instruction is given."""
+    loading = options.loading
+    template = loading.instruction_template
+    if template is None:
+        template = model.spec.instruction_template if model.spec is not None else ""
+    if loading.instruction is not None or not template:
+        return options
+    from mtrbench.data import resolve_card  # deferred: typos fail before it loads
+
+    instruction = resolve_card(task).instruction
+    return options if instruction is None else options.with_values(instruction=instruction)
 
 
 def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Console) -> None:

@@ -58,6 +58,8 @@ class TaskCard:
     user_supplies: tuple[str, ...] = ()  # of USER_SUPPLIED: what the user brings (not redistributable)
     card_path: str | None = None  # filled in on load, not written by authors
     origin: str = "built-in"  # plugins.BUILT_IN, or the plugin distribution that registered it ("name version")
+    # the task description instruction-tuned embedders get on this task (serialize/instructions.py); None: the default
+    instruction: str | None = None
 
     def local_path(self) -> Path | None:
         if not self.source.path:
@@ -78,6 +80,8 @@ class TaskCard:
         data = asdict(self)
         data.pop("card_path")
         data.pop("origin")
+        if data["instruction"] is None:  # cards without one read as they did before the field existed
+            data.pop("instruction")
         return data
 
 

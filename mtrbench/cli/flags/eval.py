@@ -129,7 +129,18 @@ def _add_encoder_flags(p: argparse.ArgumentParser) -> None:
         "on probe texts, falling back with a logged reason; auto = fused on CUDA, eager elsewhere "
         "(docs/encoding.md) [auto]",
     )
-    p.add_argument("--max-length", type=positive_int, help="token limit for queries and documents [model's]")
+    p.add_argument(
+        "--max-length", type=positive_int, help="token limit for queries and documents, up to the model's own [model's]"
+    )
+    p.add_argument(
+        "--instruction",
+        help="instruction-tuned embedders: the task description filled into the model's instruction template "
+        "[the task card's, else a conversational-retrieval default: docs/llm-embedders.md]",
+    )
+    p.add_argument(
+        "--instruction-template",
+        help="the query prompt with a {task} placeholder, e.g. 'Instruct: {task}\\nQuery: ' [the alias's]",
+    )
     p.add_argument("--query-model", help="dual encoder: query tower (transformers folder or HF id); with --doc-model")
     p.add_argument("--doc-model", help="dual encoder: document tower; with --query-model")
     p.add_argument("--pooling", choices=["cls", "mean", "last"], help="dual encoder pooling [cls]")
