@@ -14,8 +14,9 @@ from mtrbench.data import load_task, resolve_card
 from mtrbench.data.model import TaskData
 from mtrbench.infra.atomic import atomic_write_text, check_folder_target
 from mtrbench.infra.errors import UserInputError
+from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
-from mtrbench.llm.failure_rate import check_share, raise_if_over
+from mtrbench.llm.failure_rate import JudgeFailures, check_share, raise_if_over
 from mtrbench.llm.hf import make_client
 from mtrbench.serialize.history import get_strategy
 from mtrbench.simulate.needs import needs_from_task, read_personas, with_personas
@@ -82,7 +83,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _system(args: argparse.Namespace, task: TaskData, cache) -> System:  # noqa: ANN001 (ResponseCache | None)
+def _system(args: argparse.Namespace, task: TaskData, cache: ResponseCache | None) -> System:
     if args.system_url:
         return HttpSystem(args.system_url, timeout_s=args.system_timeout)
     from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: the retriever loads torch
@@ -105,7 +106,9 @@ def _score(args: argparse.Namespace) -> int:
 
     check_share(args.max_failure_rate)
     judge = model_judge(args.judge_model, args.judge_base_url, args, "umbrela") if args.judge_model else None
-    options = ScoreOptions(Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet)
+    options = ScoreOptions(
+        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet
+    )
     result = run_score(options, judge)
     s = result.summary
     tts = f"{s.turns_to_satisfaction:.2f}" if s.turns_to_satisfaction is not None else "-"
@@ -131,7 +134,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{found.systems} systems over {found.needs} needs: Kendall tau {found.tau:.4f} "
               f"[{found.tau_interval[0]:.4f}, {found.tau_interval[1]:.4f}], tau_AP {found.tau_ap:.4f} "
               f"[{found.tau_ap_interval[0]:.4f}, {found.tau_ap_interval[1]:.4f}]")  # fmt: skip
-    failures = None
+    failures: JudgeFailures | None = None
     if args.user_model:
         out["next_utterance"], failures = _predict(args)
     if args.output_dir:
@@ -142,9 +145,14 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(args: argparse.Namespace):  # noqa: ANN202 (summary dict, failures)
+def _predict(args: argparse.Namespace) -> tuple[dict[str, object], JudgeFailures]:
     from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: loads torch
-    from mtrbench.simulate.validate import PredictOptions, encoder_similarity, predict, score_predictions  # deferred: torch
+    from mtrbench.simulate.validate import (
+        PredictOptions,
+        encoder_similarity,
+        predict,
+        score_predictions,
+    )  # deferred: torch
 
     if not args.output_dir:
         raise UserInputError("--user-model (next-utterance prediction) needs --output-dir for its log")

@@ -86,8 +86,10 @@ def read_personas(path: str | Path) -> dict[str, tuple[str, ...]]:
             raise DataError(f"{where}: not JSON ({exc.msg})") from None
         statements = raw.get("persona") if isinstance(raw, dict) else None
         need_id = raw.get("need_id") if isinstance(raw, dict) else None
-        if not isinstance(need_id, str) or not isinstance(statements, list) or not all(
-            isinstance(s, str) for s in statements
+        if (
+            not isinstance(need_id, str)
+            or not isinstance(statements, list)
+            or not all(isinstance(s, str) for s in statements)
         ):
             raise DataError(f'{where}: needs {{"need_id": str, "persona": [str, ...]}}')
         personas[need_id] = tuple(statements)

@@ -70,7 +70,9 @@ def user_messages(need: InformationNeed, profile: Profile, exchanges: Sequence[E
         for e in exchanges:
             lines += [f"You: {e.utterance}", f"Assistant: {e.reply if e.reply is not None else NO_ANSWER}"]
         last = exchanges[-1]
-        then = CLARIFY.format(cooperation=STYLES[profile.cooperation]) if last.clarifying else "Write your next message."
+        then = (
+            CLARIFY.format(cooperation=STYLES[profile.cooperation]) if last.clarifying else "Write your next message."
+        )
         task = "The conversation so far:\n" + "\n".join(lines) + "\n\n" + then
     return [{"role": "system", "content": system_prompt(need, profile)}, {"role": "user", "content": task}]
 

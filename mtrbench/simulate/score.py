@@ -75,7 +75,9 @@ def unjudged_pairs(transcripts: Transcripts, task: TaskData, k: int) -> tuple[li
     return pairs, outside
 
 
-def session_score(record: Mapping[str, Any], labels: Mapping[tuple[str, str], int], k: int, base: float) -> SessionScore:
+def session_score(
+    record: Mapping[str, Any], labels: Mapping[tuple[str, str], int], k: int, base: float
+) -> SessionScore:
     gains = []
     for turn in record["turns"]:
         qid = turn_qid(record["session_id"], turn["turn"])
@@ -83,7 +85,9 @@ def session_score(record: Mapping[str, Any], labels: Mapping[tuple[str, str], in
         grades = dict(record["qrels"]) | {d: g for (q, d), g in labels.items() if q == qid}
         gains.append(ndcg(ranked, grades, k) if turn.get("ok") else 0.0)
     failed = sum(1 for t in record["turns"] if not t.get("ok"))
-    return SessionScore(record["session_id"], record["status"], len(gains), failed, tuple(gains), session_gain(gains, base))
+    return SessionScore(
+        record["session_id"], record["status"], len(gains), failed, tuple(gains), session_gain(gains, base)
+    )
 
 
 def run_score(options: ScoreOptions, judge: JudgeConfig | None, client: ChatRunner | None = None) -> ScoreResult:

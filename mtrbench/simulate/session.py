@@ -22,11 +22,18 @@ from mtrbench.infra.reporting import progress_bar
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
-from mtrbench.llm.stage import Stage, StageItem, StageLog, StageOptions, StageRecord, now, run_stages
+from mtrbench.llm.stage import JSONValue, Stage, StageItem, StageLog, StageOptions, StageRecord, now, run_stages
 from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.simulate.needs import InformationNeed
 from mtrbench.simulate.profiles import Profile
-from mtrbench.simulate.prompts import PROMPT_VERSION, REPLY_FORMAT, Exchange, parse_user_reply, prompt_hash, user_messages
+from mtrbench.simulate.prompts import (
+    PROMPT_VERSION,
+    REPLY_FORMAT,
+    Exchange,
+    parse_user_reply,
+    prompt_hash,
+    user_messages,
+)
 from mtrbench.simulate.systems import System, SystemReply, SystemRequest
 
 STAGE = "simulate-user"
@@ -55,7 +62,9 @@ class Session:
 
     def exchanges(self) -> list[Exchange]:
         return [
-            Exchange(t.utterance, t.reply.shown if t.reply.ok else None, bool(t.reply.ok and t.reply.clarifying_question))
+            Exchange(
+                t.utterance, t.reply.shown if t.reply.ok else None, bool(t.reply.ok and t.reply.clarifying_question)
+            )
             for t in self.turns
         ]
 
@@ -118,7 +127,7 @@ def _user_stage(
         messages = user_messages(session.need, options.profile, session.exchanges())
         key = f"{session.session_id}/user/{turn}"
         request = ChatRequest(key=key, messages=messages, parse=parse_user_reply, reply_format=REPLY_FORMAT)
-        fields = {"session_id": session.session_id, "turn": turn}
+        fields: dict[str, JSONValue] = {"session_id": session.session_id, "turn": turn}
         items.append(StageItem(key, request, {"prompt_hash": prompt_hash(messages)}, fields))
         by_key[key] = session
     settings = {"model": judge.model, "prompt": PROMPT_VERSION, "seed": options.seed, **options.profile.settings()}
@@ -162,8 +171,8 @@ def run_sessions(
                 if utterance is not None:
                     asking[session.session_id] = utterance
 
-            def respond(session: Session, t: int = turn) -> bool:
-                return _system_turn(session, t, asking[session.session_id], system, system_log, handle)
+            def respond(session: Session, t: int = turn, pending: dict[str, str] = asking) -> bool:
+                return _system_turn(session, t, pending[session.session_id], system, system_log, handle)
 
             waiting = [s for s in active if s.session_id in asking]
             run.system_requests += _each(waiting, respond, f"system turn {turn}", options.show_progress)

@@ -71,7 +71,8 @@ def write_transcripts(
         "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in conversations),
     )
     rows = (
-        {"_id": doc_id, "title": title, "text": text} for doc_id, title, text in zip(corpus.ids, corpus.titles, corpus.texts)
+        {"_id": doc_id, "title": title, "text": text}
+        for doc_id, title, text in zip(corpus.ids, corpus.titles, corpus.texts)
     )
     atomic_write_text(folder / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     atomic_write_text(folder / SUMMARY, json.dumps({**summary, "split": split}, indent=2, ensure_ascii=False) + "\n")

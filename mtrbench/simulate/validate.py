@@ -30,7 +30,14 @@ from mtrbench.retrieve.registry import alias
 from mtrbench.serialize.history import QueryFormat, get_strategy
 from mtrbench.simulate.needs import InformationNeed, needs_from_task
 from mtrbench.simulate.profiles import Profile
-from mtrbench.simulate.prompts import PROMPT_VERSION, REPLY_FORMAT, Exchange, parse_user_reply, prompt_hash, user_messages
+from mtrbench.simulate.prompts import (
+    PROMPT_VERSION,
+    REPLY_FORMAT,
+    Exchange,
+    parse_user_reply,
+    prompt_hash,
+    user_messages,
+)
 
 STAGE = "simulate-predict"
 LOG_NAME = "predict.jsonl"
@@ -131,7 +138,9 @@ def score_predictions(
     texts = []
     for qid in done:
         real = queries[qid]
-        simulated = ConversationalQuery(real.qid, real.conversation_id, real.turn_id, real.history, predicted[qid] or "")
+        simulated = ConversationalQuery(
+            real.qid, real.conversation_id, real.turn_id, real.history, predicted[qid] or ""
+        )
         texts += [strategy(real, fmt).text(), strategy(simulated, fmt).text()]
     hits = retriever.search(texts, k) if texts else []
     out = {qid: Prediction(qid, queries[qid].query, None) for qid, text in predicted.items() if not text}
