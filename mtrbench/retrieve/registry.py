@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
 
 from mtrbench.infra import plugins
-from mtrbench.infra.errors import MtrbenchError, unknown_name
+from mtrbench.infra.errors import HubUnavailableError, MtrbenchError, UserInputError, unknown_name
 from mtrbench.models.aliases import family_specs
-from mtrbench.models.spec import KINDS, LEXICAL, ModelSpec
+from mtrbench.models.kinds import checkpoint_kind, settled_kind
+from mtrbench.models.spec import (
+    CROSS_ENCODER,
+    DENSE,
+    DUAL,
+    HYBRID,
+    KINDS,
+    LEXICAL,
+    MULTI_VECTOR,
+    SPARSE,
+    ModelSpec,
+)
 
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
@@ -179,24 +191,18 @@ def pair_name(query_model: str, doc_model: str) -> str:
     return f"{query_model}{PAIR_SEPARATOR}{doc_model}"
 
 
-def resolve_model(name: str) -> ModelSpec:
-    """An alias, any HF model id / local sentence-transformers folder (no prompts), or a
-    ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and dot product
-    unless the retriever options say otherwise)."""
+def resolve_model(name: str, kind: str | None = None) -> ModelSpec:
+    """An alias, any HF model id / local checkpoint folder (no prompts; its kind told from its files, else ``kind``:
+    ``--model-kind``), or a ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and
+    dot product unless the retriever options say otherwise). ``kind`` never overrides what a name or its files say:
+    a contradiction is one error line (models/kinds.settled_kind)."""
     spec = alias(name)
     if spec is not None:
-        return spec
-    from pathlib import Path
-
+        return spec if kind is None else replace(spec, kind=settled_kind(name, spec.kind, kind))
     if name.startswith(HYBRID_PREFIX):
-        dense, plus, sparse = name[len(HYBRID_PREFIX) :].rpartition("+")
-        if not plus or not dense or sparse != "bm25":
-            raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
-        if resolve_model(dense).kind not in ("dense", "dual"):
-            raise MtrbenchError(f"hybrid model '{name}': the first leg '{dense}' must be a dense model")
-        return ModelSpec(
-            alias=name, kind="hybrid", model_id=dense, doc_model_id=sparse, description="hybrid dense + BM25"
-        )
+        hybrid = _hybrid(name)
+        settled_kind(name, hybrid.kind, kind)  # a hybrid's legs say their own kinds: --model-kind cannot name them
+        return hybrid
 
     if name.count(PAIR_SEPARATOR) == 1:
         query_model, doc_model = (part.strip() for part in name.split(PAIR_SEPARATOR))
@@ -205,19 +211,77 @@ def resolve_model(name: str) -> ModelSpec:
                 raise MtrbenchError(
                     f"dual encoder '{name}': '{part}' is not a local folder or a Hugging Face id (org/name)"
                 )
+        settled_kind(name, DUAL, kind)
         return ModelSpec(
             alias=name,
-            kind="dual",
+            kind=DUAL,
             model_id=query_model,
             doc_model_id=doc_model,
             description="user-supplied dual encoder",
         )
 
     if Path(name).expanduser().exists() or name.count("/") == 1 and not name.startswith(("/", ".", "~")):
-        return ModelSpec(alias=name, kind="dense", model_id=name, description="user-supplied model")
+        return ModelSpec(
+            alias=name, kind=_checkpoint_kind(name, kind), model_id=name, description="user-supplied model"
+        )
     raise unknown_name(
         "model",
         name,
         all_models(),
         hint="`mtrbench models` lists aliases; any Hugging Face id (org/name) or local folder also works.",
     )
+
+
+def _checkpoint_kind(name: str, requested: str | None) -> str:
+    """The kind of a user-supplied checkpoint: its files', else ``requested``; with ``requested``, a Hub model that
+    cannot be reached is taken at its word (loading it then fails with the Hub's own message)."""
+    try:
+        detected = checkpoint_kind(name)
+    except HubUnavailableError:
+        if requested is None:
+            raise
+        detected = None
+    return settled_kind(name, detected, requested)
+
+
+def _hybrid(name: str) -> ModelSpec:
+    """``hybrid:DENSE+SPARSE``: a single-vector model and BM25 (or a learned sparse model), fused by score."""
+    dense, plus, sparse = name[len(HYBRID_PREFIX) :].rpartition("+")
+    if not plus or not dense or not sparse:
+        raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
+    dense_kind = resolve_model(dense).kind
+    if dense_kind in LEG_REFUSALS:
+        raise UserInputError(f"hybrid model '{name}': '{dense}' {LEG_REFUSALS[dense_kind]}")
+    if dense_kind not in (DENSE, DUAL):
+        raise MtrbenchError(f"hybrid model '{name}': the first leg '{dense}' must be a dense model")
+    sparse_kind = LEXICAL if sparse == "bm25" else _sparse_leg_kind(name, sparse)
+    return ModelSpec(
+        alias=name,
+        kind=HYBRID,
+        model_id=dense,
+        doc_model_id=sparse,
+        description="hybrid dense + BM25" if sparse_kind == LEXICAL else "hybrid dense + learned sparse",
+    )
+
+
+# Kinds that cannot be a leg of a hybrid (fused by score over one ranked list per leg from one vector per text).
+LEG_REFUSALS = {
+    MULTI_VECTOR: "is a multi-vector (late-interaction) model: a hybrid leg needs one vector per text; "
+    "rerank with it instead (--rerank)",
+    CROSS_ENCODER: "is a cross-encoder, a reranker: it cannot retrieve; use --rerank with it",
+}
+
+
+def _sparse_leg_kind(name: str, sparse: str) -> str:
+    if sparse in REGISTRY and REGISTRY[sparse].kind == LEXICAL or sparse.lower() == "bm25":
+        return LEXICAL
+    if alias(sparse) is None and not (Path(sparse).expanduser().exists() or sparse.count("/") == 1):
+        raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
+    kind = resolve_model(sparse).kind
+    if kind in LEG_REFUSALS:
+        raise UserInputError(f"hybrid model '{name}': '{sparse}' {LEG_REFUSALS[kind]}")
+    if kind not in (SPARSE, LEXICAL):
+        raise MtrbenchError(
+            f"hybrid model '{name}': the second leg '{sparse}' must be bm25 or a learned sparse model, not a {kind} one"
+        )
+    return kind
