@@ -11,7 +11,7 @@ from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
 from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, RetrieverOptions, ScaleOptions
 from mtrbench.retrieve.registry import ModelSpec, resolve_model
-from mtrbench.retrieve.rerank import CrossEncoderReranker
+from mtrbench.retrieve.rerank_dispatch import build_reranker, check_first_stage
 
 ModelInput = str | ModelSpec | object  # a name, a resolved spec, or a model object (models/protocols.py)
 
@@ -69,6 +69,7 @@ def load_legs(model: ResolvedModel, options: RetrieverOptions) -> Legs:
 def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None = None) -> Retriever:
     """The retriever with every pipeline stage; ``legs`` reuses loaded first stages (a new cell of a sweep)."""
     stages = options.pipeline
+    check_first_stage(model.spec)  # a reranker alias as --model: one error line
     _check_pipeline(model, stages)
     retriever: Retriever
     if stages.chunking:
@@ -79,15 +80,8 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
         retriever = ParentChildRetriever(inner, chunking, candidate_k=stages.candidate_k, parent_scorer=parents)
     else:
         retriever = _first_stage(model, options, stages, legs)
-    if stages.rerank:
-        retriever = CrossEncoderReranker(
-            retriever,
-            stages.rerank,
-            rerank_k=stages.rerank_k,
-            device=options.loading.device,
-            batch_size=stages.rerank_batch_size,
-            show_progress=options.loading.show_progress,
-        )
+    if stages.rerank:  # a cross-encoder, monoT5, a yes/no LLM, MaxSim or a listwise LLM, by the name's kind
+        retriever = build_reranker(retriever, stages, options.loading)
     return retriever
 
 

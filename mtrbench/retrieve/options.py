@@ -49,9 +49,12 @@ class PipelineOptions:
 
     alpha: float | None = None  # hybrid only: dense share; None: retrieve.hybrid.DEFAULT_ALPHA
     candidate_k: int | None = None  # hybrid: documents each leg retrieves; chunking: children retrieved
-    rerank: str | None = None  # cross-encoder reranking the first stage's top rerank_k: HF id or local folder
+    rerank: str | None = None  # reranking the top rerank_k: a reranker alias, HF id, folder, listwise:MODEL
     rerank_k: int = 100
     rerank_batch_size: int = 32
+    rerank_window: int = 20  # listwise:MODEL: documents per LLM request
+    rerank_stride: int = 10  # listwise:MODEL: how far each window moves up the list
+    rerank_llm: object | None = None  # listwise:MODEL: its ListwiseLLM (retrieve/rerank_listwise.py); None: refused
     chunking: str | None = None  # parent-child retrieval: sentences:SIZE:STRIDE
     rank_parents: bool = False  # with chunking: rescore the candidate parents on their own text (H-RAG strategy 2)
 
