@@ -1,0 +1,120 @@
+"""`mtrbench simulate score` and the session measures: the HTTP system simulated and scored end to end with a
+scripted UMBRELA judge, the in-process retriever + generator system, and measures equal to hand computations."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from cli_run import run_cli
+from contract_server import ContractServer
+from llm_server import Reply, ScriptedChatServer
+from scripts import system_by_keyword, user_in_order
+
+from mtrbench.simulate.measures import SessionScore, summarize
+from mtrbench.simulate.score import session_score
+
+LOG2_3 = math.log2(3)
+
+
+def judge_reply(body):
+    prompt = body["messages"][-1]["content"]
+    if "14,000 years" in prompt:  # lake-age, ranked for "How deep ...", which the need does not judge
+        return Reply("##final score: 1")
+    if "toll of 6 crowns" in prompt:  # bridge-toll
+        return Reply("##final score: 0")
+    raise AssertionError("only the two unjudged passages are labelled")
+
+
+def test_an_http_system_simulated_and_scored_end_to_end(two_needs, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedChatServer(user_in_order) as user, ContractServer(system_by_keyword) as system:
+        proc = run_cli("simulate", "run", "--task", str(two_needs), "--user-model", "sim", "--user-base-url",
+                       user.base_url, "--system-url", system.url, "--output-dir", str(out), "--yes", "--quiet",
+                       "--no-llm-cache")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with ScriptedChatServer(judge_reply) as judge:
+        args = ["simulate", "score", str(out), "--judge-model", "umb", "--judge-base-url", judge.base_url]
+        proc = run_cli(*args, "--yes", "--quiet", "--no-llm-cache")
+        assert proc.returncode == 0, proc.stderr
+        assert len(judge.requests) == 2
+        again = run_cli(*args, "--yes", "--quiet", "--no-llm-cache")
+        assert again.returncode == 0 and len(judge.requests) == 2  # the labels come from umbrela.jsonl
+    score = json.loads((out / "score.json").read_text())
+    # lake: turn 1 ranks [lake-depth 2, lake-age 1 (UMBRELA)], ideal [2, 1, 1]; turn 2 [lake-fish 1, lake-depth 2]
+    lake = [(2 + 1 / LOG2_3) / (2 + 1 / LOG2_3 + 1 / 2), (1 + 2 / LOG2_3) / (2 + 1 / LOG2_3)]
+    # bridge: turn 1 [bridge-design 2, bridge-toll 0 (UMBRELA)], ideal [2, 2]; turn 2 ranks both relevant first
+    bridge = [2 / (2 + 2 / LOG2_3), 1.0]
+    sdcg = {"lake": lake[0] + lake[1] / (1 + math.log(2, 4)), "bridge": bridge[0] + bridge[1] / (1 + math.log(2, 4))}
+    by_id = {s["session_id"]: s for s in score["sessions"]}
+    assert by_id["lake"]["turn_gains"] == [pytest_approx(g) for g in lake]
+    assert by_id["bridge"]["turn_gains"] == [pytest_approx(g) for g in bridge]
+    assert by_id["lake"]["sdcg"] == pytest_approx(sdcg["lake"]) and by_id["bridge"]["sdcg"] == pytest_approx(
+        sdcg["bridge"]
+    )
+    assert score["summary"]["mean_sdcg"] == pytest_approx((sdcg["lake"] + sdcg["bridge"]) / 2)
+    assert score["summary"]["turns_to_satisfaction"] == 2.0 and score["summary"]["abandonment_rate"] == 0.0
+    assert score["labels"] == {"judge": "umb", "unjudged_pairs": 2, "labelled": 2, "failed": 0, "outside_corpus": 0}
+
+
+def pytest_approx(value):
+    import pytest
+
+    return pytest.approx(value, rel=1e-12)
+
+
+def test_measures_equal_hand_computations_on_a_fixture_transcript():
+    record = {
+        "session_id": "s",
+        "status": "abandoned",
+        "qrels": {"a": 3, "b": 1},
+        "turns": [
+            {"turn": 1, "ok": True, "passages": [{"id": "x"}, {"id": "a"}, {"id": "b"}]},
+            {"turn": 2, "ok": False, "passages": []},
+            {"turn": 3, "ok": True, "passages": [{"id": "b"}, {"id": "nowhere"}]},
+        ],
+    }
+    score = session_score(record, {("s_1", "x"): 2, ("t_1", "b"): 3}, k=10, base=4.0)
+    first = (2 + 3 / LOG2_3 + 1 / 2) / (3 + 2 / LOG2_3 + 1 / 2)  # x's label counts at turn 1 only
+    third = 1 / (3 + 1 / LOG2_3)
+    assert score.turn_gains == (pytest_approx(first), 0.0, pytest_approx(third))
+    assert score.sdcg == pytest_approx(first + 0 / (1 + 0.5) + third / (1 + math.log(3) / math.log(4)))
+    assert (score.turns, score.failed_turns) == (3, 1)
+    cut = session_score(record, {("s_1", "x"): 2}, k=1, base=2.0)
+    assert cut.turn_gains == (pytest_approx(2 / 3), 0.0, pytest_approx(1 / 3))  # top 1: x (2) or b (1) vs a (3)
+    summary = summarize([
+        score,
+        SessionScore("t", "satisfied", 2, 0, (1.0, 0.5), 1.5),
+        SessionScore("u", "satisfied", 4, 0, (0.0,) * 4, 0.0),
+        SessionScore("v", "user_failed", 0, 0, (), 0.0),
+    ])  # fmt: skip
+    assert summary.turns_to_satisfaction == 3.0  # (2 + 4) / 2 satisfied sessions
+    assert summary.abandonment_rate == 1 / 3  # 1 abandoned of 3 finished (the user's failure is not a finish)
+    assert summary.mean_sdcg == pytest_approx((score.sdcg + 1.5) / 4)
+    assert (summary.failed_turns, summary.turns, summary.user_failed) == (1, 9, 1)
+
+
+def test_an_mtrbench_retriever_with_a_generator_as_the_system(two_needs, tmp_path):
+    shown = []
+
+    def respond(body):
+        if body["messages"][0]["content"].startswith("You answer the user's current question"):
+            shown.append(body["messages"][-1]["content"])
+            return Reply("generated answer")
+        return user_in_order(body)
+
+    out = tmp_path / "run"
+    with ScriptedChatServer(respond) as server:
+        proc = run_cli("simulate", "run", "--task", str(two_needs), "--limit", "1", "--user-model", "sim",
+                       "--user-base-url", server.base_url, "--model", "bm25", "--generator-model", "gen",
+                       "--generator-base-url", server.base_url, "--passages", "1", "--output-dir", str(out),
+                       "--yes", "--quiet", "--no-llm-cache")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads((out / "sessions.jsonl").read_text().splitlines()[0])
+    assert [t["response"] for t in record["turns"]] == ["generated answer"] * 2
+    assert record["turns"][0]["passages"][0]["id"] == "lake-depth"  # the only passage with "deep"
+    assert len(shown) == 2 and "[1] Lake Varnholm Lake Varnholm is 212 metres deep" in shown[0]
+    assert "[2]" not in shown[0]  # --passages 1
+    assert "Conversation history:\nUser: How deep is Lake Varnholm?\nAgent: generated answer" in shown[1]
+    system = json.loads((out / "simulate.json").read_text())["system"]
+    assert (system["kind"], system["history"], system["generator"]) == ("mtrbench", "full", "gen")
