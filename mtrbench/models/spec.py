@@ -32,6 +32,7 @@ class ModelSpec:
     doc_prompt: str = ""
     query_prompt_name: str | None = None  # a prompt the checkpoint defines itself (config_sentence_transformers.json)
     needs_remote_code: bool = False
+    append_eos: bool = False  # last-token pooling on an end-of-sequence token the tokenizer does not add itself
     revision: str | None = None
     description: str = ""
     # dual encoders (separate query and document towers, raw transformers models); sparse: a separate document
