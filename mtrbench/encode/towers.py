@@ -61,6 +61,9 @@ class TowerSpec:
     pooling: str = "cls"  # transformers towers only
     dtype: str = "fp32"
     tokenizer_location: str | None = None  # transformers towers: tokenizer from another folder / Hub id
+    # last-token pooling models trained on a trailing end-of-sequence token their tokenizer.json does not add
+    # (e5-mistral, gte-Qwen2 under transformers 5): the tower's tokenizer appends it
+    append_eos: bool = False
 
 
 def load_tower(spec: TowerSpec, device: str) -> Tower:
@@ -117,6 +120,24 @@ def position_limit(model: torch.nn.Module) -> int | None:
     return int(limit) - varlen.position_offset(model) if isinstance(limit, int) else None
 
 
+def append_eos_token(tokenizer: Any, location: str) -> None:
+    """Make every tokenized text end with the tokenizer's end-of-sequence token, as the model was trained: its
+    post-processor gains a step after the existing one (so ``<s>`` stays and truncation leaves room for both)."""
+    from tokenizers import processors
+
+    eos, eos_id = tokenizer.eos_token, tokenizer.eos_token_id
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if eos is None or eos_id is None or backend is None:
+        raise MtrbenchError(f"model {location}: its tokenizer has no end-of-sequence token to append")
+    if tokenizer("a", add_special_tokens=True)["input_ids"][-1] == eos_id:
+        return  # already appended (e.g. a tokenizer.json that adds it)
+    append = processors.TemplateProcessing(
+        single=f"$A:0 {eos}:0", pair=f"$A:0 $B:1 {eos}:1", special_tokens=[(eos, eos_id)]
+    )
+    current = backend.post_processor
+    backend.post_processor = append if current is None else processors.Sequence([current, append])
+
+
 def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransformerTower:
     from sentence_transformers import SentenceTransformer
 
@@ -131,6 +152,8 @@ def _load_sentence_transformer(spec: TowerSpec, device: str) -> SentenceTransfor
     )
     if spec.dtype != "fp32":
         model.to(DTYPES[spec.dtype])
+    if spec.append_eos:
+        append_eos_token(model.tokenizer, spec.location)
     if spec.max_length:
         first = model[0]
         limit = position_limit(first.auto_model) if hasattr(first, "auto_model") else None
@@ -385,7 +408,7 @@ class SentenceTransformerTower(Tower):
         return features["sentence_embedding"]
 
     def signature(self) -> dict[str, Any]:
-        modules = []
+        modules: list[dict[str, Any]] = [{"module": "AppendEos"}] if self.spec.append_eos else []
         for module in list(self.model)[1:]:
             config = module.get_config_dict() if hasattr(module, "get_config_dict") else {}
             modules.append(

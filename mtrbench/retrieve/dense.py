@@ -248,6 +248,7 @@ class DenseRetriever(EmbeddingRetriever):
                 trust_remote_code,
                 max_length,
                 dtype=self.dtype,
+                append_eos=spec.append_eos,
             ),
             self.device,
         )
@@ -320,6 +321,7 @@ class DenseRetriever(EmbeddingRetriever):
             "query_prompt": self.query_prompt,
             "doc_prompt": self.doc_prompt,
             **self.prompts.recorded(),
+            **({"append_eos": True} if self.spec.append_eos else {}),
             "max_length": self.max_length,
             **self._engine_settings(),
         }
