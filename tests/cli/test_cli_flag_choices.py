@@ -8,6 +8,7 @@ from mtrbench.generation import defaults as generation
 from mtrbench.judge.nuggets.ikat import DEFAULT_VITAL_GRADE
 from mtrbench.judge.nuggets.sources import FORMATS
 from mtrbench.measures.protocols import OFFICIAL_NAMES, PROTOCOLS, TREC_EVAL
+from mtrbench.models.spec import CHECKPOINT_KINDS, KINDS
 from mtrbench.results import overwrite
 from mtrbench.retrieve.fusion import FusionOptions
 from mtrbench.serialize.history import DEFAULT_HISTORY
@@ -25,6 +26,8 @@ def test_each_repeated_choice_equals_its_source():
     assert choices.DEFAULT_VITAL_GRADE == DEFAULT_VITAL_GRADE
     assert choices.NUGGET_FORMATS == FORMATS
     assert choices.QUALITY_CHOICES == QUALITY_CHOICES
+    assert choices.MODEL_KINDS == CHECKPOINT_KINDS
+    assert choices.ALL_KINDS == KINDS
 
 
 def test_official_protocols_are_the_registry_s():

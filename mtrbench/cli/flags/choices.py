@@ -28,3 +28,8 @@ QUALITY_CHOICES = ("heuristic", "nvidia", "fineweb-edu", "nvidia+fineweb-edu", "
 
 # mtrbench.measures.protocols: the official protocols (--protocol official:NAME), in the registry's order
 OFFICIAL_PROTOCOLS = ("mtrag", "bridge", "mtr-suite", "ikat", "ikat-ptkb", "trec-cast")
+
+# mtrbench.models.spec.CHECKPOINT_KINDS (--model-kind: the kind of a checkpoint whose files cannot tell)
+MODEL_KINDS = ("dense", "sparse", "multi-vector", "cross-encoder", "dual")
+# mtrbench.models.spec.KINDS (`mtrbench models --kind`)
+ALL_KINDS = ("dense", "sparse", "multi-vector", "cross-encoder", "dual", "hybrid", "lexical")
