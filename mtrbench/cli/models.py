@@ -59,11 +59,16 @@ def _print_spec(console: Console, spec: ModelSpec, *, details: bool) -> None:
         ids = [spec.model_id]
     console.print(first, soft_wrap=True)
     for line in ids:  # a label and an id too long for one line: the id whole on its own line
-        label, _, model_id = line.rpartition(": ")
-        parts = [line] if len(line) + 4 <= WIDTH or not label else [f"{label}:", f"  {model_id}"]
+        tower, _, model_id = line.rpartition(": ")
+        parts = [line] if len(line) + 4 <= WIDTH or not tower else [f"{tower}:", f"  {model_id}"]
         for part in parts:
             console.print(f"    {part}", soft_wrap=True)
-    notes = [(None, spec.description), *_prompt_notes(spec), *_meta_notes(spec), ("origin", spec.origin)]
+    notes: list[tuple[str | None, str]] = [
+        (None, spec.description),
+        *_prompt_notes(spec),
+        *_meta_notes(spec),
+        ("origin", spec.origin),
+    ]
     if details:
         for label, value in notes:
             if value:
