@@ -23,7 +23,8 @@ def register(sub: Subparsers) -> dict[str, str]:
     p.add_argument(
         "--history",
         default="full",
-        help="current | full | window:K | questions | last-response | rewrite [full, as eval]",
+        help="current | full | window:K | questions | last-response | rewrite | reasoning | full+reasoning "
+        "[full, as eval]",
     )
     p.add_argument(
         "--model",
