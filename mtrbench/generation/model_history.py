@@ -19,6 +19,13 @@ from functools import partial
 from typing import Any
 
 from mtrbench.data.model import ConversationalQuery
+from mtrbench.generation.expansion_prompts import (
+    EXPANSION_FORMATS,
+    EXPANSION_SYSTEMS,
+    MAX_TOKENS,
+    expansion_messages,
+    parse_expansion,
+)
 from mtrbench.generation.prompts import MODEL_HISTORY_PROMPTS, parse_model_history, template_hash
 from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
@@ -27,9 +34,12 @@ from mtrbench.llm.failure_rate import DEFAULT_MAX_FAILURE_RATE
 from mtrbench.llm.hf import is_hf_url
 from mtrbench.llm.stage import Stage, StageItem, StageOptions, StageRecord, run_stage
 from mtrbench.llm.types import ChatRequest, ChatRunner
+from mtrbench.serialize.expansion import EXPANSION_KINDS
 from mtrbench.serialize.history import MODEL_STRATEGIES
 
-KINDS = tuple(MODEL_STRATEGIES.values())  # what a rewriter model writes: "rewrite", "summary"
+# what a rewriter model writes: "rewrite", "summary", and pseudo-documents for query expansion (query2doc, hyde,
+# mugi), which every turn asks for, a first turn too
+KINDS = tuple(MODEL_STRATEGIES.values())
 MAX_FAILED_SHOWN = 20
 
 
@@ -77,12 +87,25 @@ class ModelHistoryReport:
 
 
 def prompt_hash(kind: str) -> str:
+    if kind in EXPANSION_KINDS:
+        return template_hash(kind, EXPANSION_SYSTEMS[kind], "history/question v1")
     return template_hash(kind, MODEL_HISTORY_PROMPTS[kind][0])
 
 
 def history_requests(kind: str, queries: Sequence[ConversationalQuery]) -> list[ChatRequest]:
     if kind not in KINDS:
         raise UserInputError(f"model history kind must be one of {', '.join(KINDS)}, got '{kind}'")
+    if kind in EXPANSION_KINDS:
+        return [
+            ChatRequest(
+                key=q.qid,
+                messages=expansion_messages(kind, q.history, q.query),
+                parse=partial(parse_expansion, kind),
+                params={"max_tokens": MAX_TOKENS[kind]},
+                reply_format=EXPANSION_FORMATS[kind],
+            )
+            for q in queries
+        ]
     build = MODEL_HISTORY_PROMPTS[kind][1]
     return [
         ChatRequest(
@@ -118,7 +141,7 @@ def history_stage(kind: str, queries: Sequence[ConversationalQuery], judge: Judg
         desc=f"{kind} ({judge.model})",
         kind="rewriter",
         unit="requests",
-        completion_tokens_per_request=60 if kind == "rewrite" else 150,
+        completion_tokens_per_request={"rewrite": 60, "summary": 150}.get(kind, MAX_TOKENS.get(kind, 150) // 2),
     )
 
 
@@ -133,6 +156,8 @@ def compute_model_history(
     judge = options.judge
     report = ModelHistoryReport(**rewriter_identity(kind, options), queries=len(queries))
     texts = {q.qid: (q.query if kind == "rewrite" else "") for q in queries if not q.history}
+    if kind in EXPANSION_KINDS:  # a first turn's passages are asked for too
+        texts = {}
     report.without_history = len(texts)
     stage = history_stage(kind, queries, judge)
     report.requested = len(stage.items)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from mtrbench.data.model import ASSISTANT, GOLD_REASONING, USER, ConversationalQuery, Message
 from mtrbench.infra.errors import MtrbenchError, unknown_name
 from mtrbench.infra.numeric import ascii_digits
+from mtrbench.serialize.expansion import EXPANSION_KINDS, expanded_query
 from mtrbench.serialize.ptkb import PtkbChoice
 
 HISTORY_FIRST = "history-first"
@@ -147,6 +148,8 @@ class HistoryStrategy:
             )
         if self.model_kind == "rewrite":
             return Serialized(history=(), current=text, fmt=fmt)
+        if self.model_kind in EXPANSION_KINDS:  # the question and the model's passages, as the query text
+            return Serialized(history=(), current=expanded_query(self.model_kind, query.query, text), fmt=fmt)
         # summary: the summary stands for the history, the question stays whole and last to go
         return Serialized(
             history=(text,) if text else (), current=fmt.line(Message(USER, query.query)), fmt=fmt, question=query.query
@@ -199,8 +202,10 @@ STRATEGY_NAMES = (
     "full+reasoning",
     "rewrite:llm",
     "summary:llm",
+    *EXPANSION_KINDS,
 )
-MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary"}  # name -> what the model writes
+# name -> what the model writes; query2doc, hyde, mugi: pseudo-documents (serialize/expansion.py)
+MODEL_STRATEGIES = {"rewrite:llm": "rewrite", "summary:llm": "summary", **{k: k for k in EXPANSION_KINDS}}
 # ``--history all``: every strategy that needs no model (window:K at ChatQA's K=5)
 ALL_HISTORIES = ("current", "full", "window:5", "questions", "last-response", "rewrite")
 FULL = HistoryStrategy("full", _full)
