@@ -156,12 +156,14 @@ def _turn_fields(turn: Any, at: str) -> tuple[int, str, str, list[str], str]:
         gold = turn.get("supporting_doc_ids")
     if gold is None:
         gold = []
-    if not isinstance(gold, list) or not all(isinstance(d, str) and d.strip() for d in gold):
-        raise DataError(f"{at}: 'gold_doc_ids' must be a list of document id strings")
+    if not isinstance(gold, list) or not all(
+        (isinstance(d, str) and d.strip()) or (isinstance(d, int) and not isinstance(d, bool)) for d in gold
+    ):
+        raise DataError(f"{at}: 'gold_doc_ids' must be a list of document ids (strings or whole numbers)")
     reasoning = turn.get("subquestion_reasoning")
     if reasoning is not None and not isinstance(reasoning, str):
         raise DataError(f"{at}: 'subquestion_reasoning' must be a string")
-    return int(raw_id), question.strip(), (answer or "").strip(), gold, (reasoning or "").strip()
+    return int(raw_id), question.strip(), (answer or "").strip(), [str(d) for d in gold], (reasoning or "").strip()
 
 
 # ------------------------------------------------------------------------------------------ files and corpus
