@@ -54,6 +54,22 @@ def test_every_turn_is_a_query_with_the_turns_before_it_as_history(biology):
     assert biology.extra_stats == {"turns_with_retrieval_reasoning": 6}
 
 
+@pytest.mark.parametrize("domain,card", [("biology", "recor-biology"), ("Drones", "recor-drones")])
+def test_tasks_show_stats_counts_the_published_files(domain, card):
+    """`mtrbench tasks show CARD --stats` on the fixture: every count taken from the raw files here."""
+    import yaml
+
+    done = run_cli("tasks", "show", card, "--data-dir", str(FIXTURE), "--stats")
+    assert done.returncode == 0, done.stderr
+    stats = yaml.safe_load(done.stdout)["stats"]
+    conversations = _jsonl(BENCHMARK / f"{domain}_benchmark.jsonl")
+    turns = [t for c in conversations for t in c["turns"]]
+    assert stats["conversations"] == len(conversations) and stats["turns"] == len(turns)
+    assert stats["corpus_size"] == len(_jsonl(CORPUS / f"{domain}_documents.jsonl"))
+    assert stats["queries_without_gold"] == sum(1 for t in turns if not t["gold_doc_ids"])
+    assert stats["turns_with_retrieval_reasoning"] == sum(1 for t in turns if t["subquestion_reasoning"])
+
+
 def test_the_hub_code_path_reads_the_same_records(biology):
     """The Hub branch (datasets configs benchmark/corpus, split = domain) on a local folder with the published README
     configs: nested turns come back through Arrow, so a field read differently there (gold ids, turn ids) fails."""

@@ -197,8 +197,10 @@ def _corpus(
         path = Path(request.corpus_path)
         return _read_documents(path if path.is_file() else _local_file(path, "corpus", name, card.name), card.name)
     if folder is not None:
-        if not request.require_corpus:
-            return None
+        if not request.require_corpus and not any(
+            (at / name).is_file() for at in (folder / "data" / "corpus", folder / "corpus", folder)
+        ):
+            return None  # topics only (stats, scoring): a local corpus is read when present, never required
         return _read_documents(_local_file(folder, "corpus", name, card.name), card.name)
     if not request.require_corpus:
         return None
