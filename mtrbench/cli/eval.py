@@ -156,6 +156,9 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         rerank=args.rerank,
         rerank_k=args.rerank_k,
         rerank_batch_size=args.rerank_batch_size,
+        rerank_window=getattr(args, "rerank_window", 20),
+        rerank_stride=getattr(args, "rerank_stride", 10),
+        rerank_llm=_listwise_llm(args),
         chunking=args.chunking,
         rank_parents=args.rank_parents,
         ray=_ray(args),
@@ -163,6 +166,22 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         search_memory=parse_size(args.search_memory, "--search-memory") if args.search_memory else None,
         index=args.index,
     )
+
+
+def _listwise_llm(args: argparse.Namespace) -> object | None:
+    """The LLM of ``--rerank listwise:MODEL`` from the LLM flags; None for any other reranker."""
+    rerank = getattr(args, "rerank", None) or ""
+    if not rerank.startswith("listwise:"):
+        if getattr(args, "reranker_base_url", None):
+            raise MtrbenchError("--reranker-base-url goes with --rerank listwise:MODEL")
+        return None
+    if getattr(args, "dry_run", False):
+        raise MtrbenchError("--dry-run: --rerank listwise asks each window after the one below it; run it with --yes")
+    from mtrbench.cli.llm_flags import cache_from_args, model_judge  # deferred: loads the LLM client
+    from mtrbench.retrieve.rerank_listwise import ListwiseLLM  # deferred: loads the LLM client
+
+    judge = model_judge(rerank.split(":", 1)[1], args.reranker_base_url, args, "reranker")
+    return ListwiseLLM(judge, cache_from_args(args), args.yes, not args.quiet, args.max_failure_rate)
 
 
 def _ray(args: argparse.Namespace) -> str | None:
@@ -355,7 +374,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return _cmd_sweep(args, console, status)
     models, tasks = _eval_models(args), _eval_tasks(args)
     options = _retriever_options(args)
-    resolved = [resolve(model) for model in models]  # unknown names and typos fail before anything slow starts
+    resolved = [resolve(model, args.model_kind) for model in models]  # unknown names and typos fail before loading
     check_before_loading(config, tasks)
     outcome = _evaluate_pairs(args, resolved, tasks, config, options, console, status)
     if config.rewriter is not None and config.rewriter.dry_run:
@@ -387,7 +406,7 @@ ENCODER_ONLY_FLAGS = (
 
 def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
 
-    models = [resolve(name) for name in _eval_models(args)]  # names only: nothing is loaded
+    models = [resolve(name, args.model_kind) for name in _eval_models(args)]  # names only: nothing is loaded
     if all(m.spec is not None and m.spec.kind == "lexical" for m in models):
         refuse_ignored(
             {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},

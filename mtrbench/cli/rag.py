@@ -39,7 +39,7 @@ def _check_names(args: argparse.Namespace) -> ResolvedModel:
     if args.mtrag_out:
         check_file_target(args.mtrag_out)
     get_strategy(args.history)
-    model = resolve(args.model)
+    model = resolve(args.model, args.model_kind)
     if args.max_length is not None and model.spec is not None and model.spec.kind == "lexical":
         raise UserInputError(f"--max-length applies to encoder models; {args.model} is BM25, which would ignore it")
     return model

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from mtrbench.infra.errors import UserInputError
+from mtrbench.models.kinds import settled_kind
+from mtrbench.models.spec import HYBRID, MULTI_VECTOR, SPARSE
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.chunking import Chunking, ParentChildRetriever
 from mtrbench.retrieve.options import LoadingOptions, PipelineOptions, RetrieverOptions, ScaleOptions
@@ -29,14 +31,20 @@ class ResolvedModel:
         return self.spec is None
 
 
-def resolve(model: ModelInput) -> ResolvedModel:
-    """Unknown names fail here, before anything slow starts."""
+def resolve(model: ModelInput, kind: str | None = None) -> ResolvedModel:
+    """Unknown names fail here, before anything slow starts. ``kind`` (``--model-kind``): the kind of a checkpoint
+    whose files cannot tell; it never overrides what they or an alias say (one error line when it contradicts)."""
     if isinstance(model, ResolvedModel):
-        return model
+        return model if kind is None else resolve(model.spec or model.obj, kind)
     if isinstance(model, str):
-        return ResolvedModel(model, spec=resolve_model(model))
+        return ResolvedModel(model, spec=resolve_model(model) if kind is None else resolve_model(model, kind))
     if isinstance(model, ModelSpec):
-        return ResolvedModel(model.alias, spec=model)
+        return ResolvedModel(
+            model.alias,
+            spec=model if kind is None else replace(model, kind=settled_kind(model.alias, model.kind, kind)),
+        )
+    if kind is not None:
+        raise UserInputError("--model-kind names the kind of a checkpoint; a Python model object is taken as it is")
     from mtrbench.models.protocols import object_name  # deferred: loads torch
 
     return ResolvedModel(object_name(model), obj=model)
@@ -51,10 +59,13 @@ class Legs:
     sparse: Retriever | None = None
 
 
-def build_retriever(model: ModelInput, options: RetrieverOptions | None = None, **overrides: object) -> Retriever:
-    """``overrides`` replace single option fields: ``build_retriever("minilm", device="cpu")``."""
+def build_retriever(
+    model: ModelInput, options: RetrieverOptions | None = None, *, model_kind: str | None = None, **overrides: object
+) -> Retriever:
+    """``overrides`` replace single option fields: ``build_retriever("minilm", device="cpu")``; ``model_kind``: the
+    kind of a checkpoint whose files cannot tell (``--model-kind``)."""
     options = (options or RetrieverOptions()).with_values(**overrides)
-    return assemble(resolve(model), options)
+    return assemble(resolve(model, model_kind), options)
 
 
 def load_legs(model: ResolvedModel, options: RetrieverOptions) -> Legs:
@@ -71,6 +82,7 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
     stages = options.pipeline
     check_first_stage(model.spec)  # a reranker alias as --model: one error line
     _check_pipeline(model, stages)
+    _check_kind(model, options.scale)
     retriever: Retriever
     if stages.chunking:
         chunking = Chunking.parse(stages.chunking)  # with chunking, candidate_k counts the children retrieved
@@ -97,6 +109,33 @@ def _check_pipeline(model: ResolvedModel, stages: PipelineOptions) -> None:
         )
     if model.is_object and (stages.chunking or stages.rerank):
         raise UserInputError("--chunking and --rerank wrap named models; a Python model object is evaluated alone")
+
+
+# Scale options (flag, ScaleOptions field) a kind's search has no path for: refused before anything loads.
+_NO_SCALE_PATH = {
+    SPARSE: (("--search-memory", "search_memory"), ("--ray", "ray")),
+    MULTI_VECTOR: (("--search-memory", "search_memory"), ("--ray", "ray")),
+}
+_KIND_NAMES = {SPARSE: "learned sparse", MULTI_VECTOR: "multi-vector (late-interaction)"}
+
+
+def _check_kind(model: ResolvedModel, scale: ScaleOptions) -> None:
+    """Scale options a model's kind (or a hybrid leg's) has no path for: one error line before loading."""
+    if model.spec is None:
+        return
+    specs = [model.spec]
+    if model.spec.kind == HYBRID:
+        specs = [resolve_model(model.spec.model_id), resolve_model(model.spec.doc_model_id)]
+    for spec in specs:
+        what = f"'{spec.alias}' is a {_KIND_NAMES.get(spec.kind, spec.kind)} model"
+        if spec.kind in _KIND_NAMES and (scale.index or "").startswith("faiss"):
+            raise UserInputError(
+                f"--index {scale.index}: {what}; faiss indexes single vectors (dense models): "
+                f"use its own index or exact search (docs/model-kinds.md)"
+            )
+        for flag, field in _NO_SCALE_PATH.get(spec.kind, ()):
+            if getattr(scale, field) is not None:
+                raise UserInputError(f"{flag}: {what}, which has no {flag} search path; search it without {flag}")
 
 
 def _first_stage(
@@ -136,6 +175,14 @@ def _load(model: ResolvedModel, options: RetrieverOptions) -> Retriever:
         from mtrbench.retrieve.dual import DualEncoderRetriever  # deferred: loads torch
 
         return DualEncoderRetriever(spec, loading, scale)
+    if spec.kind == SPARSE:
+        from mtrbench.retrieve.learned_sparse import LearnedSparseRetriever  # deferred: loads torch and scipy
+
+        return LearnedSparseRetriever(spec, loading, scale)
+    if spec.kind == MULTI_VECTOR:
+        from mtrbench.retrieve.late_interaction import MultiVectorRetriever  # deferred: loads torch
+
+        return MultiVectorRetriever(spec, loading, scale)
     from mtrbench.retrieve.dense import DenseRetriever  # deferred: loads torch
 
     return DenseRetriever(spec, loading, scale)

@@ -18,6 +18,7 @@ from mtrbench.cli.flag_types import (
 )
 from mtrbench.cli.flags.choices import DEFAULT_OVERWRITE, OFFICIAL_PROTOCOLS, OVERWRITE_STRATEGIES
 from mtrbench.cli.flags.llm import add_rewriter_arguments
+from mtrbench.cli.flags.models import add_model_kind
 
 DEFAULT_MODEL, DEFAULT_TASK = "minilm", "mtrbench-sample"
 
@@ -52,6 +53,7 @@ def _add_run_selection_flags(p: argparse.ArgumentParser) -> None:
         action="append",
         help="alias (`mtrbench models`), HF id or local folder; repeat or comma list: every model x task [minilm]",
     )
+    add_model_kind(p)
     p.add_argument(
         "-t",
         "--task",

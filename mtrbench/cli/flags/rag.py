@@ -14,6 +14,7 @@ from mtrbench.cli.flags.llm import (
     add_run_flags,
     add_sampling_flags,
 )
+from mtrbench.cli.flags.models import add_model_kind
 from mtrbench.judge.defaults import DEFAULT_MEASURES, DEFAULT_RAGALIGN
 
 
@@ -44,6 +45,7 @@ def register(sub: Subparsers) -> dict[str, str]:
 def _add_retriever_flags(p: argparse.ArgumentParser) -> None:
     """The retriever, the task and how the retrieval queries are built, as `mtrbench eval` takes them."""
     p.add_argument("--model", default="minilm", help="retriever: alias, HF id or local folder, or bm25 [minilm]")
+    add_model_kind(p)
     p.add_argument("--task", default="mtrbench-sample", help="task name, card YAML or data folder [mtrbench-sample]")
     add_data_options(p)
     p.add_argument(

