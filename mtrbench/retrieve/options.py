@@ -26,6 +26,7 @@ class LoadingOptions:
     use_cache: bool = True
     pooling: str | None = None  # cls | mean | last; None: the model's
     similarity: str | None = None  # dot | cosine; None: the model's
+    sparse_top_k: int | None = None  # learned sparse models: keep each text's K largest weights; None: all
     show_progress: bool = True
     # instruction-tuned embedders (serialize/instructions.py): the task description filled into the instruction
     # template (None: the task card's, else the default) and the template itself (None: the alias's)
