@@ -106,8 +106,10 @@ def _score(args: argparse.Namespace) -> int:
 
     check_share(args.max_failure_rate)
     judge = model_judge(args.judge_model, args.judge_base_url, args, "umbrela") if args.judge_model else None
+    if args.nuggets and judge is None:
+        raise UserInputError("--nuggets needs --judge-model (the model that creates and assigns the nuggets)")
     options = ScoreOptions(
-        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet
+        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet, args.nuggets
     )
     result = run_score(options, judge)
     s = result.summary
@@ -116,8 +118,11 @@ def _score(args: argparse.Namespace) -> int:
     print(f"{s.sessions} sessions: turns to satisfaction {tts}, abandonment rate {abandon}, mean sDCG "
           f"{s.mean_sdcg:.4f}; {s.failed_turns} of {s.turns} turns failed; {len(result.labels)} UMBRELA labels; "
           f"{options.folder / 'score.json'}")  # fmt: skip
-    if result.label_failures is not None:
-        raise_if_over([result.label_failures], args.max_failure_rate, "score.json is written; a re-run asks again")
+    if result.nugget_scores is not None:
+        shown = ", ".join(f"{k} {v:.4f}" for k, v in result.nugget_scores.items() if k != "n")
+        print(f"nuggets over {int(result.nugget_scores.get('n', 0))} answers: {shown or '-'}")
+    failures = [*([result.label_failures] if result.label_failures else []), *result.nugget_failures]
+    raise_if_over(failures, args.max_failure_rate, "score.json is written; a re-run asks only what failed")
     return 0
 
 

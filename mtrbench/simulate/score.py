@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from mtrbench.llm.failure_rate import JudgeFailures
 from mtrbench.llm.stage import StageLog, StageOptions, run_stage
 from mtrbench.llm.types import ChatRunner
 from mtrbench.simulate.measures import DEFAULT_BASE, DEFAULT_K, SessionScore, Summary, ndcg, session_gain, summarize
-from mtrbench.simulate.transcripts import Transcripts, read_transcripts
+from mtrbench.simulate.transcripts import ANSWERS, Transcripts, read_transcripts
 
 SCORE_NAME = "score.json"
 LABEL_LOG = "umbrela.jsonl"
@@ -39,6 +39,7 @@ class ScoreOptions:
     cache: ResponseCache | None = None
     yes: bool = False
     show_progress: bool = True
+    nuggets: bool = False  # also nugget scores of the answers, by the judge (judge nuggets' steps)
 
 
 @dataclass
@@ -48,6 +49,8 @@ class ScoreResult:
     labels: dict[tuple[str, str], int]  # (qid, doc id) -> UMBRELA grade
     label_failures: JudgeFailures | None
     outside_corpus: int  # passages no judge could be shown
+    nugget_scores: dict[str, float] | None = None  # mean strict_vital, vital, strict_all, all over answered turns
+    nugget_failures: list[JudgeFailures] = field(default_factory=list)
 
 
 def turn_qid(session_id: str, turn: int) -> str:
@@ -112,8 +115,28 @@ def run_score(options: ScoreOptions, judge: JudgeConfig | None, client: ChatRunn
         failures = outcome.failures()
     scores = [session_score(r, labels, options.k, options.base) for r in transcripts.records]
     result = ScoreResult(scores, summarize(scores), labels, failures, outside)
+    if judge is not None and options.nuggets:
+        _nuggets(options, task, judge, result)
     write_score(options, result, judge, len(pairs))
     return result
+
+
+def _nuggets(options: ScoreOptions, task: TaskData, judge: JudgeConfig, result: ScoreResult) -> None:
+    """Nuggets created from each turn's relevant passages (the need's judgments), each answer assigned, as
+    ``judge nuggets`` does (its log and files under ``nuggets/``)."""
+    from mtrbench.judge.nuggets.run import NuggetJudgeOptions, judge_nuggets  # deferred: only with --nuggets
+
+    answers = options.folder / ANSWERS
+    if not answers.is_file() or not answers.read_text(encoding="utf-8").strip():
+        result.nugget_scores = {"n": 0}
+        return
+    nugget_options = NuggetJudgeOptions(
+        options.folder / "nuggets", yes=options.yes, show_progress=options.show_progress
+    )
+    judged = judge_nuggets([answers], task, judge, nugget_options, cache=options.cache)
+    if judged is not None:
+        result.nugget_scores = dict(judged.scores[0].scores)
+        result.nugget_failures = judged.failures
 
 
 def write_score(options: ScoreOptions, result: ScoreResult, judge: JudgeConfig | None, unjudged: int) -> None:
@@ -128,6 +151,7 @@ def write_score(options: ScoreOptions, result: ScoreResult, judge: JudgeConfig |
             "failed": result.label_failures.failed if result.label_failures else 0,
             "outside_corpus": result.outside_corpus,
         },
+        "nuggets": result.nugget_scores,
         "sessions": [asdict(s) for s in result.scores],
     }
     atomic_write_text(options.folder / SCORE_NAME, json.dumps(body, indent=2, ensure_ascii=False) + "\n")

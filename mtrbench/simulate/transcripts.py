@@ -4,7 +4,9 @@ sessions as a native mtrbench task folder (``corpus.jsonl``, ``conversations/<sp
 
 In the task view each simulated user message is a query judged by its need's passages (the union of the source
 conversation's judgments); a session without a single answered-or-failed turn has no query and is left out there
-(``sessions.jsonl`` keeps it). A failed system turn reads as an empty assistant message.
+(``sessions.jsonl`` keeps it). A failed system turn reads as an empty assistant message. ``answers.jsonl`` holds
+the answered turns as a generations file (qid ``<session>_<turn>``), for ``mtrbench judge nuggets`` and
+``simulate score --nuggets``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mtrbench.simulate.systems import SystemReply
 
 SESSIONS = "sessions.jsonl"
 SUMMARY = "simulate.json"
+ANSWERS = "answers.jsonl"  # a generations file (mtrbench.formats.generations): `judge nuggets` reads it
 
 
 def session_json(session: Session, profile: Profile) -> dict[str, Any]:
@@ -60,6 +63,24 @@ def conversation_json(record: Mapping[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def answer_records(record: Mapping[str, Any], system: str) -> list[dict[str, Any]]:
+    """The session's answered turns as generations (a failed turn or a clarifying question is no answer)."""
+    return [
+        {
+            "qid": f"{record['session_id']}_{turn['turn']}",
+            "answer": turn["response"],
+            "passages": [p["id"] for p in turn["passages"]],
+            "conversation_id": record["session_id"],
+            "turn": turn["turn"],
+            "question": turn["utterance"],
+            "generator": system,
+            "source": "simulated",
+        }
+        for turn in record["turns"]
+        if turn["ok"] and turn["response"].strip() and not turn.get("clarifying_question")
+    ]
+
+
 def write_transcripts(
     folder: Path, sessions: Sequence[Session], profile: Profile, corpus: Corpus, split: str, summary: dict[str, Any]
 ) -> None:
@@ -75,6 +96,9 @@ def write_transcripts(
         for doc_id, title, text in zip(corpus.ids, corpus.titles, corpus.texts)
     )
     atomic_write_text(folder / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    system = str(summary.get("system", {}).get("kind", "system"))
+    answers = [a for r in records for a in answer_records(r, system)]
+    atomic_write_text(folder / ANSWERS, "".join(json.dumps(a, ensure_ascii=False) + "\n" for a in answers))
     atomic_write_text(folder / SUMMARY, json.dumps({**summary, "split": split}, indent=2, ensure_ascii=False) + "\n")
 
 

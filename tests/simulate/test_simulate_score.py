@@ -118,3 +118,50 @@ def test_an_mtrbench_retriever_with_a_generator_as_the_system(two_needs, tmp_pat
     assert "Conversation history:\nUser: How deep is Lake Varnholm?\nAgent: generated answer" in shown[1]
     system = json.loads((out / "simulate.json").read_text())["system"]
     assert (system["kind"], system["history"], system["generator"]) == ("mtrbench", "full", "gen")
+
+
+NUGGETS = ["Lake Varnholm is 212 metres deep", "char live in the lake"]
+
+
+def nugget_judge(body):
+    """Creation: the same two nuggets for every turn; the first vital, the second okay; an answer supports a nugget
+    when it holds the nugget's first number or its word 'char'."""
+    from mtrbench.judge.nuggets.prompts import ASSIGN_SYSTEM, CREATE_SYSTEM, LABEL_SYSTEM
+
+    system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
+    if system == CREATE_SYSTEM:
+        return Reply(json.dumps(NUGGETS))
+    if system == LABEL_SYSTEM:
+        return Reply('["vital", "okay"]')
+    if system == ASSIGN_SYSTEM:
+        answer = user.split("Answer: ", 1)[1].splitlines()[0]
+        return Reply(json.dumps(["support" if "212" in answer else "not_support",
+                                 "support" if "char" in answer.lower() else "not_support"]))  # fmt: skip
+    return judge_reply(body)
+
+
+def test_answers_scored_by_nuggets(two_needs, tmp_path):
+    def system(body):
+        answers = {"deep": "It is 212 metres deep.", "fish": "Char and trout."}
+        found = next((a for word, a in answers.items() if word in body["utterance"]), "I do not know.")
+        return 200, {**system_by_keyword(body)[1], "response": found}
+
+    out = tmp_path / "run"
+    with ScriptedChatServer(user_in_order) as user, ContractServer(system) as contract:
+        proc = run_cli("simulate", "run", "--task", str(two_needs), "--user-model", "sim", "--user-base-url",
+                       user.base_url, "--system-url", contract.url, "--output-dir", str(out), "--yes", "--quiet",
+                       "--no-llm-cache")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    assert [(a["qid"], a["answer"]) for a in answers] == [
+        ("lake_1", "It is 212 metres deep."), ("lake_2", "Char and trout."),
+        ("bridge_1", "I do not know."), ("bridge_2", "I do not know."),
+    ]  # fmt: skip
+    with ScriptedChatServer(nugget_judge) as judge:
+        proc = run_cli("simulate", "score", str(out), "--judge-model", "j", "--judge-base-url", judge.base_url,
+                       "--nuggets", "--yes", "--quiet", "--no-llm-cache")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    nuggets = json.loads((out / "score.json").read_text())["nuggets"]
+    # strict_vital / vital: the vital nugget (212) is supported by lake_1 only: 1/4 answers; strict_all / all:
+    # lake_1 and lake_2 support one nugget of two each: (0.5 + 0.5 + 0 + 0) / 4
+    assert nuggets == {"n": 4, "strict_vital": 0.25, "vital": 0.25, "strict_all": 0.25, "all": 0.25}

@@ -73,10 +73,16 @@ def _add_score(p: argparse.ArgumentParser) -> None:
     p.add_argument("--discount-base", type=positive_float, default=4.0, help="sDCG's turn discount base b [4]")
     p.add_argument("--judge-model", metavar="MODEL", help="UMBRELA judge of unjudged passages [none: grade 0]")
     p.add_argument("--judge-base-url", metavar="URL", help="its endpoint [env OPENAI_BASE_URL]")
+    p.add_argument(
+        "--nuggets",
+        action="store_true",
+        help="also nugget scores of the answers by the judge (as `judge nuggets`: nuggets created from each "
+        "turn's relevant passages) [off]",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     requests = p.add_argument_group("LLM requests")
     add_run_flags(requests)
-    add_max_failure_rate(requests, "the judge failed on more than this share of its pairs")
+    add_max_failure_rate(requests, "the judge failed on more than this share of its pairs or nugget steps")
 
 
 def _add_validate(p: argparse.ArgumentParser) -> None:
