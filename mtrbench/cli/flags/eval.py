@@ -82,7 +82,8 @@ def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
         default="full",
-        help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm; "
+        help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm | "
+        "query2doc | hyde | mugi (LLM query expansion, with --rewriter-model); "
         "comma list or 'all' (the strategies that need no model) [full]",
     )
     p.add_argument(
@@ -205,10 +206,27 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
         help="with --chunking: rescore the parents of the retrieved children on their own text with the same "
         "model (H-RAG's rank_parents = true) instead of taking their best child's score",
     )
-    p.add_argument("--rerank", help="cross-encoder (HF id or local folder) reranking the first stage's top --rerank-k")
+    p.add_argument(
+        "--rerank",
+        help="reranker of the first stage's top --rerank-k: a cross-encoder, monoT5 or yes/no LLM reranker (alias, "
+        "HF id or local folder; the recipe is read from its architecture), a multi-vector alias (MaxSim), or "
+        "listwise:MODEL (an LLM ordering windows, with --reranker-base-url; docs/rerankers.md)",
+    )
     p.add_argument("--rerank-k", type=positive_int, default=100, help="documents reranked per query [100]")
     p.add_argument(
         "--rerank-batch-size", type=positive_int, default=32, help="query-document pairs per cross-encoder batch [32]"
+    )
+    p.add_argument(
+        "--reranker-base-url",
+        metavar="URL",
+        help="listwise:MODEL: OpenAI-compatible endpoint, or hf://MODEL_OR_PATH in-process (the rewriter's run "
+        "flags apply: --api-key-env, --llm-cache, --yes, --timeout, --max-failure-rate) [env OPENAI_BASE_URL]",
+    )
+    p.add_argument(
+        "--rerank-window", type=positive_int, default=20, help="listwise:MODEL: documents per LLM request [20]"
+    )
+    p.add_argument(
+        "--rerank-stride", type=positive_int, default=10, help="listwise:MODEL: places each window moves up [10]"
     )
 
 
