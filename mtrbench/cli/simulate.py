@@ -109,8 +109,9 @@ def _score(args: argparse.Namespace) -> int:
     if args.nuggets and judge is None:
         raise UserInputError("--nuggets needs --judge-model (the model that creates and assigns the nuggets)")
     options = ScoreOptions(
-        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet, args.nuggets
-    )
+        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet, args.nuggets,
+        Path(args.human_labels) if args.human_labels else None,
+    )  # fmt: skip
     result = run_score(options, judge)
     s = result.summary
     tts = f"{s.turns_to_satisfaction:.2f}" if s.turns_to_satisfaction is not None else "-"
@@ -121,6 +122,10 @@ def _score(args: argparse.Namespace) -> int:
     if result.nugget_scores is not None:
         shown = ", ".join(f"{k} {v:.4f}" for k, v in result.nugget_scores.items() if k != "n")
         print(f"nuggets over {int(result.nugget_scores.get('n', 0))} answers: {shown or '-'}")
+    if result.ppi is not None:
+        p = result.ppi
+        print(f"mean UMBRELA grade {p.llm_mean:.4f}; PPI with {p.labelled} human labels {p.ppi_mean:.4f} "
+              f"[{p.ppi_low:.4f}, {p.ppi_high:.4f}]")  # fmt: skip
     failures = [*([result.label_failures] if result.label_failures else []), *result.nugget_failures]
     raise_if_over(failures, args.max_failure_rate, "score.json is written; a re-run asks only what failed")
     return 0

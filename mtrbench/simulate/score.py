@@ -14,11 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtrbench.analyses.ppi import LabelScale, PPIEstimate, ppi_mean, read_human_labels
 from mtrbench.assess.pooling import PoolPair
 from mtrbench.assess.umbrela import pair_key, umbrela_stage
 from mtrbench.data import card_for_folder, load_task
 from mtrbench.data.model import TaskData
 from mtrbench.infra.atomic import atomic_write_text
+from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures
@@ -40,6 +42,7 @@ class ScoreOptions:
     yes: bool = False
     show_progress: bool = True
     nuggets: bool = False  # also nugget scores of the answers, by the judge (judge nuggets' steps)
+    human_labels: Path | None = None  # people's 0-3 grades of labelled pairs ("<qid> | <doc id>"): a PPI interval
 
 
 @dataclass
@@ -51,6 +54,7 @@ class ScoreResult:
     outside_corpus: int  # passages no judge could be shown
     nugget_scores: dict[str, float] | None = None  # mean strict_vital, vital, strict_all, all over answered turns
     nugget_failures: list[JudgeFailures] = field(default_factory=list)
+    ppi: PPIEstimate | None = None  # the mean UMBRELA grade of the labelled passages, corrected by people's labels
 
 
 def turn_qid(session_id: str, turn: int) -> str:
@@ -115,10 +119,21 @@ def run_score(options: ScoreOptions, judge: JudgeConfig | None, client: ChatRunn
         failures = outcome.failures()
     scores = [session_score(r, labels, options.k, options.base) for r in transcripts.records]
     result = ScoreResult(scores, summarize(scores), labels, failures, outside)
+    if options.human_labels is not None:
+        result.ppi = labels_ppi(options.human_labels, labels)
     if judge is not None and options.nuggets:
         _nuggets(options, task, judge, result)
     write_score(options, result, judge, len(pairs))
     return result
+
+
+def labels_ppi(path: Path, labels: Mapping[tuple[str, str], int]) -> PPIEstimate:
+    """PPI (analyses.ppi) of the mean grade the judge gave the unjudged passages, from people's grades of some."""
+    llm = {pair_key(qid, doc): float(grade) for (qid, doc), grade in labels.items()}
+    if not llm:
+        raise UserInputError("--human-labels: no passage was labelled by the judge (give --judge-model)")
+    human = read_human_labels(path, LabelScale.integers(0, 3, "grade 0-3"), known_ids=llm)
+    return ppi_mean(llm, human)
 
 
 def _nuggets(options: ScoreOptions, task: TaskData, judge: JudgeConfig, result: ScoreResult) -> None:
@@ -152,6 +167,7 @@ def write_score(options: ScoreOptions, result: ScoreResult, judge: JudgeConfig |
             "outside_corpus": result.outside_corpus,
         },
         "nuggets": result.nugget_scores,
+        "ppi_mean_label": result.ppi.as_dict() if result.ppi is not None else None,
         "sessions": [asdict(s) for s in result.scores],
     }
     atomic_write_text(options.folder / SCORE_NAME, json.dumps(body, indent=2, ensure_ascii=False) + "\n")

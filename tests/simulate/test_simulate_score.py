@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from statistics import NormalDist
 
 from cli_run import run_cli
 from contract_server import ContractServer
@@ -38,7 +39,9 @@ def test_an_http_system_simulated_and_scored_end_to_end(two_needs, tmp_path):
         proc = run_cli(*args, "--yes", "--quiet", "--no-llm-cache")
         assert proc.returncode == 0, proc.stderr
         assert len(judge.requests) == 2
-        again = run_cli(*args, "--yes", "--quiet", "--no-llm-cache")
+        human = tmp_path / "human.tsv"
+        human.write_text("lake_1 | lake-age\t2\nbridge_1 | bridge-toll\t0\n")
+        again = run_cli(*args, "--yes", "--quiet", "--no-llm-cache", "--human-labels", str(human))
         assert again.returncode == 0 and len(judge.requests) == 2  # the labels come from umbrela.jsonl
     score = json.loads((out / "score.json").read_text())
     # lake: turn 1 ranks [lake-depth 2, lake-age 1 (UMBRELA)], ideal [2, 1, 1]; turn 2 [lake-fish 1, lake-depth 2]
@@ -55,6 +58,11 @@ def test_an_http_system_simulated_and_scored_end_to_end(two_needs, tmp_path):
     assert score["summary"]["mean_sdcg"] == pytest_approx((sdcg["lake"] + sdcg["bridge"]) / 2)
     assert score["summary"]["turns_to_satisfaction"] == 2.0 and score["summary"]["abandonment_rate"] == 0.0
     assert score["labels"] == {"judge": "umb", "unjudged_pairs": 2, "labelled": 2, "failed": 0, "outside_corpus": 0}
+    # PPI of the mean label: judge [1, 0], people [2, 0] on both pairs; sample variances 0.5 and 0.5
+    ppi = score["ppi_mean_label"]
+    half = NormalDist().inv_cdf(0.975) * math.sqrt(0.5 / 2 + 0.5 / 2)
+    assert (ppi["llm_mean"], ppi["ppi_mean"]) == (0.5, 1.0)
+    assert (ppi["ppi_low"], ppi["ppi_high"]) == (pytest_approx(1.0 - half), pytest_approx(1.0 + half))
 
 
 def pytest_approx(value):

@@ -79,6 +79,12 @@ def _add_score(p: argparse.ArgumentParser) -> None:
         help="also nugget scores of the answers by the judge (as `judge nuggets`: nuggets created from each "
         "turn's relevant passages) [off]",
     )
+    p.add_argument(
+        "--human-labels",
+        metavar="FILE",
+        help="people's 0-3 grades of judge-labelled passages ('<session>_<turn> | <doc id>', as JSONL {id, label} "
+        "or id<TAB>label): a PPI interval of the mean label",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     requests = p.add_argument_group("LLM requests")
     add_run_flags(requests)
