@@ -82,7 +82,8 @@ def _add_query_format_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
         default="full",
-        help="current | full | window:K | questions | last-response | rewrite | rewrite:llm | summary:llm | "
+        help="current | full | window:K | questions | last-response | rewrite | reasoning | full+reasoning "
+        "(RECOR's gold retrieval reasoning) | rewrite:llm | summary:llm | "
         "query2doc | hyde | mugi (LLM query expansion, with --rewriter-model); "
         "comma list or 'all' (the strategies that need no model) [full]",
     )
