@@ -16,6 +16,7 @@ A ``TowerSpec`` is picklable, so worker processes (one per GPU) can load the sam
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import logging
 from abc import ABC, abstractmethod
@@ -38,8 +39,13 @@ log = logging.getLogger(__name__)
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 TRANSFORMERS = "transformers"
-# pyserini reference formats (encode.reference_formats): ANCE's head, TCT-ColBERT's query and document markers
-REFERENCE_TOWER_KINDS = ("ance", "tct-colbert-query", "tct-colbert-document")
+# Tower kinds whose classes subclass the ones here, loaded by name ("module:function", as cli.app loads
+# handlers) so that this module imports none of them: pyserini's reference formats (ANCE's head,
+# TCT-ColBERT's query and document markers) in encode.reference_formats.
+TOWER_LOADERS = {
+    kind: "mtrbench.encode.reference_formats:load_reference_tower"
+    for kind in ("ance", "tct-colbert-query", "tct-colbert-document")
+}
 # Modules after the transformer that work on packed (flattened) token states or on sentence vectors.
 _PACKABLE_ST_MODULES = {"Pooling", "Normalize", "Dense"}
 _PROBE_TEXTS = (
@@ -76,10 +82,9 @@ def load_tower(spec: TowerSpec, device: str) -> Tower:
             return _load_sentence_transformer(spec, device)
         if spec.kind == TRANSFORMERS:
             return _load_transformers(spec, device)
-        if spec.kind in REFERENCE_TOWER_KINDS:
-            from mtrbench.encode.reference_formats import load_reference_tower  # deferred: it imports this module
-
-            return load_reference_tower(spec, device)
+        if spec.kind in TOWER_LOADERS:
+            module, function = TOWER_LOADERS[spec.kind].split(":")
+            return getattr(importlib.import_module(module), function)(spec, device)
     except (OSError, ValueError) as exc:
         if "trust_remote_code" in str(exc) and not spec.trust_remote_code:
             raise MtrbenchError(
