@@ -85,9 +85,10 @@ def prompt_hash(messages: Sequence[dict[str, str]]) -> str:
 def parse_user_reply(text: str) -> dict[str, str | bool]:
     """``{"utterance": ..., "satisfied": ...}``; a reply with neither a message nor the marker is malformed."""
     satisfied = DONE in text
-    utterance = " ".join(text.replace(DONE, " ").split()).strip().strip('"').strip()
-    if utterance.lower().startswith(("you:", "user:")):
-        utterance = utterance.split(":", 1)[1].strip()
+    utterance = " ".join(text.replace(DONE, " ").split())
+    if utterance.lower().startswith(("you:", "user:")):  # a model that writes the transcript's speaker label
+        utterance = utterance.split(":", 1)[1]
+    utterance = utterance.strip().strip('"').strip()
     if not utterance and not satisfied:
         raise ValueError("an empty message")
     return {"utterance": utterance, "satisfied": satisfied}
