@@ -24,6 +24,7 @@ MTRAG = "shared/datasets/real/mtrag/retrieval_tasks/README.upstream.md"
 HRAG = "shared/seeds/h-rag-mtrageval.txt"
 RAD = "shared/seeds/rad-bench.txt"
 RECOR = "shared/datasets/real/recor/abstract.txt"  # ships with the tests (CC BY 4.0 abstract)
+DREAM = "shared/seeds/dream-bridge.txt"
 
 CONTRACT_ENTRY_FIELDS = {
     "id",
@@ -67,7 +68,7 @@ def seeds(seed_papers, shared) -> dict[str, str]:
             else shared / rel.removeprefix("shared/")
         )
 
-    return {rel: path(rel).read_text(encoding="utf-8") for rel in (MTR, CORAL, MTRAG, HRAG, RAD, RECOR)}
+    return {rel: path(rel).read_text(encoding="utf-8") for rel in (MTR, CORAL, MTRAG, HRAG, RAD, RECOR, DREAM)}
 
 
 # ----------------------------------------------------------------------------------------------- seed readers
@@ -194,6 +195,48 @@ def recor_abstract_cell(text: str, row: str, column: str) -> str:
     return {"Baseline": found[0][0], "History+Reasoning": found[0][1]}[row]
 
 
+BRIDGE_COLUMNS = ("MS", "NQ", "Life", "Rec", "Sci", "Tech", "Writ", "Avg.")
+BRIDGE_TASKS = {
+    "MS": "bridge-msmarco",
+    "NQ": "bridge-nq",
+    "Life": "bridge-lifestyle",
+    "Rec": "bridge-recreation",
+    "Sci": "bridge-science",
+    "Tech": "bridge-technology",
+    "Writ": "bridge-writing",
+}
+
+
+def bridge_rows(text: str, caption: str) -> dict[str, list[str]]:
+    """DREAM / BRIDGE Tables 19 and 20 (below their captions): system -> the 16 printed numbers of its row
+    (value, change over the original qrels) per column. Rows of the Rerank and Rewrite sections are named
+    'FIRST STAGE + METHOD' ('BM25 + TBERT'); the first stage is printed only on a section's first row."""
+    rows: dict[str, list[str]] = {}
+    first = ""
+    for line in text[text.index("\n" + caption) :].splitlines()[1:]:
+        if line.startswith("Avg."):
+            break
+        numbers = re.findall(r"-?\d*\.\d+", line)
+        if len(numbers) != 2 * len(BRIDGE_COLUMNS):
+            continue
+        labels = []
+        for cell in line.split("\t"):
+            if re.search(r"\d\.\d", cell):
+                break
+            labels.append(cell.strip())
+        if len(labels) == 2:
+            rows[labels[1]] = numbers
+        else:
+            first = labels[1] or first
+            rows[f"{first} + {labels[2]}"] = numbers
+    return rows
+
+
+def bridge_cell(text: str, table: str, row: str, column: str) -> str:
+    dataset, _ = column.split(" ")
+    return bridge_rows(text, table + ":")[row][2 * BRIDGE_COLUMNS.index(dataset)]
+
+
 def base_table(table: str) -> str:
     """'Table 3 (Average column)' -> 'Table 3'; H-RAG's Section 5.1 entries -> 'Section 5.1'."""
     if table.startswith("Section 5.1"):
@@ -220,6 +263,8 @@ def seed_value(seeds: dict[str, str], file: str, table: str, row: str, column: s
         return rad_cell(text, row, column)
     if file == RECOR and table == "Abstract":
         return recor_abstract_cell(text, row, column)
+    if file == DREAM and table in ("Table 19", "Table 20"):
+        return bridge_cell(text, table, row, column)
     raise AssertionError(f"no reader for {file} {table}")
 
 
@@ -303,9 +348,21 @@ def test_tables_transcribed_completely(entries, seeds):
     assert len(cells[f"{HRAG}|Table 2"]) == 18 * 6
     assert len(cells[f"{HRAG}|Section 5.1"]) == 5
     assert len(cells[f"{RAD}|Table 2"]) == 12 * 7
+    for table in ("Table 19", "Table 20"):
+        printed = {(row, f"{c} x") for row in bridge_rows(seeds[DREAM], table + ":") for c in BRIDGE_COLUMNS}
+        assert {(r, c.split()[0] + " x") for r, c in cells[f"{DREAM}|{table}"]} == printed
+        assert len(printed) == 25 * 8
 
 
-PAPER_METRIC = {"R": "recall", "Recall": "recall", "M": "mrr", "N": "ndcg", "nDCG": "ndcg", "NDCG": "ndcg"}
+PAPER_METRIC = {
+    "Hit": "hit_rate",
+    "R": "recall",
+    "Recall": "recall",
+    "M": "mrr",
+    "N": "ndcg",
+    "nDCG": "ndcg",
+    "NDCG": "ndcg",
+}
 MTR_TASK = {
     "QReCC": "chatrag-qrecc",
     "QuAC": "chatrag-quac",
@@ -333,6 +390,13 @@ def test_column_metric_and_task_mapping(entries):
             else:
                 assert e["task"] == MTR_TASK[dataset] and e["source"]["table"] == table, e["id"]
             assert e["settings"]["history"].startswith("full ("), e["id"]
+        if file == DREAM:
+            dataset = column.split()[0]
+            if dataset == "Avg.":
+                assert e["source"]["table"] == f"{table} (Average column)" and e["task"].startswith("Average")
+            else:
+                assert e["task"] == BRIDGE_TASKS[dataset] and e["source"]["table"] == table, e["id"]
+            assert e["settings"]["qrels"] == "refined (BRIDGE)", e["id"]
         if file == MTRAG:
             setup = row.split("|")[1].strip()
             assert (
@@ -379,6 +443,11 @@ SPOT_CHECKS = [
     (RAD, "Table 2", "GPT-4o", "Average", "8.72", "judge_score_average"),
     (RAD, "Table 2", "Mistral-Nemo-12B", "Travel", "3.55", "judge_score_travel"),
     (RECOR, "Abstract", "History+Reasoning", "nDCG@10", ".479", "ndcg_at_10"),
+    (DREAM, "Table 19", "Arctic", "MS Hit@10", "0.89", "hit_rate_at_10"),
+    (DREAM, "Table 19", "ANCE + MonoT5", "Avg. Hit@10", "0.83", "hit_rate_at_10"),
+    (DREAM, "Table 19", "BPR", "Tech Hit@10", "0.51", "hit_rate_at_10"),
+    (DREAM, "Table 20", "TCT-COLBERT", "NQ nDCG@10", "0.41", "ndcg_at_10"),
+    (DREAM, "Table 20", "BM25 + HyDE", "Writ nDCG@10", "0.33", "ndcg_at_10"),
 ]
 
 
