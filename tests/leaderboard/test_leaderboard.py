@@ -342,13 +342,23 @@ def test_averages_reproduce_the_published_average_columns():
                 continue
             for metric, value in printed["scores"].items():
                 checked += 1
-                if abs(averages[metric] - value) > 1e-4 + 1e-9:  # printed with 2 decimals in percent
+                if abs(averages[metric] - value) > printed_unit(printed, metric) + 1e-9:
                     mismatched.append((group["comparability"]["reported_in"], name, metric))
     assert checked >= 20
     assert mismatched == [
         ("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "mrr_at_20"),
         ("MTR-SUITE (Ruan et al., 2026), Table 11", "gte-Qwen2-7B", "ndcg_at_20"),
+        ("DREAM / BRIDGE (ICLR 2026), Table 20", "ANCE", "ndcg_at_10"),  # mean of its subsets 0.334, printed 0.35
     ]
+
+
+def printed_unit(entry: dict, metric: str) -> float:
+    """One unit of the printed value's last digit on the score scale: the mean of values rounded that way, itself
+    rounded, may differ from the exact mean by that much (MTR-SUITE: 2 decimals in percent -> 1e-4; BRIDGE:
+    2 decimals of a fraction -> 0.01)."""
+    printed = entry["source"]["cells"][metric]["published_value"]
+    decimals = len(printed.partition(".")[2])
+    return 10.0**-decimals / (100 if entry["source"]["published_scale"] == "percent" else 1)
 
 
 # ------------------------------------------------------------------ from real result files
