@@ -21,7 +21,7 @@ from mtrbench.llm.hf import make_client
 from mtrbench.serialize.history import get_strategy
 from mtrbench.simulate.needs import needs_from_task, read_personas, with_personas
 from mtrbench.simulate.profiles import parse_profile
-from mtrbench.simulate.session import SessionOptions, run_sessions
+from mtrbench.simulate.session import SessionOptions, dry_run_sessions, run_sessions
 from mtrbench.simulate.systems import HttpSystem, System
 from mtrbench.simulate.transcripts import write_transcripts
 
@@ -58,13 +58,14 @@ def _run(args: argparse.Namespace) -> int:
     needs = needs_from_task(task, args.limit)
     if personas is not None:
         needs = with_personas(needs, personas)
-    cache = None if args.dry_run else cache_from_args(args)
-    system = _system(args, task, cache)
     folder = Path(args.output_dir)
-    options = SessionOptions(folder, profile, args.seed, cache, args.yes, args.dry_run, not args.quiet)
-    run = run_sessions(needs, system, judge, options)
-    if run.dry_run_text is not None:
+    if args.dry_run:  # the user's first prompts; no system is built or asked
+        dry_run_sessions(needs, judge, SessionOptions(folder, profile, args.seed))
         return 0
+    cache = cache_from_args(args)
+    system = HttpSystem(args.system_url, args.system_timeout) if args.system_url else _system(args, task, cache)
+    options = SessionOptions(folder, profile, args.seed, cache, args.yes, not args.quiet)
+    run = run_sessions(needs, system, judge, options)
     summary = {
         "task": task.name,
         "profile": profile.settings(),
@@ -84,8 +85,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _system(args: argparse.Namespace, task: TaskData, cache: ResponseCache | None) -> System:
-    if args.system_url:
-        return HttpSystem(args.system_url, timeout_s=args.system_timeout)
     from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: the retriever loads torch
     from mtrbench.simulate.inprocess import RetrieverSystem  # deferred: loads the retriever's modules
 

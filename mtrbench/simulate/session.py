@@ -82,7 +82,6 @@ class SessionOptions:
     seed: int | None = None
     cache: ResponseCache | None = None
     yes: bool = False
-    dry_run: bool = False
     show_progress: bool = True
 
 
@@ -93,7 +92,6 @@ class SessionRun:
     system_failures: JudgeFailures
     user_requests: int = 0  # sent in this run (the rest came from the log)
     system_requests: int = 0
-    dry_run_text: str | None = None
 
 
 class SystemLog:
@@ -157,11 +155,8 @@ def run_sessions(
             if not active:
                 break
             stage, by_key = _user_stage(active, turn, judge, options)
-            stage_options = StageOptions(options.cache, options.dry_run, options.yes, options.show_progress)
+            stage_options = StageOptions(options.cache, yes=options.yes, show_progress=options.show_progress)
             asked = run_stages([stage], user_log, stage_options, clients=clients, confirm=turn == 1)
-            if asked.dry_run is not None:
-                run.dry_run_text = asked.dry_run.text
-                return run
             outcome = asked.outcomes[0]
             run.user_requests += outcome.sent
             asking: dict[str, str] = {}  # session id -> the message the system is asked to answer
@@ -181,6 +176,13 @@ def run_sessions(
                                       "user simulator", "turns")  # fmt: skip
     run.system_failures = system_failures(sessions)
     return run
+
+
+def dry_run_sessions(needs: Sequence[InformationNeed], judge: JudgeConfig, options: SessionOptions) -> str:
+    """The first round's prompts and how many of them the log answers (reported); nothing is asked or written."""
+    stage, _ = _user_stage([Session(need) for need in needs], 1, judge, options)
+    planned = run_stages([stage], StageLog(options.folder / USER_LOG), StageOptions(dry_run=True))
+    return planned.dry_run.text if planned.dry_run is not None else ""
 
 
 def _take_user_reply(

@@ -222,3 +222,29 @@ def test_bad_input_is_one_error_line(two_needs, tmp_path):
     assert proc.returncode == 2 and proc.stderr.strip() == (
         "error: --profile: unknown behaviour 'shy' (one of cooperative, terse, patient, impatient, expert, novice)"
     )
+
+
+def test_a_dry_run_shows_the_first_prompts_and_sends_nothing(two_needs, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedChatServer(user_in_order) as user:
+        proc = run_cli("simulate", "run", "--task", str(two_needs), "--user-model", "sim", "--user-base-url",
+                       user.base_url, "--output-dir", str(out), "--dry-run", "--quiet")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert user.requests == [] and not out.exists()
+    assert "- How deep is Lake Varnholm?" in proc.stdout and "dry run: 2 requests" in proc.stdout
+
+
+def test_user_simulator_failures_end_their_session_and_count(two_needs, tmp_path):
+    def user(body):
+        if "- Who designed the Orrin Bridge?" in body["messages"][0]["content"]:
+            return Reply(status=400, content="bad request")  # not retried: a failed item
+        return user_in_order(body)
+
+    with ScriptedChatServer(user) as chat, ContractServer(system_by_keyword) as contract:
+        proc = simulate(two_needs, chat.base_url, contract.url, tmp_path / "run", "--max-failure-rate", "0.2")
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1
+    assert lines[0].startswith("error: user simulator 'user' failed on 1 of 4 turns")  # lake: 3 replies, bridge: 1
+    bridge = sessions(tmp_path / "run")["bridge"]
+    assert bridge["status"] == "user_failed" and bridge["turns"] == [] and bridge["user_error"]
+    assert [r["session_id"] for r in contract.requests] == ["lake", "lake"]
