@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from mtrbench.infra.errors import MtrbenchError, UserInputError, first_line
+from mtrbench.models.kinds import checkpoint_kind
 from mtrbench.models.spec import CROSS_ENCODER, MULTI_VECTOR, ModelSpec
 from mtrbench.retrieve.base import Retriever
 from mtrbench.retrieve.options import LoadingOptions, PipelineOptions
@@ -40,13 +41,14 @@ def build_reranker(first: Retriever, stages: PipelineOptions, loading: LoadingOp
 
         return ListwiseReranker(first, name[len(LISTWISE_PREFIX) :], stages, loading.show_progress)
     spec = alias(name)
-    if spec is not None and spec.kind == MULTI_VECTOR:
+    kind = spec.kind if spec is not None else _folder_kind(name)
+    if kind == MULTI_VECTOR:
         from mtrbench.retrieve.late_interaction import MaxSimReranker  # deferred: loads torch
 
-        return MaxSimReranker(first, spec, stages.rerank_k, loading)
-    if spec is not None and spec.kind != CROSS_ENCODER:
+        return MaxSimReranker(first, spec or name, stages.rerank_k, loading)
+    if kind not in (None, CROSS_ENCODER):
         raise UserInputError(
-            f"--rerank {name}: '{name}' is a {spec.kind} model, not a reranker (a cross-encoder, monoT5, a yes/no "
+            f"--rerank {name}: '{name}' is a {kind} model, not a reranker (a cross-encoder, monoT5, a yes/no "
             "LLM reranker, a multi-vector model, or listwise:MODEL)"
         )
     model_id = spec.model_id if spec is not None else name
@@ -62,6 +64,14 @@ def build_reranker(first: Retriever, stages: PipelineOptions, loading: LoadingOp
         scorer_class = rerank_llm.YesNoScorer if recipe == YES_NO else rerank_llm.MonoT5Scorer
         scorer = scorer_class(model_id, loading.device, loading.dtype, loading.max_length)
     return PointwiseReranker(first, scorer, stages.rerank_k, stages.rerank_batch_size, loading.show_progress)
+
+
+def _folder_kind(name: str) -> str | None:
+    """A local folder's kind as its sentence-transformers / ColBERT files say (models/kinds.py); None for a Hub id
+    or a folder that cannot tell (a bare transformers checkpoint: its recipe is read from its architecture)."""
+    if not Path(name).expanduser().is_dir():
+        return None
+    return checkpoint_kind(name, local_only=True)
 
 
 def reranker_recipe(model_id: str) -> str:

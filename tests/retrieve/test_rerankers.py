@@ -11,7 +11,7 @@ import pytest
 
 from mtrbench.cli import main
 
-QUERIES = ["which bridge is longest", "how tall is the eiffel tower today", "rain"]
+QUERIES = ["who designed the Orrin bridge", "how deep is Lake Varnholm in metres", "which fish live in the lake"]
 # Qwen3-Reranker's published prompt, spelled out here (not imported) so a changed template fails the test
 PREFIX = (
     "<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct "
@@ -76,14 +76,16 @@ def tiny_monot5(tmp_path_factory):
     return folder
 
 
-def _reranked(folder, rerank_k=6):
-    """mtrbench's BM25 + reranker on the sample corpus: per query, (document positions, scores, corpus)."""
+def _reranked(folder, rerank_k=4):
+    """mtrbench's BM25 + reranker on native-mini's four passages: per query, (document positions, scores, corpus)."""
+    from conftest import DATA
+
     from mtrbench.data import load_task
     from mtrbench.retrieve import build_retriever
 
-    task = load_task("mtrbench-sample")
+    task = load_task(str(DATA / "native-mini"))
     retriever = build_retriever(
-        "bm25", rerank=str(folder), rerank_k=rerank_k, rerank_batch_size=4, device="cpu", show_progress=False
+        "bm25", rerank=str(folder), rerank_k=rerank_k, rerank_batch_size=3, device="cpu", show_progress=False
     )
     retriever.index(task.corpus)
     return retriever, retriever.search(QUERIES, top_k=rerank_k), task.corpus
@@ -91,7 +93,7 @@ def _reranked(folder, rerank_k=6):
 
 def _assert_scores(hits, corpus, by_hand):
     for query, (docs, scores) in zip(QUERIES, hits):
-        assert len(docs) == 6
+        assert len(docs) >= 2
         expected = [by_hand(query, corpus.document_text(d)) for d in docs]
         assert scores == pytest.approx(expected, abs=1e-5)
         assert scores == sorted(scores, reverse=True)
@@ -115,7 +117,7 @@ def test_yes_no_reranker_scores_are_the_yes_probability_at_the_last_position(tin
     retriever, hits, corpus = _reranked(tiny_qwen3_reranker)
     _assert_scores(hits, corpus, by_hand)
     recorded = retriever.settings()["rerank"]
-    assert recorded["kind"] == "yes-no" and recorded["instruction"] == INSTRUCTION and recorded["rerank_k"] == 6
+    assert recorded["kind"] == "yes-no" and recorded["instruction"] == INSTRUCTION and recorded["rerank_k"] == 4
     assert len(recorded["template_hash"]) == 12
 
 
@@ -162,3 +164,28 @@ def test_reranker_aliases_name_their_checkpoints():
     }.items():
         spec = resolve_model(name)
         assert (spec.kind, spec.model_id) == ("cross-encoder", model_id)
+
+
+def test_a_multi_vector_folder_reranks_by_maxsim_and_a_dense_folder_is_refused(tmp_path, monkeypatch):
+    """Dispatch by the checkpoint's kind (models/kinds.py): MaxSimReranker gets the folder, the first stage and
+    --rerank-k; an embedder (sentence-transformers' files say dense) is one error line, never a cross-encoder."""
+    import json
+
+    from tiny_model import make_tiny_model
+
+    from mtrbench.infra.errors import UserInputError
+    from mtrbench.retrieve import late_interaction
+    from mtrbench.retrieve.options import LoadingOptions, PipelineOptions
+    from mtrbench.retrieve.rerank_dispatch import build_reranker
+
+    made = []
+    monkeypatch.setattr(late_interaction, "MaxSimReranker", lambda *args: made.append(args) or "maxsim")
+    colbert = tmp_path / "colbert"
+    colbert.mkdir()
+    (colbert / "config_sentence_transformers.json").write_text(json.dumps({"model_type": "MultiVectorEncoder"}))
+    first, loading = object(), LoadingOptions(device="cpu")
+    assert build_reranker(first, PipelineOptions(rerank=str(colbert), rerank_k=7), loading) == "maxsim"
+    assert made == [(first, str(colbert), 7, loading)]
+    dense = make_tiny_model(tmp_path / "dense")
+    with pytest.raises(UserInputError, match="is a dense model, not a reranker"):
+        build_reranker(first, PipelineOptions(rerank=str(dense)), loading)
