@@ -44,7 +44,7 @@ def ance_checkpoint(folder: Path) -> Path:
     config = RobertaConfig(
         vocab_size=30522,
         hidden_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=130,  # 129 usable: RoBERTa's positions start after the padding index (0 here)
@@ -74,7 +74,7 @@ def bert_checkpoint(folder: Path, seed: int) -> Path:
     config = BertConfig(
         vocab_size=30522,
         hidden_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=1,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=TCT_POSITIONS,
@@ -114,6 +114,12 @@ def checkpoints(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory) -> Path:
+    """One embedding cache for the file: the sentence-transformers and BPR runs share their corpus vectors."""
+    return tmp_path_factory.mktemp("bridge-cache")
+
+
+@pytest.fixture(scope="session")
 def sample():
     task = load_task("mtrbench-sample")
     current = get_strategy("current")
@@ -122,7 +128,7 @@ def sample():
     return queries, docs, task.corpus.ids
 
 
-def run_sample(folder: Path, pooling: str, out: Path) -> dict[str, dict[str, float]]:
+def run_sample(folder: Path, pooling: str, out: Path, cache: Path) -> dict[str, dict[str, float]]:
     spec = ModelSpec("tiny-" + pooling, "dual", str(folder), doc_model_id=str(folder), pooling=pooling)
     [result] = mtrbench.evaluate(
         spec,
@@ -133,7 +139,7 @@ def run_sample(folder: Path, pooling: str, out: Path) -> dict[str, dict[str, flo
         output_dir=out,
         show_progress=False,
         device="cpu",
-        cache_dir=str(out / "cache"),
+        cache_dir=str(cache),
     )
     assert result.settings["retriever"]["pooling"] == pooling
     return result.run()
@@ -180,10 +186,10 @@ def ance_vectors(folder: Path, texts: list[str], max_length: int) -> np.ndarray:
     return np.concatenate(vectors)
 
 
-def test_ance_scores_equal_pyserini_recipe(checkpoints, sample, tmp_path):
+def test_ance_scores_equal_pyserini_recipe(checkpoints, sample, embedding_cache, tmp_path):
     queries, docs, doc_ids = sample
     folder = checkpoints["ance"]
-    run = run_sample(folder, "ance", tmp_path)
+    run = run_sample(folder, "ance", tmp_path, embedding_cache)
     q = ance_vectors(folder, list(queries.values()), max_length=64)  # AnceQueryEncoder: 64 tokens
     d = ance_vectors(folder, docs, max_length=129)  # the tiny model's positions
     assert_run_matches(run, queries, q @ d.T, doc_ids)
@@ -222,10 +228,10 @@ def tct_vectors(folder: Path, texts: list[str], query: bool) -> np.ndarray:
     return np.concatenate(vectors)
 
 
-def test_tct_colbert_scores_equal_pyserini_recipe(checkpoints, sample, tmp_path):
+def test_tct_colbert_scores_equal_pyserini_recipe(checkpoints, sample, embedding_cache, tmp_path):
     queries, docs, doc_ids = sample
     folder = checkpoints["tct-colbert"]
-    run = run_sample(folder, "tct-colbert", tmp_path)
+    run = run_sample(folder, "tct-colbert", tmp_path, embedding_cache)
     q = tct_vectors(folder, list(queries.values()), query=True)
     d = tct_vectors(folder, docs, query=False)
     assert_run_matches(run, queries, q @ d.T, doc_ids)
@@ -248,11 +254,13 @@ def st_sample_vectors(checkpoints, sample):
     return st_vectors(folder, list(queries.values())), st_vectors(folder, docs)
 
 
-def test_sentence_transformers_format_uses_the_dot_product(checkpoints, sample, st_sample_vectors, tmp_path):
+def test_sentence_transformers_format_uses_the_dot_product(
+    checkpoints, sample, st_sample_vectors, embedding_cache, tmp_path
+):
     queries, _, doc_ids = sample
     q, d = st_sample_vectors
     assert not np.allclose(np.linalg.norm(d, axis=1), 1.0)  # LayerNorm output: cosine would rank differently
-    run = run_sample(checkpoints["sentence-transformers"], "sentence-transformers", tmp_path)
+    run = run_sample(checkpoints["sentence-transformers"], "sentence-transformers", tmp_path, embedding_cache)
     assert_run_matches(run, queries, q @ d.T, doc_ids)
 
 
@@ -263,11 +271,13 @@ def hamming(query: np.ndarray, docs: np.ndarray) -> np.ndarray:
     return np.unpackbits(np.bitwise_xor(d_bits, q_bits), axis=1).sum(axis=1)
 
 
-def test_bpr_two_stage_scores_equal_hamming_then_rerank(checkpoints, sample, st_sample_vectors, tmp_path):
+def test_bpr_two_stage_scores_equal_hamming_then_rerank(
+    checkpoints, sample, st_sample_vectors, embedding_cache, tmp_path
+):
     queries, _, doc_ids = sample
     q, d = st_sample_vectors
     candidates = 40
-    run = run_sample(checkpoints["sentence-transformers"], f"bpr:{candidates}", tmp_path)
+    run = run_sample(checkpoints["sentence-transformers"], f"bpr:{candidates}", tmp_path, embedding_cache)
     codes = np.where(d >= 0, 1.0, -1.0)
     for row, qid in enumerate(queries):
         distance = hamming(q[row], d)
