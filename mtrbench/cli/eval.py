@@ -157,7 +157,7 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         rerank_k=args.rerank_k,
         rerank_batch_size=args.rerank_batch_size,
         rerank_window=getattr(args, "rerank_window", 20),
-        rerank_stride=getattr(args, "rerank_stride", 10),
+        rerank_stride=getattr(args, "rerank_stride", None),
         rerank_llm=_listwise_llm(args),
         chunking=args.chunking,
         rank_parents=args.rank_parents,

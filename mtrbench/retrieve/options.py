@@ -54,7 +54,7 @@ class PipelineOptions:
     rerank_k: int = 100
     rerank_batch_size: int = 32
     rerank_window: int = 20  # listwise:MODEL: documents per LLM request
-    rerank_stride: int = 10  # listwise:MODEL: how far each window moves up the list
+    rerank_stride: int | None = None  # listwise:MODEL: how far each window moves up; None: half the window
     rerank_llm: object | None = None  # listwise:MODEL: its ListwiseLLM (retrieve/rerank_listwise.py); None: refused
     chunking: str | None = None  # parent-child retrieval: sentences:SIZE:STRIDE
     rank_parents: bool = False  # with chunking: rescore the candidate parents on their own text (H-RAG strategy 2)

@@ -119,11 +119,16 @@ class ListwiseReranker(FirstStageHead):
             raise UserInputError(
                 f"--rerank listwise:{model} needs an LLM endpoint: pass --reranker-base-url URL (or hf://MODEL)"
             )
-        if stages.rerank_window < 2 or not 1 <= stages.rerank_stride <= stages.rerank_window or stages.rerank_k < 1:
-            raise UserInputError("--rerank-window must be >= 2 and --rerank-stride between 1 and the window")
+        window = stages.rerank_window
+        stride = stages.rerank_stride if stages.rerank_stride is not None else max(1, window // 2)
+        if window < 2 or not 1 <= stride < window or stages.rerank_k < 1:
+            raise UserInputError(
+                f"--rerank-window {window} --rerank-stride {stride}: the window must hold at least 2 documents and "
+                "the stride be smaller than the window (windows overlap, so a document can climb past them)"
+            )
         self._wrap(first)
         self.llm, self.model = llm, model
-        self.rerank_k, self.window, self.stride = stages.rerank_k, stages.rerank_window, stages.rerank_stride
+        self.rerank_k, self.window, self.stride = stages.rerank_k, window, stride
         self.counts = ListwiseCounts()
 
     def settings(self) -> dict[str, Any]:
@@ -218,6 +223,12 @@ class ListwiseReranker(FirstStageHead):
 
     def _check_failures(self) -> None:
         c = self.counts
+        if c.unknown_ids or c.duplicate_ids or c.missing_ids:
+            log.info(
+                f"--rerank listwise:{self.model}: {c.windows} windows; replies named {c.unknown_ids} numbers outside "
+                f"their window (ignored) and {c.duplicate_ids} twice, and left out {c.missing_ids} passages (kept "
+                "in their order after the named ones)"
+            )
         if c.failed:
             log.warning(
                 f"warning: --rerank listwise:{self.model}: {c.failed} of {c.windows} windows failed after retries "

@@ -154,3 +154,33 @@ def test_listwise_failing_past_the_limit_exits_1_with_one_line(tmp_path, capsys)
     assert code == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "rank-model" in errors[0] and re.search(r"([0-9]+) of \1 windows", errors[0])
+
+
+def test_reply_rules_counted_through_the_api(native_mini):
+    """One window of native-mini's four passages: a reply naming [2], an unknown [9] and [2] again puts passage 2
+    first and the three it left out after it in their order; bare numbers are read too."""
+    from mtrbench.llm.config import judge_from_flags
+    from mtrbench.retrieve import build_retriever
+    from mtrbench.retrieve.rerank_listwise import ListwiseLLM
+
+    task = load_task(str(native_mini))
+    query = "Lake Varnholm depth char Orrin Suspension Bridge designed opened"
+    for reply, expected_counts in (("[2] > [9] > [2]", (1, 1, 3)), ("4 > 1 > 3 > 2", (0, 0, 0))):
+        with ScriptedChatServer(lambda body, reply=reply: Reply(reply)) as server:
+            judge = judge_from_flags("rank-model", server.base_url, "UNSET_KEY_ENV", name="reranker")
+            retriever = build_retriever(
+                "bm25",
+                rerank="listwise:rank-model",
+                rerank_k=4,
+                rerank_window=4,
+                rerank_llm=ListwiseLLM(judge, None, yes=True, show_progress=False),
+                show_progress=False,
+            )
+            retriever.index(task.corpus)
+            first = retriever.first_lists([query], 4)[0]
+            [(docs, _)] = retriever.search([query], top_k=4)
+        assert len(first) == 4 and server.request_count == 1
+        named = [2] if reply.startswith("[2]") else [4, 1, 3, 2]
+        assert docs == [first[n - 1] for n in named] + [d for d in first if d not in [first[n - 1] for n in named]]
+        c = retriever.counts
+        assert (c.unknown_ids, c.duplicate_ids, c.missing_ids, c.windows, c.failed) == (*expected_counts, 1, 0)

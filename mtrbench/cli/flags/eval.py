@@ -227,7 +227,7 @@ def _add_hybrid_and_rerank_flags(p: argparse.ArgumentParser) -> None:
         "--rerank-window", type=positive_int, default=20, help="listwise:MODEL: documents per LLM request [20]"
     )
     p.add_argument(
-        "--rerank-stride", type=positive_int, default=10, help="listwise:MODEL: places each window moves up [10]"
+        "--rerank-stride", type=positive_int, help="listwise:MODEL: places each window moves up [half the window]"
     )
 
 
