@@ -108,9 +108,16 @@ def _score(args: argparse.Namespace) -> int:
     if args.nuggets and judge is None:
         raise UserInputError("--nuggets needs --judge-model (the model that creates and assigns the nuggets)")
     options = ScoreOptions(
-        Path(args.folder), args.k, args.discount_base, cache_from_args(args), args.yes, not args.quiet, args.nuggets,
-        Path(args.human_labels) if args.human_labels else None,
-    )  # fmt: skip
+        folder=Path(args.folder),
+        k=args.k,
+        base=args.discount_base,
+        cache=cache_from_args(args),
+        yes=args.yes,
+        show_progress=not args.quiet,
+        nuggets=args.nuggets,
+        nuggets_from=args.nuggets_from,
+        human_labels=Path(args.human_labels) if args.human_labels else None,
+    )
     result = run_score(options, judge)
     s = result.summary
     tts = f"{s.turns_to_satisfaction:.2f}" if s.turns_to_satisfaction is not None else "-"

@@ -9,8 +9,8 @@ are counted apart. The measures (mtrbench.simulate.measures) go to ``score.json`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from mtrbench.analyses.ppi import LabelScale, PPIEstimate, ppi_mean, read_human_
 from mtrbench.assess.pooling import PoolPair
 from mtrbench.assess.umbrela import pair_key, umbrela_stage
 from mtrbench.data import card_for_folder, load_task
-from mtrbench.data.model import TaskData
+from mtrbench.data.model import Corpus, TaskData
 from mtrbench.infra.atomic import atomic_write_text
 from mtrbench.infra.errors import UserInputError
 from mtrbench.llm.cache import ResponseCache
@@ -42,6 +42,7 @@ class ScoreOptions:
     yes: bool = False
     show_progress: bool = True
     nuggets: bool = False  # also nugget scores of the answers, by the judge (judge nuggets' steps)
+    nuggets_from: str = "passages"  # the source the nuggets are created from: "passages" or "responses"
     human_labels: Path | None = None  # people's 0-3 grades of labelled pairs ("<qid> | <doc id>"): a PPI interval
 
 
@@ -136,18 +137,38 @@ def labels_ppi(path: Path, labels: Mapping[tuple[str, str], int]) -> PPIEstimate
     return ppi_mean(llm, human)
 
 
+def responses_task(task: TaskData, records: Sequence[Mapping[str, Any]]) -> TaskData:
+    """The transcripts' task whose turns each have their need's gold responses as their only relevant "passages"
+    (added to the corpus in memory): the source ``judge nuggets`` creates the nuggets from."""
+    ids, titles, texts = list(task.corpus.ids), list(task.corpus.titles), list(task.corpus.texts)
+    sources: dict[str, dict[str, int]] = {}
+    for record in records:
+        if not record["gold_responses"]:
+            raise UserInputError(f"--nuggets-from responses: need {record['need_id']} has no gold responses")
+        sources[record["session_id"]] = {}
+        for n, text in enumerate(record["gold_responses"], 1):
+            doc = f"gold-response-{record['session_id']}-{n}"
+            ids.append(doc)
+            titles.append("")
+            texts.append(text)
+            sources[record["session_id"]][doc] = 1
+    queries = [replace(q, qrels=dict(sources.get(q.conversation_id, {}))) for q in task.queries]
+    return replace(task, corpus=Corpus(ids, titles, texts), queries=queries)
+
+
 def _nuggets(options: ScoreOptions, task: TaskData, judge: JudgeConfig, result: ScoreResult) -> None:
-    """Nuggets created from each turn's relevant passages (the need's judgments), each answer assigned, as
-    ``judge nuggets`` does (its log and files under ``nuggets/``)."""
+    """Nuggets created from each turn's relevant passages (the need's judgments) or its need's gold responses, each
+    answer assigned, as ``judge nuggets`` does (its log and files under ``nuggets-<source>/``)."""
     from mtrbench.judge.nuggets.run import NuggetJudgeOptions, judge_nuggets  # deferred: only with --nuggets
 
     answers = options.folder / ANSWERS
     if not answers.is_file() or not answers.read_text(encoding="utf-8").strip():
         result.nugget_scores = {"n": 0}
         return
-    nugget_options = NuggetJudgeOptions(
-        options.folder / "nuggets", yes=options.yes, show_progress=options.show_progress
-    )
+    if options.nuggets_from == "responses":
+        task = responses_task(task, read_transcripts(options.folder).records)
+    folder = options.folder / f"nuggets-{options.nuggets_from}"
+    nugget_options = NuggetJudgeOptions(folder, yes=options.yes, show_progress=options.show_progress)
     judged = judge_nuggets([answers], task, judge, nugget_options, cache=options.cache)
     if judged is not None:
         result.nugget_scores = dict(judged.scores[0].scores)

@@ -173,3 +173,28 @@ def test_answers_scored_by_nuggets(two_needs, tmp_path):
     # strict_vital / vital: the vital nugget (212) is supported by lake_1 only: 1/4 answers; strict_all / all:
     # lake_1 and lake_2 support one nugget of two each: (0.5 + 0.5 + 0 + 0) / 4
     assert nuggets == {"n": 4, "strict_vital": 0.25, "vital": 0.25, "strict_all": 0.25, "all": 0.25}
+
+
+def test_nuggets_created_from_the_gold_responses(two_needs, tmp_path):
+    shown = []
+
+    def judge(body):
+        from mtrbench.judge.nuggets.prompts import CREATE_SYSTEM
+
+        if body["messages"][0]["content"] == CREATE_SYSTEM:
+            shown.append(body["messages"][-1]["content"])
+        return nugget_judge(body)
+
+    out = tmp_path / "run"
+    with ScriptedChatServer(user_in_order) as user, ContractServer(system_by_keyword) as contract:
+        assert run_cli("simulate", "run", "--task", str(two_needs), "--limit", "1", "--user-model", "sim",
+                       "--user-base-url", user.base_url, "--system-url", contract.url, "--output-dir", str(out),
+                       "--yes", "--quiet", "--no-llm-cache").returncode == 0  # fmt: skip
+    with ScriptedChatServer(judge) as server:
+        proc = run_cli("simulate", "score", str(out), "--judge-model", "j", "--judge-base-url", server.base_url,
+                       "--nuggets", "--nuggets-from", "responses", "--yes", "--quiet", "--no-llm-cache")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(shown) == 2  # one creation per answered turn, from the need's gold responses, not its passages
+    assert all("212 metres." in s and "Char and trout." in s and "Arctic char" not in s for s in shown)
+    nuggets = json.loads((out / "score.json").read_text())["nuggets"]
+    assert nuggets["n"] == 2 and (out / "nuggets-responses" / "nuggets.jsonl").is_file()

@@ -80,6 +80,13 @@ def _add_score(p: argparse.ArgumentParser) -> None:
         "turn's relevant passages) [off]",
     )
     p.add_argument(
+        "--nuggets-from",
+        choices=["passages", "responses"],
+        default="passages",
+        help="create the nuggets from each turn's relevant passages (the need's judgments) or from the need's "
+        "gold responses [passages]",
+    )
+    p.add_argument(
         "--human-labels",
         metavar="FILE",
         help="people's 0-3 grades of judge-labelled passages ('<session>_<turn> | <doc id>', as JSONL {id, label} "
