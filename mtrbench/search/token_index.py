@@ -20,6 +20,7 @@ and this project runs torch 2.13.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,6 +116,15 @@ class VoyagerTokenIndex:
                 self.index.add_items(block, ids=range(start, start + len(block)), num_threads=threads)
                 bar.update(len(block))
         self.build_seconds = time.perf_counter() - began
+
+    def searching(self, **params: int) -> VoyagerTokenIndex:
+        """The same graph searched with other query-time parameters (``k_tokens``, ``ef``): no rebuild."""
+        unknown = set(params) - {"k_tokens", "ef"}
+        if unknown:
+            raise ValueError(f"only k_tokens and ef are query-time parameters, not {sorted(unknown)}")
+        view = copy.copy(self)
+        view.spec = TokenIndexSpec(self.spec.kind, {**self.spec.params, **params})
+        return view
 
     def settings(self) -> dict[str, Any]:
         return {"index": self.spec.describe(), "library": "voyager", "params": self.spec.params, "approximate": True}
