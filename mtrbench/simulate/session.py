@@ -22,6 +22,7 @@ from mtrbench.infra.reporting import progress_bar
 from mtrbench.llm.cache import ResponseCache
 from mtrbench.llm.config import JudgeConfig
 from mtrbench.llm.failure_rate import JudgeFailures, most_common
+from mtrbench.llm.hf import make_client
 from mtrbench.llm.stage import JSONValue, Stage, StageItem, StageLog, StageOptions, StageRecord, now, run_stages
 from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.simulate.needs import InformationNeed
@@ -144,7 +145,8 @@ def run_sessions(
     sessions = [Session(need) for need in needs]
     user_log = StageLog(options.folder / USER_LOG, purpose="simulated user log")
     system_log = SystemLog(options.folder / SYSTEM_LOG)
-    clients = {judge.name: client} if client is not None else None
+    # one client for every round: an in-process model (hf://) loads once
+    clients = {judge.name: client if client is not None else make_client(judge, options.cache)}
     run = SessionRun(sessions, JudgeFailures(judge.name, 0, 0), JudgeFailures("system", 0, 0))
     user_reasons: list[str | None] = []
     with user_log.hold(), LineAppender(system_log.path) as handle:
