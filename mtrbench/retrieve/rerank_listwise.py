@@ -152,7 +152,9 @@ class ListwiseReranker(FirstStageHead):
 
     def pipeline_slug(self) -> dict[str, Any]:
         first = getattr(self.first, "pipeline_slug", None)
-        return {**(first() if first else {}), "rerank": f"listwise-{self.model}", "rerankk": self.rerank_k}
+        # window and stride change the scores: two of them never share a result folder
+        name = f"listwise-{self.model}-w{self.window}s{self.stride}"
+        return {**(first() if first else {}), "rerank": name, "rerankk": self.rerank_k}
 
     def search(self, queries: list[str], top_k: int, candidates: list[list[int] | None] | None = None) -> Hits:
         corpus = self.corpus()

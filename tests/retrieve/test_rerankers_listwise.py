@@ -118,7 +118,7 @@ def test_listwise_applies_each_windows_permutation_bottom_up(tmp_path, capsys):
         STRIDE,
         DEPTH,
     )
-    assert "listwise-rank-model" in str(result)
+    assert f"listwise-rank-model-w{WINDOW}s{STRIDE}" in str(result)
     capsys.readouterr()
 
 
@@ -184,3 +184,19 @@ def test_reply_rules_counted_through_the_api(native_mini):
         assert docs == [first[n - 1] for n in named] + [d for d in first if d not in [first[n - 1] for n in named]]
         c = retriever.counts
         assert (c.unknown_ids, c.duplicate_ids, c.missing_ids, c.windows, c.failed) == (*expected_counts, 1, 0)
+
+
+def test_listwise_bad_flags_are_one_error_line(tmp_path, capsys):
+    base = ["eval", "--model", "bm25", "--limit", "1", "--quiet", "--output-dir", str(tmp_path)]
+    cases = {
+        "--reranker-base-url goes with --rerank listwise:MODEL": ["--reranker-base-url", "http://127.0.0.1:9/v1"],
+        "--rerank-window 4 --rerank-stride 4": [
+            *("--rerank", "listwise:m", "--reranker-base-url", "http://127.0.0.1:9/v1"),
+            *("--rerank-window", "4", "--rerank-stride", "4", "--yes"),
+        ],
+        "--dry-run: --rerank listwise": ["--rerank", "listwise:m", "--reranker-base-url", "http://x/v1", "--dry-run"],
+    }
+    for message, extra in cases.items():
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and message in err and "\n" not in err, err
