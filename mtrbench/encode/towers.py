@@ -41,10 +41,13 @@ SENTENCE_TRANSFORMERS = "sentence-transformers"
 TRANSFORMERS = "transformers"
 # Tower kinds whose classes subclass the ones here, loaded by name ("module:function", as cli.app loads
 # handlers) so that this module imports none of them: pyserini's reference formats (ANCE's head,
-# TCT-ColBERT's query and document markers) in encode.reference_formats.
+# TCT-ColBERT's query and document markers) in encode.reference_formats, Aggretriever in encode.aggretriever.
 TOWER_LOADERS = {
-    kind: "mtrbench.encode.reference_formats:load_reference_tower"
-    for kind in ("ance", "tct-colbert-query", "tct-colbert-document")
+    **{
+        kind: "mtrbench.encode.reference_formats:load_reference_tower"
+        for kind in ("ance", "tct-colbert-query", "tct-colbert-document")
+    },
+    "aggretriever": "mtrbench.encode.aggretriever:load_aggretriever_tower",
 }
 # Modules after the transformer that work on packed (flattened) token states or on sentence vectors.
 _PACKABLE_ST_MODULES = {"Pooling", "Normalize", "Dense"}
@@ -330,6 +333,14 @@ class Tower(ABC):
 
         model = self.transformer()
         if not getattr(model, "is_backend_compatible", lambda: False)():
+            return False
+        config = getattr(model, "config", None)
+        window = getattr(config, "sliding_window", None)
+        if window and getattr(config, "use_sliding_window", True) and self.max_length > window:
+            # packed attention is full (causal) attention within each sequence: only exact up to the window
+            log.info(
+                "packed batches disabled: %d-token sliding window under a %d-token max length", window, self.max_length
+            )
             return False
         try:
             model.set_attn_implementation(varlen.register())

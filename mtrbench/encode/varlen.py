@@ -106,10 +106,11 @@ def attention(module, query, key, value, attention_mask, dropout: float = 0.0, s
     q, k, v = (t[0].transpose(0, 1) for t in (query, key, value))
     # decoder layers (Qwen3, Mistral, Llama) attend causally within each packed sequence
     causal = bool(getattr(module, "is_causal", False))
-    if getattr(module, "sliding_window", None):
-        raise ValueError("sliding-window attention layers are not packed")
+    max_len = int(kwargs.get("max_length_q") or int((cu[1:] - cu[:-1]).max()))
+    window = kwargs.get("sliding_window") or getattr(module, "sliding_window", None)
+    if window and max_len > window:  # towers refuse packing for such models (Tower.enable_packing); a safety net
+        raise ValueError(f"a packed sequence of {max_len} tokens exceeds the {window}-token sliding window")
     if q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and _cuda_kernel():
-        max_len = int(kwargs.get("max_length_q") or int((cu[1:] - cu[:-1]).max()))
         out = _cuda_kernel()[1](q.contiguous(), k.contiguous(), v.contiguous(), cu, max_len, scaling, causal)
     else:
         out = _reference(q, k, v, cu, scaling, causal)

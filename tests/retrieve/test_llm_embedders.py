@@ -122,6 +122,18 @@ def test_left_padding_and_packed_batches_pool_the_last_real_token(decoders, arch
         torch.testing.assert_close(ours, expected, atol=1e-5, rtol=1e-4)
 
 
+def test_sliding_window_models_pack_only_within_the_window(decoders):
+    model = SentenceTransformer(str(decoders["mistral"]), device="cpu")
+    model[0].auto_model.config.sliding_window = 8  # Mistral's attention reads it on every call
+    spec = TowerSpec(SENTENCE_TRANSFORMERS, "probe")
+    assert not EncodingEngine(SentenceTransformerTower(model, spec), EngineOptions(unpad="on")).packed
+    model.max_seq_length = 8  # no sequence longer than the window: packing is exact again
+    engine = EncodingEngine(SentenceTransformerTower(model, spec), EngineOptions(unpad="on"))
+    assert engine.packed
+    expected = model.encode_query(PROBES, convert_to_tensor=True)
+    torch.testing.assert_close(engine.encode(PROBES, model.prompts["query"]), expected, atol=1e-5, rtol=1e-4)
+
+
 def test_append_eos_token_ends_every_text_with_it(decoders):
     from tokenizers import processors
 
