@@ -97,7 +97,9 @@ def _system(args: argparse.Namespace, task: TaskData, cache: ResponseCache | Non
     if args.generator_model:
         generator = model_judge(args.generator_model, args.generator_base_url, args, "generator")
         client = make_client(generator, cache)
-    return RetrieverSystem(retriever, task.corpus, strategy, args.top_k, args.passages, generator, client)
+    return RetrieverSystem(
+        retriever, task.corpus, strategy, args.top_k, args.passages, generator, client, args.truncate
+    )
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """An mtrbench system under test: a retriever and a history strategy, with an optional generator, assembled as
 ``rag`` assembles them (``build_retriever``, eval's history strategies, generate's answer prompt).
 
-Each turn becomes a conversational query (its history is the session so far), is serialized by the strategy and
-searched over the task's corpus. With a generator, the top ``passages`` are shown to it with generate's answer
+Each turn becomes a conversational query (its history is the session so far), is serialized by the strategy, cut
+to the retriever's token limit as eval cuts it (``--truncate``, oldest history first by default) and searched over
+the task's corpus. With a generator, the top ``passages`` are shown to it with generate's answer
 prompt and its answer is the response (a failed generation is a failed turn); without one the response is the
 top passage's text, as a search engine's first result.
 """
@@ -19,6 +20,7 @@ from mtrbench.llm.stage import Stage, StageItem, StageOptions, run_stages
 from mtrbench.llm.types import ChatRequest, ChatRunner
 from mtrbench.retrieve.base import Retriever
 from mtrbench.serialize.history import HistoryStrategy, QueryFormat
+from mtrbench.serialize.truncate import Truncator
 from mtrbench.simulate.systems import Passage, SystemReply, SystemRequest, failed
 
 
@@ -31,12 +33,14 @@ class RetrieverSystem:
     passages: int = 3  # shown to the generator
     generator: JudgeConfig | None = None
     client: ChatRunner | None = None  # the generator's
+    truncate: str = "left"  # as eval's --truncate: the oldest history goes first when the query is too long
 
     def settings(self) -> dict[str, Any]:
         return {
             "kind": "mtrbench",
             "retriever": self.retriever.settings(),
             "history": self.strategy.name,
+            "truncate": self.truncate,
             "top_k": self.top_k,
             "generator": self.generator.model if self.generator is not None else None,
             "passages": self.passages if self.generator is not None else None,
@@ -52,7 +56,10 @@ class RetrieverSystem:
             query=request.utterance,
         )
         serialized = self.strategy(query, QueryFormat())
-        ids, scores = self.retriever.search([serialized.text()], self.top_k)[0]
+        truncate = Truncator(
+            self.retriever.tokenizer, self.retriever.max_length, prompt=self.retriever.query_prompt, side=self.truncate
+        )
+        ids, scores = self.retriever.search([truncate(serialized)], self.top_k)[0]
         passages = tuple(Passage(self.corpus.ids[i], float(s)) for i, s in zip(ids, scores))
         texts = [self.corpus.document_text(i) for i in ids]
         if self.generator is None or self.client is None:

@@ -55,6 +55,7 @@ def _add_run(p: argparse.ArgumentParser) -> None:
     system.add_argument("--system-timeout", type=timeout_seconds, default=60.0, help="seconds per turn [60]")
     system.add_argument("--model", default="bm25", help="retriever: alias, HF id, local folder or bm25 [bm25]")
     system.add_argument("--history", default="full", help="retrieval history strategy, as eval's [full]")
+    system.add_argument("--truncate", default="left", choices=["left", "right", "none"], help="as in eval [left]")
     system.add_argument("--device", default="cpu", help="retriever device [cpu]")
     system.add_argument("--top-k", type=positive_int, default=10, help="passages retrieved per turn [10]")
     system.add_argument("--generator-model", metavar="MODEL", help="answer from the passages with this model [none: "
