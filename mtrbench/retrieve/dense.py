@@ -238,6 +238,9 @@ class DenseRetriever(EmbeddingRetriever):
                 f"model '{spec.alias}' runs code from its repository; "
                 f"pass --trust-remote-code if you trust {spec.model_id}"
             )
+        if not spec.query_prompt_name:  # a bad template or --instruction fails before the model loads
+            request = InstructionRequest(loading.instruction, loading.instruction_template)
+            choose_prompts(spec.query_prompt, spec.doc_prompt, spec.instruction_template, request, {}, None, spec.alias)
         source = ModelSource(spec.model_id, loading.revision or spec.revision)
         tower = load_tower(
             TowerSpec(
