@@ -149,6 +149,7 @@ def run_sessions(
     clients = {judge.name: client if client is not None else make_client(judge, options.cache)}
     run = SessionRun(sessions, JudgeFailures(judge.name, 0, 0), JudgeFailures("system", 0, 0))
     user_reasons: list[str | None] = []
+    confirmed = False
     with user_log.hold(), LineAppender(system_log.path) as handle:
         if system_log.cut_short:  # a kill mid-write left half a line: ours start on a fresh one
             handle.write("\n")
@@ -158,8 +159,10 @@ def run_sessions(
                 break
             stage, by_key = _user_stage(active, turn, judge, options)
             stage_options = StageOptions(options.cache, yes=options.yes, show_progress=options.show_progress)
-            asked = run_stages([stage], user_log, stage_options, clients=clients, confirm=turn == 1)
+            # the cost is confirmed once, for the first round that asks anything (a resumed run may ask none at first)
+            asked = run_stages([stage], user_log, stage_options, clients=clients, confirm=not confirmed)
             outcome = asked.outcomes[0]
+            confirmed = confirmed or bool(outcome.pending)
             run.user_requests += outcome.sent
             asking: dict[str, str] = {}  # session id -> the message the system is asked to answer
             for key, session in by_key.items():
@@ -197,7 +200,10 @@ def _take_user_reply(
         session.user_error = (record.error if record is not None else None) or "not answered"
         return session.user_error, None
     utterance, satisfied = str(record.value.get("utterance") or ""), bool(record.value.get("satisfied"))
-    if (satisfied and turn > 1) or not utterance:
+    if turn == 1 and not utterance:
+        session.status, session.user_error = USER_FAILED, "ended the session before asking anything"
+        return session.user_error, None
+    if satisfied and turn > 1:
         session.status, session.closing = SATISFIED, utterance
     elif turn > options.profile.max_turns:  # patience ran out: this message is never answered
         session.status, session.closing = ABANDONED, utterance
