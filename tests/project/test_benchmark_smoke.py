@@ -108,6 +108,13 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
             "agreement>=0.999",
         }
     assert report["default_mode"] == "eager"  # on the CPU
+    # the decoder check: Qwen3- and Mistral-shaped embedders, padded and packed, against sentence-transformers
+    decoder = report["decoder"]
+    assert decoder["ok"] and decoder["packed_checked"]
+    for arch in ("qwen3", "mistral"):
+        assert set(decoder["models"][arch]) == {"padded", "packed"}
+        assert min(row["min_cosine"] for row in decoder["models"][arch].values()) >= 0.999
+    assert "decoder check: ok" in proc.stdout
     assert "speeds and targets mean nothing" in proc.stdout
 
 
