@@ -6,7 +6,9 @@
   reported), history strategy, truncation, query format and, for reported numbers, the paper table
   they come from; dataset revision and split must match per task (handled by the grouping);
 * system: model + revision + the remaining settings (max length, prompts, dtype, ...); averages are
-  taken per system over the tasks of a group.
+  taken per system over the tasks of a group. The retriever's settings record its kind (dense, learned-sparse,
+  multi-vector, BM25's sparse, ...): one checkpoint read as two kinds is two systems with two ranks, never one
+  entry (docs/model-kinds.md; tests/results/test_kind_identity.py).
 """
 
 from __future__ import annotations

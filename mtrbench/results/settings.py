@@ -47,6 +47,10 @@ RETRIEVER_CORPUS_KEYS = ("children",)
 # Who wrote a model-backed (rewrite:llm, summary:llm) or Python history's texts; every other key is the run's.
 REWRITER_IDENTITY_KEYS = ("kind", "model", "base_url", "prompt_hash", "name", "temperature")
 DEFAULT_PROTOCOL = "trec_eval"  # what a result written before protocols were recorded was scored with
+# Retriever kinds (``settings()["kind"]``) that name their results' folder (``kind=<kind>``): a checkpoint loaded as
+# one of them never shares a folder with the same checkpoint loaded as a dense model (``--model-kind``). Dense models,
+# BM25 ("sparse" in its settings since before learned sparse models), dual encoders and hybrids keep their folders.
+FOLDER_KINDS = {"learned-sparse": "sparse", "multi-vector": "multi-vector"}
 
 
 def _identity(**nested: tuple[str, ...]) -> Any:
@@ -210,7 +214,17 @@ class ResultSettings:
             dtype=retriever.get("dtype"),
             pipeline=pipeline or None,
             limit=self.limit,
+            kind=folder_kind(retriever),
         )
+
+
+def folder_kind(retriever: Mapping[str, Any]) -> str | None:
+    """The kind a result's folder names (FOLDER_KINDS), of its first stage: a parent-child retriever's children."""
+    kind = retriever.get("kind")
+    children = retriever.get("children_retriever")
+    if kind == "parent-child" and isinstance(children, Mapping):
+        return folder_kind(children)
+    return FOLDER_KINDS.get(kind) if isinstance(kind, str) else None
 
 
 def _role(f: Field[Any]) -> str:

@@ -104,13 +104,15 @@ def experiment_slug(
     dtype: str | None = None,
     pipeline: dict[str, Any] | None = None,
     limit: int | None = None,
+    kind: str | None = None,
 ) -> str | None:
     """None for mtrbench's default settings (mteb's plain layout); else a readable slug of what differs.
 
-    Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree.
+    Shared by result folders (``experiments/<slug>``) and mteb task names, so both always agree. ``kind``: a model
+    kind that names its results' folders (results/settings.py FOLDER_KINDS), first.
     """
 
-    parts = []
+    parts = [f"kind={kind}"] if kind else []
     if history != DEFAULT_HISTORY:
         parts.append(f"history={history.replace(':', '-')}")
     if truncate != DEFAULT_TRUNCATE and truncation_applies:

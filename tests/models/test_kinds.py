@@ -173,3 +173,24 @@ def test_cli_refusals_before_loading(checkpoints, tmp_path, monkeypatch):
         _one_error_line(_eval("--model", kind_folder, "--search-memory", "1GB", tmp_path=tmp_path), "--search-memory")
     rag = ["rag", "--model", mlm, "--generator-model", "g", "--generator-base-url", "http://127.0.0.1:9/v1"]
     _one_error_line(run_cli(*rag, "--output-dir", str(tmp_path / "rag")), "--model-kind")
+
+
+def test_one_checkpoint_read_as_two_kinds_writes_two_result_folders(checkpoints, native_mini, tmp_path):
+    """A bare encoder folder evaluated as a dense model and as a multi-vector one (--model-kind): two results in
+    two folders, each recording its kind, the multi-vector one's model_meta.json saying late-interaction."""
+    out = tmp_path / "results"
+    for kind in ("dense", "multi-vector"):
+        run = run_cli(
+            *("eval", "--model", checkpoints["encoder"], "--model-kind", kind, "--task", native_mini),
+            *("--history", "current", "--no-cache", "--quiet", "--device", "cpu", "--output-dir", out),
+        )
+        assert run.returncode == 0, run.stderr
+    results = {}
+    for path in out.rglob("*.json"):
+        if path.name != "model_meta.json":
+            results[json.loads(path.read_text())["mtrbench"]["settings"]["retriever"]["kind"]] = path
+    assert set(results) == {"dense", "multi-vector"}
+    assert results["dense"].parent.name == "history=current"  # as before kinds named folders
+    assert results["multi-vector"].parent.name == "kind=multi-vector__history=current"
+    meta = json.loads((results["multi-vector"].parent / "model_meta.json").read_text())
+    assert meta["model_type"] == ["late-interaction"] and meta["similarity_fn_name"] == "MaxSim"
