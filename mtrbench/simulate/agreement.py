@@ -33,7 +33,7 @@ def tau_ap(truth: Mapping[str, float], estimate: Mapping[str, float]) -> float:
 
 
 def kendall_tau(truth: Mapping[str, float], estimate: Mapping[str, float]) -> float:
-    from scipy.stats import kendalltau  # deferred-free: scipy is third-party; loaded only when agreement runs
+    from scipy.stats import kendalltau  # scipy loads only when agreement is computed
 
     names = sorted(truth)
     return float(kendalltau([truth[n] for n in names], [estimate[n] for n in names]).statistic)
