@@ -257,3 +257,25 @@ def test_bad_inputs_end_in_one_error_line(decoders, tmp_path):
     (remote / "config.json").write_text(json.dumps(config))
     line = _one_error_line(run_cli("eval", "--model", str(remote), *common))
     assert "--trust-remote-code" in line and "auto_map" in line
+
+
+def test_task_card_instruction_fills_the_template_unless_the_flag_is_given(tmp_path):
+    import yaml
+
+    from mtrbench.cli.eval import _with_card_instruction
+    from mtrbench.retrieve import RetrieverOptions, resolve
+
+    card = resolve_card("mtrbench-sample").to_dict()
+    assert "instruction" not in card  # cards without one read as before the field existed
+    card |= {"name": "sample-with-instruction", "instruction": "Find what the traveller asks last"}
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump(card))
+    templated = resolve(ModelSpec("t", "dense", "probe", instruction_template="I: {task}\nQ: "))
+    plain = resolve(ModelSpec("p", "dense", "probe"))
+    assert _with_card_instruction(RetrieverOptions(), templated, str(path)).loading.instruction == card["instruction"]
+    flag = RetrieverOptions.of(instruction="from the flag")
+    assert _with_card_instruction(flag, templated, str(path)) == flag
+    assert _with_card_instruction(RetrieverOptions(), plain, str(path)) == RetrieverOptions()  # no template
+    with_template = RetrieverOptions.of(instruction_template="T {task}")
+    assert _with_card_instruction(with_template, plain, str(path)).loading.instruction == card["instruction"]
+    assert _with_card_instruction(RetrieverOptions(), templated, "mtrbench-sample") == RetrieverOptions()
