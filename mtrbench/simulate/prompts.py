@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from mtrbench.simulate.needs import InformationNeed
 from mtrbench.simulate.profiles import Profile
 
-PROMPT_VERSION = "simulate-user v1"
+PROMPT_VERSION = "simulate-user v2"
 DONE = "[DONE]"
 NO_ANSWER = "(the assistant did not answer)"
 
@@ -64,7 +64,7 @@ def system_prompt(need: InformationNeed, profile: Profile) -> str:
 def user_messages(need: InformationNeed, profile: Profile, exchanges: Sequence[Exchange]) -> list[dict[str, str]]:
     """The request for the user's next message after ``exchanges`` (none: its opening message)."""
     if not exchanges:
-        task = "Start the conversation: write your first message."
+        task = "Start the conversation: write your first question to the assistant, as the person described."
     else:
         lines = []
         for e in exchanges:
