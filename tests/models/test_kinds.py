@@ -175,22 +175,75 @@ def test_cli_refusals_before_loading(checkpoints, tmp_path, monkeypatch):
     _one_error_line(run_cli(*rag, "--output-dir", str(tmp_path / "rag")), "--model-kind")
 
 
-def test_one_checkpoint_read_as_two_kinds_writes_two_result_folders(checkpoints, native_mini, tmp_path):
-    """A bare encoder folder evaluated as a dense model and as a multi-vector one (--model-kind): two results in
-    two folders, each recording its kind, the multi-vector one's model_meta.json saying late-interaction."""
-    out = tmp_path / "results"
-    for kind in ("dense", "multi-vector"):
-        run = run_cli(
-            *("eval", "--model", checkpoints["encoder"], "--model-kind", kind, "--task", native_mini),
-            *("--history", "current", "--no-cache", "--quiet", "--device", "cpu", "--output-dir", out),
-        )
-        assert run.returncode == 0, run.stderr
+def _eval_results(out: Path) -> dict[str, Path]:
+    """Retriever kind -> the result JSON written under ``out``."""
     results = {}
     for path in out.rglob("*.json"):
         if path.name != "model_meta.json":
             results[json.loads(path.read_text())["mtrbench"]["settings"]["retriever"]["kind"]] = path
-    assert set(results) == {"dense", "multi-vector"}
+    return results
+
+
+def _reference_scores(task_path: Path, model, run_path: Path) -> tuple[dict, dict]:
+    """(the run's scores, the same (query, passage) pairs scored by the sentence-transformers model's own
+    encode_query / encode_document / similarity), for every pair in the run file."""
+    from mtrbench.data import load_task
+    from mtrbench.formats.run import read_run
+    from mtrbench.serialize.history import QueryFormat, get_strategy
+
+    task = load_task(str(task_path))
+    run = read_run(run_path)
+    current = get_strategy("current")
+    texts = {q.qid: current(q, QueryFormat()).text() for q in task.queries}
+    position = {doc_id: i for i, doc_id in enumerate(task.corpus.ids)}
+    qids, docs = sorted(run), sorted({doc for ranked in run.values() for doc in ranked})
+    queries = model.encode_query([texts[qid] for qid in qids])
+    documents = model.encode_document([task.corpus.document_text(position[doc]) for doc in docs])
+    matrix = model.similarity(queries, documents)
+    got = {(qid, doc): score for qid in qids for doc, score in run[qid].items()}
+    expected = {(qid, doc): float(matrix[qids.index(qid), docs.index(doc)]) for qid, doc in got}
+    assert len(got) >= 20, "too few (query, passage) pairs to compare"
+    return got, expected
+
+
+def test_one_checkpoint_read_as_two_kinds_writes_two_result_folders(checkpoints, native_mini, tmp_path):
+    """A bare masked-LM folder evaluated as a dense model and as a learned sparse one (--model-kind): two results
+    in two folders, each recording its kind; the sparse one scores what sentence-transformers' SparseEncoder
+    gives the same folder (MLMTransformer + max SpladePooling, its defaults), to 1e-5."""
+    from sentence_transformers import SparseEncoder
+
+    out = tmp_path / "results"
+    for kind in ("dense", "sparse"):
+        run = run_cli(
+            *("eval", "--model", checkpoints["mlm"], "--model-kind", kind, "--task", native_mini),
+            *("--history", "current", "--no-cache", "--quiet", "--device", "cpu", "--output-dir", out),
+        )
+        assert run.returncode == 0, run.stderr
+    results = _eval_results(out)
+    assert set(results) == {"dense", "learned-sparse"}
     assert results["dense"].parent.name == "history=current"  # as before kinds named folders
-    assert results["multi-vector"].parent.name == "kind=multi-vector__history=current"
-    meta = json.loads((results["multi-vector"].parent / "model_meta.json").read_text())
+    assert results["learned-sparse"].parent.name == "kind=sparse__history=current"
+    model = SparseEncoder(str(checkpoints["mlm"]), device="cpu")
+    got, expected = _reference_scores(native_mini, model, results["learned-sparse"].with_suffix(".run.trec"))
+    assert got == pytest.approx(expected, abs=1e-5, rel=1e-5)
+
+
+def test_a_multi_vector_checkpoint_is_told_and_scored_by_maxsim(checkpoints, native_mini, tmp_path):
+    """The MultiVectorEncoder folder, with no --model-kind, is scored as its own encode_query/encode_document and
+    MaxSim similarity score it (token vectors stored fp16: 1e-3 relative), never as one vector; its folder and
+    model_meta.json say multi-vector / late-interaction."""
+    from sentence_transformers import MultiVectorEncoder
+
+    out = tmp_path / "results"
+    run = run_cli(
+        *("eval", "--model", checkpoints["multi-vector"], "--task", native_mini, "--history", "current"),
+        *("--no-cache", "--quiet", "--device", "cpu", "--output-dir", out),
+    )
+    assert run.returncode == 0, run.stderr
+    [(kind, path)] = _eval_results(out).items()
+    assert kind == "multi-vector" and path.parent.name == "kind=multi-vector__history=current"
+    meta = json.loads((path.parent / "model_meta.json").read_text())
     assert meta["model_type"] == ["late-interaction"] and meta["similarity_fn_name"] == "MaxSim"
+    model = MultiVectorEncoder(str(checkpoints["multi-vector"]), device="cpu")
+    got, expected = _reference_scores(native_mini, model, path.with_suffix(".run.trec"))
+    assert got == pytest.approx(expected, rel=1e-3)
