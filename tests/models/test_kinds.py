@@ -247,3 +247,18 @@ def test_a_multi_vector_checkpoint_is_told_and_scored_by_maxsim(checkpoints, nat
     model = MultiVectorEncoder(str(checkpoints["multi-vector"]), device="cpu")
     got, expected = _reference_scores(native_mini, model, path.with_suffix(".run.trec"))
     assert got == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_hybrid_takes_a_learned_sparse_leg(checkpoints):
+    """hybrid:DENSE+SPARSE: the second leg, told sparse from its files, loads as the learned sparse retriever (not
+    BM25, not a dense model)."""
+    from mtrbench.retrieve.builder import load_legs, resolve
+    from mtrbench.retrieve.dense import DenseRetriever
+    from mtrbench.retrieve.learned_sparse import LearnedSparseRetriever
+    from mtrbench.retrieve.options import RetrieverOptions
+
+    model = resolve(f"hybrid:{checkpoints['dense']}+{checkpoints['sparse']}")
+    assert (model.spec.kind, model.spec.doc_model_id) == ("hybrid", str(checkpoints["sparse"]))
+    legs = load_legs(model, RetrieverOptions.of(device="cpu", show_progress=False))
+    assert isinstance(legs.dense, DenseRetriever) and isinstance(legs.sparse, LearnedSparseRetriever)
+    assert legs.sparse.settings()["kind"] == "learned-sparse"
