@@ -26,6 +26,7 @@ BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages
 
 
 HYBRID_PREFIX = "hybrid:"  # "hybrid:DENSE+bm25": a dense model and BM25, fused by score (retrieve.hybrid)
+HYBRID_SYNTAX = "write it hybrid:DENSE+bm25 or hybrid:DENSE+SPARSE (a learned sparse model), e.g. hybrid:minilm+bm25"
 PAIR_SEPARATOR = "|"  # "QUERY_MODEL|DOC_MODEL" names a generic dual encoder (`--query-model/--doc-model`)
 
 
@@ -248,7 +249,7 @@ def _hybrid(name: str) -> ModelSpec:
     """``hybrid:DENSE+SPARSE``: a single-vector model and BM25 (or a learned sparse model), fused by score."""
     dense, plus, sparse = name[len(HYBRID_PREFIX) :].rpartition("+")
     if not plus or not dense or not sparse:
-        raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
+        raise MtrbenchError(f"hybrid model '{name}': {HYBRID_SYNTAX}")
     dense_kind = resolve_model(dense).kind
     if dense_kind in LEG_REFUSALS:
         raise UserInputError(f"hybrid model '{name}': '{dense}' {LEG_REFUSALS[dense_kind]}")
@@ -276,7 +277,7 @@ def _sparse_leg_kind(name: str, sparse: str) -> str:
     if sparse in REGISTRY and REGISTRY[sparse].kind == LEXICAL or sparse.lower() == "bm25":
         return LEXICAL
     if alias(sparse) is None and not (Path(sparse).expanduser().exists() or sparse.count("/") == 1):
-        raise MtrbenchError(f"hybrid model '{name}': write it hybrid:DENSE+bm25, e.g. hybrid:minilm+bm25")
+        raise MtrbenchError(f"hybrid model '{name}': {HYBRID_SYNTAX}")
     kind = resolve_model(sparse).kind
     if kind in LEG_REFUSALS:
         raise UserInputError(f"hybrid model '{name}': '{sparse}' {LEG_REFUSALS[kind]}")
