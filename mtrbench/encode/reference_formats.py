@@ -10,6 +10,8 @@ is exactly that: how a checkpoint's token states become the vector that is searc
   ``[MASK]`` tokens, cut at exactly 36 tokens; documents ``"[CLS] [D] " + text``; no special tokens are
   added by the tokenizer; the vector is the mean of the token states after the four marker tokens
   (``[CLS]``, ``[``, ``Q``/``D``, ``]``), padding excluded.
+* ``aggretriever``: pyserini's Aggretriever layout (a masked LM + ``tok_proj`` + ``cls_proj``), in
+  ``encode.aggretriever``; queries cut at 32 tokens.
 * ``sentence-transformers``: the checkpoint's own sentence-transformers modules on both sides (e.g. the
   ANCE port's CLS -> Dense -> LayerNorm), compared by the dual encoder's similarity (dot product), which
   old sentence-transformers configurations do not record.
@@ -58,7 +60,9 @@ class EncoderFormat:
     binary_candidates: int | None = None  # BPR: Hamming candidates re-ranked with the float query vector
 
 
-FORMAT_NAMES = ("ance", "tct-colbert", "sentence-transformers", "bpr")
+FORMAT_NAMES = ("ance", "tct-colbert", "aggretriever", "sentence-transformers", "bpr")
+AGGRETRIEVER_TOWER = "aggretriever"  # encode.aggretriever loads it
+AGGRETRIEVER_QUERY_LENGTH = 32
 
 
 def encoder_format(name: str) -> EncoderFormat | None:
@@ -72,6 +76,8 @@ def encoder_format(name: str) -> EncoderFormat | None:
         return EncoderFormat("ance", ANCE_TOWER, ANCE_TOWER, query_max_length=ANCE_QUERY_LENGTH)
     if base == "tct-colbert":
         return EncoderFormat("tct-colbert", TCT_QUERY_TOWER, TCT_DOCUMENT_TOWER, query_max_length=TCT_QUERY_LENGTH)
+    if base == "aggretriever":
+        return EncoderFormat(base, AGGRETRIEVER_TOWER, AGGRETRIEVER_TOWER, query_max_length=AGGRETRIEVER_QUERY_LENGTH)
     if base == "sentence-transformers":
         return EncoderFormat(base, SENTENCE_TRANSFORMERS, SENTENCE_TRANSFORMERS)
     if parameter and not (parameter.isascii() and parameter.isdigit() and int(parameter) > 0):
@@ -99,7 +105,7 @@ def load_reference_tower(spec: TowerSpec, device: str) -> TransformersTower:
     return TctColbertTower(model, tokenizer, spec, query=spec.kind == TCT_QUERY_TOWER)
 
 
-def _checkpoint_tensors(spec: TowerSpec) -> dict[str, torch.Tensor]:
+def checkpoint_tensors(spec: TowerSpec) -> dict[str, torch.Tensor]:
     """Every tensor of the checkpoint's weights file (safetensors, else pytorch_model.bin)."""
     from transformers.utils import cached_file
 
@@ -124,7 +130,7 @@ def _checkpoint_tensors(spec: TowerSpec) -> dict[str, torch.Tensor]:
 def _ance_head(spec: TowerSpec, hidden: int) -> torch.nn.Sequential:
     """``embeddingHead`` (Linear) then ``norm`` (LayerNorm), as pyserini's AnceEncoder names them (with or
     without its ``ance_encoder.`` prefix)."""
-    tensors = _checkpoint_tensors(spec)
+    tensors = checkpoint_tensors(spec)
 
     def find(name: str) -> torch.Tensor:
         for key in (name, f"ance_encoder.{name}"):

@@ -25,6 +25,7 @@ from mtrbench.serialize.history import QueryFormat, get_strategy
 
 TOP = 10
 TCT_POSITIONS = 160  # a sample passage has about 200 tokens: some are cut
+AGG_POSITIONS = 48  # every token's softmax spans the 30522-word vocabulary: short documents keep it quick
 TOLERANCE = 1e-5
 
 
@@ -102,12 +103,38 @@ def st_checkpoint(folder: Path, backbone: Path) -> Path:
     return folder
 
 
+def aggretriever_checkpoint(folder: Path) -> Path:
+    """pyserini's BertAggretrieverEncoder layout: encoder.<BertForMaskedLM> + tok_proj + cls_proj."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(13)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=AGG_POSITIONS,
+        initializer_range=0.3,
+    )
+    mlm = BertForMaskedLM(config)
+    state = {f"encoder.{k}": v for k, v in mlm.state_dict().items()}
+    for name, layer in (("tok_proj", torch.nn.Linear(32, 1)), ("cls_proj", torch.nn.Linear(32, 128))):
+        state.update({f"{name}.{k}": v for k, v in layer.state_dict().items()})
+    folder.mkdir(parents=True)
+    config.save_pretrained(folder)
+    torch.save(state, folder / "pytorch_model.bin")
+    minilm_tokenizer().save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("bridge-formats")
     tct = bert_checkpoint(root / "tct", seed=7)
     return {
         "ance": ance_checkpoint(root / "ance"),
+        "aggretriever": aggretriever_checkpoint(root / "aggretriever"),
         "tct-colbert": tct,
         "sentence-transformers": st_checkpoint(root / "st", bert_checkpoint(root / "st-backbone", seed=11)),
     }
@@ -237,6 +264,61 @@ def test_tct_colbert_scores_equal_pyserini_recipe(checkpoints, sample, embedding
     assert_run_matches(run, queries, q @ d.T, doc_ids)
 
 
+# -- Aggretriever (pyserini's BertAggretrieverEncoder) ------------------------------------------------------
+
+
+def aggretriever_vectors(folder: Path, texts: list[str], max_length: int) -> np.ndarray:
+    """Each text as pyserini's query encoder takes one (no padding; texts of one token length run together):
+    CLS -> cls_proj; max over tokens after CLS of softmax(MLM logits) * tok_proj weight; the vocabulary (30522
+    ids) zero-padded to 24 x 1280, max over the 24, then of each (even, odd) pair the even value if larger,
+    else minus the odd."""
+    from transformers import AutoConfig, AutoTokenizer, BertForMaskedLM
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    state = torch.load(folder / "pytorch_model.bin", weights_only=True)
+    mlm = BertForMaskedLM(AutoConfig.from_pretrained(folder)).eval()
+    mlm.load_state_dict({k.removeprefix("encoder."): v for k, v in state.items() if k.startswith("encoder.")})
+    ids = tokenizer(texts, max_length=max_length, truncation=True)["input_ids"]
+    by_length: dict[int, list[int]] = {}
+    for i, row in enumerate(ids):
+        by_length.setdefault(len(row), []).append(i)
+    vectors = np.zeros((len(texts), 768))
+    with torch.no_grad():
+        for rows in by_length.values():
+            out = mlm(input_ids=torch.tensor([ids[i] for i in rows]), output_hidden_states=True)
+            hidden = out.hidden_states[-1]
+            terms = hidden[:, 1:] @ state["tok_proj.weight"].T + state["tok_proj.bias"]  # (n, tokens - 1, 1)
+            lexical = (torch.softmax(out.logits[:, 1:], dim=-1) * terms).max(dim=1).values.numpy()
+            assert lexical.shape[1] == 30522 and 30522 % 1280 == 1082  # > 1000: padded by 198, not trimmed
+            padded = np.concatenate([lexical, np.zeros((len(rows), 198))], axis=1)
+            pooled = padded.reshape(len(rows), 24, 1280).max(axis=1)
+            even, odd = pooled[:, 0::2], pooled[:, 1::2]
+            semantic = (hidden[:, 0] @ state["cls_proj.weight"].T + state["cls_proj.bias"]).numpy()
+            vectors[rows] = np.concatenate([semantic, np.where(even > odd, even, -odd)], axis=1)
+    return vectors
+
+
+def test_aggretriever_scores_equal_pyserini_recipe(checkpoints, sample, tmp_path):
+    """On the sample's first 32 passages and 32 queries, through the retriever: every token's softmax spans the
+    30522-word vocabulary, and the whole sample takes minutes on 2 cores (the other formats run it whole)."""
+    from mtrbench.data.model import Corpus
+    from mtrbench.retrieve import build_retriever
+
+    queries, docs, doc_ids = sample
+    queries = dict(list(queries.items())[:32])
+    docs, doc_ids = docs[:32], doc_ids[:32]
+    folder = checkpoints["aggretriever"]
+    spec = ModelSpec("tiny-aggretriever", "dual", str(folder), doc_model_id=str(folder), pooling="aggretriever")
+    retriever = build_retriever(spec, device="cpu", show_progress=False, cache_dir=str(tmp_path))
+    retriever.index(Corpus(doc_ids, [""] * len(docs), docs))
+    hits = retriever.search(list(queries.values()), top_k=TOP)
+    run = {qid: {doc_ids[i]: s for i, s in zip(*found)} for qid, found in zip(queries, hits)}
+    assert retriever.settings()["pooling"] == "aggretriever" and retriever.max_length == 32
+    q = aggretriever_vectors(folder, list(queries.values()), max_length=32)  # AggretrieverQueryEncoder: 32
+    d = aggretriever_vectors(folder, docs, max_length=AGG_POSITIONS)
+    assert_run_matches(run, queries, q @ d.T, doc_ids)
+
+
 # -- sentence-transformers modules with the dot product; BPR's binary two-stage search --------------------
 
 
@@ -315,3 +397,4 @@ def test_every_reference_tower_kind_loads_through_load_tower():
     from mtrbench.encode.reference_formats import TOWER_KINDS
 
     assert {k for k, v in towers.TOWER_LOADERS.items() if "reference_formats" in v} == set(TOWER_KINDS)
+    assert towers.TOWER_LOADERS["aggretriever"] == "mtrbench.encode.aggretriever:load_aggretriever_tower"

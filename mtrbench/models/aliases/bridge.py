@@ -124,6 +124,21 @@ SPECS: tuple[ModelSpec, ...] = (
         training_data=_MSMARCO,
         reference="https://huggingface.co/castorini/tct_colbert-v2-hnp-msmarco",
     ),
+    _one_checkpoint(
+        "aggretriever-cocondenser",
+        "castorini/aggretriever-cocondenser",
+        "aggretriever",
+        family="BRIDGE: Aggretriever",
+        description=(
+            f"Aggretriever ({_PAPER}, pyserini's format): CLS -> 128 dims + MLM term weights folded to 640 dims, "
+            "queries cut at 32 tokens, dot product"
+        ),
+        parameters=110_000_000,
+        embedding_dim=768,
+        max_tokens=512,
+        training_data=_MSMARCO,
+        reference="https://huggingface.co/castorini/aggretriever-cocondenser",
+    ),
     ModelSpec(
         "arctic-embed-m",
         DENSE,
