@@ -75,7 +75,7 @@ def _fixed_files(spec: ModelSpec, options: RetrieverOptions) -> list[str] | None
         dense, sparse = resolve(spec.model_id).spec, resolve(spec.doc_model_id).spec
         parts = [_fixed_files(s, options) for s in (dense, sparse) if s is not None]
         return None if len(parts) != 2 or None in parts else [p for part in parts for p in part or []]
-    if spec.kind != "dense":
+    if spec.kind not in ("dense", "sparse", "multi-vector") or spec.doc_model_id:  # DiSCo: an unpinned doc encoder
         return None
     if spec.model_id.startswith(PACKAGE_PREFIX):
         version = _package_version(spec.model_id)

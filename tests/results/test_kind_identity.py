@@ -3,7 +3,7 @@ their kind as mteb 2.x names it (checked by mteb's own ModelMeta)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import get_args
 
 import pytest
@@ -99,3 +99,20 @@ def test_one_checkpoint_loaded_as_two_kinds_is_two_leaderboard_systems():
         "dense",
         "learned-sparse",
     ]
+
+
+def test_pinned_sparse_and_multi_vector_aliases_are_planned_before_loading():
+    """A finished eval of a pinned learned sparse or multi-vector alias is skipped without loading it, as a pinned
+    dense model is; DiSCo's unpinned document encoder could change under the same request, so it is not."""
+    from mtrbench.pipeline.known_plans import request_key
+    from mtrbench.pipeline.plan import EvalConfig
+    from mtrbench.retrieve.builder import resolve
+    from mtrbench.retrieve.options import RetrieverOptions
+
+    config, options = EvalConfig(), RetrieverOptions()
+    assert alias("splade-v3").revision and alias("colbertv2").revision
+    assert request_key(resolve("splade-v3"), "mtrbench-sample", config, options) is not None
+    assert request_key(resolve("colbertv2"), "mtrbench-sample", config, options) is not None
+    assert request_key(resolve("splade-cocondenser-ensembledistil"), "mtrbench-sample", config, options) is None
+    disco = replace(alias("disco-topiocqa-mistral"), revision="abc123")  # its query encoder pinned, not the other
+    assert request_key(resolve(disco), "mtrbench-sample", config, options) is None
