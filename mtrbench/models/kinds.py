@@ -37,7 +37,8 @@ PYLATE_KEYS = ("query_prefix", "document_prefix", "query_length")
 # Parts of a modules.json "type" that only one kind's modules have.
 SPARSE_MODULES = ("sparse_encoder", "MLMTransformer", "SpladePooling", "SparseStaticEmbedding", "SparseAutoEncoder")
 MULTI_VECTOR_MODULES = ("multi_vector_encoder", "MultiVectorMask", "TokenPooling", "pylate.")
-DENSE_MODULES = ("Pooling",)  # sentence-transformers' sentence pooling (mean, CLS, last token...)
+# One vector per text: sentence-transformers' pooling (mean, CLS, last token...) or static (model2vec) embeddings.
+DENSE_MODULES = ("Pooling", "StaticEmbedding")
 
 _ABSENT = object()  # a file the checkpoint does not have
 _UNKNOWN = object()  # a file that could not be read (a Hub model neither cached nor reachable)

@@ -12,7 +12,7 @@ from cli_run import run_cli
 from tiny_model import make_tiny_model
 
 from mtrbench.infra.errors import HubUnavailableError, UserInputError
-from mtrbench.models.kinds import checkpoint_kind, settled_kind
+from mtrbench.models.kinds import KindFiles, checkpoint_kind, kind_from_files, settled_kind
 from mtrbench.retrieve.registry import resolve_model
 
 
@@ -101,6 +101,22 @@ def test_pylate_and_stanford_colbert_folders_are_multi_vector(checkpoints, tmp_p
     (stanford / "config.json").write_text(json.dumps({**config, "architectures": ["HF_ColBERT"]}))
     (stanford / "artifact.metadata").write_text(json.dumps({"query_maxlen": 32, "doc_maxlen": 180}))
     assert checkpoint_kind(str(stanford)) == "multi-vector"
+
+
+@pytest.mark.parametrize(
+    "module_types,kind",
+    [
+        (["sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling"], "dense"),
+        (["sentence_transformers.models.StaticEmbedding"], "dense"),  # model2vec-style static embeddings
+        (["sentence_transformers.sparse_encoder.models.SparseStaticEmbedding"], "sparse"),  # inference-free SPLADE
+        (["sentence_transformers.models.Transformer", "pylate.models.Dense.Dense"], "multi-vector"),
+        (["sentence_transformers.models.Transformer"], None),  # no pooling, no model type: could be several
+    ],
+)
+def test_modules_of_a_save_without_a_model_type(module_types, kind):
+    """Saves older than sentence-transformers' model_type key are told by their modules.json alone."""
+    modules = [{"idx": i, "name": str(i), "path": "", "type": t} for i, t in enumerate(module_types)]
+    assert kind_from_files(KindFiles(st_config={"__version__": {}}, modules=modules)) == kind
 
 
 def test_a_folder_rewritten_in_place_is_read_again(checkpoints, tmp_path):
