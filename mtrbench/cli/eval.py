@@ -374,7 +374,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         return _cmd_sweep(args, console, status)
     models, tasks = _eval_models(args), _eval_tasks(args)
     options = _retriever_options(args)
-    resolved = [resolve(model, args.model_kind) for model in models]  # unknown names and typos fail before loading
+    resolved = [resolve(m, args.model_kind, args.revision) for m in models]  # unknown names fail before loading
     check_before_loading(config, tasks)
     outcome = _evaluate_pairs(args, resolved, tasks, config, options, console, status)
     if config.rewriter is not None and config.rewriter.dry_run:
@@ -406,7 +406,7 @@ ENCODER_ONLY_FLAGS = (
 
 def _refuse_flags_bm25_ignores(args: argparse.Namespace) -> None:
 
-    models = [resolve(name, args.model_kind) for name in _eval_models(args)]  # names only: nothing is loaded
+    models = [resolve(name, args.model_kind, args.revision) for name in _eval_models(args)]  # nothing is loaded
     if all(m.spec is not None and m.spec.kind == "lexical" for m in models):
         refuse_ignored(
             {flag: getattr(args, dest) not in (None, False) for flag, dest in ENCODER_ONLY_FLAGS},

@@ -31,13 +31,14 @@ class ResolvedModel:
         return self.spec is None
 
 
-def resolve(model: ModelInput, kind: str | None = None) -> ResolvedModel:
+def resolve(model: ModelInput, kind: str | None = None, revision: str | None = None) -> ResolvedModel:
     """Unknown names fail here, before anything slow starts. ``kind`` (``--model-kind``): the kind of a checkpoint
-    whose files cannot tell; it never overrides what they or an alias say (one error line when it contradicts)."""
+    whose files cannot tell; it never overrides what they or an alias say (one error line when it contradicts).
+    ``revision`` (``--revision``): the Hub revision whose files tell a Hub id's kind."""
     if isinstance(model, ResolvedModel):
         return model if kind is None else resolve(model.spec or model.obj, kind)
     if isinstance(model, str):
-        return ResolvedModel(model, spec=resolve_model(model) if kind is None else resolve_model(model, kind))
+        return ResolvedModel(model, spec=resolve_model(model, kind, revision))
     if isinstance(model, ModelSpec):
         return ResolvedModel(
             model.alias,
@@ -65,7 +66,7 @@ def build_retriever(
     """``overrides`` replace single option fields: ``build_retriever("minilm", device="cpu")``; ``model_kind``: the
     kind of a checkpoint whose files cannot tell (``--model-kind``)."""
     options = (options or RetrieverOptions()).with_values(**overrides)
-    return assemble(resolve(model, model_kind), options)
+    return assemble(resolve(model, model_kind, options.loading.revision), options)
 
 
 def load_legs(model: ResolvedModel, options: RetrieverOptions) -> Legs:

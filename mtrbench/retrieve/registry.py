@@ -192,9 +192,9 @@ def pair_name(query_model: str, doc_model: str) -> str:
     return f"{query_model}{PAIR_SEPARATOR}{doc_model}"
 
 
-def resolve_model(name: str, kind: str | None = None) -> ModelSpec:
-    """An alias, any HF model id / local checkpoint folder (no prompts; its kind told from its files, else ``kind``:
-    ``--model-kind``), or a ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and
+def resolve_model(name: str, kind: str | None = None, revision: str | None = None) -> ModelSpec:
+    """An alias, any HF model id / local checkpoint folder (no prompts; its kind told from its files, at ``revision``
+    for a Hub id, else ``kind``: ``--model-kind``), or a ``QUERY_MODEL|DOC_MODEL`` pair of transformers models (a dual encoder, CLS pooling and
     dot product unless the retriever options say otherwise). ``kind`` never overrides what a name or its files say:
     a contradiction is one error line (models/kinds.settled_kind)."""
     spec = alias(name)
@@ -223,7 +223,7 @@ def resolve_model(name: str, kind: str | None = None) -> ModelSpec:
 
     if Path(name).expanduser().exists() or name.count("/") == 1 and not name.startswith(("/", ".", "~")):
         return ModelSpec(
-            alias=name, kind=_checkpoint_kind(name, kind), model_id=name, description="user-supplied model"
+            alias=name, kind=_checkpoint_kind(name, kind, revision), model_id=name, description="user-supplied model"
         )
     raise unknown_name(
         "model",
@@ -233,11 +233,11 @@ def resolve_model(name: str, kind: str | None = None) -> ModelSpec:
     )
 
 
-def _checkpoint_kind(name: str, requested: str | None) -> str:
+def _checkpoint_kind(name: str, requested: str | None, revision: str | None) -> str:
     """The kind of a user-supplied checkpoint: its files', else ``requested``; with ``requested``, a Hub model that
     cannot be reached is taken at its word (loading it then fails with the Hub's own message)."""
     try:
-        detected = checkpoint_kind(name)
+        detected = checkpoint_kind(name, revision)
     except HubUnavailableError:
         if requested is None:
             raise

@@ -21,9 +21,9 @@ def resolved(monkeypatch) -> Counter:
     counts: Counter = Counter()
     resolve_model = builder.resolve_model
 
-    def counting(name: str):
+    def counting(name: str, *args, **kwargs):
         counts[name] += 1
-        return resolve_model(name)
+        return resolve_model(name, *args, **kwargs)
 
     monkeypatch.setattr(builder, "resolve_model", counting)
     return counts

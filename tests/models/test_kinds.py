@@ -142,6 +142,12 @@ def test_a_hub_model_is_read_from_the_cache_first(checkpoints, tmp_path, monkeyp
     with pytest.raises(HubUnavailableError, match="someone/not-cached"):
         checkpoint_kind("someone/not-cached")
     assert resolve_model("someone/not-cached", "multi-vector").kind == "multi-vector"
+    # downloaded at a pinned commit only (no refs/main): told at that revision (eval's --revision)
+    _copy_without_weights(checkpoints["multi-vector"], cache / "models--someone--pinned" / "snapshots" / ("b" * 40))
+    assert checkpoint_kind("someone/pinned", "b" * 40) == "multi-vector"
+    assert resolve_model("someone/pinned", revision="b" * 40).kind == "multi-vector"
+    with pytest.raises(HubUnavailableError):
+        checkpoint_kind("someone/pinned")
 
 
 def test_settled_kind():
