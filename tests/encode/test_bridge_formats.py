@@ -398,3 +398,26 @@ def test_every_reference_tower_kind_loads_through_load_tower():
 
     assert {k for k, v in towers.TOWER_LOADERS.items() if "reference_formats" in v} == set(TOWER_KINDS)
     assert towers.TOWER_LOADERS["aggretriever"] == "mtrbench.encode.aggretriever:load_aggretriever_tower"
+
+
+@pytest.mark.parametrize("pooling", ["ance", "tct-colbert"])
+def test_packed_batches_give_the_padded_vectors(checkpoints, sample, pooling):
+    """GPUs run packed (unpadded) batches: the formats' pooling over packed token states (CLS + head, mean after
+    the markers) equals the padded path. (The engine's own probe refuses packing for TCT-ColBERT's document
+    tower: its empty probe text leaves nothing after the markers, a zero vector on both paths, cosine 0.)"""
+    from mtrbench.encode.batching import Ragged
+    from mtrbench.retrieve import build_retriever
+    from mtrbench.retrieve.registry import pair_name
+
+    queries, docs, _ = sample
+    texts = list(queries.values())[:16] + docs[:16] + [""]
+    folder = str(checkpoints[pooling])
+    retriever = build_retriever(pair_name(folder, folder), pooling=pooling, device="cpu", show_progress=False)
+    for tower in (retriever.query_engine.tower, retriever.doc_engine.tower):
+        assert tower.enable_packing()
+        tokens, rows = Ragged.from_lists(tower.tokenize(texts)), np.arange(len(texts))
+        with torch.no_grad():
+            padded = tower.forward(tower.collate(tokens, rows, texts, "", packed=False), False)
+            packed = tower.forward(tower.collate(tokens, rows, texts, "", packed=True), True)
+        assert padded.abs().max() > 0
+        torch.testing.assert_close(packed, padded, rtol=1e-4, atol=1e-5)
