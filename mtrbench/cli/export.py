@@ -8,7 +8,7 @@ import sys
 from mtrbench.cli.common import unescape
 from mtrbench.data import load_task, resolve_card
 from mtrbench.infra.atomic import ensure_folder
-from mtrbench.infra.errors import MtrbenchError
+from mtrbench.infra.errors import MtrbenchError, UserInputError
 from mtrbench.interop.export import QueryTexts, export_beir, export_hf
 from mtrbench.retrieve import RetrieverOptions, build_retriever, resolve
 from mtrbench.serialize.history import QueryFormat, check_strategy_applies, get_strategy
@@ -29,7 +29,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
         order=args.order,
     )
     side = _truncation(args)
-    model = resolve(args.model) if args.model else None  # an unknown model name fails before the task loads
+    if args.model_kind and not args.model:
+        raise UserInputError("--model-kind names the kind of --model's checkpoint: give --model too")
+    model = resolve(args.model, args.model_kind) if args.model else None  # unknown names fail before loading
     out = ensure_folder(args.out)  # an --out that is a file (or cannot be made) fails before the task loads
     card = resolve_card(args.task)
     protocol = protocol_for_card(args.protocol, card)

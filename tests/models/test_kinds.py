@@ -284,3 +284,15 @@ def test_a_hybrid_takes_a_learned_sparse_leg(checkpoints):
     legs = load_legs(model, RetrieverOptions.of(device="cpu", show_progress=False))
     assert isinstance(legs.dense, DenseRetriever) and isinstance(legs.sparse, LearnedSparseRetriever)
     assert legs.sparse.settings()["kind"] == "learned-sparse"
+
+
+def test_export_takes_model_kind(checkpoints, native_mini, tmp_path):
+    """`export --model` builds the retriever whose tokenizer cuts the queries: a bare folder needs --model-kind."""
+    args = ["export", native_mini, "--format", "beir", "--out", tmp_path / "beir", "--model", checkpoints["mlm"]]
+    _one_error_line(run_cli(*args), "--model-kind")
+    run = run_cli(*args, "--model-kind", "sparse")
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "beir" / "queries.jsonl").is_file()
+    _one_error_line(
+        run_cli("export", native_mini, "--format", "beir", "--out", tmp_path / "x", "--model-kind", "dense")
+    )

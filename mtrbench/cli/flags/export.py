@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mtrbench.cli.common import Subparsers, add_data_options
 from mtrbench.cli.flag_types import positive_int
+from mtrbench.cli.flags.models import add_model_kind
 
 
 def register(sub: Subparsers) -> dict[str, str]:
@@ -32,6 +33,7 @@ def register(sub: Subparsers) -> dict[str, str]:
         "and query prompt; the prompt itself is not written); the model the export will be "
         "scored with",
     )
+    add_model_kind(p)
     p.add_argument(
         "--max-length", type=positive_int, help="with --model: token limit, as eval's --max-length [model's]"
     )
