@@ -421,3 +421,17 @@ def test_packed_batches_give_the_padded_vectors(checkpoints, sample, pooling):
             packed = tower.forward(tower.collate(tokens, rows, texts, "", packed=True), True)
         assert padded.abs().max() > 0
         torch.testing.assert_close(packed, padded, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "pooling,layout,message",
+    [("ance", "tct-colbert", "not in ANCE's format"), ("aggretriever", "ance", "not in Aggretriever's format")],
+)
+def test_a_checkpoint_in_another_layout_fails_with_one_line(checkpoints, pooling, layout, message):
+    from mtrbench.retrieve import build_retriever
+    from mtrbench.retrieve.registry import pair_name
+
+    folder = str(checkpoints[layout])
+    with pytest.raises(MtrbenchError, match=message) as failure:
+        build_retriever(pair_name(folder, folder), pooling=pooling, device="cpu", show_progress=False)
+    assert "\n" not in str(failure.value)
