@@ -13,7 +13,7 @@ from typing import Any
 
 from mtrbench.models.spec import DENSE, DUAL, ModelSpec
 
-_PAPER = "BRIDGE (DREAM, ICLR 2026) Table 16"
+_PAPER = "DREAM/BRIDGE, ICLR 2026, Table 16"
 _MSMARCO = ("MS MARCO passage",)
 
 
@@ -28,7 +28,7 @@ SPECS: tuple[ModelSpec, ...] = (
         "sentence-transformers/msmarco-distilbert-base-tas-b",
         "sentence-transformers",
         family="BRIDGE: SBERT",
-        description=f"SBERT row of BRIDGE ({_PAPER}): TAS-B DistilBERT, CLS pooling, dot product",
+        description=f"SBERT ({_PAPER}): TAS-B DistilBERT, CLS pooling, dot product",
         parameters=66_000_000,
         embedding_dim=768,
         max_tokens=512,
@@ -74,7 +74,7 @@ SPECS: tuple[ModelSpec, ...] = (
         family="BRIDGE: BPR",
         description=(
             f"BPR ({_PAPER}): binary codes, 1000 Hamming candidates re-ranked with the float query vector "
-            "(pyserini --binary-hits 1000 --rerank); --pooling bpr:K changes the candidates"
+            "(pyserini --binary-hits 1000 --rerank); pooling bpr:K in a ModelSpec changes the candidates"
         ),
         parameters=66_000_000,
         embedding_dim=768,
