@@ -165,6 +165,7 @@ def _retriever_options(args: argparse.Namespace) -> RetrieverOptions:
         ray_workers=args.ray_workers,
         search_memory=parse_size(args.search_memory, "--search-memory") if args.search_memory else None,
         index=args.index,
+        sparse_top_k=getattr(args, "sparse_top_k", None),  # eval's flags; rag has none
     )
 
 

@@ -177,7 +177,14 @@ def _add_scale_flags(p: argparse.ArgumentParser) -> None:
     scale.add_argument(
         "--index",
         help="exact (default) | faiss:ivf-flat|ivf-pq|hnsw[,name=value...], approximate "
-        "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md)",
+        "(e.g. faiss:ivf-flat,nlist=1024,nprobe=32; docs/scale.md); learned sparse models: "
+        "seismic[:name=value,...] or seismic:exhaustive (docs/sparse.md)",
+    )
+    scale.add_argument(
+        "--sparse-top-k",
+        type=positive_int,
+        metavar="K",
+        help="learned sparse models: keep each query's and passage's K largest weights (recorded) [all]",
     )
 
 
