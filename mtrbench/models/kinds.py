@@ -55,18 +55,22 @@ class KindFiles:
 
 
 def kind_from_files(files: KindFiles) -> str | None:
-    """The kind the files say, or None when they cannot tell."""
-    st_type = (files.st_config or {}).get("model_type")
-    if st_type in ST_MODEL_TYPES:
+    """The kind the files say, or None when they cannot tell (files of an unexpected shape tell nothing)."""
+    st_config = files.st_config if isinstance(files.st_config, dict) else {}
+    st_type = st_config.get("model_type")
+    if isinstance(st_type, str) and st_type in ST_MODEL_TYPES:
         return ST_MODEL_TYPES[st_type]
-    if any(key in (files.st_config or {}) for key in PYLATE_KEYS):
+    if any(key in st_config for key in PYLATE_KEYS):
         return MULTI_VECTOR
-    types = [str(m.get("type", "")) for m in files.modules or [] if isinstance(m, dict)]
+    modules = files.modules if isinstance(files.modules, list) else []
+    types = [str(m.get("type", "")) for m in modules if isinstance(m, dict)]
     if any(part in t for t in types for part in SPARSE_MODULES):
         return SPARSE
     if any(part in t for t in types for part in MULTI_VECTOR_MODULES):
         return MULTI_VECTOR
-    architectures = [str(a) for a in (files.config or {}).get("architectures") or []]
+    config = files.config if isinstance(files.config, dict) else {}
+    listed = config.get("architectures")
+    architectures = [str(a) for a in listed] if isinstance(listed, list) else []
     if files.stanford_metadata or "HF_ColBERT" in architectures:
         return MULTI_VECTOR
     if any(t.rsplit(".", 1)[-1] in DENSE_MODULES for t in types):

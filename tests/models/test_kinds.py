@@ -119,6 +119,10 @@ def test_modules_of_a_save_without_a_model_type(module_types, kind):
     assert kind_from_files(KindFiles(st_config={"__version__": {}}, modules=modules)) == kind
 
 
+def test_files_of_an_unexpected_shape_tell_nothing():
+    assert kind_from_files(KindFiles(st_config=[], modules={"type": "Pooling"}, config={"architectures": "x"})) is None
+
+
 def test_a_folder_rewritten_in_place_is_read_again(checkpoints, tmp_path):
     folder = _copy_without_weights(checkpoints["dense"], tmp_path / "rewritten")
     assert checkpoint_kind(str(folder)) == "dense"
