@@ -144,7 +144,7 @@ def test_voyager_index(marked_folder, sample, marked_reference, shared_cache):
     retriever = _retriever(marked_folder, shared_cache, index="voyager")
     retriever.index(task.corpus)
     settings = retriever.settings()["search"]
-    assert settings["approximate"] is True and settings["params"]["k_tokens"] == 32
+    assert settings["approximate"] is True and settings["params"]["k_tokens"] == 64
     assert retriever.pipeline_slug() == {"index": retriever.index_spec.describe()}
     for q, (docs, scores) in enumerate(retriever.search(texts, 20)):
         assert len(docs) == 20 and scores == pytest.approx(ref[q][docs].tolist(), abs=TOL), q
