@@ -102,6 +102,7 @@ def assert_top_by_reference(hits, ref: torch.Tensor, top_k: int) -> None:
             assert float(row[left_out].max()) <= min(scores) + TOL, q
 
 
+@pytest.mark.slow
 def test_eval_scores_are_the_models_own_maxsim(marked_folder, sample, marked_reference, shared_cache, tmp_path):
     """Through the command line: the checkpoint's markers ("[Q] ", "[D] "), [MASK] expansion to 32 and passages
     read to 32 tokens are applied as sentence-transformers applies them, or the scores would differ."""
@@ -134,6 +135,7 @@ def _retriever(folder, cache, **options):
     return build_retriever(str(folder), device="cpu", show_progress=False, cache_dir=str(cache), **options)
 
 
+@pytest.mark.slow
 def test_voyager_index(marked_folder, sample, marked_reference, shared_cache):
     """At its defaults every score the index returns is the exact MaxSim of that passage; at exhaustive settings
     (k_tokens >= every passage token) it ranks as exact MaxSim does."""
@@ -157,6 +159,7 @@ def test_voyager_index(marked_folder, sample, marked_reference, shared_cache):
     assert_top_by_reference(exhaustive.search(encoded, 20), ref[chosen], 20)
 
 
+@pytest.mark.slow
 def test_maxsim_reranker_over_bm25(marked_folder, sample, marked_reference):
     from mtrbench.retrieve import build_retriever
     from mtrbench.retrieve.late_interaction import MaxSimReranker
