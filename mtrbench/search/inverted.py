@@ -114,8 +114,12 @@ class SeismicSearcher:
     """A seismic index over a CSR document matrix, searched with CSR queries; candidates rescored exactly."""
 
     def __init__(self, spec: InvertedSpec, docs: sp.csr_matrix, num_threads: int = 0) -> None:
-        import seismic
-
+        try:
+            import seismic
+        except ImportError:
+            raise UserInputError(
+                f"--index {spec.describe()} needs pyseismic-lsr: pip install 'mtrbench[sparse]' (or pyseismic-lsr)"
+            ) from None
         self.spec, self.docs, self.num_threads = spec, docs, num_threads
         self.values = spec.values(docs.shape[0], docs.shape[1])
         self._string = seismic.get_seismic_string()
