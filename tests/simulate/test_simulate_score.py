@@ -198,3 +198,26 @@ def test_nuggets_created_from_the_gold_responses(two_needs, tmp_path):
     assert all("212 metres." in s and "Char and trout." in s and "Arctic char" not in s for s in shown)
     nuggets = json.loads((out / "score.json").read_text())["nuggets"]
     assert nuggets["n"] == 2 and (out / "nuggets-responses" / "nuggets.jsonl").is_file()
+
+
+def test_turn_gains_without_labels_equal_pytrec_evals_ndcg(two_needs, tmp_path):
+    import pytrec_eval
+
+    out = tmp_path / "run"
+    with ScriptedChatServer(user_in_order) as user, ContractServer(system_by_keyword) as contract:
+        assert run_cli("simulate", "run", "--task", str(two_needs), "--user-model", "sim", "--user-base-url",
+                       user.base_url, "--system-url", contract.url, "--output-dir", str(out), "--yes", "--quiet",
+                       "--no-llm-cache").returncode == 0  # fmt: skip
+    assert run_cli("simulate", "score", str(out), "--k", "1", "--quiet").returncode == 0
+    records = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    qrels, run = {}, {}
+    for r in records:
+        for t in r["turns"]:
+            qid = f"{r['session_id']}_{t['turn']}"
+            qrels[qid] = dict(r["qrels"])
+            run[qid] = {p["id"]: p["score"] for p in t["passages"]}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.1"}).evaluate(run)
+    gains = {f"{s['session_id']}_{n}": g for s in json.loads((out / "score.json").read_text())["sessions"]
+             for n, g in enumerate(s["turn_gains"], 1)}  # fmt: skip
+    assert gains == {qid: pytest_approx(m["ndcg_cut_1"]) for qid, m in expected.items()}
+    assert gains["lake_1"] == 1.0 and gains["lake_2"] == pytest_approx(1 / 2)  # lake-fish (1) above lake-depth (2)
