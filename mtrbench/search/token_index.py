@@ -9,8 +9,9 @@
    top_k kept.
 
 Every returned score is therefore the passage's exact MaxSim; the index decides only which passages are
-scored. With ``k_tokens`` at least the number of passage tokens (and ``ef`` as large, which is what
-``k_tokens`` and ``ef`` are raised to there), every passage is a candidate and the ranking is exact MaxSim's.
+scored. With ``k_tokens`` at least the number of passage tokens (``ef`` is raised to it) on a graph that reaches
+every node, every passage is a candidate and the ranking is exact MaxSim's; a graph too sparse to reach k
+tokens (a small ``m``) is one error line, never a silently shorter candidate list.
 
 Parameters (defaults in brackets; docs/late-interaction.md has the measured recall): ``k_tokens`` [64],
 ``ef`` [max(k_tokens, 128)], ``m`` graph neighbours [8], ``ef_construction`` [40], ``storage``
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from mtrbench.encode.token_store import TokenMatrix
-from mtrbench.infra.errors import UserInputError
+from mtrbench.infra.errors import MtrbenchError, UserInputError, first_line
 from mtrbench.infra.reporting import progress_bar
 from mtrbench.search.hits import Hits
 from mtrbench.search.maxsim import QueryTokens, maxsim_rerank
@@ -131,6 +132,8 @@ class VoyagerTokenIndex:
 
     def candidates(self, queries: QueryTokens) -> list[np.ndarray]:
         """Each query's candidate passages (sorted corpus positions)."""
+        import voyager
+
         n_tokens = self.matrix.n_tokens
         k = min(int(self.spec.params["k_tokens"]), n_tokens)
         ef = max(int(self.spec.params["ef"]), k)
@@ -141,7 +144,13 @@ class VoyagerTokenIndex:
         step = max(1, (1 << 24) // max(k, 1))
         found = []
         for start in range(0, len(vectors), step):
-            ids, _ = self.index.query(vectors[start : start + step], k=k, num_threads=self.threads, query_ef=ef)
+            try:
+                ids, _ = self.index.query(vectors[start : start + step], k=k, num_threads=self.threads, query_ef=ef)
+            except voyager.RecallError as exc:
+                raise MtrbenchError(
+                    f"--index {self.spec.describe()}: the graph reached fewer than k_tokens={k} passage tokens "
+                    f"for a query token ({first_line(exc)}); lower k_tokens or build with a larger m"
+                ) from None
             found.append(np.searchsorted(self.matrix.offsets, ids.astype(np.int64), side="right") - 1)
         docs = np.concatenate(found) if found else np.zeros((0, k), dtype=np.int64)
         for q in range(len(queries)):

@@ -103,6 +103,17 @@ def test_index_spec_parsing():
         TokenIndexSpec.parse("voyager:storage=int4")
 
 
+def test_a_graph_that_cannot_reach_k_tokens_is_one_error_line():
+    from mtrbench.infra.errors import MtrbenchError
+
+    generator = torch.Generator().manual_seed(1)
+    matrix = TokenMatrix.from_tensors([_unit(torch.randn(50, 8, generator=generator)) for _ in range(40)])
+    index = VoyagerTokenIndex(TokenIndexSpec.parse("voyager:m=2,ef_construction=2"), matrix)
+    queries = QueryTokens.of([_unit(torch.randn(4, 8, generator=generator))])
+    with pytest.raises(MtrbenchError, match="reached fewer than k_tokens=2000"):
+        index.searching(k_tokens=2000, ef=2000).search(queries, 5)
+
+
 def test_voyager_index_exhaustive_is_exact_and_scores_are_always_exact(data):
     queries, matrix, stored = data
     expected = maxsim(queries, stored)
