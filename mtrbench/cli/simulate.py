@@ -88,9 +88,7 @@ def _system(args: argparse.Namespace, task: TaskData, cache: ResponseCache | Non
     from mtrbench.retrieve import RetrieverOptions, build_retriever  # deferred: the retriever loads torch
     from mtrbench.simulate.inprocess import RetrieverSystem  # deferred: loads the retriever's modules
 
-    strategy = get_strategy(args.history)
-    if strategy.needs_rewriter or strategy.needs_gold_rewrite:
-        raise UserInputError(f"--history {args.history} cannot serialize a simulated session (no rewrite exists)")
+    _check_history(args.history)
     retriever = build_retriever(args.model, RetrieverOptions.of(device=args.device, show_progress=not args.quiet))
     retriever.index(task.corpus)
     generator, client = None, None
@@ -98,8 +96,14 @@ def _system(args: argparse.Namespace, task: TaskData, cache: ResponseCache | Non
         generator = model_judge(args.generator_model, args.generator_base_url, args, "generator")
         client = make_client(generator, cache)
     return RetrieverSystem(
-        retriever, task.corpus, strategy, args.top_k, args.passages, generator, client, args.truncate
+        retriever, task.corpus, get_strategy(args.history), args.top_k, args.passages, generator, client, args.truncate
     )
+
+
+def _check_history(name: str) -> None:
+    strategy = get_strategy(name)
+    if strategy.needs_rewriter or strategy.needs_gold_rewrite:
+        raise UserInputError(f"--history {name} cannot serialize a simulated message (no rewrite of it exists)")
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -174,13 +178,14 @@ def _predict(args: argparse.Namespace) -> tuple[dict[str, object], JudgeFailures
 
     if not args.output_dir:
         raise UserInputError("--user-model (next-utterance prediction) needs --output-dir for its log")
+    _check_history(args.history)
     judge = _user_judge(args)
     task = _task(args)
     options = PredictOptions(Path(args.output_dir), args.k, cache_from_args(args), args.yes, not args.quiet)
     predicted, failures = predict(task, judge, options, args.limit)
     retriever = build_retriever(args.model, RetrieverOptions.of(device="cpu", show_progress=not args.quiet))
     retriever.index(task.corpus)
-    found = score_predictions(task, predicted, encoder_similarity(args.encoder), retriever, args.k)
+    found = score_predictions(task, predicted, encoder_similarity(args.encoder), retriever, args.k, args.history)
     cosines = [p.cosine for p in found if p.cosine is not None]
     overlaps = [p.overlap for p in found if p.overlap is not None]
     summary = {
@@ -192,6 +197,7 @@ def _predict(args: argparse.Namespace) -> tuple[dict[str, object], JudgeFailures
         "k": args.k,
         "encoder": args.encoder,
         "retriever": args.model,
+        "history": args.history,
         "predictions": [asdict(p) for p in found],
     }
     mean_cos = f"{summary['mean_cosine']:.4f}" if cosines else "-"

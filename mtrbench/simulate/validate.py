@@ -4,7 +4,7 @@ writes the user's next message, compared with the real one
 * by meaning: cosine similarity of the two messages' embeddings (a sentence-transformers encoder, the offline
   MiniLM by default);
 * by effect: whether they retrieve the same relevant passages. With the real prefix as history, both messages are
-  searched (eval's ``full`` strategy) and ``overlap@k = |R ∩ S_k ∩ T_k| / |R ∩ T_k|``, R the real turn's relevant
+  searched (eval's ``full`` strategy by default, ``--history``) and ``overlap@k = |R ∩ S_k ∩ T_k| / |R ∩ T_k|``, R the real turn's relevant
   passages, T_k the real message's top k, S_k the simulated one's; a turn whose real message finds no relevant
   passage in its top k has no overlap (counted apart).
 
@@ -128,13 +128,18 @@ def relevant_overlap(real_top: Sequence[str], simulated_top: Sequence[str], rele
 
 
 def score_predictions(
-    task: TaskData, predicted: dict[str, str | None], similarity: Similarity, retriever: Retriever, k: int
+    task: TaskData,
+    predicted: dict[str, str | None],
+    similarity: Similarity,
+    retriever: Retriever,
+    k: int,
+    history: str = "full",
 ) -> list[Prediction]:
     """Cosine and overlap@k of each prediction (a failed one gets neither)."""
     queries = {q.qid: q for q in task.queries}
     done = [qid for qid, text in predicted.items() if text]
     cosines = similarity([queries[q].query for q in done], [predicted[q] or "" for q in done]) if done else []
-    strategy, fmt = get_strategy("full"), QueryFormat()
+    strategy, fmt = get_strategy(history), QueryFormat()
     texts = []
     for qid in done:
         real = queries[qid]

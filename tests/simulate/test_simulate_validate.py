@@ -87,3 +87,9 @@ def test_next_utterance_prediction(two_needs, tmp_path):
         assert p["cosine"] == pytest.approx(float(model.similarity(a, b)[0, 0]), abs=1e-5)
         assert p["overlap"] == 1.0  # k = the whole corpus: every relevant passage is in both top k
     assert found["failed"] == 0 and found["turns"] == 2
+    assert found["history"] == "full"
+    proc = run_cli("simulate", "validate", "--task", str(two_needs), "--user-model", "sim", "--history", "rewrite",
+                   "--output-dir", str(tmp_path))  # fmt: skip
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        "error: --history rewrite cannot serialize a simulated message (no rewrite of it exists)"
+    )

@@ -107,6 +107,8 @@ def _add_validate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--encoder", default="minilm", help="embedding model for utterance similarity [minilm]")
     p.add_argument("--model", default="bm25", help="retriever for the relevant-passage overlap [bm25]")
     p.add_argument("--k", type=positive_int, default=10, help="top-k for the overlap [10]")
+    p.add_argument("--history", default="full", help="how the prefix joins each message for the overlap, as eval's "
+                   "--history (current: the message alone) [full]")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress output")
     user = p.add_argument_group("next-utterance prediction (needs --user-model)")
     user.add_argument("--task", default="mtrbench-sample", help="real conversations [mtrbench-sample]")
