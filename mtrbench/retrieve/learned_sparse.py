@@ -35,7 +35,7 @@ from mtrbench.models.spec import ModelSpec
 from mtrbench.retrieve.options import LoadingOptions, ScaleOptions
 from mtrbench.search.hits import Hits
 from mtrbench.search.inverted import InvertedSpec, SeismicSearcher
-from mtrbench.search.sparse_exact import score_pool, sparse_search
+from mtrbench.search.sparse_exact import inverted, score_pool, sparse_search
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -146,6 +146,7 @@ class LearnedSparseRetriever:
         self.doc_prompt = (self.doc_model.prompts or {}).get(DOCUMENT, "")
         self._docs: sp.csr_matrix | None = None
         self._seismic: SeismicSearcher | None = None
+        self._by_term: sp.csr_matrix | None = None  # exact search's inverted matrix, built once per corpus
 
     def _load(self, source: ModelSource, loading: LoadingOptions) -> SparseEncoder:
         model = load_sparse_encoder(source, self.device, loading.trust_remote_code)
@@ -214,6 +215,7 @@ class LearnedSparseRetriever:
             )
             self._docs, self.cache_report = self.cache.load_or_encode(key, encode, vocabulary_size(self.doc_model))
         self._seismic = SeismicSearcher(self.index_spec, self._docs) if self.index_spec.approximate else None
+        self._by_term = None if self._seismic else inverted(self._docs)
 
     @property
     def corpus_vectors(self) -> sp.csr_matrix:
@@ -226,7 +228,7 @@ class LearnedSparseRetriever:
         docs = self.corpus_vectors
         vectors = self.encode(queries, QUERY, "Encoding queries (sparse)")
         if self._seismic is None:
-            return sparse_search(vectors, docs, top_k, candidates)
+            return sparse_search(vectors, docs, top_k, candidates, by_term=self._by_term)
         pools = candidates or [None] * len(queries)
         free = [i for i, pool in enumerate(pools) if pool is None]
         hits: Hits = [([], []) for _ in queries]

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from mtrbench.infra.errors import UserInputError
 from mtrbench.search.inverted import InvertedSpec, SeismicSearcher
-from mtrbench.search.sparse_exact import SparseSearchLimits, sparse_search
+from mtrbench.search.sparse_exact import inverted, sparse_search
 
 VOCAB = 30522
 
@@ -50,23 +50,21 @@ def data():
     return random_sparse(40, 6, seed=1), random_sparse(1500, 40, seed=2)
 
 
-def test_exact_equals_scipy_and_does_not_depend_on_blocks_or_shards(data):
+def test_exact_equals_scipy(data):
     queries, docs = data
     expected = reference_top(queries, docs, 25)
     assert_same(sparse_search(queries, docs, 25), expected)
-    # one query per block, 150 documents per shard: many partial top-k lists merged
-    assert_same(sparse_search(queries, docs, 25, limits=SparseSearchLimits(query_block=1, max_pairs=150)), expected)
-    assert_same(sparse_search(queries, docs, 25, limits=SparseSearchLimits(query_block=3, max_pairs=1000)), expected)
+    assert_same(sparse_search(queries, docs, 25, by_term=inverted(docs)), expected)  # built once, reused
+    assert_same(sparse_search(queries, docs, 1500), reference_top(queries, docs, 1500))  # every scoring document
 
 
-def test_ties_rank_by_corpus_position_across_shards():
+def test_ties_rank_by_corpus_position():
     docs = sp.csr_matrix(np.array([[0, 1.0], [2.0, 0], [0, 1.0], [0, 1.0], [0, 0], [2.0, 0]], dtype=np.float32))
     query = sp.csr_matrix(np.array([[1.0, 2.0]], dtype=np.float32))
-    for limits in (SparseSearchLimits(), SparseSearchLimits(max_pairs=1), SparseSearchLimits(max_pairs=4)):
-        ((ids, scores),) = sparse_search(query, docs, 3, limits=limits)
-        assert ids == [0, 1, 2] and scores == [2.0, 2.0, 2.0]  # five tied at 2.0; document 4 shares no term
-        ((ids, _),) = sparse_search(query, docs, 10, limits=limits)
-        assert ids == [0, 1, 2, 3, 5]
+    ((ids, scores),) = sparse_search(query, docs, 3)
+    assert ids == [0, 1, 2] and scores == [2.0, 2.0, 2.0]  # five tied at 2.0; document 4 shares no term
+    ((ids, _),) = sparse_search(query, docs, 10)
+    assert ids == [0, 1, 2, 3, 5]
 
 
 def test_candidate_pools_restrict_each_query(data):
@@ -98,12 +96,12 @@ def test_search_never_builds_a_dense_documents_x_vocabulary_matrix(monkeypatch):
     assert_same(sparse_search(queries, docs[:500], 5), expected)
     tracemalloc.start()
     try:
-        sparse_search(queries, docs, 10, limits=SparseSearchLimits(max_pairs=100_000))
+        sparse_search(queries, docs, 10)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     dense_bytes = docs.shape[0] * VOCAB * 4  # 2.4 GB
-    assert peak < 40 * 2**20 < dense_bytes / 50, peak  # the shard copies and one bounded product
+    assert peak < 40 * 2**20 < dense_bytes / 50, peak  # the inverted copy (about 17 MB) and one accumulator
 
 
 def test_seismic_at_exhaustive_settings_equals_exact(data):
