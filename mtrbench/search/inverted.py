@@ -15,7 +15,7 @@ documents it returns are rescored exactly from the CSR document matrix (float32 
 the rule of ``search.topk``: scores always equal exact search's, and the index only decides which documents
 are candidates. pyseismic-lsr was chosen over splade-index after measuring both (docs/sparse.md,
 benchmarks/sparse_search.py): splade-index is an exact term-at-a-time scorer with a dense per-query
-accumulator, no faster than ``search.sparse_exact``.
+accumulator (what ``search.sparse_exact`` does), not an approximate index.
 """
 
 from __future__ import annotations

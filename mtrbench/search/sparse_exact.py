@@ -74,11 +74,26 @@ def _term_at_a_time(
         start, end = by_term.indptr[term], by_term.indptr[term + 1]
         postings = by_term.indices[start:end]  # distinct within a term, so += adds each once
         scores[postings] += by_term.data[start:end] * weight
-    ids = np.flatnonzero(scores)  # one pass over the accumulator: cheaper than merging the postings
-    found = scores[ids]
-    scores[ids] = 0
-    top_s, top_i = top_of(found, ids.astype(np.int64), top_k)
+    top_s, top_i = _top_of_accumulator(scores, top_k)
+    scores.fill(0)
     return top_i.tolist(), top_s.astype(float).tolist()
+
+
+def _top_of_accumulator(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``top_of`` over every document's score, without gathering the non-zero ones first: one partition and
+    two comparisons over the accumulator (ids come out ascending, so ties at the k-th place keep the lowest)."""
+    if k < 1:
+        return scores[:0], np.zeros(0, dtype=np.int64)
+    if k < scores.size:
+        kth = np.partition(scores, scores.size - k)[scores.size - k]
+        if kth > 0:  # else fewer than k positive scores (or negative weights): the general path below
+            above = np.flatnonzero(scores > kth)
+            tied = np.flatnonzero(scores == kth)[: k - above.size]
+            ids = np.concatenate([above, tied])
+            order = np.lexsort((ids, -scores[ids]))
+            return scores[ids][order], ids[order].astype(np.int64)
+    ids = np.flatnonzero(scores)
+    return top_of(scores[ids], ids.astype(np.int64), k)
 
 
 def score_pool(query: sp.csr_matrix, docs: sp.csr_matrix, ids: np.ndarray, top_k: int) -> tuple[list[int], list[float]]:
