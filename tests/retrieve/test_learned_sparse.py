@@ -240,3 +240,26 @@ def test_option_errors_are_one_line(splade_folder, tmp_path, flags, expected):
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and expected in lines[0], out.stderr
+
+
+def test_hybrid_with_a_learned_sparse_leg(splade_folder, sample, reference, tmp_path_factory):
+    """hybrid:DENSE+SPARSE_FOLDER fuses the learned sparse leg's own scores: at alpha 0 its ranking is the sparse
+    dot product's (min-max normalized per query), at alpha 0.5 each score is the hand-fused value."""
+    from tiny_model import make_tiny_model
+
+    from mtrbench.retrieve import build_retriever
+
+    task, texts, _ = sample
+    dense = make_tiny_model(tmp_path_factory.mktemp("tiny-dense"))
+    name = f"hybrid:{dense}+{splade_folder}"
+    options = {"device": "cpu", "show_progress": False, "use_cache": False, "candidate_k": 15, "max_length": 32}
+    sparse_only = build_retriever(name, alpha=0.0, **options)
+    sparse_only.index(task.corpus)
+    queries = texts[:20]
+    for q, (docs, scores) in enumerate(sparse_only.search(queries, 10)):
+        row = reference[q]
+        best = torch.topk(row, 15).values
+        expected = ((row[docs] - best.min()) / (best.max() - best.min())).tolist()
+        assert scores == pytest.approx(expected, abs=TOL), q
+    settings = sparse_only.settings()
+    assert settings["sparse"]["kind"] == "learned-sparse" and settings["alpha"] == 0.0
