@@ -83,7 +83,7 @@ def assemble(model: ResolvedModel, options: RetrieverOptions, legs: Legs | None 
     stages = options.pipeline
     check_first_stage(model.spec)  # a reranker alias as --model: one error line
     _check_pipeline(model, stages)
-    _check_kind(model, options.scale)
+    _check_kind(model, options.scale, options.loading.sparse_top_k)
     retriever: Retriever
     if stages.chunking:
         chunking = Chunking.parse(stages.chunking)  # with chunking, candidate_k counts the children retrieved
@@ -120,13 +120,20 @@ _NO_SCALE_PATH = {
 _KIND_NAMES = {SPARSE: "learned sparse", MULTI_VECTOR: "multi-vector (late-interaction)"}
 
 
-def _check_kind(model: ResolvedModel, scale: ScaleOptions) -> None:
-    """Scale options a model's kind (or a hybrid leg's) has no path for: one error line before loading."""
+def _check_kind(model: ResolvedModel, scale: ScaleOptions, sparse_top_k: int | None = None) -> None:
+    """Options a model's kind (or a hybrid leg's) has no path for: one error line before loading."""
     if model.spec is None:
+        if sparse_top_k is not None:
+            raise UserInputError("--sparse-top-k prunes learned sparse vectors; a Python model object has none")
         return
     specs = [model.spec]
     if model.spec.kind == HYBRID:
         specs = [resolve_model(model.spec.model_id), resolve_model(model.spec.doc_model_id)]
+    if sparse_top_k is not None and not any(spec.kind == SPARSE for spec in specs):
+        raise UserInputError(
+            f"--sparse-top-k prunes learned sparse vectors; '{model.requested}' has no learned sparse model, "
+            "which would ignore it"
+        )
     for spec in specs:
         what = f"'{spec.alias}' is a {_KIND_NAMES.get(spec.kind, spec.kind)} model"
         if spec.kind in _KIND_NAMES and (scale.index or "").startswith("faiss"):

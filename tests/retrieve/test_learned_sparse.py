@@ -263,3 +263,12 @@ def test_hybrid_with_a_learned_sparse_leg(splade_folder, sample, reference, tmp_
         assert scores == pytest.approx(expected, abs=TOL), q
     settings = sparse_only.settings()
     assert settings["sparse"]["kind"] == "learned-sparse" and settings["alpha"] == 0.0
+
+
+@pytest.mark.parametrize("model", ["minilm", "bm25", "hybrid:minilm+bm25"])
+def test_sparse_top_k_without_a_learned_sparse_model_is_refused(model, tmp_path):
+    """--sparse-top-k would be ignored by a model with no learned sparse leg: refused before anything loads."""
+    out = run_cli("eval", "--model", model, "--sparse-top-k", "8", "--output-dir", tmp_path / "results", "--quiet")
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --sparse-top-k"), out.stderr
+    assert not (tmp_path / "results").exists()
