@@ -253,6 +253,88 @@ def decoder_agreement(work: Path, device: str, queries: list[str], docs: list[st
     return report
 
 
+# The retriever-family check: a tiny SPLADE-shaped SparseEncoder and a tiny ColBERT-shaped MultiVectorEncoder
+# (random weights, the MiniLM vocabulary). Both encode through sentence-transformers (the packed engine has no
+# MLM-head or token-output path: the logged fallback of docs/sparse.md and docs/late-interaction.md); the check is
+# that mtrbench's own encode path on this device (batching, CSR conversion, token lists) gives what the library
+# gives in fp32 on the CPU.
+FAMILY_SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 64}
+
+
+def build_family_checkpoints(folder: Path, seed: int = 0) -> dict[str, Path]:
+    from sentence_transformers import MultiVectorEncoder, SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
+    from transformers import BertConfig, BertForMaskedLM, BertModel
+
+    tokenizer = wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=512, **FAMILY_SHAPE)
+    torch.manual_seed(seed)
+    mlm = BertForMaskedLM(config)
+    with torch.no_grad():  # a negative output bias: ~100 active terms per text, as a trained SPLADE has
+        mlm.cls.predictions.bias.fill_(-2.0)
+    mlm.save_pretrained(folder / "mlm")
+    tokenizer.save_pretrained(folder / "mlm")
+    SparseEncoder(modules=[MLMTransformer(str(folder / "mlm")), SpladePooling("max")], device="cpu").save(
+        str(folder / "sparse")
+    )
+    BertModel(config).save_pretrained(folder / "bert")
+    tokenizer.save_pretrained(folder / "bert")
+    MultiVectorEncoder(str(folder / "bert"), device="cpu").save(str(folder / "multi-vector"))
+    return {"sparse": folder / "sparse", "multi-vector": folder / "multi-vector"}
+
+
+def family_agreement(work: Path, device: str, queries: list[str], docs: list[str], seed: int) -> dict[str, Any]:
+    """Query-document scores from mtrbench's sparse and multi-vector encode paths on ``device`` against
+    sentence-transformers' own encode and similarity in fp32 on the CPU; ``ok``: every score within 1e-3 of the
+    reference (relative to its largest) and every text's vector at cosine >= 0.999."""
+    from sentence_transformers import MultiVectorEncoder, SparseEncoder
+
+    from mtrbench.encode.multivector import encode_tokens
+    from mtrbench.encode.sparse import DOCUMENT, QUERY, SparseEncoding, encode_sparse
+
+    folders = build_family_checkpoints(work, seed)
+    report: dict[str, Any] = {"queries": len(queries), "documents": len(docs), "models": {}}
+    reference_sparse = SparseEncoder(str(folders["sparse"]), device="cpu")
+    ref_q = reference_sparse.encode_query(queries, convert_to_tensor=True).to_dense()
+    ref_d = reference_sparse.encode_document(docs, convert_to_tensor=True).to_dense()
+    ours = SparseEncoder(str(folders["sparse"]), device=device)
+    q = torch.from_numpy(encode_sparse(ours, queries, SparseEncoding(QUERY)).toarray())
+    d = torch.from_numpy(encode_sparse(ours, docs, SparseEncoding(DOCUMENT)).toarray())
+    report["models"]["sparse"] = _agreement(q @ d.T, ref_q @ ref_d.T, [(q, ref_q), (d, ref_d)])
+    reference_multi = MultiVectorEncoder(str(folders["multi-vector"]), device="cpu")
+    ref_qt = reference_multi.encode_query(queries)
+    ref_dt = reference_multi.encode_document(docs)
+    ours_multi = MultiVectorEncoder(str(folders["multi-vector"]), device=device)
+    qt = encode_tokens(ours_multi, queries, QUERY, show_progress=False)
+    dt = encode_tokens(ours_multi, docs, DOCUMENT, show_progress=False)
+    pairs = [
+        (torch.cat(qt), torch.cat([t.float() for t in ref_qt])),
+        (torch.cat(dt), torch.cat([t.float() for t in ref_dt])),
+    ]
+    report["models"]["multi-vector"] = _agreement(
+        reference_multi.similarity(qt, dt).float(), reference_multi.similarity(ref_qt, ref_dt).float(), pairs
+    )
+    for kind, row in report["models"].items():
+        print(
+            f"{kind} family ({device}): max score difference {row['max_score_diff']:.2e} (relative), "
+            f"min cosine {row['min_cosine']:.6f}",
+            flush=True,
+        )
+    report["ok"] = all(r["max_score_diff"] <= 1e-3 and r["min_cosine"] >= 0.999 for r in report["models"].values())
+    return report
+
+
+def _agreement(scores: torch.Tensor, reference: torch.Tensor, vectors: list[tuple[torch.Tensor, torch.Tensor]]):
+    scale = float(reference.abs().max()) or 1.0
+    lowest = 1.0
+    for ours, theirs in vectors:
+        ours, theirs = ours.float().cpu(), theirs.float().cpu()
+        empty = (ours.abs().sum(dim=1) == 0) & (theirs.abs().sum(dim=1) == 0)  # both all-zero: they agree
+        if bool((~empty).any()):
+            lowest = min(lowest, min_cosine(ours[~empty], theirs[~empty]))
+    return {"max_score_diff": float((scores.cpu() - reference.cpu()).abs().max()) / scale, "min_cosine": lowest}
+
+
 def layer_shape(config) -> tuple[int, int, int]:
     return config.num_hidden_layers, config.hidden_size, config.intermediate_size
 
@@ -984,6 +1066,17 @@ def run_decoder_check(args, device: str) -> dict[str, Any]:
     return report
 
 
+def run_family_check(args, device: str) -> dict[str, Any]:
+    rng = random.Random(args.seed)
+    tokenizer = wordpiece_tokenizer(minilm_vocab(), do_lower_case=True, model_max_length=512)
+    queries = synth_conversations(min(args.conversations, 32), rng)
+    docs = synth_passages(min(args.corpus_size, 32), tokenizer, rng)
+    with tempfile.TemporaryDirectory(prefix="mtrbench-families-") as work:
+        report = family_agreement(Path(work), device, queries, docs, args.seed)
+    print(f"sparse / multi-vector check: {'ok' if report['ok'] else 'DISAGREES'}", flush=True)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cpu", action="store_true", help="MiniLM on the sample task, CPU, about a minute")
@@ -1090,6 +1183,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(report["note"])
         if not args.cpu:
             report["decoder"] = run_decoder_check(args, device)
+            report["families"] = run_family_check(args, device)
     report.update(
         {
             "device": device_name(device),

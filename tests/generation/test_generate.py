@@ -456,7 +456,15 @@ def test_generation_takes_evals_history_names():
 
     assert GENERATION_HISTORIES == ("full", "last-response", "rewrite", "rewrite:llm", "summary:llm")
     assert all(get_strategy(name).name == name for name in GENERATION_HISTORIES)
-    assert set(MODEL_STRATEGIES) <= set(GENERATION_HISTORIES)
+    # every model-written history but the query expansions, whose pseudo-documents are retrieval queries, not a
+    # conversation a generator reads: generation refuses them with one line
+    from mtrbench.infra.errors import UserInputError
+    from mtrbench.serialize.expansion import EXPANSION_KINDS
+
+    assert set(MODEL_STRATEGIES) - set(EXPANSION_KINDS) <= set(GENERATION_HISTORIES)
+    for expansion in EXPANSION_KINDS:
+        with pytest.raises(UserInputError, match=f"for generation, got '{expansion}'"):
+            generation_history(expansion)
     assert [generation_history(old) for old in ("raw", "summary", "full", "rewrite:llm")] == [
         "full",
         "summary:llm",

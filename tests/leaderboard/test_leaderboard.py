@@ -605,7 +605,7 @@ def test_verify_rerun_never_runs_code_or_writes_where_the_file_says(tmp_path, mo
     [
         ("mtrbench eval --model bm25 --history current,full", ["eval", "--model", "bm25", "--history", "current,full"]),
         (
-            "mtrbench eval --mod BAAI/bge-small-en-v1.5 --revision refs/pr/1 --k 1,5 --metrics ndcg,hit --top-k 50 --quiet",
+            "mtrbench eval --model BAAI/bge-small-en-v1.5 --revisio refs/pr/1 --k 1,5 --metrics ndcg,hit --top-k 50 --quiet",
             [
                 "eval",
                 "--model",

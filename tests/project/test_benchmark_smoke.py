@@ -115,6 +115,13 @@ def test_gpu_mode_rehearsal_runs_its_whole_code_path_on_cpu(tmp_path):
         assert set(decoder["models"][arch]) == {"padded", "packed"}
         assert min(row["min_cosine"] for row in decoder["models"][arch].values()) >= 0.999
     assert "decoder check: ok" in proc.stdout
+    # the retriever-family check: mtrbench's sparse (CSR) and multi-vector (token list) encode paths against
+    # sentence-transformers' own encode and similarity
+    families = report["families"]
+    assert families["ok"] and set(families["models"]) == {"sparse", "multi-vector"}
+    for row in families["models"].values():
+        assert row["max_score_diff"] <= 1e-3 and row["min_cosine"] >= 0.999
+    assert "sparse / multi-vector check: ok" in proc.stdout
     assert "speeds and targets mean nothing" in proc.stdout
 
 

@@ -6,6 +6,7 @@ a reranker alias as a first stage, a dense model as a reranker."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,9 @@ PREFIX = (
 )
 SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"  # tests/data (a bare `conftest` import is ambiguous under xdist)
 
 
 def _tokenizer_into(folder):
@@ -78,8 +82,6 @@ def tiny_monot5(tmp_path_factory):
 
 def _reranked(folder, rerank_k=4):
     """mtrbench's BM25 + reranker on native-mini's four passages: per query, (document positions, scores, corpus)."""
-    from conftest import DATA
-
     from mtrbench.data import load_task
     from mtrbench.retrieve import build_retriever
 
