@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -19,7 +22,7 @@ from mtrbench.leaderboard.keys import flatten
 from mtrbench.leaderboard.metric_names import metric_name, scale_note
 from mtrbench.leaderboard.ties import RankGroups, rank_groups
 from mtrbench.results.labels import short_model
-from mtrbench.results.table import GAPS, SUMMARY, compact_table, fits, print_titled
+from mtrbench.results.table import GAPS, SUMMARY, compact_table, fits, print_table, print_titled
 
 # System settings always worth a glance; any other one is shown when it differs within the group.
 SHOWN_SETTINGS = (
@@ -121,9 +124,12 @@ def render(
     for group in groups:
         made = _table(group, by_id, task, metric, scores, console.width)
         if made is not None:
-            table, caption, below = made
+            tables, caption, below = made
             console.print()
-            print_titled(console, f"{group_title(group)}\n{caption}", table)
+            print_titled(console, f"{group_title(group)}\n{caption}", tables[0])
+            for table in tables[1:]:  # the panels of a table too wide for the console, one under the other
+                console.print()
+                print_table(console, table)
             for line in below:
                 console.print(Text(line), overflow="fold")
             shown += 1
@@ -172,23 +178,110 @@ def _table(
     metric: str | None,
     scores: Mapping[str, SystemScores] | None,
     width: int,
-) -> tuple[Table, str, list[str]] | None:
-    """The group's table, its caption, and the lines to print under it (the settings, when they are not a
-    column): the first of ``layouts()`` that fits ``width`` columns without breaking a word, with the usual
-    gap between columns or, where none does, the narrower one (``print_table`` narrows it the same way); the
-    narrowest layout where none fits at all."""
+) -> tuple[list[Table], str, list[str]] | None:
+    """The group's table (or, where none fits, its panels), its caption, and the lines to print under it (the
+    settings, when they are not a column): the first of ``layouts()`` that fits ``width`` columns without
+    breaking a word, with the usual gap between columns or, where none does, the narrower one (``print_table``
+    narrows it the same way); where no layout fits at all, the score columns split into panels printed one
+    under the other (``panels``); the narrowest layout where even one score column per panel cannot fit."""
     made: dict[Layout, tuple[Table, str, list[str]] | None] = {}  # each layout's table, built once
     drawn = None
     for gap in GAPS:
         for layout in layouts():
             if layout not in made:
                 made[layout] = _layout_table(group, by_id, task, metric, scores, layout)
-            if made[layout] is None:
+            built = made[layout]
+            if built is None:
                 return None
-            drawn = made[layout]
+            drawn = built
             if fits(drawn[0], width, gap):
-                return drawn
-    return drawn
+                return [drawn[0]], drawn[1], drawn[2]
+    if drawn is None:
+        return None
+    best: tuple[tuple[int, int, int], list[list[int]], tuple[Table, str, list[str]]] | None = None
+    seen: set[object] = set()  # the tables and splits already weighed
+    for order, layout in enumerate(layouts()):
+        built = made.get(layout)
+        if built is None or layout.settings_column:  # the settings go under the panels
+            continue
+        signature = tuple(str(c) for column in built[0].columns for c in [column.header, *column.cells])
+        if signature in seen:  # names short enough that this layout draws what a wider one did
+            continue
+        seen.add(signature)
+        tests: list[Callable[[Table], bool]] = [_natural_fit(width), *(partial(fits, width=width, gap=g) for g in GAPS)]
+        for fit in tests:
+            split = panels(built[0], fit)
+            if split is None or (signature, str(split)) in seen:
+                continue
+            seen.add((signature, str(split)))
+            rank = (printed_lines([_panel(built[0], part) for part in split], width), len(split), order)
+            if best is None or rank < best[0]:
+                best = (rank, split, built)
+    if best is None:
+        return [drawn[0]], drawn[1], drawn[2]
+    _, split, (table, caption, below) = best
+    note = f"\nin {len(split)} panels (too wide for {width} columns), each repeating # and model"
+    return [_panel(table, part) for part in split], caption + note, below
+
+
+KEY_COLUMNS = 2  # "#" and "model": repeated in every panel
+
+
+def _natural_fit(width: int) -> Callable[[Table], bool]:
+    """Whether a table is drawn within ``width`` columns as it is, no cell wrapped (as ``print_table`` checks)."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False)
+    options = console.options.update_width(10_000)
+    return lambda table: Measurement.get(console, options, table).maximum <= width
+
+
+def printed_lines(tables: list[Table], width: int) -> int:
+    """How many lines ``print_table`` draws these tables in at ``width`` columns (a blank line between two)."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, force_terminal=False)
+    for table in tables:
+        print_table(console, table)
+    return out.getvalue().count("\n") + len(tables) - 1
+
+
+def panels(table: Table, fit: Callable[[Table], bool]) -> list[list[int]] | None:
+    """``table``'s score columns (those after the ``KEY_COLUMNS``, rank and model) in the fewest panels of
+    consecutive columns for which ``fit`` holds, each panel to repeat the key columns: as evenly many columns
+    per panel as fit, else as many as fit into each panel in turn; None where one score column cannot fit."""
+    scored = list(range(KEY_COLUMNS, len(table.columns)))
+    if not scored:
+        return None
+    greedy: list[list[int]] = []
+    for index in scored:
+        if greedy and fit(_panel(table, greedy[-1] + [index])):
+            greedy[-1].append(index)
+        elif fit(_panel(table, [index])):
+            greedy.append([index])
+        else:
+            return None
+    size, extra = divmod(len(scored), len(greedy))
+    even, at = [], 0
+    for n in range(len(greedy)):  # the same number of panels, the first ``extra`` one column wider
+        step = size + (1 if n < extra else 0)
+        even.append(scored[at : at + step])
+        at += step
+    return even if all(fit(_panel(table, part)) for part in even) else greedy
+
+
+def _panel(table: Table, indexes: list[int]) -> Table:
+    """A new table of ``table``'s key columns and the columns at ``indexes``, cells and column settings kept."""
+    panel = compact_table()
+    columns = [*table.columns[:KEY_COLUMNS], *(table.columns[i] for i in indexes)]
+    for column in columns:
+        panel.add_column(
+            column.header,
+            justify=column.justify,
+            overflow=column.overflow,
+            min_width=column.min_width,
+            no_wrap=column.no_wrap,
+        )
+    for row in zip(*(list(column.cells) for column in columns)):
+        panel.add_row(*row)
+    return panel
 
 
 def _layout_table(
