@@ -384,6 +384,9 @@ def detail(pivot: Pivot, by_id: dict[str, dict[str, Any]], turns: TurnCurves, ra
     )
 
 
+LONG_TABLE = 20  # rows: a table with more starts closed (its title and leader shown), so the page stays short
+
+
 def pivot_section(
     pivot: Pivot,
     by_id: dict[str, dict[str, Any]],
@@ -391,10 +394,20 @@ def pivot_section(
     ranked: GroupRanks | None = None,
     explorers: Mapping[str, str] | None = None,
 ) -> str:
-    return (
-        f'<section class="group" id="group-{escape(pivot.id)}"><h2>{escape(pivot_title(pivot, by_id))}</h2>'
+    title = escape(pivot_title(pivot, by_id))
+    body = (
         f'<p class="provenance">{escape(provenance(pivot, ranked))}</p>{pivot_table(pivot, ranked, explorers)}'
-        f"{detail(pivot, by_id, turns, ranked)}</section>"
+        f"{detail(pivot, by_id, turns, ranked)}"
+    )
+    if len(pivot.rows) <= LONG_TABLE:
+        return f'<section class="group" id="group-{escape(pivot.id)}"><h2>{title}</h2>{body}</section>'
+    # A long table (a paper's 25 systems) is one click away: its title says what it holds and who leads.
+    top = pivot.rows[0]
+    lead = f"{top.label} {number(top.mean if pivot.has_mean else top.cells[0].value)}" if top.rank == 1 else ""
+    return (
+        f'<section class="group" id="group-{escape(pivot.id)}"><details class="table"><summary><h2>{title}</h2>'
+        f'<span class="rows">{len(pivot.rows)} systems{escape(f", first: {lead}" if lead else "")}; '
+        f"click to show the table</span></summary>{body}</details></section>"
     )
 
 
