@@ -439,6 +439,7 @@ def _evaluate_pairs(
     status: Console,
 ) -> _EvalOutcome:
     """Every model on every task, each model loaded once; the tables of each pair printed as it finishes."""
+    from mtrbench.pipeline.card_instruction import with_card_instruction  # deferred: loads the pipeline
     from mtrbench.pipeline.evaluate import command_line, run_eval  # deferred: loads torch
     from mtrbench.pipeline.known_plans import finished_before_loading  # deferred: loads torch
     from mtrbench.pipeline.sweep import in_history_order  # deferred: loads torch
@@ -462,7 +463,7 @@ def _evaluate_pairs(
     for model in resolved:
         retriever, loaded_with = None, options
         for task in tasks:
-            pair_options = _with_card_instruction(options, model, task)
+            pair_options = with_card_instruction(options, model, task)
             if pair_options != loaded_with:  # another task description: another query prompt, so load again
                 retriever, loaded_with = None, pair_options
             pair_config = (
@@ -499,20 +500,6 @@ def _evaluate_pairs(
 def _template(text: str | None) -> str | None:
     """--instruction-template as typed on a shell line: ``\\n`` is a newline, as in --separator."""
     return None if text is None else unescape(text)
-
-
-def _with_card_instruction(options: RetrieverOptions, model: ResolvedModel, task: str) -> RetrieverOptions:
-    """The task card's ``instruction`` for a model with an instruction template, unless --instruction is given."""
-    loading = options.loading
-    template = loading.instruction_template
-    if template is None:
-        template = model.spec.instruction_template if model.spec is not None else ""
-    if loading.instruction is not None or not template:
-        return options
-    from mtrbench.data import resolve_card  # deferred: typos fail before it loads
-
-    instruction = resolve_card(task).instruction
-    return options if instruction is None else options.with_values(instruction=instruction)
 
 
 def _report_written(args: argparse.Namespace, outcome: _EvalOutcome, status: Console) -> None:

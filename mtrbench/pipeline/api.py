@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mtrbench.data.python import PythonTask
 from mtrbench.generation.model_history import RewriterOptions
 from mtrbench.infra.errors import UserInputError
 from mtrbench.infra.reporting import progress_messages
+from mtrbench.pipeline.card_instruction import with_card_instruction
 from mtrbench.pipeline.evaluate import run_eval
 from mtrbench.pipeline.histories import HistoryChoice, resolve_history
 from mtrbench.pipeline.known_plans import finished_before_loading
 from mtrbench.pipeline.plan import EvalConfig, SkippedResult, check_before_loading
 from mtrbench.results.result import Result
-from mtrbench.retrieve.builder import ModelInput, assemble, resolve
+from mtrbench.retrieve.builder import ModelInput, ResolvedModel, assemble, resolve
 from mtrbench.retrieve.options import RetrieverOptions
 from mtrbench.serialize.history import ALL_HISTORIES, DEFAULT_HISTORY, QueryFormat
 from mtrbench.serialize.truncate import DEFAULT_TRUNCATE
@@ -83,17 +84,34 @@ def evaluate(
         protocol=protocol,
         ptkb=None if ptkb == "none" else ptkb,
     )
-    say = progress_messages(show_progress)
-    skipped: list[SkippedResult] = []
     check_before_loading(config, [t.card if isinstance(t, PythonTask) else t for t in _tasks(tasks)])
+    return _evaluate_tasks(resolved, _tasks(tasks), config, options, names, progress_messages(show_progress))
+
+
+def _evaluate_tasks(
+    resolved: ResolvedModel,
+    tasks: list[TaskInput],
+    config: EvalConfig,
+    options: RetrieverOptions,
+    names: list[str],
+    say: Callable[[str], None],
+) -> list[Result]:
+    """Each task in turn, the model built once and shared until a card's instruction asks for another prompt."""
+    skipped: list[SkippedResult] = []
     retriever = None  # loaded for the first task with something to evaluate, then shared
+    loaded_with = options
     results: list[Result] = []
-    for task in _tasks(tasks):
+    for task in tasks:
         card, data = (task.card, task.data) if isinstance(task, PythonTask) else (task, None)
-        if retriever is None and (data is not None or finished_before_loading(resolved, card, config, options) is None):
-            retriever = assemble(resolved, options)
+        task_options = with_card_instruction(options, resolved, card)
+        if task_options != loaded_with:  # the card's task description: another query prompt, so build again
+            retriever, loaded_with = None, task_options
+        if retriever is None and (
+            data is not None or finished_before_loading(resolved, card, config, task_options) is None
+        ):
+            retriever = assemble(resolved, task_options)
         made = run_eval(
-            resolved, card, config, options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
+            resolved, card, config, task_options, progress=say, retriever=retriever, on_skip=skipped.append, task=data
         )
         finished: dict[str | None, Result] = {s.history: Result.load(s.path) for s in skipped}
         skipped.clear()

@@ -12,6 +12,7 @@ from mtrbench.data.model import TaskData, first_conversations, without_queries
 from mtrbench.infra.errors import TooManyFailures
 from mtrbench.llm.redact import Redactor
 from mtrbench.models.protocols import declared_revision
+from mtrbench.pipeline.card_instruction import with_card_instruction
 from mtrbench.pipeline.histories import applicable, write_texts
 from mtrbench.pipeline.known_plans import known_finished, remember, request_key
 from mtrbench.pipeline.partial_corpus import partial_corpus, with_every_judgment
@@ -46,6 +47,8 @@ def run_eval(
     say = progress or (lambda message: None)
     options = retriever_options or RetrieverOptions()
     resolved = resolve(model)  # unknown names fail before anything slow starts
+    if retriever is None:  # built here: with the card's task description, as eval and evaluate() build it
+        options = with_card_instruction(options, resolved, task_name)
     key = request_key(resolved, task_name, config, options) if task is None else None  # Python data: not known
     if retriever is None and key is not None:
         finished = known_finished(key, resolved.requested, task_name, config.overwrite)

@@ -262,7 +262,7 @@ def test_bad_inputs_end_in_one_error_line(decoders, tmp_path):
 def test_task_card_instruction_fills_the_template_unless_the_flag_is_given(tmp_path):
     import yaml
 
-    from mtrbench.cli.eval import _with_card_instruction
+    from mtrbench.pipeline.card_instruction import with_card_instruction as _with_card_instruction
     from mtrbench.retrieve import RetrieverOptions, resolve
 
     card = resolve_card("mtrbench-sample").to_dict()
@@ -279,3 +279,32 @@ def test_task_card_instruction_fills_the_template_unless_the_flag_is_given(tmp_p
     with_template = RetrieverOptions.of(instruction_template="T {task}")
     assert _with_card_instruction(with_template, plain, str(path)).loading.instruction == card["instruction"]
     assert _with_card_instruction(RetrieverOptions(), templated, "mtrbench-sample") == RetrieverOptions()
+
+
+def test_evaluate_fills_the_template_with_each_cards_instruction(decoders, tmp_path):
+    """mtrbench.evaluate applies a card's instruction as `eval` does (it used to apply it on the command line
+    only): the recorded query prompt is the template filled with it; a card without one gets the default."""
+    import yaml
+
+    import mtrbench
+    from mtrbench.serialize.instructions import DEFAULT_TASK
+
+    sample = resolve_card("mtrbench-sample")
+    card = sample.to_dict()
+    card |= {"name": "sample-with-instruction", "instruction": "Find what the traveller asks last"}
+    card["source"] = {**card["source"], "path": str(sample.local_path())}  # the sample's data, from a card elsewhere
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump(card))
+    results = mtrbench.evaluate(
+        str(decoders["qwen3"]),
+        [str(path), "mtrbench-sample"],
+        history="rewrite",
+        output_dir=tmp_path / "results",
+        limit=2,
+        device="cpu",
+        use_cache=False,
+        show_progress=False,
+        instruction_template="I: {task}\nQ: ",
+    )
+    prompts = [r.settings["retriever"]["query_prompt"] for r in results]
+    assert prompts == [f"I: {card['instruction']}\nQ: ", f"I: {DEFAULT_TASK}\nQ: "]
