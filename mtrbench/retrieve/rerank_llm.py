@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from typing import Any
 
 from mtrbench.infra.errors import MtrbenchError, first_line
@@ -47,8 +48,8 @@ def _token_id(tokenizer: Any, candidates: tuple[str, ...], model: str) -> int:
     raise MtrbenchError(f"--rerank {model}: the tokenizer has no token {' or '.join(map(repr, candidates))}")
 
 
-class _HFScorer:
-    """Loads a transformers model and its tokenizer from a Hub id or a local folder."""
+class _HFScorer(ABC):
+    """Loads a transformers model and its tokenizer from a Hub id or a local folder; a recipe scores its batches."""
 
     recipe = ""
 
@@ -86,8 +87,9 @@ class _HFScorer:
         bar.close()
         return scores
 
+    @abstractmethod
     def _batch_scores(self, batch: list[Pair]) -> Any:
-        raise NotImplementedError
+        """One relevance score per (query, document) pair of ``batch``, as a tensor."""
 
     def _base_settings(self) -> dict[str, Any]:
         return {
